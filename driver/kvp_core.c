@@ -1,0 +1,940 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kvpool core: the page pool and the row ownership state machine.
+ *
+ * Pages move between owners (the free stack, a row held by a request, a row
+ * parked in a session slot) and never exist twice; rows move between the
+ * free stack, a client's requests and a client's slots. Every operation
+ * validates the whole request against the current state first and only
+ * then applies it, so an error leaves the pool exactly as it was. See
+ * docs/design.md for the model and kvp_core.h for the locking rule.
+ */
+#include "kvp_core.h"
+
+#define KVP_ROW_MIN_CAP	16U
+
+int kvp_geom_check(u32 flags, u32 nr_pages, u32 page_tokens,
+		   u32 nr_rows, u32 row_tokens)
+{
+	u32 reserved = (flags & KVPOOL_CREATE_RESERVE_ZERO) ? 1 : 0;
+
+	if (flags & ~KVPOOL_CREATE_RESERVE_ZERO)
+		return -EOPNOTSUPP;
+	if (nr_pages <= reserved || nr_pages > KVP_MAX_PAGES)
+		return -EINVAL;
+	if (!page_tokens || page_tokens > KVP_MAX_PAGE_TOKENS)
+		return -EINVAL;
+	if (nr_rows <= reserved || nr_rows > KVP_MAX_ROWS)
+		return -EINVAL;
+	if (!row_tokens || row_tokens > KVP_MAX_ROW_TOKENS)
+		return -EINVAL;
+	return 0;
+}
+
+static void kvp_page_push(struct kvp_pool *pool, u32 id)
+{
+	pool->pages[id].owner = KVP_OWNER_FREE;
+	pool->pages[id].next = pool->free_head;
+	pool->free_head = id;
+	pool->free_pages++;
+}
+
+/* The caller has checked that enough pages are free. */
+static u32 kvp_page_pop(struct kvp_pool *pool, u32 owner)
+{
+	u32 id = pool->free_head;
+
+	pool->free_head = pool->pages[id].next;
+	pool->pages[id].next = KVP_NIL;
+	pool->pages[id].owner = owner;
+	pool->free_pages--;
+	return id;
+}
+
+static void kvp_row_push(struct kvp_pool *pool, u32 idx)
+{
+	struct kvp_row *r = &pool->rows[idx];
+
+	r->state = KVP_ROW_FREE;
+	r->owner = NULL;
+	r->next = pool->free_row_head;
+	pool->free_row_head = idx;
+	pool->free_rows++;
+}
+
+int kvp_pool_init(struct kvp_pool *pool, u32 id, u32 flags, u32 nr_pages,
+		  u32 page_tokens, u32 nr_rows, u32 row_tokens)
+{
+	u32 first = (flags & KVPOOL_CREATE_RESERVE_ZERO) ? 1 : 0;
+	u32 i;
+	int ret;
+
+	ret = kvp_geom_check(flags, nr_pages, page_tokens, nr_rows, row_tokens);
+	if (ret)
+		return ret;
+
+	memset(pool, 0, sizeof(*pool));
+	pool->pages = kvp_table_zalloc(nr_pages, sizeof(*pool->pages));
+	if (!pool->pages)
+		return -ENOMEM;
+	pool->rows = kvp_table_zalloc(nr_rows, sizeof(*pool->rows));
+	if (!pool->rows) {
+		kvp_free(pool->pages);
+		pool->pages = NULL;
+		return -ENOMEM;
+	}
+	kvp_lock_init(&pool->lock);
+	pool->id = id;
+	pool->flags = flags;
+	pool->nr_pages = nr_pages;
+	pool->page_tokens = page_tokens;
+	pool->nr_rows = nr_rows;
+	pool->row_tokens = row_tokens;
+	pool->max_batch = nr_rows < KVP_MAX_BATCH ? nr_rows : KVP_MAX_BATCH;
+	pool->free_head = KVP_NIL;
+	pool->free_row_head = KVP_NIL;
+
+	/* Pushed from the top so that the lowest ids are handed out first. */
+	for (i = nr_pages; i-- > first; )
+		kvp_page_push(pool, i);
+	for (i = nr_rows; i-- > first; )
+		kvp_row_push(pool, i);
+	if (first) {
+		pool->pages[0].owner = KVP_OWNER_RESERVED;
+		pool->pages[0].next = KVP_NIL;
+		pool->reserved_pages = 1;
+		pool->rows[0].state = KVP_ROW_RESERVED;
+		pool->rows[0].next = KVP_NIL;
+		pool->reserved_rows = 1;
+	}
+	return 0;
+}
+
+void kvp_pool_fini(struct kvp_pool *pool)
+{
+	u32 i;
+
+	/* Rows can only be held by clients, and clients pin the pool. */
+	for (i = 0; i < pool->nr_rows; i++)
+		kvp_free(pool->rows[i].pages);
+	kvp_free(pool->rows);
+	kvp_free(pool->pages);
+	kvp_lock_destroy(&pool->lock);
+	pool->rows = NULL;
+	pool->pages = NULL;
+}
+
+void kvp_client_attach_locked(struct kvp_pool *pool, struct kvp_client *c)
+{
+	u32 i;
+
+	kvp_assert_held(&pool->lock);
+	memset(c, 0, sizeof(*c));
+	c->pool = pool;
+	c->id = ++pool->next_client_id;
+	for (i = 0; i < KVP_SLOT_BUCKETS; i++)
+		c->slot_head[i] = KVP_NIL;
+	c->next = pool->clients;
+	if (pool->clients)
+		pool->clients->prev = c;
+	pool->clients = c;
+	pool->nr_clients++;
+}
+
+static u32 kvp_slot_bucket(u64 session)
+{
+	/* Fibonacci hashing: the top bits of a golden-ratio product. */
+	return (u32)((session * 0x9e3779b97f4a7c15ULL) >> 58);
+}
+
+static struct kvp_row *kvp_slot_find(struct kvp_client *c, u64 session,
+				     u32 **link)
+{
+	struct kvp_pool *pool = c->pool;
+	u32 *pos = &c->slot_head[kvp_slot_bucket(session)];
+
+	while (*pos != KVP_NIL) {
+		struct kvp_row *r = &pool->rows[*pos];
+
+		if (r->session == session) {
+			if (link)
+				*link = pos;
+			return r;
+		}
+		pos = &r->next;
+	}
+	return NULL;
+}
+
+static u32 kvp_row_index(const struct kvp_pool *pool, const struct kvp_row *r)
+{
+	return (u32)(r - pool->rows);
+}
+
+/*
+ * Frees every page @r owns and its page array and returns the row to the
+ * free stack; the row's record is zeroed. Accounting for the owner kind is
+ * the caller's.
+ */
+static u32 kvp_row_free_pages(struct kvp_pool *pool, struct kvp_row *r)
+{
+	u32 idx = kvp_row_index(pool, r);
+	u32 freed = 0;
+	u32 i;
+
+	for (i = 0; i < r->nr; i++) {
+		u32 id = r->pages[i];
+
+		if (id == KVPOOL_PAGE_NONE || pool->pages[id].owner != idx)
+			continue;
+		kvp_page_push(pool, id);
+		freed++;
+	}
+	kvp_free(r->pages);
+	r->pages = NULL;
+	r->nr = 0;
+	r->cap = 0;
+	r->allocated = 0;
+	r->committed = 0;
+	r->protected = 0;
+	r->swa_evicted = 0;
+	r->session = 0;
+	kvp_row_push(pool, idx);
+	return freed;
+}
+
+static u32 kvp_row_release(struct kvp_pool *pool, struct kvp_row *r)
+{
+	struct kvp_client *c = r->owner;
+	u32 freed = kvp_row_free_pages(pool, r);
+
+	c->nr_rows--;
+	c->nr_pages -= freed;
+	pool->held_rows--;
+	pool->row_pages -= freed;
+	return freed;
+}
+
+static u32 kvp_slot_free(struct kvp_pool *pool, struct kvp_row *r, u32 *link)
+{
+	struct kvp_client *c = r->owner;
+	u32 freed;
+
+	*link = r->next;
+	freed = kvp_row_free_pages(pool, r);
+	c->nr_slots--;
+	c->nr_pages -= freed;
+	pool->slot_rows--;
+	pool->slot_pages -= freed;
+	return freed;
+}
+
+void kvp_client_detach_locked(struct kvp_client *c)
+{
+	struct kvp_pool *pool = c->pool;
+	u32 b;
+	u32 i;
+
+	kvp_assert_held(&pool->lock);
+	for (b = 0; b < KVP_SLOT_BUCKETS; b++)
+		while (c->slot_head[b] != KVP_NIL)
+			kvp_slot_free(pool, &pool->rows[c->slot_head[b]],
+				      &c->slot_head[b]);
+	for (i = 0; i < pool->nr_rows && c->nr_rows; i++) {
+		struct kvp_row *r = &pool->rows[i];
+
+		if (r->state == KVP_ROW_HELD && r->owner == c)
+			kvp_row_release(pool, r);
+	}
+
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		pool->clients = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	c->prev = NULL;
+	c->next = NULL;
+	pool->nr_clients--;
+}
+
+void kvp_stats_locked(struct kvp_client *c, struct kvpool_stats *st)
+{
+	struct kvp_pool *pool = c->pool;
+
+	kvp_assert_held(&pool->lock);
+	st->out_free_pages = pool->free_pages;
+	st->out_row_pages = pool->row_pages;
+	st->out_slot_pages = pool->slot_pages;
+	st->out_cache_evictable = pool->cache_evictable;
+	st->out_cache_pinned = pool->cache_pinned;
+	st->out_reserved_pages = pool->reserved_pages;
+	st->out_free_rows = pool->free_rows;
+	st->out_held_rows = pool->held_rows;
+	st->out_slot_rows = pool->slot_rows;
+	st->out_reserved_rows = pool->reserved_rows;
+	st->out_nr_clients = pool->nr_clients;
+	st->out_client_rows = c->nr_rows;
+	st->out_client_slots = c->nr_slots;
+	st->out_client_pages = c->nr_pages;
+	st->out_client_cache_pages = c->nr_cache_pages;
+}
+
+int kvp_row_alloc_locked(struct kvp_client *c, struct kvpool_handle *out,
+			 u32 count, u32 *out_short)
+{
+	struct kvp_pool *pool = c->pool;
+	u32 i;
+
+	kvp_assert_held(&pool->lock);
+	*out_short = 0;
+	if (!count || count > pool->max_batch)
+		return -EINVAL;
+	if (count > pool->free_rows) {
+		*out_short = count - pool->free_rows;
+		return -ENOSPC;
+	}
+	for (i = 0; i < count; i++) {
+		u32 idx = pool->free_row_head;
+		struct kvp_row *r = &pool->rows[idx];
+
+		pool->free_row_head = r->next;
+		pool->free_rows--;
+		r->next = KVP_NIL;
+		r->state = KVP_ROW_HELD;
+		r->owner = c;
+		if (!++r->gen)
+			r->gen = 1;
+		out[i].req_pool_idx = idx;
+		out[i].generation = r->gen;
+	}
+	pool->held_rows += count;
+	c->nr_rows += count;
+	return 0;
+}
+
+/* A new epoch for marking the rows of one batch; see kvp_row_mark(). */
+static void kvp_mark_begin(struct kvp_pool *pool)
+{
+	u32 i;
+
+	if (++pool->mark_epoch)
+		return;
+	for (i = 0; i < pool->nr_rows; i++)
+		pool->rows[i].mark = 0;
+	pool->mark_epoch = 1;
+}
+
+/* Returns false if @r was already named in this batch. */
+static bool kvp_row_mark(struct kvp_pool *pool, struct kvp_row *r)
+{
+	if (r->mark == pool->mark_epoch)
+		return false;
+	r->mark = pool->mark_epoch;
+	return true;
+}
+
+static int kvp_lookup(struct kvp_client *c, const struct kvpool_handle *h,
+		      struct kvp_row **out)
+{
+	struct kvp_pool *pool = c->pool;
+	struct kvp_row *r;
+
+	if (h->req_pool_idx >= pool->nr_rows)
+		return -ENOENT;
+	r = &pool->rows[h->req_pool_idx];
+	if (r->owner != c || r->state != KVP_ROW_HELD)
+		return -ENOENT;
+	if (r->gen != h->generation)
+		return -ESTALE;
+	*out = r;
+	return 0;
+}
+
+/* Looks up @count handles, refusing a row named twice. */
+static int kvp_lookup_batch(struct kvp_client *c, const void *entries,
+			    size_t stride, u32 count, u32 *error_index)
+{
+	struct kvp_pool *pool = c->pool;
+	struct kvp_row *r;
+	u32 i;
+	int ret;
+
+	if (!count || count > pool->max_batch)
+		return -EINVAL;
+	kvp_mark_begin(pool);
+	for (i = 0; i < count; i++) {
+		const struct kvpool_handle *h = (const void *)
+			((const char *)entries + i * stride);
+
+		ret = kvp_lookup(c, h, &r);
+		if (!ret && !kvp_row_mark(pool, r))
+			ret = -EINVAL;
+		if (ret) {
+			*error_index = i;
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static struct kvp_row *kvp_row_of(struct kvp_client *c,
+				  const struct kvpool_handle *h)
+{
+	return &c->pool->rows[h->req_pool_idx];
+}
+
+/* Grows @r's page array to hold at least @want ids. */
+static int kvp_row_reserve(struct kvp_row *r, u32 want)
+{
+	u32 cap = r->cap ? r->cap : KVP_ROW_MIN_CAP;
+	u32 *pages;
+
+	if (want <= r->cap)
+		return 0;
+	while (cap < want)
+		cap = cap > U32_MAX / 2 ? want : cap * 2;
+	pages = kvp_client_alloc(cap, sizeof(*pages));
+	if (!pages)
+		return -ENOMEM;
+	if (r->nr)
+		memcpy(pages, r->pages, r->nr * sizeof(*pages));
+	kvp_free(r->pages);
+	r->pages = pages;
+	r->cap = cap;
+	return 0;
+}
+
+int kvp_extend_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
+		      u32 count, u32 pages_cap, struct kvp_extend_result *res)
+{
+	struct kvp_pool *pool = c->pool;
+	u64 need = 0;
+	u32 done = 0;
+	u32 i, j;
+	int ret;
+
+	kvp_assert_held(&pool->lock);
+	memset(res, 0, sizeof(*res));
+	res->error_index = ~0U;
+
+	ret = kvp_lookup_batch(c, e, sizeof(*e), count, &res->error_index);
+	if (ret)
+		return ret;
+	for (i = 0; i < count; i++) {
+		struct kvp_row *r = kvp_row_of(c, &e[i].handle);
+
+		if (e[i].new_len < r->allocated ||
+		    e[i].new_len > pool->row_tokens) {
+			res->error_index = i;
+			return -EINVAL;
+		}
+		need += kvp_pages_for(pool, e[i].new_len) - r->nr;
+	}
+	/* need <= count * 2^24 < 2^37: no overflow in u64. */
+	if (need > pages_cap) {
+		res->nr_pages = need > U32_MAX ? U32_MAX : (u32)need;
+		return -ENOBUFS;
+	}
+	if (need > pool->free_pages) {
+		res->shortfall = (u32)(need - pool->free_pages);
+		return -ENOSPC;
+	}
+
+	/*
+	 * Allocations come before any page moves. A row's array may keep
+	 * the room it grew if a later one fails: that is capacity, not state.
+	 */
+	if (need) {
+		res->pages = kvp_client_alloc((u32)need, sizeof(u32));
+		if (!res->pages)
+			return -ENOMEM;
+	}
+	for (i = 0; i < count; i++) {
+		struct kvp_row *r = kvp_row_of(c, &e[i].handle);
+
+		ret = kvp_row_reserve(r, kvp_pages_for(pool, e[i].new_len));
+		if (ret) {
+			kvp_free(res->pages);
+			res->pages = NULL;
+			return ret;
+		}
+	}
+
+	for (i = 0; i < count; i++) {
+		struct kvp_row *r = kvp_row_of(c, &e[i].handle);
+		u32 idx = e[i].handle.req_pool_idx;
+		u32 want = kvp_pages_for(pool, e[i].new_len);
+		u32 n = want - r->nr;
+
+		for (j = r->nr; j < want; j++) {
+			u32 id = kvp_page_pop(pool, idx);
+
+			r->pages[j] = id;
+			res->pages[done++] = id;
+		}
+		r->nr = want;
+		r->allocated = e[i].new_len;
+		e[i].out_nr_new = n;
+		c->nr_pages += n;
+		pool->row_pages += n;
+	}
+	res->nr_pages = done;
+	return 0;
+}
+
+int kvp_commit_locked(struct kvp_client *c,
+		      const struct kvpool_len_entry *e, u32 count,
+		      u32 *error_index)
+{
+	struct kvp_pool *pool = c->pool;
+	u32 i;
+	int ret;
+
+	kvp_assert_held(&pool->lock);
+	*error_index = ~0U;
+	ret = kvp_lookup_batch(c, e, sizeof(*e), count, error_index);
+	if (ret)
+		return ret;
+	for (i = 0; i < count; i++) {
+		struct kvp_row *r = kvp_row_of(c, &e[i].handle);
+
+		if (e[i].__reserved || e[i].len < r->committed ||
+		    e[i].len > r->allocated) {
+			*error_index = i;
+			return -EINVAL;
+		}
+	}
+	for (i = 0; i < count; i++)
+		kvp_row_of(c, &e[i].handle)->committed = e[i].len;
+	return 0;
+}
+
+int kvp_trim_locked(struct kvp_client *c, const struct kvpool_handle *h,
+		    u32 count, u32 *nr_freed, u32 *error_index)
+{
+	struct kvp_pool *pool = c->pool;
+	u32 freed = 0;
+	u32 i, j;
+	int ret;
+
+	kvp_assert_held(&pool->lock);
+	*nr_freed = 0;
+	*error_index = ~0U;
+	ret = kvp_lookup_batch(c, h, sizeof(*h), count, error_index);
+	if (ret)
+		return ret;
+	for (i = 0; i < count; i++) {
+		struct kvp_row *r = kvp_row_of(c, &h[i]);
+		u32 idx = h[i].req_pool_idx;
+		u32 keep = kvp_pages_for(pool, r->committed);
+		u32 n = 0;
+
+		/* committed >= protected, so borrowed pages are never here. */
+		for (j = keep; j < r->nr; j++) {
+			if (r->pages[j] == KVPOOL_PAGE_NONE ||
+			    pool->pages[r->pages[j]].owner != idx)
+				continue;
+			kvp_page_push(pool, r->pages[j]);
+			n++;
+		}
+		c->nr_pages -= n;
+		pool->row_pages -= n;
+		freed += n;
+		r->nr = keep;
+		r->allocated = r->committed;
+	}
+	*nr_freed = freed;
+	return 0;
+}
+
+int kvp_release_locked(struct kvp_client *c, const struct kvpool_handle *h,
+		       u32 count, u32 *nr_freed, u32 *error_index)
+{
+	struct kvp_pool *pool = c->pool;
+	u32 freed = 0;
+	u32 i;
+	int ret;
+
+	kvp_assert_held(&pool->lock);
+	*nr_freed = 0;
+	*error_index = ~0U;
+	ret = kvp_lookup_batch(c, h, sizeof(*h), count, error_index);
+	if (ret)
+		return ret;
+	for (i = 0; i < count; i++)
+		freed += kvp_row_release(pool, kvp_row_of(c, &h[i]));
+	*nr_freed = freed;
+	return 0;
+}
+
+/* Pages a row owns (not those it borrows). */
+static u32 kvp_row_owned(const struct kvp_pool *pool, const struct kvp_row *r)
+{
+	u32 idx = kvp_row_index(pool, r);
+	u32 n = 0;
+	u32 i;
+
+	for (i = 0; i < r->nr; i++)
+		if (r->pages[i] != KVPOOL_PAGE_NONE &&
+		    pool->pages[r->pages[i]].owner == idx)
+			n++;
+	return n;
+}
+
+int kvp_to_slot_locked(struct kvp_client *c, const struct kvpool_handle *h,
+		       u64 session, u32 *nr_pages)
+{
+	struct kvp_pool *pool = c->pool;
+	struct kvp_row *r;
+	u32 b, n;
+	int ret;
+
+	kvp_assert_held(&pool->lock);
+	*nr_pages = 0;
+	ret = kvp_lookup(c, h, &r);
+	if (ret)
+		return ret;
+	if (kvp_slot_find(c, session, NULL))
+		return -EEXIST;
+
+	n = kvp_row_owned(pool, r);
+	r->state = KVP_ROW_SLOT;
+	r->session = session;
+	b = kvp_slot_bucket(session);
+	r->next = c->slot_head[b];
+	c->slot_head[b] = h->req_pool_idx;
+	c->nr_rows--;
+	c->nr_slots++;
+	pool->held_rows--;
+	pool->slot_rows++;
+	pool->row_pages -= n;
+	pool->slot_pages += n;
+	*nr_pages = n;
+	return 0;
+}
+
+int kvp_from_slot_locked(struct kvp_client *c, u64 session,
+			 struct kvpool_handle *out, u32 *nr_pages)
+{
+	struct kvp_pool *pool = c->pool;
+	struct kvp_row *r;
+	u32 *link;
+	u32 n;
+
+	kvp_assert_held(&pool->lock);
+	*nr_pages = 0;
+	r = kvp_slot_find(c, session, &link);
+	if (!r)
+		return -ENOENT;
+
+	*link = r->next;
+	n = kvp_row_owned(pool, r);
+	r->next = KVP_NIL;
+	r->session = 0;
+	r->state = KVP_ROW_HELD;
+	if (!++r->gen)
+		r->gen = 1;
+	c->nr_slots--;
+	c->nr_rows++;
+	pool->slot_rows--;
+	pool->held_rows++;
+	pool->slot_pages -= n;
+	pool->row_pages += n;
+	out->req_pool_idx = kvp_row_index(pool, r);
+	out->generation = r->gen;
+	*nr_pages = n;
+	return 0;
+}
+
+int kvp_slot_release_locked(struct kvp_client *c, u64 session,
+			    u32 *nr_freed)
+{
+	struct kvp_pool *pool = c->pool;
+	struct kvp_row *r;
+	u32 *link;
+
+	kvp_assert_held(&pool->lock);
+	*nr_freed = 0;
+	r = kvp_slot_find(c, session, &link);
+	if (!r)
+		return -ENOENT;
+	*nr_freed = kvp_slot_free(pool, r, link);
+	return 0;
+}
+
+int kvp_row_query_locked(struct kvp_client *c, struct kvpool_row_query *q,
+			 u32 **pages)
+{
+	struct kvp_pool *pool = c->pool;
+	struct kvp_row *r;
+	u32 n;
+	int ret;
+
+	kvp_assert_held(&pool->lock);
+	if (pages)
+		*pages = NULL;
+	if (q->flags & KVPOOL_QUERY_BY_SLOT) {
+		r = kvp_slot_find(c, q->session_id, NULL);
+		if (!r)
+			return -ENOENT;
+	} else {
+		ret = kvp_lookup(c, &q->handle, &r);
+		if (ret)
+			return ret;
+	}
+
+	n = r->nr < q->pages_cap ? r->nr : q->pages_cap;
+	if (pages && n) {
+		*pages = kvp_client_alloc(n, sizeof(u32));
+		if (!*pages)
+			return -ENOMEM;
+		memcpy(*pages, r->pages, n * sizeof(u32));
+	}
+	q->out_state = r->state;
+	q->out_nr_pages = r->nr;
+	q->out_req_pool_idx = kvp_row_index(pool, r);
+	q->out_allocated_len = r->allocated;
+	q->out_committed_len = r->committed;
+	q->out_protected_len = r->protected;
+	q->out_swa_evicted_len = r->swa_evicted;
+	return 0;
+}
+
+/* Counts a violation and logs the first few. */
+#define kvp_violation(pool, nbad, fmt, ...)				\
+	do {								\
+		if ((*(nbad))++ < KVP_REPORT_LIMIT)			\
+			kvp_report(pool, fmt, ##__VA_ARGS__);		\
+	} while (0)
+
+static void kvp_verify_row(struct kvp_pool *pool, struct kvp_row *r,
+			   u8 *seen, u32 *owned, u32 *bad)
+{
+	u32 idx = kvp_row_index(pool, r);
+	u32 i;
+
+	switch (r->state) {
+	case KVP_ROW_FREE:
+	case KVP_ROW_RESERVED:
+		if (r->owner || r->nr || r->allocated || r->committed ||
+		    r->protected || r->swa_evicted || r->pages)
+			kvp_violation(pool, bad,
+				      "row %u: free but not zeroed (nr %u alloc %u)",
+				      idx, r->nr, r->allocated);
+		return;
+	case KVP_ROW_HELD:
+	case KVP_ROW_SLOT:
+		break;
+	default:
+		kvp_violation(pool, bad, "row %u: unknown state %u",
+			      idx, r->state);
+		return;
+	}
+
+	if (!r->owner)
+		kvp_violation(pool, bad, "row %u: held by no client", idx);
+	if (r->committed > r->allocated || r->allocated > pool->row_tokens)
+		kvp_violation(pool, bad,
+			      "row %u: committed %u allocated %u row_tokens %u",
+			      idx, r->committed, r->allocated, pool->row_tokens);
+	if (r->protected > r->committed || r->swa_evicted > r->allocated)
+		kvp_violation(pool, bad, "row %u: protected %u swa %u committed %u",
+			      idx, r->protected, r->swa_evicted, r->committed);
+	if (r->nr != kvp_pages_for(pool, r->allocated) || r->nr > r->cap)
+		kvp_violation(pool, bad, "row %u: %u pages (room %u) for %u tokens",
+			      idx, r->nr, r->cap, r->allocated);
+
+	*owned = 0;
+	for (i = 0; i < r->nr && i < r->cap; i++) {
+		u32 id = r->pages[i];
+
+		if (id == KVPOOL_PAGE_NONE) {
+			if ((u64)(i + 1) * pool->page_tokens > r->swa_evicted)
+				kvp_violation(pool, bad,
+					      "row %u: hole at position %u", idx, i);
+			continue;
+		}
+		if (id >= pool->nr_pages) {
+			kvp_violation(pool, bad, "row %u: page %u out of range",
+				      idx, id);
+			continue;
+		}
+		if (seen[id / 8] & (1U << (id % 8)))
+			kvp_violation(pool, bad,
+				      "row %u: page %u mapped twice", idx, id);
+		seen[id / 8] |= 1U << (id % 8);
+		if (pool->pages[id].owner == idx)
+			(*owned)++;
+		else
+			kvp_violation(pool, bad,
+				      "row %u: maps page %u owned by %#x",
+				      idx, id, pool->pages[id].owner);
+	}
+	return;
+}
+
+int kvp_verify_locked(struct kvp_pool *pool, u32 *violations)
+{
+	u32 nfree = 0, nres = 0, row_pages = 0, slot_pages = 0;
+	u32 free_rows = 0, held = 0, slots = 0, res_rows = 0;
+	u32 nclients = 0;
+	u32 *per_row;
+	u8 *seen;
+	struct kvp_client *c;
+	u32 bad = 0;
+	u32 i, id;
+
+	kvp_assert_held(&pool->lock);
+
+	/*
+	 * Pages each row owns according to the page table, and which pages
+	 * some row maps (a bit each: a page is mapped once, or it is shared
+	 * by mistake).
+	 */
+	per_row = kvp_table_zalloc(pool->nr_rows, sizeof(*per_row));
+	seen = kvp_table_zalloc(pool->nr_pages / 8 + 1, 1);
+	if (!per_row || !seen) {
+		kvp_free(per_row);
+		kvp_free(seen);
+		return -ENOMEM;
+	}
+	for (i = 0; i < pool->nr_pages; i++) {
+		u32 owner = pool->pages[i].owner;
+
+		if (owner == KVP_OWNER_FREE) {
+			nfree++;
+		} else if (owner == KVP_OWNER_RESERVED) {
+			nres++;
+		} else if (owner < pool->nr_rows) {
+			per_row[owner]++;
+		} else {
+			kvp_violation(pool, &bad, "page %u: bad owner %#x",
+				      i, owner);
+		}
+	}
+
+	/* The free stack holds exactly the free pages, each once. */
+	for (i = 0, id = pool->free_head; id != KVP_NIL; i++) {
+		if (i >= nfree || id >= pool->nr_pages ||
+		    pool->pages[id].owner != KVP_OWNER_FREE) {
+			kvp_violation(pool, &bad,
+				      "free list: entry %u is page %#x (owner %#x), %u pages free",
+				      i, id, id < pool->nr_pages ?
+				      pool->pages[id].owner : 0, nfree);
+			i = nfree;	/* reported; skip the length check */
+			break;
+		}
+		id = pool->pages[id].next;
+	}
+	if (i != nfree)
+		kvp_violation(pool, &bad, "free list: %u pages, %u marked free",
+			      i, nfree);
+	if (nfree != pool->free_pages)
+		kvp_violation(pool, &bad, "free pages: counted %u, kept %u",
+			      nfree, pool->free_pages);
+	if (nres != pool->reserved_pages)
+		kvp_violation(pool, &bad, "reserved pages: counted %u, kept %u",
+			      nres, pool->reserved_pages);
+
+	for (c = pool->clients; c && nclients <= pool->nr_clients;
+	     c = c->next) {
+		c->v_rows = 0;
+		c->v_slots = 0;
+		c->v_pages = 0;
+		nclients++;
+	}
+	if (nclients != pool->nr_clients)
+		kvp_violation(pool, &bad, "clients: counted %u, kept %u",
+			      nclients, pool->nr_clients);
+
+	for (i = 0; i < pool->nr_rows; i++) {
+		struct kvp_row *r = &pool->rows[i];
+		u32 owned = 0;
+
+		kvp_verify_row(pool, r, seen, &owned, &bad);
+		switch (r->state) {
+		case KVP_ROW_FREE:
+			free_rows++;
+			break;
+		case KVP_ROW_RESERVED:
+			res_rows++;
+			break;
+		case KVP_ROW_HELD:
+			held++;
+			row_pages += owned;
+			break;
+		case KVP_ROW_SLOT:
+			slots++;
+			slot_pages += owned;
+			break;
+		}
+		if (owned != per_row[i])
+			kvp_violation(pool, &bad,
+				      "row %u: maps %u of its pages, owns %u",
+				      i, owned, per_row[i]);
+		if (r->owner && (r->state == KVP_ROW_HELD ||
+				 r->state == KVP_ROW_SLOT)) {
+			r->owner->v_rows += r->state == KVP_ROW_HELD;
+			r->owner->v_slots += r->state == KVP_ROW_SLOT;
+			r->owner->v_pages += owned;
+		}
+		if (r->state == KVP_ROW_SLOT && r->owner &&
+		    kvp_slot_find(r->owner, r->session, NULL) != r)
+			kvp_violation(pool, &bad,
+				      "row %u: slot %llu not found by its session",
+				      i, (unsigned long long)r->session);
+	}
+	kvp_free(per_row);
+	kvp_free(seen);
+
+	/* The free row stack holds exactly the free rows. */
+	for (i = 0, id = pool->free_row_head; id != KVP_NIL; i++) {
+		if (i >= free_rows || id >= pool->nr_rows ||
+		    pool->rows[id].state != KVP_ROW_FREE) {
+			kvp_violation(pool, &bad, "free rows: bad entry %u", id);
+			i = free_rows;
+			break;
+		}
+		id = pool->rows[id].next;
+	}
+	if (i != free_rows)
+		kvp_violation(pool, &bad, "free rows: %u listed, %u free",
+			      i, free_rows);
+
+	if (row_pages != pool->row_pages || slot_pages != pool->slot_pages)
+		kvp_violation(pool, &bad,
+			      "owned pages: rows %u/%u slots %u/%u (counted/kept)",
+			      row_pages, pool->row_pages,
+			      slot_pages, pool->slot_pages);
+	if ((u64)pool->free_pages + pool->row_pages + pool->slot_pages +
+	    pool->cache_evictable + pool->cache_pinned +
+	    pool->reserved_pages != pool->nr_pages)
+		kvp_violation(pool, &bad,
+			      "pages: free %u + rows %u + slots %u + cache %u+%u + reserved %u != %u",
+			      pool->free_pages, pool->row_pages,
+			      pool->slot_pages, pool->cache_evictable,
+			      pool->cache_pinned, pool->reserved_pages,
+			      pool->nr_pages);
+	if (free_rows != pool->free_rows || held != pool->held_rows ||
+	    slots != pool->slot_rows || res_rows != pool->reserved_rows)
+		kvp_violation(pool, &bad,
+			      "rows: free %u/%u held %u/%u slot %u/%u reserved %u/%u (counted/kept)",
+			      free_rows, pool->free_rows, held, pool->held_rows,
+			      slots, pool->slot_rows, res_rows,
+			      pool->reserved_rows);
+	if ((u64)pool->free_rows + pool->held_rows + pool->slot_rows +
+	    pool->reserved_rows != pool->nr_rows)
+		kvp_violation(pool, &bad, "rows: sum != %u", pool->nr_rows);
+
+	/* If the client list is broken, it is not walked again. */
+	for (c = pool->clients; c && nclients == pool->nr_clients; c = c->next)
+		if (c->v_rows != c->nr_rows || c->v_slots != c->nr_slots ||
+		    c->v_pages != c->nr_pages)
+			kvp_violation(pool, &bad,
+				      "client %u: rows %u/%u slots %u/%u pages %u/%u (counted/kept)",
+				      c->id, c->v_rows, c->nr_rows, c->v_slots,
+				      c->nr_slots, c->v_pages, c->nr_pages);
+	*violations = bad;
+	return 0;
+}

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * kvpool core: the page pool and the row ownership state machine.
+ *
+ * Kernel-agnostic: it builds into kvpool.ko and into the userspace unit
+ * test (selftests/unit). It takes no locks of its own; every function whose
+ * name ends in _locked must be called with pool->lock held, and asserts it.
+ * Functions validate everything against the pool's state before changing
+ * anything, so an error return means nothing changed.
+ */
+#ifndef _KVP_CORE_H
+#define _KVP_CORE_H
+
+#include "kvp_os.h"
+#include <linux/kvpool.h>
+
+#define KVP_NIL			0xffffffffU	/* end of a u32-linked list */
+#define KVP_OWNER_FREE		0xffffffffU
+#define KVP_OWNER_RESERVED	0xfffffffeU
+
+#define KVP_MAX_PAGES		(1U << 28)
+#define KVP_MAX_PAGE_TOKENS	65536U
+#define KVP_MAX_ROWS		(1U << 20)
+#define KVP_MAX_ROW_TOKENS	(1U << 24)
+#define KVP_MAX_BATCH		8192U
+#define KVP_SLOT_BUCKETS	64U
+#define KVP_REPORT_LIMIT	16U
+
+/*
+ * One page: the only per-page memory, 8 bytes.
+ * @next: free: the next free page (KVP_NIL ends the stack); otherwise
+ *        unused (the prefix cache will keep its pin count here).
+ * @owner: KVP_OWNER_FREE, KVP_OWNER_RESERVED or the owning row's index.
+ */
+struct kvp_page {
+	u32 next;
+	u32 owner;
+};
+
+enum kvp_row_state {
+	KVP_ROW_FREE = 0,
+	KVP_ROW_HELD = KVPOOL_ROW_HELD,
+	KVP_ROW_SLOT = KVPOOL_ROW_SLOT,
+	KVP_ROW_RESERVED,
+};
+
+struct kvp_client;
+
+/*
+ * One row (req_pool_idx). Everything is protected by pool->lock.
+ * @pages: page ids by position, @nr of them valid (ceil(allocated /
+ *         page_tokens)), room for @cap; NULL when @cap is 0. Entries below
+ *         swa_evicted may be KVPOOL_PAGE_NONE.
+ * @owner: the client holding the row (held or slot); NULL when free
+ * @session: the slot's session id while state is KVP_ROW_SLOT
+ * @next: free: next free row; slot: next row in the client's slot bucket
+ * @mark: batch epoch, to refuse a row named twice in one batch
+ * @gen: generation of the current (or last) handle; never 0
+ */
+struct kvp_row {
+	u32 *pages;
+	struct kvp_client *owner;
+	u64 session;
+	u32 nr;
+	u32 cap;
+	u32 allocated;
+	u32 committed;
+	u32 protected;
+	u32 swa_evicted;
+	u32 next;
+	u32 mark;
+	u32 gen;
+	u8 state;
+};
+
+/*
+ * A client: one open file of the pool. Protected by pool->lock.
+ * Counts are kept for STATS and fdinfo, and recomputed by verify.
+ */
+struct kvp_client {
+	struct kvp_pool *pool;
+	struct kvp_client *prev, *next;	/* the pool's client list */
+	u32 id;
+	u32 nr_rows;		/* rows held by requests */
+	u32 nr_slots;		/* rows parked in slots */
+	u32 nr_pages;		/* pages its rows and slots own */
+	u32 nr_cache_pages;	/* pages in its prefix cache (next ABI) */
+	u32 slot_head[KVP_SLOT_BUCKETS];	/* row index chains, by session */
+	/* verify's scratch tallies */
+	u32 v_rows, v_slots, v_pages;
+};
+
+struct kvp_pool {
+	kvp_lock_t lock;	/* protects everything below and all clients */
+	u32 id;
+	u32 flags;		/* KVPOOL_CREATE_* */
+	u32 nr_pages;
+	u32 page_tokens;
+	u32 nr_rows;
+	u32 row_tokens;
+	u32 max_batch;
+
+	struct kvp_page *pages;	/* [nr_pages] */
+	struct kvp_row *rows;	/* [nr_rows] */
+	u32 free_head;		/* free page stack */
+	u32 free_row_head;	/* free row stack */
+	u32 mark_epoch;
+
+	/* accounting, see struct kvpool_stats */
+	u32 free_pages, row_pages, slot_pages, reserved_pages;
+	u32 cache_evictable, cache_pinned;
+	u32 free_rows, held_rows, slot_rows, reserved_rows;
+	u32 nr_clients;
+	u32 next_client_id;
+	struct kvp_client *clients;	/* list head (first client) */
+};
+
+/* Geometry of a new pool; errors are EINVAL or EOPNOTSUPP (flags). */
+int kvp_geom_check(u32 flags, u32 nr_pages, u32 page_tokens,
+		   u32 nr_rows, u32 row_tokens);
+int kvp_pool_init(struct kvp_pool *pool, u32 id, u32 flags, u32 nr_pages,
+		  u32 page_tokens, u32 nr_rows, u32 row_tokens);
+/* Only with no clients left. */
+void kvp_pool_fini(struct kvp_pool *pool);
+
+void kvp_client_attach_locked(struct kvp_pool *pool, struct kvp_client *c);
+/* Frees every row, slot and page @c holds and unlinks it. */
+void kvp_client_detach_locked(struct kvp_client *c);
+
+void kvp_stats_locked(struct kvp_client *c, struct kvpool_stats *st);
+
+int kvp_row_alloc_locked(struct kvp_client *c, struct kvpool_handle *out,
+			 u32 count, u32 *out_short);
+
+/* Result of an extend; @pages is allocated by the core, kvp_free() it. */
+struct kvp_extend_result {
+	u32 *pages;
+	u32 nr_pages;
+	u32 shortfall;
+	u32 error_index;
+};
+
+int kvp_extend_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
+		      u32 count, u32 pages_cap, struct kvp_extend_result *res);
+int kvp_commit_locked(struct kvp_client *c,
+		      const struct kvpool_len_entry *e, u32 count,
+		      u32 *error_index);
+int kvp_trim_locked(struct kvp_client *c, const struct kvpool_handle *h,
+		    u32 count, u32 *nr_freed, u32 *error_index);
+int kvp_release_locked(struct kvp_client *c, const struct kvpool_handle *h,
+		       u32 count, u32 *nr_freed, u32 *error_index);
+
+int kvp_to_slot_locked(struct kvp_client *c, const struct kvpool_handle *h,
+		       u64 session, u32 *nr_pages);
+int kvp_from_slot_locked(struct kvp_client *c, u64 session,
+			 struct kvpool_handle *out, u32 *nr_pages);
+int kvp_slot_release_locked(struct kvp_client *c, u64 session,
+			    u32 *nr_freed);
+
+/*
+ * Fills @q's out_* fields. With @pages non-NULL, *@pages gets a core
+ * allocation of min(q->pages_cap, out_nr_pages) ids (NULL if that is 0).
+ */
+int kvp_row_query_locked(struct kvp_client *c, struct kvpool_row_query *q,
+			 u32 **pages);
+
+/*
+ * Sets *@violations to the number of broken invariants, each also
+ * kvp_report()ed; -ENOMEM if it could not get its scratch memory.
+ */
+int kvp_verify_locked(struct kvp_pool *pool, u32 *violations);
+
+static inline u32 kvp_pages_for(const struct kvp_pool *pool, u32 tokens)
+{
+	return tokens / pool->page_tokens + !!(tokens % pool->page_tokens);
+}
+
+#endif /* _KVP_CORE_H */

@@ -1,0 +1,798 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kvpool: a broker for GPU KV-cache page ownership across processes.
+ *
+ * Each pool is a misc device, /dev/kvpoolN; each open file is a client
+ * that owns request rows and pages until it releases them or its last
+ * reference goes. /dev/kvpool-control creates and destroys pools.
+ *
+ *	int fd = open("/dev/kvpool0", O_RDWR | O_CLOEXEC);
+ *	struct kvpool_handle h;
+ *	struct kvpool_row_alloc a = {
+ *		.size = sizeof(a), .count = 1, .handles = (uintptr_t)&h,
+ *	};
+ *	ioctl(fd, KVPOOL_ROW_ALLOC, &a);	// h names a row of this client
+ *	...
+ *	close(fd);				// every row and page goes back
+ *
+ * The pool's state machine lives in kvp_core.c; this file copies
+ * arguments in and out, checks their shape, and takes the pool lock.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/capability.h>
+#include <linux/device.h>
+#include <linux/fs.h>
+#include <linux/idr.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/seq_file.h>
+#include <linux/uaccess.h>
+
+#include "kvp_core.h"
+
+#define KVPOOL_MAX_POOLS	64
+
+/*
+ * A pool device. @core (and its clients) is protected by core.lock;
+ * @dead too. The table of pools is protected by kvpool_devs_lock.
+ */
+struct kvpool_dev {
+	struct kvp_pool core;
+	struct miscdevice misc;
+	bool dead;		/* being destroyed: refuse new clients */
+	char name[16];
+};
+
+static DEFINE_MUTEX(kvpool_devs_lock);
+static struct kvpool_dev *kvpool_devs[KVPOOL_MAX_POOLS];	/* by id */
+static DEFINE_IDA(kvpool_ida);
+
+static unsigned int nr_pages = 65536;
+module_param(nr_pages, uint, 0444);
+MODULE_PARM_DESC(nr_pages, "Pages in the default pool /dev/kvpool0 (0: create none; default 65536)");
+static unsigned int page_tokens = 1;
+module_param(page_tokens, uint, 0444);
+MODULE_PARM_DESC(page_tokens, "Tokens per page of the default pool (default 1)");
+static unsigned int nr_rows = 1024;
+module_param(nr_rows, uint, 0444);
+MODULE_PARM_DESC(nr_rows, "Request rows of the default pool (default 1024)");
+static unsigned int row_tokens = 32768;
+module_param(row_tokens, uint, 0444);
+MODULE_PARM_DESC(row_tokens, "Longest row of the default pool, in tokens (default 32768)");
+static bool reserve_zero = true;
+module_param(reserve_zero, bool, 0444);
+MODULE_PARM_DESC(reserve_zero, "Reserve page 0 and row 0 of the default pool (default true)");
+
+/* Per-call state of an ioctl: the user's struct and our copy of it. */
+struct kvpool_ucmd {
+	void __user *ubuffer;
+	u32 user_size;
+	void *cmd;
+};
+
+union kvpool_ucmd_buffer {
+	struct kvpool_info info;
+	struct kvpool_stats stats;
+	struct kvpool_row_alloc row_alloc;
+	struct kvpool_extend extend;
+	struct kvpool_batch batch;
+	struct kvpool_slot slot;
+	struct kvpool_row_query query;
+	struct kvpool_verify verify;
+	struct kvpool_ctl_create create;
+	struct kvpool_ctl_destroy destroy;
+};
+
+struct kvpool_ioctl_op {
+	unsigned int size;
+	unsigned int min_size;
+	unsigned int ioctl_num;
+	int (*execute)(void *ctx, struct kvpool_ucmd *ucmd);
+};
+
+#define KVPOOL_OP(_ioctl, _fn, _struct, _last)				\
+	[_IOC_NR(_ioctl) - KVPOOL_CMD_BASE] = {				\
+		.size = sizeof(_struct) +				\
+			BUILD_BUG_ON_ZERO(sizeof(union kvpool_ucmd_buffer) < \
+					  sizeof(_struct)),		\
+		.min_size = offsetofend(_struct, _last),		\
+		.ioctl_num = _ioctl,					\
+		.execute = _fn,						\
+	}
+
+/*
+ * Copies the user's struct in (checking size and unknown tail), runs the
+ * op, and copies the struct back so out_* fields reach the caller, also
+ * on errors that report something (ENOSPC's shortfall, the bad entry).
+ */
+static long kvpool_dispatch(void *ctx, const struct kvpool_ioctl_op *ops,
+			    unsigned int nr_ops, unsigned int base,
+			    unsigned int cmd, unsigned long arg)
+{
+	union kvpool_ucmd_buffer buf;
+	const struct kvpool_ioctl_op *op;
+	struct kvpool_ucmd ucmd = {};
+	unsigned int nr = _IOC_NR(cmd);
+	int ret;
+
+	if (_IOC_TYPE(cmd) != KVPOOL_TYPE || nr < base || nr - base >= nr_ops)
+		return -ENOTTY;
+	op = &ops[nr - base];
+	if (!op->execute || op->ioctl_num != cmd)
+		return -ENOTTY;
+
+	ucmd.ubuffer = (void __user *)arg;
+	ret = get_user(ucmd.user_size, (u32 __user *)ucmd.ubuffer);
+	if (ret)
+		return ret;
+	if (ucmd.user_size < op->min_size)
+		return -EINVAL;
+	if (ucmd.user_size > PAGE_SIZE)
+		return -E2BIG;
+	ret = copy_struct_from_user(&buf, op->size, ucmd.ubuffer,
+				    ucmd.user_size);
+	if (ret)
+		return ret;
+	ucmd.cmd = &buf;
+	ret = op->execute(ctx, &ucmd);
+	if (ret == -EFAULT || ret == -ENOTTY)
+		return ret;
+	if (copy_to_user(ucmd.ubuffer, &buf,
+			 min_t(u32, ucmd.user_size, op->size)))
+		return -EFAULT;
+	return ret;
+}
+
+/* ---- pool ioctls ---- */
+
+static int kvpool_check_batch(struct kvp_client *c, u32 flags, u32 count,
+			      u32 reserved)
+{
+	if (flags)
+		return -EOPNOTSUPP;
+	if (reserved || !count || count > c->pool->max_batch)
+		return -EINVAL;
+	return 0;
+}
+
+static void *kvpool_copy_array(u64 uptr, u32 count, size_t size)
+{
+	void *p = kvmalloc_array(count, size, GFP_KERNEL_ACCOUNT);
+
+	if (!p)
+		return ERR_PTR(-ENOMEM);
+	if (copy_from_user(p, u64_to_user_ptr(uptr), (size_t)count * size)) {
+		kvfree(p);
+		return ERR_PTR(-EFAULT);
+	}
+	return p;
+}
+
+static int kvpool_info(void *ctx, struct kvpool_ucmd *ucmd)
+{
+	struct kvp_client *c = ctx;
+	struct kvp_pool *pool = c->pool;
+	struct kvpool_info *cmd = ucmd->cmd;
+
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved)
+		return -EINVAL;
+	/* Geometry never changes after creation: no lock needed. */
+	cmd->out_abi_version = KVPOOL_ABI_VERSION;
+	cmd->out_pool_id = pool->id;
+	cmd->out_features = KVPOOL_FEAT_ROWS | KVPOOL_FEAT_EXTEND |
+			    KVPOOL_FEAT_SLOTS | KVPOOL_FEAT_VERIFY;
+	cmd->out_nr_pages = pool->nr_pages;
+	cmd->out_page_tokens = pool->page_tokens;
+	cmd->out_nr_rows = pool->nr_rows;
+	cmd->out_row_tokens = pool->row_tokens;
+	cmd->out_create_flags = pool->flags;
+	cmd->out_max_batch = pool->max_batch;
+	cmd->out_client_id = c->id;
+	return 0;
+}
+
+static int kvpool_stats(void *ctx, struct kvpool_ucmd *ucmd)
+{
+	struct kvp_client *c = ctx;
+	struct kvpool_stats *cmd = ucmd->cmd;
+
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved)
+		return -EINVAL;
+	kvp_lock(&c->pool->lock);
+	kvp_stats_locked(c, cmd);
+	kvp_unlock(&c->pool->lock);
+	return 0;
+}
+
+static int kvpool_row_alloc(void *ctx, struct kvpool_ucmd *ucmd)
+{
+	struct kvp_client *c = ctx;
+	struct kvpool_row_alloc *cmd = ucmd->cmd;
+	struct kvpool_handle *h;
+	u32 freed, idx;
+	int ret;
+
+	ret = kvpool_check_batch(c, cmd->flags, cmd->count, 0);
+	if (ret)
+		return ret;
+	h = kvmalloc_array(cmd->count, sizeof(*h), GFP_KERNEL_ACCOUNT);
+	if (!h)
+		return -ENOMEM;
+
+	kvp_lock(&c->pool->lock);
+	ret = kvp_row_alloc_locked(c, h, cmd->count, &cmd->out_short);
+	kvp_unlock(&c->pool->lock);
+	if (ret)
+		goto out_free;
+
+	if (copy_to_user(u64_to_user_ptr(cmd->handles), h,
+			 cmd->count * sizeof(*h))) {
+		/*
+		 * The caller cannot name rows it never learnt of: give them
+		 * back rather than leave them held until close.
+		 */
+		kvp_lock(&c->pool->lock);
+		kvp_release_locked(c, h, cmd->count, &freed, &idx);
+		kvp_unlock(&c->pool->lock);
+		ret = -EFAULT;
+	}
+out_free:
+	kvfree(h);
+	return ret;
+}
+
+static int kvpool_extend(void *ctx, struct kvpool_ucmd *ucmd)
+{
+	struct kvp_client *c = ctx;
+	struct kvpool_extend *cmd = ucmd->cmd;
+	struct kvpool_extend_entry *e;
+	struct kvp_extend_result res;
+	int ret;
+
+	cmd->out_nr_pages = 0;
+	cmd->out_short = 0;
+	cmd->out_error_index = ~0U;
+	ret = kvpool_check_batch(c, cmd->flags, cmd->count, cmd->__reserved);
+	if (ret)
+		return ret;
+	e = kvpool_copy_array(cmd->entries, cmd->count, sizeof(*e));
+	if (IS_ERR(e))
+		return PTR_ERR(e);
+
+	kvp_lock(&c->pool->lock);
+	ret = kvp_extend_locked(c, e, cmd->count, cmd->pages_cap, &res);
+	kvp_unlock(&c->pool->lock);
+	cmd->out_nr_pages = res.nr_pages;
+	cmd->out_short = res.shortfall;
+	cmd->out_error_index = res.error_index;
+	if (ret)
+		goto out_free;
+
+	if (copy_to_user(u64_to_user_ptr(cmd->entries), e,
+			 cmd->count * sizeof(*e)) ||
+	    copy_to_user(u64_to_user_ptr(cmd->pages), res.pages,
+			 (size_t)res.nr_pages * sizeof(u32)))
+		ret = -EFAULT;
+out_free:
+	kvfree(res.pages);
+	kvfree(e);
+	return ret;
+}
+
+enum kvpool_batch_op { KVPOOL_OP_COMMIT, KVPOOL_OP_TRIM, KVPOOL_OP_RELEASE };
+
+static int kvpool_batch(struct kvp_client *c, struct kvpool_batch *cmd,
+			enum kvpool_batch_op op)
+{
+	size_t size = op == KVPOOL_OP_COMMIT ? sizeof(struct kvpool_len_entry) :
+					       sizeof(struct kvpool_handle);
+	void *e;
+	int ret;
+
+	cmd->out_error_index = ~0U;
+	cmd->out_nr_pages = 0;
+	ret = kvpool_check_batch(c, cmd->flags, cmd->count, cmd->__reserved);
+	if (ret)
+		return ret;
+	e = kvpool_copy_array(cmd->entries, cmd->count, size);
+	if (IS_ERR(e))
+		return PTR_ERR(e);
+
+	kvp_lock(&c->pool->lock);
+	switch (op) {
+	case KVPOOL_OP_COMMIT:
+		ret = kvp_commit_locked(c, e, cmd->count,
+					&cmd->out_error_index);
+		break;
+	case KVPOOL_OP_TRIM:
+		ret = kvp_trim_locked(c, e, cmd->count, &cmd->out_nr_pages,
+				      &cmd->out_error_index);
+		break;
+	case KVPOOL_OP_RELEASE:
+		ret = kvp_release_locked(c, e, cmd->count, &cmd->out_nr_pages,
+					 &cmd->out_error_index);
+		break;
+	}
+	kvp_unlock(&c->pool->lock);
+	kvfree(e);
+	return ret;
+}
+
+static int kvpool_commit(void *ctx, struct kvpool_ucmd *ucmd)
+{
+	return kvpool_batch(ctx, ucmd->cmd, KVPOOL_OP_COMMIT);
+}
+
+static int kvpool_trim(void *ctx, struct kvpool_ucmd *ucmd)
+{
+	return kvpool_batch(ctx, ucmd->cmd, KVPOOL_OP_TRIM);
+}
+
+static int kvpool_release_rows(void *ctx, struct kvpool_ucmd *ucmd)
+{
+	return kvpool_batch(ctx, ucmd->cmd, KVPOOL_OP_RELEASE);
+}
+
+/* TO_SLOT names a row; FROM_SLOT and SLOT_RELEASE get or need none. */
+static int kvpool_slot_check(struct kvpool_slot *cmd, bool takes_handle)
+{
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved)
+		return -EINVAL;
+	if (!takes_handle &&
+	    (cmd->handle.req_pool_idx || cmd->handle.generation))
+		return -EINVAL;
+	cmd->out_nr_pages = 0;
+	return 0;
+}
+
+static int kvpool_to_slot(void *ctx, struct kvpool_ucmd *ucmd)
+{
+	struct kvp_client *c = ctx;
+	struct kvpool_slot *cmd = ucmd->cmd;
+	int ret;
+
+	ret = kvpool_slot_check(cmd, true);
+	if (ret)
+		return ret;
+	kvp_lock(&c->pool->lock);
+	ret = kvp_to_slot_locked(c, &cmd->handle, cmd->session_id,
+				 &cmd->out_nr_pages);
+	kvp_unlock(&c->pool->lock);
+	return ret;
+}
+
+static int kvpool_from_slot(void *ctx, struct kvpool_ucmd *ucmd)
+{
+	struct kvp_client *c = ctx;
+	struct kvpool_slot *cmd = ucmd->cmd;
+	int ret;
+
+	ret = kvpool_slot_check(cmd, false);
+	if (ret)
+		return ret;
+	kvp_lock(&c->pool->lock);
+	ret = kvp_from_slot_locked(c, cmd->session_id, &cmd->handle,
+				   &cmd->out_nr_pages);
+	kvp_unlock(&c->pool->lock);
+	/*
+	 * If the new handle cannot be copied out, the row stays held under
+	 * it until released or the client closes: the session id is gone
+	 * either way, and the caller learns of it through -EFAULT.
+	 */
+	return ret;
+}
+
+static int kvpool_slot_release(void *ctx, struct kvpool_ucmd *ucmd)
+{
+	struct kvp_client *c = ctx;
+	struct kvpool_slot *cmd = ucmd->cmd;
+	int ret;
+
+	ret = kvpool_slot_check(cmd, false);
+	if (ret)
+		return ret;
+	kvp_lock(&c->pool->lock);
+	ret = kvp_slot_release_locked(c, cmd->session_id, &cmd->out_nr_pages);
+	kvp_unlock(&c->pool->lock);
+	return ret;
+}
+
+static int kvpool_row_query(void *ctx, struct kvpool_ucmd *ucmd)
+{
+	struct kvp_client *c = ctx;
+	struct kvpool_row_query *cmd = ucmd->cmd;
+	u32 *pages = NULL;
+	int ret;
+
+	if (cmd->flags & ~KVPOOL_QUERY_BY_SLOT)
+		return -EOPNOTSUPP;
+	if (cmd->flags & KVPOOL_QUERY_BY_SLOT) {
+		if (cmd->handle.req_pool_idx || cmd->handle.generation)
+			return -EINVAL;
+	} else if (cmd->session_id) {
+		return -EINVAL;
+	}
+	kvp_lock(&c->pool->lock);
+	ret = kvp_row_query_locked(c, cmd, &pages);
+	kvp_unlock(&c->pool->lock);
+	if (ret)
+		return ret;
+	if (pages &&
+	    copy_to_user(u64_to_user_ptr(cmd->pages), pages,
+			 (size_t)min(cmd->pages_cap, cmd->out_nr_pages) *
+			 sizeof(u32)))
+		ret = -EFAULT;
+	kvfree(pages);
+	return ret;
+}
+
+static int kvpool_verify(void *ctx, struct kvpool_ucmd *ucmd)
+{
+	struct kvp_client *c = ctx;
+	struct kvp_pool *pool = c->pool;
+	struct kvpool_verify *cmd = ucmd->cmd;
+	int ret;
+
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved)
+		return -EINVAL;
+	kvp_lock(&pool->lock);
+	ret = kvp_verify_locked(pool, &cmd->out_violations);
+	kvp_unlock(&pool->lock);
+	if (ret)
+		return ret;
+	cmd->out_pages_checked = pool->nr_pages;
+	cmd->out_rows_checked = pool->nr_rows;
+	return 0;
+}
+
+static const struct kvpool_ioctl_op kvpool_ops[] = {
+	KVPOOL_OP(KVPOOL_INFO, kvpool_info, struct kvpool_info, __reserved),
+	KVPOOL_OP(KVPOOL_STATS, kvpool_stats, struct kvpool_stats, __reserved),
+	KVPOOL_OP(KVPOOL_ROW_ALLOC, kvpool_row_alloc, struct kvpool_row_alloc,
+		  handles),
+	KVPOOL_OP(KVPOOL_EXTEND, kvpool_extend, struct kvpool_extend,
+		  __reserved),
+	KVPOOL_OP(KVPOOL_COMMIT, kvpool_commit, struct kvpool_batch,
+		  __reserved),
+	KVPOOL_OP(KVPOOL_TRIM, kvpool_trim, struct kvpool_batch, __reserved),
+	KVPOOL_OP(KVPOOL_RELEASE, kvpool_release_rows, struct kvpool_batch,
+		  __reserved),
+	KVPOOL_OP(KVPOOL_TO_SLOT, kvpool_to_slot, struct kvpool_slot,
+		  __reserved),
+	KVPOOL_OP(KVPOOL_FROM_SLOT, kvpool_from_slot, struct kvpool_slot,
+		  __reserved),
+	KVPOOL_OP(KVPOOL_SLOT_RELEASE, kvpool_slot_release, struct kvpool_slot,
+		  __reserved),
+	KVPOOL_OP(KVPOOL_ROW_QUERY, kvpool_row_query, struct kvpool_row_query,
+		  out_swa_evicted_len),
+	KVPOOL_OP(KVPOOL_VERIFY, kvpool_verify, struct kvpool_verify,
+		  __reserved),
+};
+
+static long kvpool_ioctl(struct file *file, unsigned int cmd,
+			 unsigned long arg)
+{
+	return kvpool_dispatch(file->private_data, kvpool_ops,
+			       ARRAY_SIZE(kvpool_ops), KVPOOL_CMD_BASE, cmd,
+			       arg);
+}
+
+static int kvpool_open(struct inode *inode, struct file *file)
+{
+	/* misc_open() set private_data and holds misc_mtx: see destroy. */
+	struct kvpool_dev *kd = container_of(file->private_data,
+					     struct kvpool_dev, misc);
+	struct kvp_client *c;
+
+	c = kzalloc(sizeof(*c), GFP_KERNEL_ACCOUNT);
+	if (!c)
+		return -ENOMEM;
+	kvp_lock(&kd->core.lock);
+	if (kd->dead) {
+		kvp_unlock(&kd->core.lock);
+		kfree(c);
+		return -ENODEV;
+	}
+	kvp_client_attach_locked(&kd->core, c);
+	kvp_unlock(&kd->core.lock);
+	file->private_data = c;
+	return nonseekable_open(inode, file);
+}
+
+/* The last reference to the file is gone: give back all it held. */
+static int kvpool_release(struct inode *inode, struct file *file)
+{
+	struct kvp_client *c = file->private_data;
+	struct kvp_pool *pool = c->pool;
+
+	kvp_lock(&pool->lock);
+	kvp_client_detach_locked(c);
+	kvp_unlock(&pool->lock);
+	kfree(c);
+	return 0;
+}
+
+static void kvpool_show_fdinfo(struct seq_file *m, struct file *file)
+{
+	struct kvp_client *c = file->private_data;
+	struct kvp_pool *pool = c->pool;
+
+	kvp_lock(&pool->lock);
+	seq_printf(m, "kvpool-pool:\t%u\n", pool->id);
+	seq_printf(m, "kvpool-client-id:\t%u\n", c->id);
+	seq_printf(m, "kvpool-rows:\t%u\n", c->nr_rows);
+	seq_printf(m, "kvpool-slots:\t%u\n", c->nr_slots);
+	seq_printf(m, "kvpool-pages:\t%u\n", c->nr_pages);
+	seq_printf(m, "kvpool-cache-pages:\t%u\n", c->nr_cache_pages);
+	kvp_unlock(&pool->lock);
+}
+
+static const struct file_operations kvpool_fops = {
+	.owner = THIS_MODULE,
+	.open = kvpool_open,
+	.release = kvpool_release,
+	.unlocked_ioctl = kvpool_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.show_fdinfo = kvpool_show_fdinfo,
+};
+
+/* ---- sysfs: /sys/class/misc/kvpoolN/ ---- */
+
+static struct kvp_pool *kvpool_dev_pool(struct device *dev)
+{
+	struct miscdevice *misc = dev_get_drvdata(dev);
+
+	return &container_of(misc, struct kvpool_dev, misc)->core;
+}
+
+#define KVPOOL_ATTR(_name, _field)					\
+static ssize_t _name##_show(struct device *dev,				\
+			    struct device_attribute *attr, char *buf)	\
+{									\
+	struct kvp_pool *pool = kvpool_dev_pool(dev);			\
+	u32 val;							\
+									\
+	kvp_lock(&pool->lock);						\
+	val = pool->_field;						\
+	kvp_unlock(&pool->lock);					\
+	return sysfs_emit(buf, "%u\n", val);				\
+}									\
+static DEVICE_ATTR_RO(_name)
+
+KVPOOL_ATTR(pool_id, id);
+KVPOOL_ATTR(nr_pages, nr_pages);
+KVPOOL_ATTR(page_tokens, page_tokens);
+KVPOOL_ATTR(nr_rows, nr_rows);
+KVPOOL_ATTR(row_tokens, row_tokens);
+KVPOOL_ATTR(create_flags, flags);
+KVPOOL_ATTR(free_pages, free_pages);
+KVPOOL_ATTR(row_pages, row_pages);
+KVPOOL_ATTR(slot_pages, slot_pages);
+KVPOOL_ATTR(cache_evictable, cache_evictable);
+KVPOOL_ATTR(cache_pinned, cache_pinned);
+KVPOOL_ATTR(reserved_pages, reserved_pages);
+KVPOOL_ATTR(free_rows, free_rows);
+KVPOOL_ATTR(held_rows, held_rows);
+KVPOOL_ATTR(slot_rows, slot_rows);
+KVPOOL_ATTR(reserved_rows, reserved_rows);
+KVPOOL_ATTR(nr_clients, nr_clients);
+
+static struct attribute *kvpool_attrs[] = {
+	&dev_attr_pool_id.attr,
+	&dev_attr_nr_pages.attr,
+	&dev_attr_page_tokens.attr,
+	&dev_attr_nr_rows.attr,
+	&dev_attr_row_tokens.attr,
+	&dev_attr_create_flags.attr,
+	&dev_attr_free_pages.attr,
+	&dev_attr_row_pages.attr,
+	&dev_attr_slot_pages.attr,
+	&dev_attr_cache_evictable.attr,
+	&dev_attr_cache_pinned.attr,
+	&dev_attr_reserved_pages.attr,
+	&dev_attr_free_rows.attr,
+	&dev_attr_held_rows.attr,
+	&dev_attr_slot_rows.attr,
+	&dev_attr_reserved_rows.attr,
+	&dev_attr_nr_clients.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(kvpool);
+
+/* ---- pool lifetime ---- */
+
+static int kvpool_create(u32 flags, u32 pages, u32 ptok, u32 rows, u32 rtok,
+			 u32 *out_id)
+{
+	struct kvpool_dev *kd;
+	int id, ret;
+
+	ret = kvp_geom_check(flags, pages, ptok, rows, rtok);
+	if (ret)
+		return ret;
+	kd = kzalloc(sizeof(*kd), GFP_KERNEL);
+	if (!kd)
+		return -ENOMEM;
+
+	mutex_lock(&kvpool_devs_lock);
+	id = ida_alloc_max(&kvpool_ida, KVPOOL_MAX_POOLS - 1, GFP_KERNEL);
+	if (id < 0) {
+		ret = id;	/* -ENOSPC: all KVPOOL_MAX_POOLS exist */
+		goto out_unlock;
+	}
+	ret = kvp_pool_init(&kd->core, id, flags, pages, ptok, rows, rtok);
+	if (ret)
+		goto out_free_id;
+	snprintf(kd->name, sizeof(kd->name), "kvpool%d", id);
+	kd->misc.minor = MISC_DYNAMIC_MINOR;
+	kd->misc.name = kd->name;
+	kd->misc.fops = &kvpool_fops;
+	kd->misc.groups = kvpool_groups;
+	kd->misc.mode = 0600;
+	ret = misc_register(&kd->misc);
+	if (ret)
+		goto out_fini;
+	kvpool_devs[id] = kd;
+	mutex_unlock(&kvpool_devs_lock);
+	*out_id = id;
+	return 0;
+
+out_fini:
+	kvp_pool_fini(&kd->core);
+out_free_id:
+	ida_free(&kvpool_ida, id);
+out_unlock:
+	mutex_unlock(&kvpool_devs_lock);
+	kfree(kd);
+	return ret;
+}
+
+/* Called with kvpool_devs_lock held. */
+static int kvpool_destroy_locked(u32 id)
+{
+	struct kvpool_dev *kd;
+
+	if (id >= KVPOOL_MAX_POOLS || !kvpool_devs[id])
+		return -ENODEV;
+	kd = kvpool_devs[id];
+
+	/*
+	 * Opens run under misc_mtx and take the pool lock to join; once we
+	 * mark the pool dead under that lock with no clients, none can
+	 * join, and misc_deregister() waits out any open still in flight.
+	 */
+	kvp_lock(&kd->core.lock);
+	if (kd->core.nr_clients) {
+		kvp_unlock(&kd->core.lock);
+		return -EBUSY;
+	}
+	kd->dead = true;
+	kvp_unlock(&kd->core.lock);
+
+	misc_deregister(&kd->misc);
+	kvpool_devs[id] = NULL;
+	kvp_pool_fini(&kd->core);
+	ida_free(&kvpool_ida, id);
+	kfree(kd);
+	return 0;
+}
+
+/* ---- control device ---- */
+
+static int kvpool_ctl_create(void *ctx, struct kvpool_ucmd *ucmd)
+{
+	struct kvpool_ctl_create *cmd = ucmd->cmd;
+
+	if (cmd->__reserved)
+		return -EINVAL;
+	return kvpool_create(cmd->flags, cmd->nr_pages, cmd->page_tokens,
+			     cmd->nr_rows, cmd->row_tokens, &cmd->out_pool_id);
+}
+
+static int kvpool_ctl_destroy(void *ctx, struct kvpool_ucmd *ucmd)
+{
+	struct kvpool_ctl_destroy *cmd = ucmd->cmd;
+	int ret;
+
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved)
+		return -EINVAL;
+	mutex_lock(&kvpool_devs_lock);
+	ret = kvpool_destroy_locked(cmd->pool_id);
+	mutex_unlock(&kvpool_devs_lock);
+	return ret;
+}
+
+static const struct kvpool_ioctl_op kvpool_ctl_ops[] = {
+	[0] = {
+		.size = sizeof(struct kvpool_ctl_create),
+		.min_size = offsetofend(struct kvpool_ctl_create, __reserved),
+		.ioctl_num = KVPOOL_CTL_CREATE,
+		.execute = kvpool_ctl_create,
+	},
+	[1] = {
+		.size = sizeof(struct kvpool_ctl_destroy),
+		.min_size = offsetofend(struct kvpool_ctl_destroy, __reserved),
+		.ioctl_num = KVPOOL_CTL_DESTROY,
+		.execute = kvpool_ctl_destroy,
+	},
+};
+
+static long kvpool_ctl_ioctl(struct file *file, unsigned int cmd,
+			     unsigned long arg)
+{
+	if (_IOC_TYPE(cmd) == KVPOOL_TYPE && !capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	return kvpool_dispatch(NULL, kvpool_ctl_ops, ARRAY_SIZE(kvpool_ctl_ops),
+			       KVPOOL_CMD_CTL_CREATE, cmd, arg);
+}
+
+static const struct file_operations kvpool_ctl_fops = {
+	.owner = THIS_MODULE,
+	.open = nonseekable_open,
+	.unlocked_ioctl = kvpool_ctl_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+};
+
+static struct miscdevice kvpool_ctl_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "kvpool-control",
+	.fops = &kvpool_ctl_fops,
+	.mode = 0600,
+};
+
+static void kvpool_destroy_all(void)
+{
+	int id;
+
+	/* No file of ours is open: the module could not be unloading. */
+	mutex_lock(&kvpool_devs_lock);
+	for (id = 0; id < KVPOOL_MAX_POOLS; id++)
+		if (kvpool_devs[id])
+			WARN_ON(kvpool_destroy_locked(id));
+	mutex_unlock(&kvpool_devs_lock);
+}
+
+static int __init kvpool_init(void)
+{
+	u32 id;
+	int ret;
+
+	ret = misc_register(&kvpool_ctl_misc);
+	if (ret)
+		return ret;
+	if (!nr_pages)
+		return 0;
+	ret = kvpool_create(reserve_zero ? KVPOOL_CREATE_RESERVE_ZERO : 0,
+			    nr_pages, page_tokens, nr_rows, row_tokens, &id);
+	if (ret) {
+		pr_err("default pool: bad geometry or no memory (%d)\n", ret);
+		misc_deregister(&kvpool_ctl_misc);
+		return ret;
+	}
+	return 0;
+}
+
+static void __exit kvpool_exit(void)
+{
+	misc_deregister(&kvpool_ctl_misc);
+	kvpool_destroy_all();
+	ida_destroy(&kvpool_ida);
+}
+
+module_init(kvpool_init);
+module_exit(kvpool_exit);
+
+MODULE_DESCRIPTION("Cross-process broker for GPU KV-cache page ownership");
+MODULE_AUTHOR("The kvpool authors");
+MODULE_LICENSE("GPL");

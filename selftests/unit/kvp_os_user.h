@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Userspace stand-ins for the kernel services the kvpool core uses
+ * (driver/kvp_os.h), in the manner of the kernel's tools/testing/radix-tree:
+ * allocations are counted so a test can prove nothing leaked, the Nth
+ * allocation can be made to fail, and the pool lock is a flag the core
+ * asserts, so a call without the lock aborts the test.
+ */
+#ifndef _KVP_OS_USER_H
+#define _KVP_OS_USER_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef uint8_t u8;
+typedef uint32_t u32;
+typedef uint64_t u64;
+
+#define U32_MAX		UINT32_MAX
+
+typedef struct {
+	bool held;
+} kvp_lock_t;
+
+void kvp_user_assert_held(const kvp_lock_t *l, const char *func);
+
+#define kvp_lock_init(l)	((l)->held = false)
+#define kvp_lock(l)		((l)->held = true)
+#define kvp_unlock(l)		((l)->held = false)
+#define kvp_lock_destroy(l)	((void)(l))
+#define kvp_assert_held(l)	kvp_user_assert_held(l, __func__)
+
+void *kvp_user_alloc(size_t n, size_t size, bool zero);
+void kvp_user_free(void *p);
+
+#define kvp_table_zalloc(n, sz)	kvp_user_alloc(n, sz, true)
+#define kvp_client_alloc(n, sz)	kvp_user_alloc(n, sz, false)
+#define kvp_free(p)		kvp_user_free(p)
+
+/* Allocations made so far, live now, and the one to fail (0: none). */
+extern unsigned long kvp_user_nr_allocs;
+extern long kvp_user_live_allocs;
+extern unsigned long kvp_user_fail_nth;
+/* Invariant reports seen (each also printed when verbose). */
+extern unsigned long kvp_user_reports;
+extern bool kvp_user_verbose;
+
+void kvp_user_report(unsigned int pool, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#define kvp_report(pool, fmt, ...) \
+	kvp_user_report((pool)->id, fmt, ##__VA_ARGS__)
+
+#endif /* _KVP_OS_USER_H */

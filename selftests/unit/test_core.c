@@ -1,0 +1,873 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Unit test of the kvpool core (driver/kvp_core.c) in userspace, built
+ * with AddressSanitizer and UndefinedBehaviorSanitizer. The very same
+ * source that goes into kvpool.ko is compiled here against
+ * kvp_os_user.h, which counts allocations and fails the Nth on request.
+ *
+ * Output is TAP; the last line is "N passed, N failed". Exit status is
+ * non-zero if any test failed.
+ */
+#include <stdarg.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include "kvp_core.h"
+
+static int t_failed;	/* checks failed in the current test */
+static int nr_pass, nr_fail, nr_test;
+
+#define CHECK(cond)							\
+	do {								\
+		if (!(cond)) {						\
+			printf("#   %s:%d: CHECK(%s) failed\n",		\
+			       __FILE__, __LINE__, #cond);		\
+			t_failed++;					\
+		}							\
+	} while (0)
+
+#define CHECK_EQ(a, b)							\
+	do {								\
+		long long _a = (long long)(a), _b = (long long)(b);	\
+		if (_a != _b) {						\
+			printf("#   %s:%d: %s == %lld, expected %s == %lld\n", \
+			       __FILE__, __LINE__, #a, _a, #b, _b);	\
+			t_failed++;					\
+		}							\
+	} while (0)
+
+static u32 verify(struct kvp_pool *pool);
+
+/* A pool under test: the lock is held for the test's whole life. */
+struct tpool {
+	struct kvp_pool pool;
+	struct kvp_client c[3];
+};
+
+static int tpool_init(struct tpool *t, u32 flags, u32 pages, u32 pt,
+		      u32 rows, u32 rtok)
+{
+	int ret = kvp_pool_init(&t->pool, 7, flags, pages, pt, rows, rtok);
+	int i;
+
+	if (ret)
+		return ret;
+	kvp_lock(&t->pool.lock);
+	for (i = 0; i < 3; i++)
+		kvp_client_attach_locked(&t->pool, &t->c[i]);
+	return 0;
+}
+
+static void tpool_fini(struct tpool *t)
+{
+	int i;
+
+	for (i = 0; i < 3; i++)
+		kvp_client_detach_locked(&t->c[i]);
+	CHECK_EQ(t->pool.nr_clients, 0);
+	CHECK_EQ(t->pool.free_pages, t->pool.nr_pages - t->pool.reserved_pages);
+	CHECK_EQ(t->pool.free_rows, t->pool.nr_rows - t->pool.reserved_rows);
+	CHECK_EQ(verify(&t->pool), 0);
+	kvp_unlock(&t->pool.lock);
+	kvp_pool_fini(&t->pool);
+}
+
+/* Violations found, or ~0U if verify could not run. */
+static u32 verify(struct kvp_pool *pool)
+{
+	u32 bad;
+
+	return kvp_verify_locked(pool, &bad) ? ~0U : bad;
+}
+
+static struct kvpool_stats stats(struct kvp_client *c)
+{
+	struct kvpool_stats st;
+
+	memset(&st, 0, sizeof(st));
+	kvp_stats_locked(c, &st);
+	return st;
+}
+
+static bool stats_eq(struct kvp_client *c, const struct kvpool_stats *a)
+{
+	struct kvpool_stats b = stats(c);
+
+	return !memcmp(a, &b, sizeof(b));
+}
+
+static int alloc1(struct kvp_client *c, struct kvpool_handle *h)
+{
+	u32 sh;
+
+	return kvp_row_alloc_locked(c, h, 1, &sh);
+}
+
+static int extend1(struct kvp_client *c, struct kvpool_handle h, u32 len,
+		   u32 *nr_new)
+{
+	struct kvpool_extend_entry e = { .handle = h, .new_len = len };
+	struct kvp_extend_result res;
+	int ret;
+
+	ret = kvp_extend_locked(c, &e, 1, ~0U, &res);
+	kvp_free(res.pages);
+	if (nr_new)
+		*nr_new = e.out_nr_new;
+	return ret;
+}
+
+static int commit1(struct kvp_client *c, struct kvpool_handle h, u32 len)
+{
+	struct kvpool_len_entry e = { .handle = h, .len = len };
+	u32 idx;
+
+	return kvp_commit_locked(c, &e, 1, &idx);
+}
+
+static struct kvpool_row_query query(struct kvp_client *c,
+				     struct kvpool_handle h, u32 **pages)
+{
+	struct kvpool_row_query q;
+
+	memset(&q, 0, sizeof(q));
+	q.handle = h;
+	q.pages_cap = ~0U;
+	q.out_state = kvp_row_query_locked(c, &q, pages) ? 0 : q.out_state;
+	return q;
+}
+
+static bool clean(struct tpool *t)
+{
+	return verify(&t->pool) == 0;
+}
+
+/* Verify ran and found something. */
+static bool broken(struct tpool *t)
+{
+	u32 bad = verify(&t->pool);
+
+	return bad && bad != ~0U;
+}
+
+/* ---- tests ---- */
+
+static void test_geometry(void)
+{
+	struct tpool t;
+
+	CHECK_EQ(kvp_geom_check(0, 0, 1, 1, 1), -EINVAL);
+	CHECK_EQ(kvp_geom_check(0, KVP_MAX_PAGES + 1, 1, 1, 1), -EINVAL);
+	CHECK_EQ(kvp_geom_check(0, 1, 0, 1, 1), -EINVAL);
+	CHECK_EQ(kvp_geom_check(0, 1, KVP_MAX_PAGE_TOKENS + 1, 1, 1), -EINVAL);
+	CHECK_EQ(kvp_geom_check(0, 1, 1, 0, 1), -EINVAL);
+	CHECK_EQ(kvp_geom_check(0, 1, 1, KVP_MAX_ROWS + 1, 1), -EINVAL);
+	CHECK_EQ(kvp_geom_check(0, 1, 1, 1, 0), -EINVAL);
+	CHECK_EQ(kvp_geom_check(0, 1, 1, 1, KVP_MAX_ROW_TOKENS + 1), -EINVAL);
+	CHECK_EQ(kvp_geom_check(KVPOOL_CREATE_RESERVE_ZERO, 1, 1, 2, 1), -EINVAL);
+	CHECK_EQ(kvp_geom_check(KVPOOL_CREATE_RESERVE_ZERO, 2, 1, 1, 1), -EINVAL);
+	CHECK_EQ(kvp_geom_check(2, 2, 1, 2, 1), -EOPNOTSUPP);
+	CHECK_EQ(kvp_geom_check(KVPOOL_CREATE_RESERVE_ZERO, 2, 1, 2, 1), 0);
+	CHECK_EQ(kvp_geom_check(0, KVP_MAX_PAGES, KVP_MAX_PAGE_TOKENS,
+				KVP_MAX_ROWS, KVP_MAX_ROW_TOKENS), 0);
+
+	CHECK_EQ(tpool_init(&t, 0, 10, 1, 4, 100), 0);
+	CHECK_EQ(t.pool.max_batch, 4);
+	CHECK_EQ(t.pool.free_pages, 10);
+	CHECK_EQ(t.pool.reserved_pages, 0);
+	CHECK(clean(&t));
+	tpool_fini(&t);
+}
+
+static void test_reserve_zero(void)
+{
+	struct kvpool_handle h[3];
+	struct kvpool_stats st;
+	struct tpool t;
+	u32 *pages, i, sh;
+
+	CHECK_EQ(tpool_init(&t, KVPOOL_CREATE_RESERVE_ZERO, 4, 1, 4, 100), 0);
+	st = stats(&t.c[0]);
+	CHECK_EQ(st.out_free_pages, 3);
+	CHECK_EQ(st.out_reserved_pages, 1);
+	CHECK_EQ(st.out_free_rows, 3);
+	CHECK_EQ(st.out_reserved_rows, 1);
+	CHECK_EQ(kvp_row_alloc_locked(&t.c[0], h, 3, &sh), 0);
+	for (i = 0; i < 3; i++) {
+		CHECK(h[i].req_pool_idx != 0);
+		CHECK(h[i].generation != 0);
+	}
+	CHECK_EQ(extend1(&t.c[0], h[0], 3, NULL), 0);
+	query(&t.c[0], h[0], &pages);
+	for (i = 0; i < 3; i++)
+		CHECK(pages[i] != 0);
+	kvp_free(pages);
+	CHECK_EQ(kvp_row_alloc_locked(&t.c[1], h, 1, &sh), -ENOSPC);
+	CHECK_EQ(sh, 1);
+	CHECK_EQ(extend1(&t.c[0], h[1], 1, NULL), -ENOSPC);
+	CHECK(clean(&t));
+	tpool_fini(&t);
+}
+
+static void test_row_alloc(void)
+{
+	struct kvpool_handle h[9];
+	struct kvpool_stats st;
+	struct tpool t;
+	u32 sh, i, j;
+
+	CHECK_EQ(tpool_init(&t, 0, 64, 1, 8, 100), 0);
+	CHECK_EQ(kvp_row_alloc_locked(&t.c[0], h, 0, &sh), -EINVAL);
+	CHECK_EQ(kvp_row_alloc_locked(&t.c[0], h, 9, &sh), -EINVAL);
+	CHECK_EQ(kvp_row_alloc_locked(&t.c[0], h, 5, &sh), 0);
+	for (i = 0; i < 5; i++)
+		for (j = i + 1; j < 5; j++)
+			CHECK(h[i].req_pool_idx != h[j].req_pool_idx);
+	st = stats(&t.c[1]);
+	CHECK_EQ(kvp_row_alloc_locked(&t.c[1], h + 5, 4, &sh), -ENOSPC);
+	CHECK_EQ(sh, 1);
+	CHECK(stats_eq(&t.c[1], &st));
+	st = stats(&t.c[0]);
+	CHECK_EQ(st.out_held_rows, 5);
+	CHECK_EQ(st.out_client_rows, 5);
+	CHECK_EQ(stats(&t.c[1]).out_client_rows, 0);
+	CHECK(clean(&t));
+	tpool_fini(&t);
+}
+
+static void test_extend(u32 pt)
+{
+	struct kvpool_extend_entry e[3];
+	struct kvp_extend_result res;
+	struct kvpool_handle h[3], other;
+	struct kvpool_row_query q;
+	struct kvpool_stats st;
+	struct tpool t;
+	u32 *pages, sh, n, i;
+
+	CHECK_EQ(tpool_init(&t, KVPOOL_CREATE_RESERVE_ZERO, 33, pt, 8,
+			    64 * pt), 0);
+	CHECK_EQ(kvp_row_alloc_locked(&t.c[0], h, 3, &sh), 0);
+	CHECK_EQ(alloc1(&t.c[1], &other), 0);
+
+	/* The partial last page is filled before whole pages are taken. */
+	CHECK_EQ(extend1(&t.c[0], h[0], 1, &n), 0);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(extend1(&t.c[0], h[0], pt, &n), 0);
+	CHECK_EQ(n, 0);
+	CHECK_EQ(extend1(&t.c[0], h[0], pt + 1, &n), 0);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(extend1(&t.c[0], h[0], pt + 1, &n), 0);
+	CHECK_EQ(n, 0);
+
+	/* A batch returns exactly the new ids, row by row. */
+	memset(e, 0, sizeof(e));
+	for (i = 0; i < 3; i++)
+		e[i].handle = h[i];
+	e[0].new_len = 3 * pt;		/* 2 -> 3 pages */
+	e[1].new_len = 2 * pt + 1;	/* 0 -> 3 */
+	e[2].new_len = 1;		/* 0 -> 1 */
+	CHECK_EQ(kvp_extend_locked(&t.c[0], e, 3, 5, &res), 0);
+	CHECK_EQ(res.nr_pages, 5);
+	CHECK_EQ(e[0].out_nr_new, 1);
+	CHECK_EQ(e[1].out_nr_new, 3);
+	CHECK_EQ(e[2].out_nr_new, 1);
+	q = query(&t.c[0], h[0], &pages);
+	CHECK_EQ(q.out_nr_pages, 3);
+	CHECK_EQ(q.out_allocated_len, 3 * pt);
+	CHECK_EQ(pages[2], res.pages[0]);
+	kvp_free(pages);
+	q = query(&t.c[0], h[1], &pages);
+	for (i = 0; i < 3; i++)
+		CHECK_EQ(pages[i], res.pages[1 + i]);
+	kvp_free(pages);
+	kvp_free(res.pages);
+	CHECK_EQ(stats(&t.c[0]).out_client_pages, 7);
+	CHECK_EQ(stats(&t.c[0]).out_free_pages, 25);
+
+	/* Each refusal names the entry and changes nothing. */
+	st = stats(&t.c[0]);
+	e[0].new_len = 3 * pt;
+	e[1].new_len = 2 * pt;		/* shrink */
+	CHECK_EQ(kvp_extend_locked(&t.c[0], e, 3, ~0U, &res), -EINVAL);
+	CHECK_EQ(res.error_index, 1);
+	e[1].new_len = 65 * pt;		/* past row_tokens */
+	CHECK_EQ(kvp_extend_locked(&t.c[0], e, 3, ~0U, &res), -EINVAL);
+	CHECK_EQ(res.error_index, 1);
+	e[1].new_len = 3 * pt;
+	e[2].handle = h[0];		/* the same row twice */
+	CHECK_EQ(kvp_extend_locked(&t.c[0], e, 3, ~0U, &res), -EINVAL);
+	CHECK_EQ(res.error_index, 2);
+	e[2].handle = other;		/* another client's row */
+	CHECK_EQ(kvp_extend_locked(&t.c[0], e, 3, ~0U, &res), -ENOENT);
+	CHECK_EQ(res.error_index, 2);
+	e[2].handle = h[2];
+	e[2].handle.generation++;	/* stale */
+	CHECK_EQ(kvp_extend_locked(&t.c[0], e, 3, ~0U, &res), -ESTALE);
+	CHECK_EQ(res.error_index, 2);
+	e[2].handle.req_pool_idx = 8;	/* out of range */
+	CHECK_EQ(kvp_extend_locked(&t.c[0], e, 3, ~0U, &res), -ENOENT);
+	e[2].handle.req_pool_idx = 0;	/* reserved */
+	CHECK_EQ(kvp_extend_locked(&t.c[0], e, 3, ~0U, &res), -ENOENT);
+	e[2].handle = h[2];
+	e[2].new_len = 4 * pt;		/* 1 -> 4 pages: 3 new */
+	CHECK_EQ(kvp_extend_locked(&t.c[0], e, 3, 2, &res), -ENOBUFS);
+	CHECK_EQ(res.nr_pages, 3);
+	e[2].new_len = 30 * pt;		/* 29 new, 25 free */
+	CHECK_EQ(kvp_extend_locked(&t.c[0], e, 3, ~0U, &res), -ENOSPC);
+	CHECK_EQ(res.shortfall, 29 - 25);
+	CHECK_EQ(kvp_extend_locked(&t.c[0], e, 0, ~0U, &res), -EINVAL);
+	CHECK_EQ(kvp_extend_locked(&t.c[0], e, 9, ~0U, &res), -EINVAL);
+	CHECK(stats_eq(&t.c[0], &st));
+	q = query(&t.c[0], h[2], NULL);
+	CHECK_EQ(q.out_allocated_len, 1);
+	CHECK(clean(&t));
+
+	/* Exactly all free pages can be taken. */
+	e[2].new_len = 26 * pt;
+	CHECK_EQ(kvp_extend_locked(&t.c[0], e + 2, 1, ~0U, &res), 0);
+	kvp_free(res.pages);
+	CHECK_EQ(stats(&t.c[0]).out_free_pages, 0);
+	CHECK(clean(&t));
+	tpool_fini(&t);
+}
+
+static void test_commit_trim(u32 pt)
+{
+	struct kvpool_len_entry le[2];
+	struct kvpool_handle h[2];
+	struct kvpool_row_query q;
+	struct tpool t;
+	u32 sh, idx, freed;
+
+	CHECK_EQ(tpool_init(&t, 0, 64, pt, 4, 64 * pt), 0);
+	CHECK_EQ(kvp_row_alloc_locked(&t.c[0], h, 2, &sh), 0);
+	CHECK_EQ(extend1(&t.c[0], h[0], 10 * pt, NULL), 0);
+	CHECK_EQ(extend1(&t.c[0], h[1], 4 * pt, NULL), 0);
+
+	CHECK_EQ(commit1(&t.c[0], h[0], 10 * pt + 1), -EINVAL);
+	CHECK_EQ(commit1(&t.c[0], h[0], 6 * pt + (pt > 1)), 0);
+	CHECK_EQ(commit1(&t.c[0], h[0], 5 * pt), -EINVAL);	/* backwards */
+	memset(le, 0, sizeof(le));
+	le[0].handle = h[1];
+	le[0].len = 2 * pt;
+	le[1].handle = h[0];
+	le[1].len = 7 * pt;
+	le[1].__reserved = 1;
+	CHECK_EQ(kvp_commit_locked(&t.c[0], le, 2, &idx), -EINVAL);
+	CHECK_EQ(idx, 1);
+	CHECK_EQ(query(&t.c[0], h[1], NULL).out_committed_len, 0);
+	le[1].__reserved = 0;
+	CHECK_EQ(kvp_commit_locked(&t.c[0], le, 2, &idx), 0);
+	CHECK_EQ(query(&t.c[0], h[1], NULL).out_committed_len, 2 * pt);
+	CHECK_EQ(commit1(&t.c[0], h[0], 6 * pt + (pt > 1)), -EINVAL);
+	CHECK_EQ(commit1(&t.c[0], h[0], 7 * pt), 0);	/* same: allowed */
+
+	/* Trim keeps ceil(committed / pt) pages and shrinks allocated. */
+	CHECK_EQ(commit1(&t.c[0], h[0], 7 * pt + (pt > 1)), 0);
+	CHECK_EQ(kvp_trim_locked(&t.c[0], h, 2, &freed, &idx), 0);
+	CHECK_EQ(freed, (10 - 7 - (pt > 1)) + 2);
+	q = query(&t.c[0], h[0], NULL);
+	CHECK_EQ(q.out_allocated_len, 7 * pt + (pt > 1));
+	CHECK_EQ(q.out_nr_pages, 7 + (pt > 1));
+	CHECK_EQ(stats(&t.c[0]).out_client_pages, 7 + (pt > 1) + 2);
+	/* Trimming again frees nothing. */
+	CHECK_EQ(kvp_trim_locked(&t.c[0], h, 2, &freed, &idx), 0);
+	CHECK_EQ(freed, 0);
+	/* The row grows again from where it was trimmed. */
+	CHECK_EQ(extend1(&t.c[0], h[1], 3 * pt, &sh), 0);
+	CHECK_EQ(sh, 1);
+	CHECK(clean(&t));
+	tpool_fini(&t);
+}
+
+static void test_release(void)
+{
+	struct kvpool_handle h[3], again;
+	struct kvpool_stats st;
+	struct tpool t;
+	u32 sh, idx, freed;
+
+	CHECK_EQ(tpool_init(&t, 0, 64, 4, 4, 1000), 0);
+	CHECK_EQ(alloc1(&t.c[0], h), 0);
+	CHECK_EQ(extend1(&t.c[0], h[0], 37, NULL), 0);	/* 10 pages */
+	CHECK_EQ(commit1(&t.c[0], h[0], 30), 0);
+	st = stats(&t.c[0]);
+	h[1] = h[0];
+	CHECK_EQ(kvp_release_locked(&t.c[0], h, 2, &freed, &idx), -EINVAL);
+	CHECK_EQ(idx, 1);
+	CHECK(stats_eq(&t.c[0], &st));
+	CHECK_EQ(kvp_release_locked(&t.c[1], h, 1, &freed, &idx), -ENOENT);
+	CHECK_EQ(kvp_release_locked(&t.c[0], h, 1, &freed, &idx), 0);
+	CHECK_EQ(freed, 10);
+	CHECK_EQ(stats(&t.c[0]).out_free_pages, 64);
+	CHECK_EQ(stats(&t.c[0]).out_client_rows, 0);
+	/* Releasing twice is an error, not a no-op. */
+	CHECK_EQ(kvp_release_locked(&t.c[0], h, 1, &freed, &idx), -ENOENT);
+	CHECK_EQ(idx, 0);
+	/* The row comes back zeroed, under a new generation. */
+	CHECK_EQ(alloc1(&t.c[0], &again), 0);
+	CHECK_EQ(again.req_pool_idx, h[0].req_pool_idx);
+	CHECK(again.generation != h[0].generation);
+	CHECK_EQ(query(&t.c[0], h[0], NULL).out_state, 0);
+	CHECK_EQ(extend1(&t.c[0], h[0], 40, NULL), -ESTALE);
+	CHECK_EQ(query(&t.c[0], again, NULL).out_allocated_len, 0);
+	CHECK_EQ(query(&t.c[0], again, NULL).out_committed_len, 0);
+	/* Generations never wrap to 0. */
+	CHECK_EQ(kvp_release_locked(&t.c[0], &again, 1, &freed, &idx), 0);
+	t.pool.rows[again.req_pool_idx].gen = U32_MAX;
+	CHECK_EQ(kvp_row_alloc_locked(&t.c[0], &again, 1, &sh), 0);
+	CHECK_EQ(again.generation, 1);
+	CHECK(clean(&t));
+	tpool_fini(&t);
+}
+
+static void test_slots(void)
+{
+	struct kvpool_handle h, back;
+	struct kvpool_row_query q;
+	struct kvpool_stats st;
+	struct tpool t;
+	u32 *before, *after, n, i;
+
+	CHECK_EQ(tpool_init(&t, 0, 2048, 16, 200, 4096), 0);
+	CHECK_EQ(alloc1(&t.c[0], &h), 0);
+	CHECK_EQ(extend1(&t.c[0], h, 100, NULL), 0);	/* 7 pages */
+	CHECK_EQ(commit1(&t.c[0], h, 90), 0);
+	query(&t.c[0], h, &before);
+
+	CHECK_EQ(kvp_to_slot_locked(&t.c[0], &h, 0xabcdef0123ULL, &n), 0);
+	CHECK_EQ(n, 7);
+	st = stats(&t.c[0]);
+	CHECK_EQ(st.out_slot_pages, 7);
+	CHECK_EQ(st.out_row_pages, 0);
+	CHECK_EQ(st.out_slot_rows, 1);
+	CHECK_EQ(st.out_held_rows, 0);
+	CHECK_EQ(st.out_client_slots, 1);
+	CHECK_EQ(st.out_client_rows, 0);
+	CHECK_EQ(st.out_client_pages, 7);
+	/* The request's handle is dead once the slot has the row. */
+	CHECK_EQ(query(&t.c[0], h, NULL).out_state, 0);
+	CHECK_EQ(extend1(&t.c[0], h, 120, NULL), -ENOENT);
+	CHECK_EQ(kvp_to_slot_locked(&t.c[0], &h, 5, &n), -ENOENT);
+
+	memset(&q, 0, sizeof(q));
+	q.flags = KVPOOL_QUERY_BY_SLOT;
+	q.session_id = 0xabcdef0123ULL;
+	CHECK_EQ(kvp_row_query_locked(&t.c[0], &q, NULL), 0);
+	CHECK_EQ(q.out_state, KVPOOL_ROW_SLOT);
+	CHECK_EQ(q.out_committed_len, 90);
+	CHECK_EQ(kvp_row_query_locked(&t.c[1], &q, NULL), -ENOENT);
+	CHECK_EQ(kvp_from_slot_locked(&t.c[1], 0xabcdef0123ULL, &back, &n),
+		 -ENOENT);
+	CHECK_EQ(kvp_slot_release_locked(&t.c[1], 0xabcdef0123ULL, &n),
+		 -ENOENT);
+
+	/* Back into a new request: same row and pages, next generation. */
+	CHECK_EQ(kvp_from_slot_locked(&t.c[0], 0xabcdef0123ULL, &back, &n), 0);
+	CHECK_EQ(n, 7);
+	CHECK_EQ(back.req_pool_idx, h.req_pool_idx);
+	CHECK_EQ(back.generation, h.generation + 1);
+	q = query(&t.c[0], back, &after);
+	CHECK_EQ(q.out_allocated_len, 100);
+	CHECK_EQ(q.out_committed_len, 90);
+	for (i = 0; i < 7; i++)
+		CHECK_EQ(after[i], before[i]);
+	kvp_free(before);
+	kvp_free(after);
+	CHECK_EQ(kvp_from_slot_locked(&t.c[0], 0xabcdef0123ULL, &back, &n),
+		 -ENOENT);
+
+	/* Taken session ids are refused; many sessions share buckets. */
+	CHECK_EQ(kvp_to_slot_locked(&t.c[0], &back, 1, &n), 0);
+	CHECK_EQ(alloc1(&t.c[0], &h), 0);
+	CHECK_EQ(kvp_to_slot_locked(&t.c[0], &h, 1, &n), -EEXIST);
+	CHECK_EQ(kvp_to_slot_locked(&t.c[1], &h, 1, &n), -ENOENT);
+	CHECK_EQ(kvp_to_slot_locked(&t.c[0], &h, 2, &n), 0);
+	for (i = 0; i < 150; i++) {
+		CHECK_EQ(alloc1(&t.c[0], &h), 0);
+		CHECK_EQ(extend1(&t.c[0], h, i, NULL), 0);
+		CHECK_EQ(kvp_to_slot_locked(&t.c[0], &h, (u64)i << 40, &n), 0);
+	}
+	CHECK(clean(&t));
+	for (i = 0; i < 150; i += 2)
+		CHECK_EQ(kvp_slot_release_locked(&t.c[0], (u64)i << 40, &n), 0);
+	CHECK_EQ(kvp_slot_release_locked(&t.c[0], 1, &n), 0);
+	CHECK_EQ(n, 7);
+	CHECK_EQ(kvp_slot_release_locked(&t.c[0], 1, &n), -ENOENT);
+	CHECK_EQ(stats(&t.c[0]).out_client_slots, 76);
+	CHECK(clean(&t));
+	/* Closing the client frees the other slots. */
+	tpool_fini(&t);
+}
+
+static void test_detach(void)
+{
+	struct kvpool_handle h[10];
+	struct kvpool_stats st;
+	struct tpool t;
+	u32 sh, n, i;
+
+	CHECK_EQ(tpool_init(&t, KVPOOL_CREATE_RESERVE_ZERO, 1000, 16, 32,
+			    10000), 0);
+	for (i = 0; i < 3; i++) {
+		CHECK_EQ(kvp_row_alloc_locked(&t.c[i], h, 10, &sh), 0);
+		for (sh = 0; sh < 10; sh++)
+			CHECK_EQ(extend1(&t.c[i], h[sh], 100 * sh + 1, NULL), 0);
+		CHECK_EQ(kvp_to_slot_locked(&t.c[i], &h[3], 33, &n), 0);
+	}
+	st = stats(&t.c[0]);
+	kvp_client_detach_locked(&t.c[1]);
+	CHECK_EQ(stats(&t.c[0]).out_free_pages,
+		 st.out_free_pages + st.out_client_pages);
+	CHECK_EQ(stats(&t.c[0]).out_nr_clients, 2);
+	CHECK(clean(&t));
+	kvp_client_attach_locked(&t.pool, &t.c[1]);
+	CHECK(clean(&t));
+	tpool_fini(&t);
+}
+
+static void test_mark_wrap(void)
+{
+	struct kvpool_handle h[2];
+	struct tpool t;
+	u32 sh, idx, freed;
+
+	CHECK_EQ(tpool_init(&t, 0, 8, 1, 4, 8), 0);
+	CHECK_EQ(kvp_row_alloc_locked(&t.c[0], h, 2, &sh), 0);
+	t.pool.mark_epoch = U32_MAX - 1;
+	CHECK_EQ(kvp_trim_locked(&t.c[0], h, 2, &freed, &idx), 0);
+	/* The epoch wraps here: stale marks must not look current. */
+	CHECK_EQ(kvp_trim_locked(&t.c[0], h, 2, &freed, &idx), 0);
+	CHECK_EQ(kvp_trim_locked(&t.c[0], h, 2, &freed, &idx), 0);
+	CHECK(t.pool.mark_epoch != 0);
+	tpool_fini(&t);
+}
+
+/* Corrupt the pool in one way at a time; verify must name each. */
+static void test_verify_catches(void)
+{
+	struct kvpool_handle h;
+	struct tpool t;
+	u32 save, id;
+
+	kvp_user_verbose = false;
+	CHECK_EQ(tpool_init(&t, 0, 16, 1, 4, 100), 0);
+	CHECK_EQ(alloc1(&t.c[0], &h), 0);
+	CHECK_EQ(extend1(&t.c[0], h, 4, NULL), 0);
+	CHECK(clean(&t));
+	id = t.pool.rows[h.req_pool_idx].pages[1];
+
+	/* a page owned by a row and on the free list */
+	save = t.pool.pages[id].owner;
+	t.pool.pages[id].owner = KVP_OWNER_FREE;
+	CHECK(broken(&t));
+	t.pool.pages[id].owner = save;
+	CHECK(clean(&t));
+
+	/* a cycle in the free list */
+	save = t.pool.pages[t.pool.free_head].next;
+	t.pool.pages[t.pool.free_head].next = t.pool.free_head;
+	CHECK(broken(&t));
+	t.pool.pages[t.pool.free_head].next = save;
+	CHECK(clean(&t));
+
+	/* a page mapped twice by one row */
+	save = t.pool.rows[h.req_pool_idx].pages[2];
+	t.pool.rows[h.req_pool_idx].pages[2] = id;
+	CHECK(broken(&t));
+	t.pool.rows[h.req_pool_idx].pages[2] = save;
+
+	/* committed past allocated */
+	t.pool.rows[h.req_pool_idx].committed = 5;
+	CHECK(broken(&t));
+	t.pool.rows[h.req_pool_idx].committed = 0;
+
+	/* counters out of step */
+	t.pool.free_pages++;
+	CHECK(broken(&t));
+	t.pool.free_pages--;
+	t.c[0].nr_pages++;
+	CHECK(broken(&t));
+	t.c[0].nr_pages--;
+	t.pool.held_rows++;
+	CHECK(broken(&t));
+	t.pool.held_rows--;
+
+	/* a free row that is not zeroed */
+	t.pool.rows[3 - (h.req_pool_idx == 3)].allocated = 1;
+	CHECK(broken(&t));
+	t.pool.rows[3 - (h.req_pool_idx == 3)].allocated = 0;
+
+	/* a page whose owner is nonsense */
+	save = t.pool.pages[id].owner;
+	t.pool.pages[id].owner = 1000;
+	CHECK(broken(&t));
+	t.pool.pages[id].owner = save;
+
+	CHECK(clean(&t));
+	tpool_fini(&t);
+}
+
+/* One scheduler-like sequence of every op; returns the first error. */
+static int sequence(struct tpool *t)
+{
+	struct kvpool_extend_entry e[4];
+	struct kvp_extend_result res;
+	struct kvpool_handle h[4], back;
+	struct kvpool_row_query q;
+	u32 sh, idx, n, *pages;
+	int ret, i;
+
+	ret = kvp_row_alloc_locked(&t->c[0], h, 4, &sh);
+	if (ret)
+		return ret;
+	for (int step = 1; step <= 40; step++) {
+		memset(e, 0, sizeof(e));
+		for (i = 0; i < 4; i++) {
+			e[i].handle = h[i];
+			e[i].new_len = step * (i + 1) * 5;
+		}
+		ret = kvp_extend_locked(&t->c[0], e, 4, ~0U, &res);
+		kvp_free(res.pages);
+		if (ret)
+			return ret;
+	}
+	memset(&q, 0, sizeof(q));
+	q.handle = h[1];
+	q.pages_cap = 5;
+	ret = kvp_row_query_locked(&t->c[0], &q, &pages);
+	kvp_free(pages);
+	if (ret)
+		return ret;
+	ret = commit1(&t->c[0], h[0], 150);
+	if (ret)
+		return ret;
+	ret = kvp_trim_locked(&t->c[0], h, 1, &n, &idx);
+	if (ret)
+		return ret;
+	ret = kvp_to_slot_locked(&t->c[0], &h[2], 99, &n);
+	if (ret)
+		return ret;
+	ret = kvp_from_slot_locked(&t->c[0], 99, &back, &n);
+	if (ret)
+		return ret;
+	ret = extend1(&t->c[0], back, 700, NULL);
+	if (ret)
+		return ret;
+	return kvp_release_locked(&t->c[0], h, 2, &n, &idx);
+}
+
+/*
+ * Fail the 1st, 2nd, ... allocation of the sequence until it runs
+ * through: each failure must be -ENOMEM, leave the pool sound, and leak
+ * nothing once the clients and the pool are gone.
+ */
+static void test_fail_nth(void)
+{
+	unsigned long nth;
+	struct tpool t;
+	int ret, fails = 0;
+
+	for (nth = 1; nth < 10000; nth++) {
+		long live = kvp_user_live_allocs;
+
+		kvp_user_nr_allocs = 0;
+		kvp_user_fail_nth = nth;
+		ret = tpool_init(&t, 0, 2048, 4, 16, 4096);
+		if (ret) {
+			kvp_user_fail_nth = 0;
+			CHECK_EQ(ret, -ENOMEM);
+			CHECK_EQ(kvp_user_live_allocs, live);
+			fails++;
+			continue;
+		}
+		ret = sequence(&t);
+		kvp_user_fail_nth = 0;
+		CHECK(ret == 0 || ret == -ENOMEM);
+		CHECK(clean(&t));
+		tpool_fini(&t);
+		CHECK_EQ(kvp_user_live_allocs, live);
+		if (!ret)
+			break;
+		fails++;
+	}
+	printf("#   sequence ran through after %d injected failures\n", fails);
+	CHECK(fails > 5);
+	CHECK(nth < 10000);
+}
+
+static u32 rnd_state = 12345;
+
+static u32 rnd(u32 n)
+{
+	rnd_state = rnd_state * 1103515245u + 12345u;
+	return (rnd_state >> 8) % n;
+}
+
+/*
+ * Several clients doing random, mostly valid work; after every op the
+ * pool must verify, and refused ops must change nothing.
+ */
+static void test_random(void)
+{
+	struct kvpool_handle held[3][64];
+	int nheld[3] = { 0 };
+	struct tpool t;
+	int step, ok = 0, refused = 0;
+
+	CHECK_EQ(tpool_init(&t, KVPOOL_CREATE_RESERVE_ZERO, 3000, 8, 100,
+			    2000), 0);
+	for (step = 0; step < 20000 && !t_failed; step++) {
+		int ci = rnd(3), k;
+		struct kvp_client *c = &t.c[ci];
+		struct kvpool_handle h;
+		struct kvpool_stats st = stats(c);
+		u32 n, idx;
+		int ret = 0, op = rnd(9);
+
+		k = nheld[ci] ? (int)rnd(nheld[ci]) : -1;
+		h = k >= 0 ? held[ci][k] : (struct kvpool_handle){ rnd(100), 1 };
+		if (rnd(20) == 0)	/* garbage handle */
+			h.generation += rnd(3);
+		switch (op) {
+		case 0:
+			if (nheld[ci] < 64) {
+				ret = alloc1(c, &h);
+				if (!ret)
+					held[ci][nheld[ci]++] = h;
+			}
+			break;
+		case 1:
+		case 2: {
+			struct kvpool_row_query q = query(c, h, NULL);
+
+			ret = extend1(c, h, q.out_allocated_len + rnd(200), NULL);
+			break;
+		}
+		case 3: {
+			struct kvpool_row_query q = query(c, h, NULL);
+
+			ret = commit1(c, h, q.out_committed_len +
+				      rnd(q.out_allocated_len -
+					  q.out_committed_len + 2));
+			break;
+		}
+		case 4:
+			ret = kvp_trim_locked(c, &h, 1, &n, &idx);
+			break;
+		case 5:
+		case 6:
+			ret = kvp_release_locked(c, &h, 1, &n, &idx);
+			if (!ret && k >= 0)
+				held[ci][k] = held[ci][--nheld[ci]];
+			break;
+		case 7:
+			ret = kvp_to_slot_locked(c, &h, rnd(8), &n);
+			if (!ret && k >= 0)
+				held[ci][k] = held[ci][--nheld[ci]];
+			break;
+		case 8:
+			if (nheld[ci] < 64) {
+				ret = kvp_from_slot_locked(c, rnd(8), &h, &n);
+				if (!ret)
+					held[ci][nheld[ci]++] = h;
+				else if (rnd(2))
+					ret = kvp_slot_release_locked(c, rnd(8),
+								      &n);
+			}
+			break;
+		}
+		if (ret) {
+			refused++;
+			if (!stats_eq(c, &st))
+				CHECK(!"a refused op changed the pool");
+		} else {
+			ok++;
+		}
+		if (verify(&t.pool)) {
+			printf("#   verify failed at step %d (op %d)\n", step, op);
+			CHECK(0);
+		}
+		if (rnd(2000) == 0) {
+			kvp_client_detach_locked(c);
+			kvp_client_attach_locked(&t.pool, c);
+			nheld[ci] = 0;
+		}
+	}
+	printf("#   %d ops done, %d refused\n", ok, refused);
+	CHECK(ok > 5000 && refused > 1000);
+	tpool_fini(&t);
+}
+
+/* A core call without the pool lock must trip the assertion. */
+static void test_lock_assert(void)
+{
+	struct tpool t;
+	pid_t pid;
+	int status;
+
+	CHECK_EQ(tpool_init(&t, 0, 8, 1, 4, 8), 0);
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		struct kvpool_handle h;
+
+		freopen("/dev/null", "w", stderr);
+		kvp_unlock(&t.pool.lock);
+		alloc1(&t.c[0], &h);
+		_exit(0);
+	}
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+	tpool_fini(&t);
+}
+
+static void run(const char *name, void (*fn)(void))
+{
+	long live = kvp_user_live_allocs;
+
+	t_failed = 0;
+	fn();
+	if (kvp_user_live_allocs != live) {
+		printf("#   leaked %ld allocations\n", kvp_user_live_allocs - live);
+		t_failed++;
+	}
+	nr_test++;
+	if (t_failed) {
+		nr_fail++;
+		printf("not ok %d %s\n", nr_test, name);
+	} else {
+		nr_pass++;
+		printf("ok %d %s\n", nr_test, name);
+	}
+	fflush(stdout);
+}
+
+static void test_extend_pt1(void) { test_extend(1); }
+static void test_extend_pt16(void) { test_extend(16); }
+static void test_commit_trim_pt1(void) { test_commit_trim(1); }
+static void test_commit_trim_pt16(void) { test_commit_trim(16); }
+
+int main(int argc, char **argv)
+{
+	kvp_user_verbose = argc > 1 && !strcmp(argv[1], "-v");
+	printf("TAP version 13\n1..15\n");
+	run("geometry", test_geometry);
+	run("reserve_zero", test_reserve_zero);
+	run("row_alloc", test_row_alloc);
+	run("extend_pt1", test_extend_pt1);
+	run("extend_pt16", test_extend_pt16);
+	run("commit_trim_pt1", test_commit_trim_pt1);
+	run("commit_trim_pt16", test_commit_trim_pt16);
+	run("release", test_release);
+	run("slots", test_slots);
+	run("detach", test_detach);
+	run("mark_wrap", test_mark_wrap);
+	run("verify_catches_corruption", test_verify_catches);
+	run("fail_nth", test_fail_nth);
+	run("random_ops", test_random);
+	run("lock_assert", test_lock_assert);
+	printf("# unit: %d passed, %d failed\n", nr_pass, nr_fail);
+	return nr_fail ? 1 : 0;
+}
