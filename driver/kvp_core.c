@@ -74,16 +74,16 @@ int kvp_pool_init(struct kvp_pool *pool, u32 id, u32 flags, u32 nr_pages,
 		return ret;
 
 	memset(pool, 0, sizeof(*pool));
-	pool->pages = kvp_table_zalloc(nr_pages, sizeof(*pool->pages));
+	pool->pages = kvcalloc(nr_pages, sizeof(*pool->pages), GFP_KERNEL);
 	if (!pool->pages)
 		return -ENOMEM;
-	pool->rows = kvp_table_zalloc(nr_rows, sizeof(*pool->rows));
+	pool->rows = kvcalloc(nr_rows, sizeof(*pool->rows), GFP_KERNEL);
 	if (!pool->rows) {
-		kvp_free(pool->pages);
+		kvfree(pool->pages);
 		pool->pages = NULL;
 		return -ENOMEM;
 	}
-	kvp_lock_init(&pool->lock);
+	mutex_init(&pool->lock);
 	pool->id = id;
 	pool->flags = flags;
 	pool->nr_pages = nr_pages;
@@ -116,10 +116,10 @@ void kvp_pool_fini(struct kvp_pool *pool)
 
 	/* Rows can only be held by clients, and clients pin the pool. */
 	for (i = 0; i < pool->nr_rows; i++)
-		kvp_free(pool->rows[i].pages);
-	kvp_free(pool->rows);
-	kvp_free(pool->pages);
-	kvp_lock_destroy(&pool->lock);
+		kvfree(pool->rows[i].pages);
+	kvfree(pool->rows);
+	kvfree(pool->pages);
+	mutex_destroy(&pool->lock);
 	pool->rows = NULL;
 	pool->pages = NULL;
 }
@@ -128,7 +128,7 @@ void kvp_client_attach_locked(struct kvp_pool *pool, struct kvp_client *c)
 {
 	u32 i;
 
-	kvp_assert_held(&pool->lock);
+	lockdep_assert_held(&pool->lock);
 	memset(c, 0, sizeof(*c));
 	c->pool = pool;
 	c->id = ++pool->next_client_id;
@@ -190,7 +190,7 @@ static u32 kvp_row_free_pages(struct kvp_pool *pool, struct kvp_row *r)
 		kvp_page_push(pool, id);
 		freed++;
 	}
-	kvp_free(r->pages);
+	kvfree(r->pages);
 	r->pages = NULL;
 	r->nr = 0;
 	r->cap = 0;
@@ -235,7 +235,7 @@ void kvp_client_detach_locked(struct kvp_client *c)
 	u32 b;
 	u32 i;
 
-	kvp_assert_held(&pool->lock);
+	lockdep_assert_held(&pool->lock);
 	for (b = 0; b < KVP_SLOT_BUCKETS; b++)
 		while (c->slot_head[b] != KVP_NIL)
 			kvp_slot_free(pool, &pool->rows[c->slot_head[b]],
@@ -262,7 +262,7 @@ void kvp_stats_locked(struct kvp_client *c, struct kvpool_stats *st)
 {
 	struct kvp_pool *pool = c->pool;
 
-	kvp_assert_held(&pool->lock);
+	lockdep_assert_held(&pool->lock);
 	st->out_free_pages = pool->free_pages;
 	st->out_row_pages = pool->row_pages;
 	st->out_slot_pages = pool->slot_pages;
@@ -286,7 +286,7 @@ int kvp_row_alloc_locked(struct kvp_client *c, struct kvpool_handle *out,
 	struct kvp_pool *pool = c->pool;
 	u32 i;
 
-	kvp_assert_held(&pool->lock);
+	lockdep_assert_held(&pool->lock);
 	*out_short = 0;
 	if (!count || count > pool->max_batch)
 		return -EINVAL;
@@ -394,12 +394,12 @@ static int kvp_row_reserve(struct kvp_row *r, u32 want)
 		return 0;
 	while (cap < want)
 		cap = cap > U32_MAX / 2 ? want : cap * 2;
-	pages = kvp_client_alloc(cap, sizeof(*pages));
+	pages = kvmalloc_array(cap, sizeof(*pages), GFP_KERNEL_ACCOUNT);
 	if (!pages)
 		return -ENOMEM;
 	if (r->nr)
 		memcpy(pages, r->pages, r->nr * sizeof(*pages));
-	kvp_free(r->pages);
+	kvfree(r->pages);
 	r->pages = pages;
 	r->cap = cap;
 	return 0;
@@ -414,7 +414,7 @@ int kvp_extend_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 	u32 i, j;
 	int ret;
 
-	kvp_assert_held(&pool->lock);
+	lockdep_assert_held(&pool->lock);
 	memset(res, 0, sizeof(*res));
 	res->error_index = ~0U;
 
@@ -446,7 +446,8 @@ int kvp_extend_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 	 * the room it grew if a later one fails: that is capacity, not state.
 	 */
 	if (need) {
-		res->pages = kvp_client_alloc((u32)need, sizeof(u32));
+		res->pages = kvmalloc_array((u32)need, sizeof(u32),
+					    GFP_KERNEL_ACCOUNT);
 		if (!res->pages)
 			return -ENOMEM;
 	}
@@ -455,7 +456,7 @@ int kvp_extend_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 
 		ret = kvp_row_reserve(r, kvp_pages_for(pool, e[i].new_len));
 		if (ret) {
-			kvp_free(res->pages);
+			kvfree(res->pages);
 			res->pages = NULL;
 			return ret;
 		}
@@ -491,7 +492,7 @@ int kvp_commit_locked(struct kvp_client *c,
 	u32 i;
 	int ret;
 
-	kvp_assert_held(&pool->lock);
+	lockdep_assert_held(&pool->lock);
 	*error_index = ~0U;
 	ret = kvp_lookup_batch(c, e, sizeof(*e), count, error_index);
 	if (ret)
@@ -518,7 +519,7 @@ int kvp_trim_locked(struct kvp_client *c, const struct kvpool_handle *h,
 	u32 i, j;
 	int ret;
 
-	kvp_assert_held(&pool->lock);
+	lockdep_assert_held(&pool->lock);
 	*nr_freed = 0;
 	*error_index = ~0U;
 	ret = kvp_lookup_batch(c, h, sizeof(*h), count, error_index);
@@ -556,7 +557,7 @@ int kvp_release_locked(struct kvp_client *c, const struct kvpool_handle *h,
 	u32 i;
 	int ret;
 
-	kvp_assert_held(&pool->lock);
+	lockdep_assert_held(&pool->lock);
 	*nr_freed = 0;
 	*error_index = ~0U;
 	ret = kvp_lookup_batch(c, h, sizeof(*h), count, error_index);
@@ -590,7 +591,7 @@ int kvp_to_slot_locked(struct kvp_client *c, const struct kvpool_handle *h,
 	u32 b, n;
 	int ret;
 
-	kvp_assert_held(&pool->lock);
+	lockdep_assert_held(&pool->lock);
 	*nr_pages = 0;
 	ret = kvp_lookup(c, h, &r);
 	if (ret)
@@ -622,7 +623,7 @@ int kvp_from_slot_locked(struct kvp_client *c, u64 session,
 	u32 *link;
 	u32 n;
 
-	kvp_assert_held(&pool->lock);
+	lockdep_assert_held(&pool->lock);
 	*nr_pages = 0;
 	r = kvp_slot_find(c, session, &link);
 	if (!r)
@@ -654,7 +655,7 @@ int kvp_slot_release_locked(struct kvp_client *c, u64 session,
 	struct kvp_row *r;
 	u32 *link;
 
-	kvp_assert_held(&pool->lock);
+	lockdep_assert_held(&pool->lock);
 	*nr_freed = 0;
 	r = kvp_slot_find(c, session, &link);
 	if (!r)
@@ -671,7 +672,7 @@ int kvp_row_query_locked(struct kvp_client *c, struct kvpool_row_query *q,
 	u32 n;
 	int ret;
 
-	kvp_assert_held(&pool->lock);
+	lockdep_assert_held(&pool->lock);
 	if (pages)
 		*pages = NULL;
 	if (q->flags & KVPOOL_QUERY_BY_SLOT) {
@@ -686,7 +687,7 @@ int kvp_row_query_locked(struct kvp_client *c, struct kvpool_row_query *q,
 
 	n = r->nr < q->pages_cap ? r->nr : q->pages_cap;
 	if (pages && n) {
-		*pages = kvp_client_alloc(n, sizeof(u32));
+		*pages = kvmalloc_array(n, sizeof(u32), GFP_KERNEL_ACCOUNT);
 		if (!*pages)
 			return -ENOMEM;
 		memcpy(*pages, r->pages, n * sizeof(u32));
@@ -771,7 +772,6 @@ static void kvp_verify_row(struct kvp_pool *pool, struct kvp_row *r,
 				      "row %u: maps page %u owned by %#x",
 				      idx, id, pool->pages[id].owner);
 	}
-	return;
 }
 
 int kvp_verify_locked(struct kvp_pool *pool, u32 *violations)
@@ -785,18 +785,18 @@ int kvp_verify_locked(struct kvp_pool *pool, u32 *violations)
 	u32 bad = 0;
 	u32 i, id;
 
-	kvp_assert_held(&pool->lock);
+	lockdep_assert_held(&pool->lock);
 
 	/*
 	 * Pages each row owns according to the page table, and which pages
 	 * some row maps (a bit each: a page is mapped once, or it is shared
 	 * by mistake).
 	 */
-	per_row = kvp_table_zalloc(pool->nr_rows, sizeof(*per_row));
-	seen = kvp_table_zalloc(pool->nr_pages / 8 + 1, 1);
+	per_row = kvcalloc(pool->nr_rows, sizeof(*per_row), GFP_KERNEL);
+	seen = kvcalloc(pool->nr_pages / 8 + 1, 1, GFP_KERNEL);
 	if (!per_row || !seen) {
-		kvp_free(per_row);
-		kvp_free(seen);
+		kvfree(per_row);
+		kvfree(seen);
 		return -ENOMEM;
 	}
 	for (i = 0; i < pool->nr_pages; i++) {
@@ -885,8 +885,8 @@ int kvp_verify_locked(struct kvp_pool *pool, u32 *violations)
 				      "row %u: slot %llu not found by its session",
 				      i, (unsigned long long)r->session);
 	}
-	kvp_free(per_row);
-	kvp_free(seen);
+	kvfree(per_row);
+	kvfree(seen);
 
 	/* The free row stack holds exactly the free rows. */
 	for (i = 0, id = pool->free_row_head; id != KVP_NIL; i++) {

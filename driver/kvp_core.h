@@ -18,10 +18,10 @@
 #define KVP_OWNER_FREE		0xffffffffU
 #define KVP_OWNER_RESERVED	0xfffffffeU
 
-#define KVP_MAX_PAGES		(1U << 28)
+#define KVP_MAX_PAGES		0x10000000U	/* 2^28 */
 #define KVP_MAX_PAGE_TOKENS	65536U
-#define KVP_MAX_ROWS		(1U << 20)
-#define KVP_MAX_ROW_TOKENS	(1U << 24)
+#define KVP_MAX_ROWS		0x100000U	/* 2^20 */
+#define KVP_MAX_ROW_TOKENS	0x1000000U	/* 2^24 */
 #define KVP_MAX_BATCH		8192U
 #define KVP_SLOT_BUCKETS	64U
 #define KVP_REPORT_LIMIT	16U
@@ -91,7 +91,7 @@ struct kvp_client {
 };
 
 struct kvp_pool {
-	kvp_lock_t lock;	/* protects everything below and all clients */
+	struct mutex lock;	/* protects everything below and all clients */
 	u32 id;
 	u32 flags;		/* KVPOOL_CREATE_* */
 	u32 nr_pages;
@@ -132,7 +132,7 @@ void kvp_stats_locked(struct kvp_client *c, struct kvpool_stats *st);
 int kvp_row_alloc_locked(struct kvp_client *c, struct kvpool_handle *out,
 			 u32 count, u32 *out_short);
 
-/* Result of an extend; @pages is allocated by the core, kvp_free() it. */
+/* Result of an extend; @pages is allocated by the core, kvfree() it. */
 struct kvp_extend_result {
 	u32 *pages;
 	u32 nr_pages;

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The few kernel services the kvpool core uses, named so that the same
- * core source also builds into the userspace unit test, whose own version
- * of this header (selftests/unit/kvp_os_user.h) supplies malloc-backed,
- * failure-injecting equivalents.
+ * The kernel services the kvpool core uses: mutexes and lockdep
+ * assertions, kvmalloc-family allocations, and one logging hook. The core
+ * calls them by their kernel names; the userspace unit test supplies its
+ * own malloc-backed, failure-injecting versions of exactly these in
+ * selftests/unit/kvp_os_user.h, as the kernel's tools/testing/radix-tree
+ * does.
  */
 #ifndef _KVP_OS_H
 #define _KVP_OS_H
@@ -20,22 +22,7 @@
 #include <linux/string.h>
 #include <linux/types.h>
 
-/* The pool lock: a mutex, because holders allocate (see docs/design.md). */
-typedef struct mutex kvp_lock_t;
-#define kvp_lock_init(l)	mutex_init(l)
-#define kvp_lock(l)		mutex_lock(l)
-#define kvp_unlock(l)		mutex_unlock(l)
-#define kvp_lock_destroy(l)	mutex_destroy(l)
-#define kvp_assert_held(l)	lockdep_assert_held(l)
-
-/*
- * Pool tables are the administrator's; what a client's rows grow to is
- * charged to the client's memory cgroup.
- */
-#define kvp_table_zalloc(n, sz)	kvcalloc(n, sz, GFP_KERNEL)
-#define kvp_client_alloc(n, sz)	kvmalloc_array(n, sz, GFP_KERNEL_ACCOUNT)
-#define kvp_free(p)		kvfree(p)
-
+/* One broken invariant, in a form tests can catch in the kernel log. */
 #define kvp_report(pool, fmt, ...) \
 	pr_err("kvpool: pool %u: invariant: " fmt "\n", (pool)->id, ##__VA_ARGS__)
 

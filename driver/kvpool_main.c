@@ -91,13 +91,11 @@ struct kvpool_ioctl_op {
 	int (*execute)(void *ctx, struct kvpool_ucmd *ucmd);
 };
 
-#define KVPOOL_OP(_ioctl, _fn, _struct, _last)				\
-	[_IOC_NR(_ioctl) - KVPOOL_CMD_BASE] = {				\
-		.size = sizeof(_struct) +				\
-			BUILD_BUG_ON_ZERO(sizeof(union kvpool_ucmd_buffer) < \
-					  sizeof(_struct)),		\
+#define KVPOOL_OP(_name, _fn, _struct, _last)				\
+	[KVPOOL_CMD_##_name - KVPOOL_CMD_BASE] = {			\
+		.size = sizeof(_struct),				\
 		.min_size = offsetofend(_struct, _last),		\
-		.ioctl_num = _ioctl,					\
+		.ioctl_num = KVPOOL_##_name,				\
 		.execute = _fn,						\
 	}
 
@@ -203,9 +201,9 @@ static int kvpool_stats(void *ctx, struct kvpool_ucmd *ucmd)
 		return -EOPNOTSUPP;
 	if (cmd->__reserved)
 		return -EINVAL;
-	kvp_lock(&c->pool->lock);
+	mutex_lock(&c->pool->lock);
 	kvp_stats_locked(c, cmd);
-	kvp_unlock(&c->pool->lock);
+	mutex_unlock(&c->pool->lock);
 	return 0;
 }
 
@@ -224,9 +222,9 @@ static int kvpool_row_alloc(void *ctx, struct kvpool_ucmd *ucmd)
 	if (!h)
 		return -ENOMEM;
 
-	kvp_lock(&c->pool->lock);
+	mutex_lock(&c->pool->lock);
 	ret = kvp_row_alloc_locked(c, h, cmd->count, &cmd->out_short);
-	kvp_unlock(&c->pool->lock);
+	mutex_unlock(&c->pool->lock);
 	if (ret)
 		goto out_free;
 
@@ -236,9 +234,9 @@ static int kvpool_row_alloc(void *ctx, struct kvpool_ucmd *ucmd)
 		 * The caller cannot name rows it never learnt of: give them
 		 * back rather than leave them held until close.
 		 */
-		kvp_lock(&c->pool->lock);
+		mutex_lock(&c->pool->lock);
 		kvp_release_locked(c, h, cmd->count, &freed, &idx);
-		kvp_unlock(&c->pool->lock);
+		mutex_unlock(&c->pool->lock);
 		ret = -EFAULT;
 	}
 out_free:
@@ -264,9 +262,9 @@ static int kvpool_extend(void *ctx, struct kvpool_ucmd *ucmd)
 	if (IS_ERR(e))
 		return PTR_ERR(e);
 
-	kvp_lock(&c->pool->lock);
+	mutex_lock(&c->pool->lock);
 	ret = kvp_extend_locked(c, e, cmd->count, cmd->pages_cap, &res);
-	kvp_unlock(&c->pool->lock);
+	mutex_unlock(&c->pool->lock);
 	cmd->out_nr_pages = res.nr_pages;
 	cmd->out_short = res.shortfall;
 	cmd->out_error_index = res.error_index;
@@ -303,7 +301,7 @@ static int kvpool_batch(struct kvp_client *c, struct kvpool_batch *cmd,
 	if (IS_ERR(e))
 		return PTR_ERR(e);
 
-	kvp_lock(&c->pool->lock);
+	mutex_lock(&c->pool->lock);
 	switch (op) {
 	case KVPOOL_OP_COMMIT:
 		ret = kvp_commit_locked(c, e, cmd->count,
@@ -318,7 +316,7 @@ static int kvpool_batch(struct kvp_client *c, struct kvpool_batch *cmd,
 					 &cmd->out_error_index);
 		break;
 	}
-	kvp_unlock(&c->pool->lock);
+	mutex_unlock(&c->pool->lock);
 	kvfree(e);
 	return ret;
 }
@@ -361,10 +359,10 @@ static int kvpool_to_slot(void *ctx, struct kvpool_ucmd *ucmd)
 	ret = kvpool_slot_check(cmd, true);
 	if (ret)
 		return ret;
-	kvp_lock(&c->pool->lock);
+	mutex_lock(&c->pool->lock);
 	ret = kvp_to_slot_locked(c, &cmd->handle, cmd->session_id,
 				 &cmd->out_nr_pages);
-	kvp_unlock(&c->pool->lock);
+	mutex_unlock(&c->pool->lock);
 	return ret;
 }
 
@@ -377,10 +375,10 @@ static int kvpool_from_slot(void *ctx, struct kvpool_ucmd *ucmd)
 	ret = kvpool_slot_check(cmd, false);
 	if (ret)
 		return ret;
-	kvp_lock(&c->pool->lock);
+	mutex_lock(&c->pool->lock);
 	ret = kvp_from_slot_locked(c, cmd->session_id, &cmd->handle,
 				   &cmd->out_nr_pages);
-	kvp_unlock(&c->pool->lock);
+	mutex_unlock(&c->pool->lock);
 	/*
 	 * If the new handle cannot be copied out, the row stays held under
 	 * it until released or the client closes: the session id is gone
@@ -398,9 +396,9 @@ static int kvpool_slot_release(void *ctx, struct kvpool_ucmd *ucmd)
 	ret = kvpool_slot_check(cmd, false);
 	if (ret)
 		return ret;
-	kvp_lock(&c->pool->lock);
+	mutex_lock(&c->pool->lock);
 	ret = kvp_slot_release_locked(c, cmd->session_id, &cmd->out_nr_pages);
-	kvp_unlock(&c->pool->lock);
+	mutex_unlock(&c->pool->lock);
 	return ret;
 }
 
@@ -419,9 +417,9 @@ static int kvpool_row_query(void *ctx, struct kvpool_ucmd *ucmd)
 	} else if (cmd->session_id) {
 		return -EINVAL;
 	}
-	kvp_lock(&c->pool->lock);
+	mutex_lock(&c->pool->lock);
 	ret = kvp_row_query_locked(c, cmd, &pages);
-	kvp_unlock(&c->pool->lock);
+	mutex_unlock(&c->pool->lock);
 	if (ret)
 		return ret;
 	if (pages &&
@@ -444,9 +442,9 @@ static int kvpool_verify(void *ctx, struct kvpool_ucmd *ucmd)
 		return -EOPNOTSUPP;
 	if (cmd->__reserved)
 		return -EINVAL;
-	kvp_lock(&pool->lock);
+	mutex_lock(&pool->lock);
 	ret = kvp_verify_locked(pool, &cmd->out_violations);
-	kvp_unlock(&pool->lock);
+	mutex_unlock(&pool->lock);
 	if (ret)
 		return ret;
 	cmd->out_pages_checked = pool->nr_pages;
@@ -455,26 +453,26 @@ static int kvpool_verify(void *ctx, struct kvpool_ucmd *ucmd)
 }
 
 static const struct kvpool_ioctl_op kvpool_ops[] = {
-	KVPOOL_OP(KVPOOL_INFO, kvpool_info, struct kvpool_info, __reserved),
-	KVPOOL_OP(KVPOOL_STATS, kvpool_stats, struct kvpool_stats, __reserved),
-	KVPOOL_OP(KVPOOL_ROW_ALLOC, kvpool_row_alloc, struct kvpool_row_alloc,
+	KVPOOL_OP(INFO, kvpool_info, struct kvpool_info, __reserved),
+	KVPOOL_OP(STATS, kvpool_stats, struct kvpool_stats, __reserved),
+	KVPOOL_OP(ROW_ALLOC, kvpool_row_alloc, struct kvpool_row_alloc,
 		  handles),
-	KVPOOL_OP(KVPOOL_EXTEND, kvpool_extend, struct kvpool_extend,
+	KVPOOL_OP(EXTEND, kvpool_extend, struct kvpool_extend,
 		  __reserved),
-	KVPOOL_OP(KVPOOL_COMMIT, kvpool_commit, struct kvpool_batch,
+	KVPOOL_OP(COMMIT, kvpool_commit, struct kvpool_batch,
 		  __reserved),
-	KVPOOL_OP(KVPOOL_TRIM, kvpool_trim, struct kvpool_batch, __reserved),
-	KVPOOL_OP(KVPOOL_RELEASE, kvpool_release_rows, struct kvpool_batch,
+	KVPOOL_OP(TRIM, kvpool_trim, struct kvpool_batch, __reserved),
+	KVPOOL_OP(RELEASE, kvpool_release_rows, struct kvpool_batch,
 		  __reserved),
-	KVPOOL_OP(KVPOOL_TO_SLOT, kvpool_to_slot, struct kvpool_slot,
+	KVPOOL_OP(TO_SLOT, kvpool_to_slot, struct kvpool_slot,
 		  __reserved),
-	KVPOOL_OP(KVPOOL_FROM_SLOT, kvpool_from_slot, struct kvpool_slot,
+	KVPOOL_OP(FROM_SLOT, kvpool_from_slot, struct kvpool_slot,
 		  __reserved),
-	KVPOOL_OP(KVPOOL_SLOT_RELEASE, kvpool_slot_release, struct kvpool_slot,
+	KVPOOL_OP(SLOT_RELEASE, kvpool_slot_release, struct kvpool_slot,
 		  __reserved),
-	KVPOOL_OP(KVPOOL_ROW_QUERY, kvpool_row_query, struct kvpool_row_query,
+	KVPOOL_OP(ROW_QUERY, kvpool_row_query, struct kvpool_row_query,
 		  out_swa_evicted_len),
-	KVPOOL_OP(KVPOOL_VERIFY, kvpool_verify, struct kvpool_verify,
+	KVPOOL_OP(VERIFY, kvpool_verify, struct kvpool_verify,
 		  __reserved),
 };
 
@@ -496,14 +494,14 @@ static int kvpool_open(struct inode *inode, struct file *file)
 	c = kzalloc(sizeof(*c), GFP_KERNEL_ACCOUNT);
 	if (!c)
 		return -ENOMEM;
-	kvp_lock(&kd->core.lock);
+	mutex_lock(&kd->core.lock);
 	if (kd->dead) {
-		kvp_unlock(&kd->core.lock);
+		mutex_unlock(&kd->core.lock);
 		kfree(c);
 		return -ENODEV;
 	}
 	kvp_client_attach_locked(&kd->core, c);
-	kvp_unlock(&kd->core.lock);
+	mutex_unlock(&kd->core.lock);
 	file->private_data = c;
 	return nonseekable_open(inode, file);
 }
@@ -514,9 +512,9 @@ static int kvpool_release(struct inode *inode, struct file *file)
 	struct kvp_client *c = file->private_data;
 	struct kvp_pool *pool = c->pool;
 
-	kvp_lock(&pool->lock);
+	mutex_lock(&pool->lock);
 	kvp_client_detach_locked(c);
-	kvp_unlock(&pool->lock);
+	mutex_unlock(&pool->lock);
 	kfree(c);
 	return 0;
 }
@@ -526,14 +524,14 @@ static void kvpool_show_fdinfo(struct seq_file *m, struct file *file)
 	struct kvp_client *c = file->private_data;
 	struct kvp_pool *pool = c->pool;
 
-	kvp_lock(&pool->lock);
+	mutex_lock(&pool->lock);
 	seq_printf(m, "kvpool-pool:\t%u\n", pool->id);
 	seq_printf(m, "kvpool-client-id:\t%u\n", c->id);
 	seq_printf(m, "kvpool-rows:\t%u\n", c->nr_rows);
 	seq_printf(m, "kvpool-slots:\t%u\n", c->nr_slots);
 	seq_printf(m, "kvpool-pages:\t%u\n", c->nr_pages);
 	seq_printf(m, "kvpool-cache-pages:\t%u\n", c->nr_cache_pages);
-	kvp_unlock(&pool->lock);
+	mutex_unlock(&pool->lock);
 }
 
 static const struct file_operations kvpool_fops = {
@@ -554,19 +552,30 @@ static struct kvp_pool *kvpool_dev_pool(struct device *dev)
 	return &container_of(misc, struct kvpool_dev, misc)->core;
 }
 
-#define KVPOOL_ATTR(_name, _field)					\
-static ssize_t _name##_show(struct device *dev,				\
-			    struct device_attribute *attr, char *buf)	\
-{									\
-	struct kvp_pool *pool = kvpool_dev_pool(dev);			\
-	u32 val;							\
-									\
-	kvp_lock(&pool->lock);						\
-	val = pool->_field;						\
-	kvp_unlock(&pool->lock);					\
-	return sysfs_emit(buf, "%u\n", val);				\
-}									\
-static DEVICE_ATTR_RO(_name)
+/* A pool figure: the u32 at @offset in struct kvp_pool. */
+struct kvpool_attr {
+	struct device_attribute dev_attr;
+	size_t offset;
+};
+
+static ssize_t kvpool_attr_show(struct device *dev,
+				struct device_attribute *attr, char *buf)
+{
+	struct kvp_pool *pool = kvpool_dev_pool(dev);
+	size_t offset = container_of(attr, struct kvpool_attr, dev_attr)->offset;
+	u32 val;
+
+	mutex_lock(&pool->lock);
+	val = *(u32 *)((char *)pool + offset);
+	mutex_unlock(&pool->lock);
+	return sysfs_emit(buf, "%u\n", val);
+}
+
+#define KVPOOL_ATTR(_name, _member)					\
+	static struct kvpool_attr dev_attr_##_name = {			\
+		.dev_attr = __ATTR(_name, 0444, kvpool_attr_show, NULL),	\
+		.offset = offsetof(struct kvp_pool, _member),		\
+	}
 
 KVPOOL_ATTR(pool_id, id);
 KVPOOL_ATTR(nr_pages, nr_pages);
@@ -587,23 +596,23 @@ KVPOOL_ATTR(reserved_rows, reserved_rows);
 KVPOOL_ATTR(nr_clients, nr_clients);
 
 static struct attribute *kvpool_attrs[] = {
-	&dev_attr_pool_id.attr,
-	&dev_attr_nr_pages.attr,
-	&dev_attr_page_tokens.attr,
-	&dev_attr_nr_rows.attr,
-	&dev_attr_row_tokens.attr,
-	&dev_attr_create_flags.attr,
-	&dev_attr_free_pages.attr,
-	&dev_attr_row_pages.attr,
-	&dev_attr_slot_pages.attr,
-	&dev_attr_cache_evictable.attr,
-	&dev_attr_cache_pinned.attr,
-	&dev_attr_reserved_pages.attr,
-	&dev_attr_free_rows.attr,
-	&dev_attr_held_rows.attr,
-	&dev_attr_slot_rows.attr,
-	&dev_attr_reserved_rows.attr,
-	&dev_attr_nr_clients.attr,
+	&dev_attr_pool_id.dev_attr.attr,
+	&dev_attr_nr_pages.dev_attr.attr,
+	&dev_attr_page_tokens.dev_attr.attr,
+	&dev_attr_nr_rows.dev_attr.attr,
+	&dev_attr_row_tokens.dev_attr.attr,
+	&dev_attr_create_flags.dev_attr.attr,
+	&dev_attr_free_pages.dev_attr.attr,
+	&dev_attr_row_pages.dev_attr.attr,
+	&dev_attr_slot_pages.dev_attr.attr,
+	&dev_attr_cache_evictable.dev_attr.attr,
+	&dev_attr_cache_pinned.dev_attr.attr,
+	&dev_attr_reserved_pages.dev_attr.attr,
+	&dev_attr_free_rows.dev_attr.attr,
+	&dev_attr_held_rows.dev_attr.attr,
+	&dev_attr_slot_rows.dev_attr.attr,
+	&dev_attr_reserved_rows.dev_attr.attr,
+	&dev_attr_nr_clients.dev_attr.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(kvpool);
@@ -670,13 +679,13 @@ static int kvpool_destroy_locked(u32 id)
 	 * mark the pool dead under that lock with no clients, none can
 	 * join, and misc_deregister() waits out any open still in flight.
 	 */
-	kvp_lock(&kd->core.lock);
+	mutex_lock(&kd->core.lock);
 	if (kd->core.nr_clients) {
-		kvp_unlock(&kd->core.lock);
+		mutex_unlock(&kd->core.lock);
 		return -EBUSY;
 	}
 	kd->dead = true;
-	kvp_unlock(&kd->core.lock);
+	mutex_unlock(&kd->core.lock);
 
 	misc_deregister(&kd->misc);
 	kvpool_devs[id] = NULL;

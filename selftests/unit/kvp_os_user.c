@@ -10,7 +10,17 @@ unsigned long kvp_user_fail_nth;
 unsigned long kvp_user_reports;
 bool kvp_user_verbose;
 
-void kvp_user_assert_held(const kvp_lock_t *l, const char *func)
+void kvp_user_lock(struct mutex *l, bool take, const char *func)
+{
+	if (l->held == take) {
+		fprintf(stderr, "%s: pool lock already %s\n", func,
+			take ? "held" : "free");
+		abort();
+	}
+	l->held = take;
+}
+
+void kvp_user_assert_held(const struct mutex *l, const char *func)
 {
 	if (!l->held) {
 		fprintf(stderr, "%s called without the pool lock\n", func);

@@ -23,24 +23,30 @@ typedef uint64_t u64;
 
 #define U32_MAX		UINT32_MAX
 
-typedef struct {
+/* The pool lock is a flag: taking it twice or asserting it unheld aborts. */
+struct mutex {
 	bool held;
-} kvp_lock_t;
+};
 
-void kvp_user_assert_held(const kvp_lock_t *l, const char *func);
+void kvp_user_lock(struct mutex *l, bool take, const char *func);
+void kvp_user_assert_held(const struct mutex *l, const char *func);
 
-#define kvp_lock_init(l)	((l)->held = false)
-#define kvp_lock(l)		((l)->held = true)
-#define kvp_unlock(l)		((l)->held = false)
-#define kvp_lock_destroy(l)	((void)(l))
-#define kvp_assert_held(l)	kvp_user_assert_held(l, __func__)
+#define mutex_init(l)		((l)->held = false)
+#define mutex_destroy(l)	((void)(l))
+#define mutex_lock(l)		kvp_user_lock(l, true, __func__)
+#define mutex_unlock(l)		kvp_user_lock(l, false, __func__)
+#define lockdep_assert_held(l)	kvp_user_assert_held(l, __func__)
+
+/* GFP flags only tell the kernel whom to charge; here they are ignored. */
+#define GFP_KERNEL		0
+#define GFP_KERNEL_ACCOUNT	1
 
 void *kvp_user_alloc(size_t n, size_t size, bool zero);
 void kvp_user_free(void *p);
 
-#define kvp_table_zalloc(n, sz)	kvp_user_alloc(n, sz, true)
-#define kvp_client_alloc(n, sz)	kvp_user_alloc(n, sz, false)
-#define kvp_free(p)		kvp_user_free(p)
+#define kvcalloc(n, sz, gfp)		kvp_user_alloc(n, sz, true)
+#define kvmalloc_array(n, sz, gfp)	kvp_user_alloc(n, sz, false)
+#define kvfree(p)			kvp_user_free(p)
 
 /* Allocations made so far, live now, and the one to fail (0: none). */
 extern unsigned long kvp_user_nr_allocs;

@@ -52,7 +52,7 @@ static int tpool_init(struct tpool *t, u32 flags, u32 pages, u32 pt,
 
 	if (ret)
 		return ret;
-	kvp_lock(&t->pool.lock);
+	mutex_lock(&t->pool.lock);
 	for (i = 0; i < 3; i++)
 		kvp_client_attach_locked(&t->pool, &t->c[i]);
 	return 0;
@@ -68,7 +68,7 @@ static void tpool_fini(struct tpool *t)
 	CHECK_EQ(t->pool.free_pages, t->pool.nr_pages - t->pool.reserved_pages);
 	CHECK_EQ(t->pool.free_rows, t->pool.nr_rows - t->pool.reserved_rows);
 	CHECK_EQ(verify(&t->pool), 0);
-	kvp_unlock(&t->pool.lock);
+	mutex_unlock(&t->pool.lock);
 	kvp_pool_fini(&t->pool);
 }
 
@@ -111,7 +111,7 @@ static int extend1(struct kvp_client *c, struct kvpool_handle h, u32 len,
 	int ret;
 
 	ret = kvp_extend_locked(c, &e, 1, ~0U, &res);
-	kvp_free(res.pages);
+	kvfree(res.pages);
 	if (nr_new)
 		*nr_new = e.out_nr_new;
 	return ret;
@@ -201,7 +201,7 @@ static void test_reserve_zero(void)
 	query(&t.c[0], h[0], &pages);
 	for (i = 0; i < 3; i++)
 		CHECK(pages[i] != 0);
-	kvp_free(pages);
+	kvfree(pages);
 	CHECK_EQ(kvp_row_alloc_locked(&t.c[1], h, 1, &sh), -ENOSPC);
 	CHECK_EQ(sh, 1);
 	CHECK_EQ(extend1(&t.c[0], h[1], 1, NULL), -ENOSPC);
@@ -276,12 +276,12 @@ static void test_extend(u32 pt)
 	CHECK_EQ(q.out_nr_pages, 3);
 	CHECK_EQ(q.out_allocated_len, 3 * pt);
 	CHECK_EQ(pages[2], res.pages[0]);
-	kvp_free(pages);
+	kvfree(pages);
 	q = query(&t.c[0], h[1], &pages);
 	for (i = 0; i < 3; i++)
 		CHECK_EQ(pages[i], res.pages[1 + i]);
-	kvp_free(pages);
-	kvp_free(res.pages);
+	kvfree(pages);
+	kvfree(res.pages);
 	CHECK_EQ(stats(&t.c[0]).out_client_pages, 7);
 	CHECK_EQ(stats(&t.c[0]).out_free_pages, 25);
 
@@ -326,7 +326,7 @@ static void test_extend(u32 pt)
 	/* Exactly all free pages can be taken. */
 	e[2].new_len = 26 * pt;
 	CHECK_EQ(kvp_extend_locked(&t.c[0], e + 2, 1, ~0U, &res), 0);
-	kvp_free(res.pages);
+	kvfree(res.pages);
 	CHECK_EQ(stats(&t.c[0]).out_free_pages, 0);
 	CHECK(clean(&t));
 	tpool_fini(&t);
@@ -473,8 +473,8 @@ static void test_slots(void)
 	CHECK_EQ(q.out_committed_len, 90);
 	for (i = 0; i < 7; i++)
 		CHECK_EQ(after[i], before[i]);
-	kvp_free(before);
-	kvp_free(after);
+	kvfree(before);
+	kvfree(after);
 	CHECK_EQ(kvp_from_slot_locked(&t.c[0], 0xabcdef0123ULL, &back, &n),
 		 -ENOENT);
 
@@ -629,7 +629,7 @@ static int sequence(struct tpool *t)
 			e[i].new_len = step * (i + 1) * 5;
 		}
 		ret = kvp_extend_locked(&t->c[0], e, 4, ~0U, &res);
-		kvp_free(res.pages);
+		kvfree(res.pages);
 		if (ret)
 			return ret;
 	}
@@ -637,7 +637,7 @@ static int sequence(struct tpool *t)
 	q.handle = h[1];
 	q.pages_cap = 5;
 	ret = kvp_row_query_locked(&t->c[0], &q, &pages);
-	kvp_free(pages);
+	kvfree(pages);
 	if (ret)
 		return ret;
 	ret = commit1(&t->c[0], h[0], 150);
@@ -814,7 +814,7 @@ static void test_lock_assert(void)
 		struct kvpool_handle h;
 
 		freopen("/dev/null", "w", stderr);
-		kvp_unlock(&t.pool.lock);
+		mutex_unlock(&t.pool.lock);
 		alloc1(&t.c[0], &h);
 		_exit(0);
 	}

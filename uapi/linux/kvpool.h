@@ -7,8 +7,9 @@
 #ifndef _UAPI_LINUX_KVPOOL_H
 #define _UAPI_LINUX_KVPOOL_H
 
-#include <linux/types.h>
+#include <linux/const.h>
 #include <linux/ioctl.h>
+#include <linux/types.h>
 
 /**
  * DOC: General ioctl format
@@ -68,21 +69,21 @@
 #define KVPOOL_ABI_VERSION	1
 
 /* Returned in kvpool_info.out_features. */
-#define KVPOOL_FEAT_ROWS	(1ULL << 0)	/* ROW_ALLOC, RELEASE, ROW_QUERY */
-#define KVPOOL_FEAT_EXTEND	(1ULL << 1)	/* EXTEND, COMMIT, TRIM */
-#define KVPOOL_FEAT_SLOTS	(1ULL << 2)	/* TO_SLOT, FROM_SLOT, SLOT_RELEASE */
-#define KVPOOL_FEAT_VERIFY	(1ULL << 3)	/* VERIFY */
+#define KVPOOL_FEAT_ROWS	_BITULL(0)	/* ROW_ALLOC, RELEASE, ROW_QUERY */
+#define KVPOOL_FEAT_EXTEND	_BITULL(1)	/* EXTEND, COMMIT, TRIM */
+#define KVPOOL_FEAT_SLOTS	_BITULL(2)	/* TO_SLOT, FROM_SLOT, SLOT_RELEASE */
+#define KVPOOL_FEAT_VERIFY	_BITULL(3)	/* VERIFY */
 /*
  * Reserved for ops that later ABI versions add; a client must test the bit
  * before using them: prefix cache (donate, attach_prefix, cache evict),
  * sliding-window free, export/import to another process, tenant quotas and
  * pressure notification.
  */
-#define KVPOOL_FEAT_PREFIX_CACHE (1ULL << 4)
-#define KVPOOL_FEAT_SWA		(1ULL << 5)
-#define KVPOOL_FEAT_EXPORT	(1ULL << 6)
-#define KVPOOL_FEAT_QUOTA	(1ULL << 7)
-#define KVPOOL_FEAT_PRESSURE	(1ULL << 8)
+#define KVPOOL_FEAT_PREFIX_CACHE _BITULL(4)
+#define KVPOOL_FEAT_SWA		_BITULL(5)
+#define KVPOOL_FEAT_EXPORT	_BITULL(6)
+#define KVPOOL_FEAT_QUOTA	_BITULL(7)
+#define KVPOOL_FEAT_PRESSURE	_BITULL(8)
 
 enum {
 	KVPOOL_CMD_BASE = 0x80,
@@ -117,7 +118,7 @@ struct kvpool_handle {
 #define KVPOOL_PAGE_NONE	0xffffffffU
 
 /* Create flags: keep page 0 and row 0 out of circulation (CUDA-graph padding). */
-#define KVPOOL_CREATE_RESERVE_ZERO	(1U << 0)
+#define KVPOOL_CREATE_RESERVE_ZERO	_BITUL(0)
 
 /**
  * struct kvpool_info - KVPOOL_INFO: geometry and feature discovery
@@ -150,6 +151,7 @@ struct kvpool_info {
 	__u32 out_client_id;
 	__u32 __reserved;
 };
+
 #define KVPOOL_INFO _IO(KVPOOL_TYPE, KVPOOL_CMD_INFO)
 
 /**
@@ -197,6 +199,7 @@ struct kvpool_stats {
 	__u32 out_client_cache_pages;
 	__u32 __reserved;
 };
+
 #define KVPOOL_STATS _IO(KVPOOL_TYPE, KVPOOL_CMD_STATS)
 
 /**
@@ -217,6 +220,7 @@ struct kvpool_row_alloc {
 	__u32 out_short;
 	__aligned_u64 handles;
 };
+
 #define KVPOOL_ROW_ALLOC _IO(KVPOOL_TYPE, KVPOOL_CMD_ROW_ALLOC)
 
 /**
@@ -262,6 +266,7 @@ struct kvpool_extend {
 	__u32 out_error_index;
 	__u32 __reserved;
 };
+
 #define KVPOOL_EXTEND _IO(KVPOOL_TYPE, KVPOOL_CMD_EXTEND)
 
 /**
@@ -301,6 +306,7 @@ struct kvpool_batch {
 	__u32 out_nr_pages;
 	__u32 __reserved;
 };
+
 #define KVPOOL_COMMIT	_IO(KVPOOL_TYPE, KVPOOL_CMD_COMMIT)
 #define KVPOOL_TRIM	_IO(KVPOOL_TYPE, KVPOOL_CMD_TRIM)
 #define KVPOOL_RELEASE	_IO(KVPOOL_TYPE, KVPOOL_CMD_RELEASE)
@@ -330,6 +336,7 @@ struct kvpool_slot {
 	__u32 out_nr_pages;
 	__u32 __reserved;
 };
+
 #define KVPOOL_TO_SLOT		_IO(KVPOOL_TYPE, KVPOOL_CMD_TO_SLOT)
 #define KVPOOL_FROM_SLOT	_IO(KVPOOL_TYPE, KVPOOL_CMD_FROM_SLOT)
 #define KVPOOL_SLOT_RELEASE	_IO(KVPOOL_TYPE, KVPOOL_CMD_SLOT_RELEASE)
@@ -341,7 +348,7 @@ enum kvpool_row_state {
 };
 
 /* ROW_QUERY flags */
-#define KVPOOL_QUERY_BY_SLOT	(1U << 0)	/* name the row by @session_id */
+#define KVPOOL_QUERY_BY_SLOT	_BITUL(0)	/* name the row by @session_id */
 
 /**
  * struct kvpool_row_query - KVPOOL_ROW_QUERY: a row's record and pages
@@ -376,6 +383,7 @@ struct kvpool_row_query {
 	__u32 out_protected_len;
 	__u32 out_swa_evicted_len;
 };
+
 #define KVPOOL_ROW_QUERY _IO(KVPOOL_TYPE, KVPOOL_CMD_ROW_QUERY)
 
 /**
@@ -398,6 +406,7 @@ struct kvpool_verify {
 	__u32 out_rows_checked;
 	__u32 __reserved;
 };
+
 #define KVPOOL_VERIFY _IO(KVPOOL_TYPE, KVPOOL_CMD_VERIFY)
 
 /*
@@ -426,6 +435,7 @@ struct kvpool_ctl_create {
 	__u32 out_pool_id;
 	__u32 __reserved;
 };
+
 #define KVPOOL_CTL_CREATE _IO(KVPOOL_TYPE, KVPOOL_CMD_CTL_CREATE)
 
 /**
@@ -443,6 +453,7 @@ struct kvpool_ctl_destroy {
 	__u32 pool_id;
 	__u32 __reserved;
 };
+
 #define KVPOOL_CTL_DESTROY _IO(KVPOOL_TYPE, KVPOOL_CMD_CTL_DESTROY)
 
 #endif /* _UAPI_LINUX_KVPOOL_H */
