@@ -74,10 +74,13 @@ int kvp_pool_init(struct kvp_pool *pool, u32 id, u32 flags, u32 nr_pages,
 		return ret;
 
 	memset(pool, 0, sizeof(*pool));
-	pool->pages = kvcalloc(nr_pages, sizeof(*pool->pages), GFP_KERNEL);
+	/* An administrator's too-large pool is an ENOMEM, not a splat. */
+	pool->pages = kvcalloc(nr_pages, sizeof(*pool->pages),
+			       GFP_KERNEL | __GFP_NOWARN);
 	if (!pool->pages)
 		return -ENOMEM;
-	pool->rows = kvcalloc(nr_rows, sizeof(*pool->rows), GFP_KERNEL);
+	pool->rows = kvcalloc(nr_rows, sizeof(*pool->rows),
+			      GFP_KERNEL | __GFP_NOWARN);
 	if (!pool->rows) {
 		kvfree(pool->pages);
 		pool->pages = NULL;

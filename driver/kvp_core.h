@@ -18,7 +18,7 @@
 #define KVP_OWNER_FREE		0xffffffffU
 #define KVP_OWNER_RESERVED	0xfffffffeU
 
-#define KVP_MAX_PAGES		0x10000000U	/* 2^28 */
+#define KVP_MAX_PAGES		0x8000000U	/* 2^27: page table <= 1 GiB */
 #define KVP_MAX_PAGE_TOKENS	65536U
 #define KVP_MAX_ROWS		0x100000U	/* 2^20 */
 #define KVP_MAX_ROW_TOKENS	0x1000000U	/* 2^24 */

@@ -41,7 +41,7 @@ struct kvpool_dev {
 	struct kvp_pool core;
 	struct miscdevice misc;
 	bool dead;		/* being destroyed: refuse new clients */
-	char name[16];
+	char name[24];		/* "kvpool" and an int */
 };
 
 static DEFINE_MUTEX(kvpool_devs_lock);

@@ -40,6 +40,7 @@ void kvp_user_assert_held(const struct mutex *l, const char *func);
 /* GFP flags only tell the kernel whom to charge; here they are ignored. */
 #define GFP_KERNEL		0
 #define GFP_KERNEL_ACCOUNT	1
+#define __GFP_NOWARN		2
 
 void *kvp_user_alloc(size_t n, size_t size, bool zero);
 void kvp_user_free(void *p);

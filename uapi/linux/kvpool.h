@@ -29,9 +29,15 @@
  * Every batched op is all-or-nothing: the whole batch is validated before
  * any state changes, and if one entry is bad, nothing changes and
  * ``out_error_index`` names the first bad entry (it is ~0U when the error
- * was not about one entry). Results are copied out after the pool lock is
- * dropped; if that copy faults, the op has taken effect and -EFAULT is
- * returned (pass writable memory).
+ * was not about one entry).
+ *
+ * Once the struct has been read, it is written back (so its out_* fields
+ * reach the caller) on success and on every error except EFAULT; errors
+ * found in size or the unknown tail leave it untouched. Arrays of results
+ * are copied out after the pool lock is dropped: if that copy faults, the
+ * op has taken effect and -EFAULT is returned, except ROW_ALLOC, which
+ * gives the rows back first. Ioctls sleep on the pool lock without being
+ * interruptible: they never fail with EINTR.
  *
  * Errnos, for every ioctl unless the op says otherwise:
  *
@@ -52,9 +58,11 @@
  * - ESTALE:     this client holds the row, but under a newer generation:
  *               the handle is from an earlier use of the row.
  * - ENOSPC:     not enough free pages or rows; ``out_short`` says how many
- *               were missing. Nothing was taken.
+ *               were missing. Nothing was taken. (control) all 64 pools
+ *               exist.
  * - ENOBUFS:    an output array is too small; ``out_nr_pages`` says how
- *               many entries are needed. Nothing changed.
+ *               many entries are needed (saturating at 2^32 - 1). Checked
+ *               before ENOSPC. Nothing changed.
  * - EEXIST:     the session id already names a slot of this client.
  * - EOVERFLOW:  arithmetic on the inputs would overflow.
  * - ENOMEM:     the kernel could not allocate memory. Nothing changed.
@@ -418,7 +426,7 @@ struct kvpool_verify {
  * struct kvpool_ctl_create - KVPOOL_CTL_CREATE: make /dev/kvpoolN
  * @size: sizeof(struct kvpool_ctl_create)
  * @flags: KVPOOL_CREATE_*
- * @nr_pages: pages, 1..2^28 (more than the reserved one)
+ * @nr_pages: pages, 1..2^27 (more than the reserved one)
  * @page_tokens: tokens per page, 1..65536
  * @nr_rows: rows, 1..2^20 (more than the reserved one)
  * @row_tokens: longest row in tokens, 1..2^24
