@@ -1,0 +1,674 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * libkvpool: userspace library for the kvpool KV-cache page broker.
+ *
+ * Copyright (C) 2026 The kvpool authors
+ *
+ * Each function builds the one ioctl struct it needs on the stack, zeroed
+ * by its initializer and with size = sizeof() of the struct in the
+ * <linux/kvpool.h> we were built against, so an older or newer kernel sees
+ * a well-formed request (see "General ioctl format" there). Nothing here
+ * validates what the kernel validates: the kernel is the one authority on
+ * the pool's state, and its errno reaches the caller unchanged.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+
+#include "kvpool.h"
+
+/* Only the functions marked so leave the library (see libkvpool.map too). */
+#define KVPOOL_EXPORT	__attribute__((visibility("default")))
+
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+
+/* Where the pool devices show up; a test build may point them elsewhere. */
+#ifndef KVPOOL_SYSFS_DIR
+#define KVPOOL_SYSFS_DIR	"/sys/class/misc"
+#endif
+#define KVPOOL_DEV_PREFIX	"kvpool"
+#define KVPOOL_CONTROL_NAME	"kvpool-control"
+
+struct kvpool {
+	int fd;
+	/* KVPOOL_INFO as answered at open; immutable for the file's life. */
+	struct kvpool_info info;
+};
+
+static inline __u64 kvp_ptr(const void *p)
+{
+	return (__u64)(uintptr_t)p;
+}
+
+/*
+ * Every ioctl goes through here: the kernel answers 0 or -1 with errno,
+ * which becomes our return value.
+ */
+static int kvp_ioctl(int fd, unsigned long cmd, void *arg)
+{
+	if (ioctl(fd, cmd, arg) < 0)
+		return -errno;
+	return 0;
+}
+
+/*
+ * Which entry to blame for @ret. The struct we pass has out_error_index 0,
+ * as every output field; the kernel writes it back with the first bad
+ * entry or ~0U, but a request refused before any entry is looked at (a
+ * count out of range) need not be copied back at all, and then a 0 would
+ * falsely blame entry 0. Only the errnos that can be about one entry carry
+ * an index, and only an index inside the batch is believed.
+ */
+static __u32 kvp_error_index(const struct kvpool *kp, int ret,
+			     unsigned int count, __u32 index)
+{
+	switch (ret) {
+	case -EINVAL:
+		if (!count || count > kp->info.out_max_batch)
+			return KVPOOL_NO_INDEX;
+		/* fall through */
+	case -ENOENT:
+	case -ESTALE:
+	case -EOVERFLOW:
+		return index < count ? index : KVPOOL_NO_INDEX;
+	default:
+		return KVPOOL_NO_INDEX;
+	}
+}
+
+static void kvp_set_result(struct kvpool_batch_result *res, __u32 error_index,
+			   __u32 nr_missing, __u32 nr_pages)
+{
+	if (!res)
+		return;
+	memset(res, 0, sizeof(*res));
+	res->error_index = error_index;
+	res->nr_missing = nr_missing;
+	res->nr_pages = nr_pages;
+}
+
+KVPOOL_EXPORT
+int kvpool_open_fd(int fd, struct kvpool **kpp)
+{
+	struct kvpool_info info = { .size = sizeof(info) };
+	struct kvpool *kp;
+	int ret;
+
+	if (fd < 0)
+		return -EBADF;
+	if (!kpp)
+		return -EINVAL;
+
+	/* Ask first: an fd that is not a pool fails here with -ENOTTY. */
+	ret = kvp_ioctl(fd, KVPOOL_INFO, &info);
+	if (ret)
+		return ret;
+
+	kp = calloc(1, sizeof(*kp));
+	if (!kp)
+		return -ENOMEM;
+	kp->fd = fd;
+	kp->info = info;
+	*kpp = kp;
+	return 0;
+}
+
+KVPOOL_EXPORT
+int kvpool_open(const char *path, struct kvpool **kpp)
+{
+	int fd, ret;
+
+	if (!kpp)
+		return -EINVAL;
+	fd = open(path ? path : KVPOOL_DEFAULT_PATH, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = kvpool_open_fd(fd, kpp);
+	if (ret)
+		close(fd);
+	return ret;
+}
+
+KVPOOL_EXPORT
+void kvpool_close(struct kvpool *kp)
+{
+	if (!kp)
+		return;
+	/*
+	 * Linux drops the descriptor whatever close() returns, and the
+	 * kernel's release of a client cannot fail: nothing to report.
+	 */
+	close(kp->fd);
+	free(kp);
+}
+
+KVPOOL_EXPORT
+int kvpool_fd(const struct kvpool *kp)
+{
+	return kp->fd;
+}
+
+KVPOOL_EXPORT
+int kvpool_info(const struct kvpool *kp, struct kvpool_info *info)
+{
+	*info = kp->info;
+	return 0;
+}
+
+KVPOOL_EXPORT
+int kvpool_stats(struct kvpool *kp, struct kvpool_stats *stats)
+{
+	struct kvpool_stats arg = { .size = sizeof(arg) };
+	int ret;
+
+	ret = kvp_ioctl(kp->fd, KVPOOL_STATS, &arg);
+	if (ret)
+		return ret;
+	*stats = arg;
+	return 0;
+}
+
+KVPOOL_EXPORT
+int kvpool_alloc_rows(struct kvpool *kp, struct kvpool_handle *handles,
+		      unsigned int count, struct kvpool_batch_result *res)
+{
+	struct kvpool_row_alloc arg = {
+		.size = sizeof(arg),
+		.count = count,
+		.handles = kvp_ptr(handles),
+	};
+	int ret;
+
+	ret = kvp_ioctl(kp->fd, KVPOOL_ROW_ALLOC, &arg);
+	kvp_set_result(res, KVPOOL_NO_INDEX, ret == -ENOSPC ? arg.out_short : 0,
+		       0);
+	/* Success means count was within out_max_batch, so it fits an int. */
+	return ret ? ret : (int)count;
+}
+
+KVPOOL_EXPORT
+int kvpool_extend(struct kvpool *kp, struct kvpool_extend_entry *entries,
+		  unsigned int count, uint32_t *pages, unsigned int pages_cap,
+		  struct kvpool_batch_result *res)
+{
+	struct kvpool_extend arg = {
+		.size = sizeof(arg),
+		.count = count,
+		.pages_cap = pages_cap,
+		.entries = kvp_ptr(entries),
+		.pages = kvp_ptr(pages),
+	};
+	__u32 index;
+	int ret;
+
+	ret = kvp_ioctl(kp->fd, KVPOOL_EXTEND, &arg);
+	index = kvp_error_index(kp, ret, count, arg.out_error_index);
+	/*
+	 * out_nr_pages means something on success and on -ENOBUFS (the room
+	 * needed), out_short only on -ENOSPC. After -EFAULT the struct may
+	 * not have been copied back at all, so nothing is reported.
+	 */
+	kvp_set_result(res, index, ret == -ENOSPC ? arg.out_short : 0,
+		       (!ret || ret == -ENOBUFS) ? arg.out_nr_pages : 0);
+	/* At most nr_pages (<= 2^27) new pages exist, so this fits an int. */
+	return ret ? ret : (int)arg.out_nr_pages;
+}
+
+/* COMMIT, TRIM and RELEASE share struct kvpool_batch. */
+static int kvp_batch(struct kvpool *kp, unsigned long cmd, const void *entries,
+		     unsigned int count, struct kvpool_batch_result *res)
+{
+	struct kvpool_batch arg = {
+		.size = sizeof(arg),
+		.count = count,
+		.entries = kvp_ptr(entries),
+	};
+	__u32 index;
+	int ret;
+
+	ret = kvp_ioctl(kp->fd, cmd, &arg);
+	index = kvp_error_index(kp, ret, count, arg.out_error_index);
+	kvp_set_result(res, index, 0, ret ? 0 : arg.out_nr_pages);
+	return ret ? ret : (int)arg.out_nr_pages;
+}
+
+KVPOOL_EXPORT
+int kvpool_commit(struct kvpool *kp, const struct kvpool_len_entry *entries,
+		  unsigned int count, struct kvpool_batch_result *res)
+{
+	int ret = kvp_batch(kp, KVPOOL_COMMIT, entries, count, res);
+
+	/* A commit frees nothing; a kernel saying otherwise is ignored. */
+	return ret < 0 ? ret : 0;
+}
+
+KVPOOL_EXPORT
+int kvpool_trim(struct kvpool *kp, const struct kvpool_handle *handles,
+		unsigned int count, struct kvpool_batch_result *res)
+{
+	return kvp_batch(kp, KVPOOL_TRIM, handles, count, res);
+}
+
+KVPOOL_EXPORT
+int kvpool_release(struct kvpool *kp, const struct kvpool_handle *handles,
+		   unsigned int count, struct kvpool_batch_result *res)
+{
+	return kvp_batch(kp, KVPOOL_RELEASE, handles, count, res);
+}
+
+KVPOOL_EXPORT
+int kvpool_to_slot(struct kvpool *kp, struct kvpool_handle handle,
+		   uint64_t session_id)
+{
+	struct kvpool_slot arg = {
+		.size = sizeof(arg),
+		.session_id = session_id,
+		.handle = handle,
+	};
+	int ret;
+
+	ret = kvp_ioctl(kp->fd, KVPOOL_TO_SLOT, &arg);
+	return ret ? ret : (int)arg.out_nr_pages;
+}
+
+KVPOOL_EXPORT
+int kvpool_from_slot(struct kvpool *kp, uint64_t session_id,
+		     struct kvpool_handle *handle)
+{
+	struct kvpool_slot arg = {
+		.size = sizeof(arg),
+		.session_id = session_id,
+	};
+	int ret;
+
+	ret = kvp_ioctl(kp->fd, KVPOOL_FROM_SLOT, &arg);
+	if (ret)
+		return ret;
+	*handle = arg.handle;
+	return (int)arg.out_nr_pages;
+}
+
+KVPOOL_EXPORT
+int kvpool_slot_release(struct kvpool *kp, uint64_t session_id)
+{
+	struct kvpool_slot arg = {
+		.size = sizeof(arg),
+		.session_id = session_id,
+	};
+	int ret;
+
+	ret = kvp_ioctl(kp->fd, KVPOOL_SLOT_RELEASE, &arg);
+	return ret ? ret : (int)arg.out_nr_pages;
+}
+
+static int kvp_query(struct kvpool *kp, struct kvpool_row_query *arg,
+		     uint32_t *pages, unsigned int pages_cap,
+		     struct kvpool_row_query *q)
+{
+	int ret;
+
+	arg->size = sizeof(*arg);
+	arg->pages_cap = pages_cap;
+	arg->pages = kvp_ptr(pages);
+	ret = kvp_ioctl(kp->fd, KVPOOL_ROW_QUERY, arg);
+	if (ret)
+		return ret;
+	if (q)
+		*q = *arg;
+	return (int)arg->out_nr_pages;
+}
+
+KVPOOL_EXPORT
+int kvpool_row_query(struct kvpool *kp, struct kvpool_handle handle,
+		     uint32_t *pages, unsigned int pages_cap,
+		     struct kvpool_row_query *q)
+{
+	struct kvpool_row_query arg = { .handle = handle };
+
+	return kvp_query(kp, &arg, pages, pages_cap, q);
+}
+
+KVPOOL_EXPORT
+int kvpool_slot_query(struct kvpool *kp, uint64_t session_id,
+		      uint32_t *pages, unsigned int pages_cap,
+		      struct kvpool_row_query *q)
+{
+	struct kvpool_row_query arg = {
+		.flags = KVPOOL_QUERY_BY_SLOT,
+		.session_id = session_id,
+	};
+
+	return kvp_query(kp, &arg, pages, pages_cap, q);
+}
+
+KVPOOL_EXPORT
+int kvpool_verify(struct kvpool *kp, struct kvpool_verify *v)
+{
+	struct kvpool_verify arg = { .size = sizeof(arg) };
+	int ret;
+
+	ret = kvp_ioctl(kp->fd, KVPOOL_VERIFY, &arg);
+	if (ret)
+		return ret;
+	if (v)
+		*v = arg;
+	/* Bounded by nr_pages + nr_rows (< 2^29): fits an int. */
+	return (int)arg.out_violations;
+}
+
+/* Run one control ioctl on a freshly opened control device. */
+static int kvp_control(unsigned long cmd, void *arg)
+{
+	int fd, ret;
+
+	fd = open(KVPOOL_CONTROL_PATH, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = kvp_ioctl(fd, cmd, arg);
+	close(fd);
+	return ret;
+}
+
+KVPOOL_EXPORT
+int kvpool_pool_create(const struct kvpool_pool_params *params,
+		       unsigned int *pool_id)
+{
+	struct kvpool_ctl_create arg = {
+		.size = sizeof(arg),
+		.flags = params->flags,
+		.nr_pages = params->nr_pages,
+		.page_tokens = params->page_tokens,
+		.nr_rows = params->nr_rows,
+		.row_tokens = params->row_tokens,
+	};
+	unsigned int i;
+	int ret;
+
+	/* Refuse what a later version of this library may give a meaning. */
+	for (i = 0; i < ARRAY_SIZE(params->__resv); i++)
+		if (params->__resv[i])
+			return -EINVAL;
+
+	ret = kvp_control(KVPOOL_CTL_CREATE, &arg);
+	if (ret)
+		return ret;
+	if (pool_id)
+		*pool_id = arg.out_pool_id;
+	return 0;
+}
+
+KVPOOL_EXPORT
+int kvpool_pool_destroy(unsigned int pool_id)
+{
+	struct kvpool_ctl_destroy arg = {
+		.size = sizeof(arg),
+		.pool_id = pool_id,
+	};
+
+	return kvp_control(KVPOOL_CTL_DESTROY, &arg);
+}
+
+/*
+ * Parse "kvpoolN" (N decimal, no sign, no leading zero unless N is 0) into
+ * *id. Anything else in /sys/class/misc, kvpool-control included, is not
+ * a pool.
+ */
+static bool kvp_parse_pool_name(const char *name, unsigned int *id)
+{
+	const char *p = name + strlen(KVPOOL_DEV_PREFIX);
+	unsigned long v = 0;
+
+	if (strncmp(name, KVPOOL_DEV_PREFIX, strlen(KVPOOL_DEV_PREFIX)))
+		return false;
+	if (*p < '0' || *p > '9' || (p[0] == '0' && p[1]))
+		return false;
+	for (; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return false;
+		v = v * 10 + (unsigned long)(*p - '0');
+		if (v > UINT_MAX)
+			return false;
+	}
+	*id = (unsigned int)v;
+	return true;
+}
+
+static int kvp_cmp_uint(const void *a, const void *b)
+{
+	unsigned int x = *(const unsigned int *)a;
+	unsigned int y = *(const unsigned int *)b;
+
+	return (x > y) - (x < y);
+}
+
+KVPOOL_EXPORT
+int kvpool_pool_list(unsigned int *ids, unsigned int cap)
+{
+	unsigned int *all = NULL, nr = 0, alloc = 0, id;
+	bool control = false;
+	struct dirent *de;
+	DIR *dir;
+	int ret;
+
+	dir = opendir(KVPOOL_SYSFS_DIR);
+	if (!dir)
+		return errno == ENOENT ? -ENODEV : -errno;
+
+	/* Collect every id first: readdir order is not numeric order. */
+	for (;;) {
+		errno = 0;
+		de = readdir(dir);
+		if (!de) {
+			ret = -errno;
+			if (ret)
+				goto out;
+			break;
+		}
+		if (!strcmp(de->d_name, KVPOOL_CONTROL_NAME)) {
+			control = true;
+			continue;
+		}
+		if (!kvp_parse_pool_name(de->d_name, &id))
+			continue;
+		if (nr == alloc) {
+			unsigned int *tmp;
+
+			alloc = alloc ? alloc * 2 : 64;
+			tmp = realloc(all, alloc * sizeof(*all));
+			if (!tmp) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			all = tmp;
+		}
+		all[nr++] = id;
+	}
+
+	if (!nr && !control) {
+		ret = -ENODEV;
+		goto out;
+	}
+	if (nr > INT_MAX) {
+		ret = -EOVERFLOW;
+		goto out;
+	}
+	if (nr) {
+		qsort(all, nr, sizeof(*all), kvp_cmp_uint);
+		if (ids && cap)
+			memcpy(ids, all, (nr < cap ? nr : cap) * sizeof(*ids));
+	}
+	ret = (int)nr;
+out:
+	free(all);
+	closedir(dir);
+	return ret;
+}
+
+/*
+ * Read one sysfs attribute: a decimal __u32 and a newline. A file that has
+ * gone means the pool has gone (destroyed while we read it).
+ */
+static int kvp_read_attr(int dirfd, const char *name, __u32 *val)
+{
+	char buf[32], *end;
+	unsigned long v;
+	ssize_t len;
+	int fd;
+
+	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ENODEV : -errno;
+	do {
+		len = read(fd, buf, sizeof(buf) - 1);
+	} while (len < 0 && errno == EINTR);
+	if (len < 0) {
+		int err = -errno;
+
+		close(fd);
+		return err == -ENOENT ? -ENODEV : err;
+	}
+	close(fd);
+
+	buf[len] = '\0';
+	if (buf[0] < '0' || buf[0] > '9')
+		return -EIO;
+	errno = 0;
+	v = strtoul(buf, &end, 10);
+	if (errno || v > UINT32_MAX || (*end != '\n' && *end != '\0'))
+		return -EIO;
+	*val = (__u32)v;
+	return 0;
+}
+
+/* sysfs attribute names (docs/design.md) and where each figure goes. */
+#define KVP_INFO_ATTR(name, field) \
+	{ name, offsetof(struct kvpool_info, field) }
+#define KVP_STATS_ATTR(name, field) \
+	{ name, offsetof(struct kvpool_stats, field) }
+
+struct kvp_attr {
+	const char *name;
+	size_t offset;
+};
+
+static const struct kvp_attr kvp_info_attrs[] = {
+	KVP_INFO_ATTR("pool_id", out_pool_id),
+	KVP_INFO_ATTR("nr_pages", out_nr_pages),
+	KVP_INFO_ATTR("page_tokens", out_page_tokens),
+	KVP_INFO_ATTR("nr_rows", out_nr_rows),
+	KVP_INFO_ATTR("row_tokens", out_row_tokens),
+	KVP_INFO_ATTR("create_flags", out_create_flags),
+};
+
+static const struct kvp_attr kvp_stats_attrs[] = {
+	KVP_STATS_ATTR("free_pages", out_free_pages),
+	KVP_STATS_ATTR("row_pages", out_row_pages),
+	KVP_STATS_ATTR("slot_pages", out_slot_pages),
+	KVP_STATS_ATTR("cache_evictable", out_cache_evictable),
+	KVP_STATS_ATTR("cache_pinned", out_cache_pinned),
+	KVP_STATS_ATTR("reserved_pages", out_reserved_pages),
+	KVP_STATS_ATTR("free_rows", out_free_rows),
+	KVP_STATS_ATTR("held_rows", out_held_rows),
+	KVP_STATS_ATTR("slot_rows", out_slot_rows),
+	KVP_STATS_ATTR("reserved_rows", out_reserved_rows),
+	KVP_STATS_ATTR("nr_clients", out_nr_clients),
+};
+
+static int kvp_read_attrs(int dirfd, const struct kvp_attr *attrs,
+			  size_t nr, void *base)
+{
+	size_t i;
+	int ret;
+
+	for (i = 0; i < nr; i++) {
+		ret = kvp_read_attr(dirfd, attrs[i].name,
+				    (__u32 *)((char *)base + attrs[i].offset));
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+KVPOOL_EXPORT
+int kvpool_pool_status(unsigned int pool_id, struct kvpool_info *info,
+		       struct kvpool_stats *stats)
+{
+	struct kvpool_info i = { .size = sizeof(i) };
+	struct kvpool_stats s = { .size = sizeof(s) };
+	char path[sizeof(KVPOOL_SYSFS_DIR "/" KVPOOL_DEV_PREFIX) + 16];
+	int dirfd, ret = 0;
+
+	snprintf(path, sizeof(path), "%s/%s%u", KVPOOL_SYSFS_DIR,
+		 KVPOOL_DEV_PREFIX, pool_id);
+	dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return errno == ENOENT ? -ENODEV : -errno;
+
+	if (info)
+		ret = kvp_read_attrs(dirfd, kvp_info_attrs,
+				     ARRAY_SIZE(kvp_info_attrs), &i);
+	if (!ret && stats)
+		ret = kvp_read_attrs(dirfd, kvp_stats_attrs,
+				     ARRAY_SIZE(kvp_stats_attrs), &s);
+	close(dirfd);
+	if (ret)
+		return ret;
+
+	if (info)
+		*info = i;
+	if (stats)
+		*stats = s;
+	return 0;
+}
+
+struct kvp_errtext {
+	int err;
+	const char *text;
+};
+
+/*
+ * One line per errno of the "General ioctl format" table in
+ * <linux/kvpool.h>, worded for someone reading a log, plus EACCES, which
+ * open(2) gives for the root-only (0600) device nodes.
+ */
+static const struct kvp_errtext kvp_errtexts[] = {
+	{ ENOTTY, "not a kvpool device, or an ioctl this kernel does not know" },
+	{ EFAULT, "bad address passed to the kernel" },
+	{ EINVAL, "invalid argument: a count, length, field or duplicate row the pool refuses" },
+	{ E2BIG, "request struct too new for this kernel (non-zero unknown tail)" },
+	{ EOPNOTSUPP, "flag or operation not supported by this kernel" },
+	{ ENOENT, "no such row or slot held by this client, or no such device node" },
+	{ ESTALE, "stale handle: the row was released and reused" },
+	{ ENOSPC, "pool exhausted: not enough free pages or rows" },
+	{ ENOBUFS, "output array too small" },
+	{ EEXIST, "session id already names a slot of this client" },
+	{ EOVERFLOW, "arithmetic overflow in the request" },
+	{ ENOMEM, "out of kernel memory" },
+	{ EPERM, "operation needs CAP_SYS_ADMIN" },
+	{ EACCES, "permission denied on the kvpool device (root only by default)" },
+	{ EBUSY, "pool still has clients" },
+	{ ENODEV, "no such pool, or the pool is being destroyed" },
+};
+
+KVPOOL_EXPORT
+const char *kvpool_strerror(int err)
+{
+	size_t i;
+
+	if (err == 0)
+		return "success";
+	if (err < 0 && err != INT_MIN)
+		err = -err;
+	for (i = 0; i < ARRAY_SIZE(kvp_errtexts); i++)
+		if (kvp_errtexts[i].err == err)
+			return kvp_errtexts[i].text;
+	return strerror(err);
+}

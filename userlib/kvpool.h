@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
+/*
+ * libkvpool: userspace library for the kvpool KV-cache page broker.
+ *
+ * Copyright (C) 2026 The kvpool authors
+ *
+ * A thin, allocation-free wrapper around the ioctls of <linux/kvpool.h>.
+ * Conventions, as in liburing:
+ *
+ * - every function that can fail returns >= 0 on success and a negative
+ *   errno on failure; none of them sets errno as part of its API;
+ * - the library fills every struct it passes to the kernel itself: size is
+ *   sizeof() of the struct this library was built against and every other
+ *   field the caller does not name is zero;
+ * - a struct kvpool is only read after kvpool_open(), so calls on one
+ *   struct kvpool may come from several threads at once (the kernel
+ *   serialises them per pool); kvpool_close() must not race with them.
+ *
+ * The meaning of each errno is fixed by the "General ioctl format" comment
+ * in <linux/kvpool.h>; kvpool_strerror() turns one into text.
+ */
+#ifndef LIBKVPOOL_KVPOOL_H
+#define LIBKVPOOL_KVPOOL_H
+
+#include <stdint.h>
+#include <linux/kvpool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Pool opened by kvpool_open(NULL, ...). */
+#define KVPOOL_DEFAULT_PATH	"/dev/kvpool0"
+/* Control device for kvpool_pool_create() and kvpool_pool_destroy(). */
+#define KVPOOL_CONTROL_PATH	"/dev/kvpool-control"
+/* Value of kvpool_batch_result.error_index when no entry was at fault. */
+#define KVPOOL_NO_INDEX		0xffffffffU
+
+/* An open pool: one client of /dev/kvpoolN. Opaque. */
+struct kvpool;
+
+/*
+ * What a batched op reports besides its return value. The library writes
+ * every field, on success and on failure, whenever a result is passed.
+ *
+ * @error_index: the first entry the kernel refused, or KVPOOL_NO_INDEX
+ *               when the error was not about one entry (or no error);
+ * @nr_missing:  on -ENOSPC, how many rows (kvpool_alloc_rows()) or pages
+ *               (kvpool_extend()) were missing; 0 otherwise;
+ * @nr_pages:    kvpool_extend(): new page ids written, or on -ENOBUFS the
+ *               room needed in the page array; kvpool_trim() and
+ *               kvpool_release(): pages freed; 0 for the others;
+ * @__resv:      set to 0; room for later versions of this library.
+ */
+struct kvpool_batch_result {
+	uint32_t error_index;
+	uint32_t nr_missing;
+	uint32_t nr_pages;
+	uint32_t __resv[5];
+};
+
+/*
+ * Geometry of a new pool, for kvpool_pool_create(). Zero the whole struct
+ * (e.g. with a designated initializer) before filling it in: the reserved
+ * fields must be 0.
+ *
+ * @nr_pages:    pages, 1..2^27 (at least 2 with KVPOOL_CREATE_RESERVE_ZERO)
+ * @page_tokens: tokens per page, 1..65536
+ * @nr_rows:     rows, 1..2^20 (at least 2 with KVPOOL_CREATE_RESERVE_ZERO)
+ * @row_tokens:  the longest a row may grow, in tokens, 1..2^24
+ * @flags:       KVPOOL_CREATE_* from <linux/kvpool.h>
+ * @__resv:      must be 0
+ */
+struct kvpool_pool_params {
+	uint32_t nr_pages;
+	uint32_t page_tokens;
+	uint32_t nr_rows;
+	uint32_t row_tokens;
+	uint32_t flags;
+	uint32_t __resv[3];
+};
+
+/*
+ * Open the pool device at @path (NULL: KVPOOL_DEFAULT_PATH) read-write and
+ * close-on-exec, query its geometry with KVPOOL_INFO and store a new
+ * struct kvpool in *@kpp. The open file is the client: everything it takes
+ * goes back to the pool when the last reference to the file is dropped.
+ * Returns 0, or -errno from open(2), malloc(3) or KVPOOL_INFO; *@kpp is
+ * left alone on failure.
+ */
+int kvpool_open(const char *path, struct kvpool **kpp);
+
+/*
+ * Like kvpool_open(), on a pool device the caller already opened (or
+ * received over a Unix socket). On success the struct kvpool owns @fd and
+ * kvpool_close() closes it; on failure @fd stays the caller's.
+ */
+int kvpool_open_fd(int fd, struct kvpool **kpp);
+
+/*
+ * Close the pool's file descriptor and free @kp. If no other reference to
+ * the file exists (dup(2), fork(2), SCM_RIGHTS), the kernel frees every
+ * row, slot and page the client holds. @kp may be NULL.
+ */
+void kvpool_close(struct kvpool *kp);
+
+/* The file descriptor of an open pool, for poll(2), fdinfo or SCM_RIGHTS. */
+int kvpool_fd(const struct kvpool *kp);
+
+/*
+ * Copy the pool's KVPOOL_INFO answer, taken when it was opened, to *@info:
+ * geometry, ABI version, features (KVPOOL_FEAT_*), the largest batch and
+ * this client's id. None of these change while the pool is open. Returns 0.
+ */
+int kvpool_info(const struct kvpool *kp, struct kvpool_info *info);
+
+/*
+ * Fill *@stats with one consistent snapshot of the pool's counts and of
+ * the caller's (the out_client_* fields) with KVPOOL_STATS. Returns 0 or
+ * -errno.
+ */
+int kvpool_stats(struct kvpool *kp, struct kvpool_stats *stats);
+
+/*
+ * Take @count rows (1..out_max_batch) for new requests and write their
+ * handles to @handles[0..count-1]. Each new row is empty: all lengths 0, no
+ * pages. All or nothing: on -ENOSPC no row is taken and
+ * @res->nr_missing says how many rows were missing. @res may be NULL.
+ * Returns @count, or -errno.
+ */
+int kvpool_alloc_rows(struct kvpool *kp, struct kvpool_handle *handles,
+		      unsigned int count, struct kvpool_batch_result *res);
+
+/*
+ * Grow the allocated length of @count rows (a decode batch) to each
+ * entry's new_len with one KVPOOL_EXTEND. A row's last partial page is
+ * filled first, so it gets ceil(new_len / page_tokens) -
+ * ceil(old_len / page_tokens) new pages; each entry's out_nr_new is set to
+ * that number, and the new page ids are written to @pages, entry 0's first,
+ * in position order. All or nothing: on -ENOSPC nothing is taken and
+ * @res->nr_missing says how many pages were missing; on -ENOBUFS
+ * @pages_cap was too small and @res->nr_pages says how many are needed.
+ * @res may be NULL. Returns the number of new page ids written, or -errno.
+ */
+int kvpool_extend(struct kvpool *kp, struct kvpool_extend_entry *entries,
+		  unsigned int count, uint32_t *pages, unsigned int pages_cap,
+		  struct kvpool_batch_result *res);
+
+/*
+ * Move the committed length of @count rows forward to each entry's len
+ * (tokens whose KV was computed; never past the allocated length) with one
+ * KVPOOL_COMMIT. All or nothing. @res may be NULL. Returns 0 or -errno.
+ */
+int kvpool_commit(struct kvpool *kp, const struct kvpool_len_entry *entries,
+		  unsigned int count, struct kvpool_batch_result *res);
+
+/*
+ * Free the speculative tail of @count rows: every page from
+ * ceil(committed / page_tokens) on goes back to the pool and the allocated
+ * length drops to the committed one. All or nothing. @res may be NULL.
+ * Returns the number of pages freed by the whole batch, or -errno.
+ */
+int kvpool_trim(struct kvpool *kp, const struct kvpool_handle *handles,
+		unsigned int count, struct kvpool_batch_result *res);
+
+/*
+ * Release @count rows (a request finished, aborted or was retracted): each
+ * row's pages and the row itself go back to the pool and the handles are
+ * dead; releasing one again fails with -ENOENT. All or nothing. @res may
+ * be NULL. Returns the number of pages freed, or -errno.
+ */
+int kvpool_release(struct kvpool *kp, const struct kvpool_handle *handles,
+		   unsigned int count, struct kvpool_batch_result *res);
+
+/*
+ * Park the held row @handle, with its pages and lengths, in this client's
+ * session slot @session_id (any value the client picks). @handle is dead
+ * afterwards. Returns the number of pages the slot holds, or -errno
+ * (-EEXIST: the client already has a slot with that id).
+ */
+int kvpool_to_slot(struct kvpool *kp, struct kvpool_handle handle,
+		   uint64_t session_id);
+
+/*
+ * Give the row parked in slot @session_id back to a new request, with its
+ * lengths and pages as they were, and write its new handle (same
+ * req_pool_idx, next generation) to *@handle. The slot is gone afterwards.
+ * Returns the number of pages the row holds, or -errno.
+ */
+int kvpool_from_slot(struct kvpool *kp, uint64_t session_id,
+		     struct kvpool_handle *handle);
+
+/*
+ * Free slot @session_id: its row and pages go back to the pool. Returns
+ * the number of pages freed, or -errno.
+ */
+int kvpool_slot_release(struct kvpool *kp, uint64_t session_id);
+
+/*
+ * Read the record of the held row @handle with KVPOOL_ROW_QUERY: its
+ * state and lengths go to *@q (may be NULL), and the first @pages_cap of
+ * its page ids, in position order, to @pages (may be NULL if @pages_cap is
+ * 0). Returns the length of the row's full page list,
+ * ceil(allocated / page_tokens); if that is larger than @pages_cap the list
+ * was cut short. -errno on failure.
+ */
+int kvpool_row_query(struct kvpool *kp, struct kvpool_handle handle,
+		     uint32_t *pages, unsigned int pages_cap,
+		     struct kvpool_row_query *q);
+
+/*
+ * kvpool_row_query() for the row parked in slot @session_id
+ * (KVPOOL_QUERY_BY_SLOT); q->out_req_pool_idx names the row.
+ */
+int kvpool_slot_query(struct kvpool *kp, uint64_t session_id,
+		      uint32_t *pages, unsigned int pages_cap,
+		      struct kvpool_row_query *q);
+
+/*
+ * Check every invariant of the whole pool with KVPOOL_VERIFY (O(pages +
+ * rows), under the pool's lock: a debugging aid, not for a hot path). The
+ * kernel logs each violation as "kvpool: pool N: invariant: ...". The full
+ * answer goes to *@v if @v is not NULL. Returns the number of violations
+ * (0: the pool is sound), or -errno.
+ */
+int kvpool_verify(struct kvpool *kp, struct kvpool_verify *v);
+
+/*
+ * Create a pool through KVPOOL_CONTROL_PATH (needs CAP_SYS_ADMIN) and
+ * store its id N, as in /dev/kvpoolN, in *@pool_id. Returns 0 or -errno
+ * (-EINVAL: geometry out of range or reserved field not 0; -EPERM or
+ * -EACCES: not privileged; -ENOENT: no control device, the module is not
+ * loaded).
+ */
+int kvpool_pool_create(const struct kvpool_pool_params *params,
+		       unsigned int *pool_id);
+
+/*
+ * Destroy pool @pool_id through KVPOOL_CONTROL_PATH (needs CAP_SYS_ADMIN).
+ * Returns 0 or -errno (-EBUSY: the pool has clients and was left as it
+ * was; -ENODEV: no such pool).
+ */
+int kvpool_pool_destroy(unsigned int pool_id);
+
+/*
+ * List the pools that exist, from sysfs (/sys/class/misc/kvpoolN): the
+ * first @cap ids in ascending order go to @ids (may be NULL if @cap is 0).
+ * Returns the number of pools, which may exceed @cap, or -errno (-ENODEV:
+ * the kvpool module is not loaded).
+ */
+int kvpool_pool_list(unsigned int *ids, unsigned int cap);
+
+/*
+ * Read pool @pool_id's figures from sysfs without becoming a client of it
+ * (so without keeping it from being destroyed). *@info, if not NULL, gets
+ * the geometry (out_pool_id, out_nr_pages, out_page_tokens, out_nr_rows,
+ * out_row_tokens, out_create_flags; the rest 0); *@stats, if not NULL,
+ * gets the pool's counts (the out_client_* fields 0). Each figure is read
+ * from its own file, so unlike kvpool_stats() they are not one snapshot
+ * while the pool is in use. Returns 0 or -errno (-ENODEV: no such pool).
+ */
+int kvpool_pool_status(unsigned int pool_id, struct kvpool_info *info,
+		       struct kvpool_stats *stats);
+
+/*
+ * A short description of @err (negative or positive errno) as the kvpool
+ * ioctls use it, e.g. "stale handle: the row was released and reused" for
+ * ESTALE; strerror(3) for errnos kvpool gives no meaning of its own. The
+ * string is static and must not be modified.
+ */
+const char *kvpool_strerror(int err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LIBKVPOOL_KVPOOL_H */

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * kvpool_strerror(): every errno of the uapi's errno table has kvpool's own
+ * text, the sign does not matter, and anything else falls back to
+ * strerror(3).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kvpool.h"
+
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+
+/* The "General ioctl format" table of <linux/kvpool.h>, in its order. */
+static const int uapi_errnos[] = {
+	ENOTTY, EFAULT, EINVAL, E2BIG, EOPNOTSUPP, ENOENT, ESTALE, ENOSPC,
+	ENOBUFS, EEXIST, EOVERFLOW, ENOMEM, EPERM, EBUSY, ENODEV,
+};
+
+static int failures;
+
+#define CHECK(cond, ...)						\
+	do {								\
+		if (!(cond)) {						\
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+			fprintf(stderr, __VA_ARGS__);			\
+			fputc('\n', stderr);				\
+			failures++;					\
+		}							\
+	} while (0)
+
+int main(void)
+{
+	const char *s;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(uapi_errnos); i++) {
+		int e = uapi_errnos[i];
+		char generic[256];
+
+		/* strerror's buffer may be reused: keep a copy. */
+		snprintf(generic, sizeof(generic), "%s", strerror(e));
+		s = kvpool_strerror(-e);
+		CHECK(s && *s, "errno %d: no text", e);
+		CHECK(s == kvpool_strerror(e), "errno %d: sign matters", e);
+		CHECK(strcmp(s, generic), "errno %d: no kvpool text: %s", e, s);
+	}
+
+	CHECK(!strcmp(kvpool_strerror(0), "success"), "0 is not success");
+	CHECK(!strcmp(kvpool_strerror(-EAGAIN), strerror(EAGAIN)),
+	      "EAGAIN does not fall back to strerror");
+	CHECK(!strcmp(kvpool_strerror(EINTR), strerror(EINTR)),
+	      "EINTR does not fall back to strerror");
+	s = kvpool_strerror(INT_MIN);
+	CHECK(s && *s, "INT_MIN: no text");
+	s = kvpool_strerror(100000);
+	CHECK(s && *s, "100000: no text");
+
+	if (failures)
+		return 1;
+	printf("PASS strerror\n");
+	return 0;
+}

@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * kvpool_pool_list() and kvpool_pool_status() against a sysfs tree laid
+ * out as docs/design.md describes it. The library under test is built with
+ * KVPOOL_SYSFS_DIR pointing at FAKE_SYSFS, a folder this test fills in;
+ * nothing else in the library changes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "kvpool.h"
+
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+
+#ifndef FAKE_SYSFS
+#error "build with -DFAKE_SYSFS=... (the KVPOOL_SYSFS_DIR of the library)"
+#endif
+
+static int failures;
+
+#define CHECK(cond, ...)						\
+	do {								\
+		if (!(cond)) {						\
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+			fprintf(stderr, __VA_ARGS__);			\
+			fputc('\n', stderr);				\
+			failures++;					\
+		}							\
+	} while (0)
+
+static void die(const char *what)
+{
+	perror(what);
+	exit(2);
+}
+
+static void mkdir_p(const char *path)
+{
+	if (mkdir(path, 0755) && errno != EEXIST)
+		die(path);
+}
+
+static void put(const char *dir, const char *name, const char *val)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	if (!f)
+		die(path);
+	fputs(val, f);
+	if (fclose(f))
+		die(path);
+}
+
+static void put_u32(const char *dir, const char *name, unsigned int val)
+{
+	char buf[16];
+
+	snprintf(buf, sizeof(buf), "%u\n", val);
+	put(dir, name, buf);
+}
+
+/*
+ * A pool whose every figure is distinct, so a figure read into the wrong
+ * field shows: attribute i holds base + i.
+ */
+static const char *const attrs[] = {
+	"pool_id", "nr_pages", "page_tokens", "nr_rows", "row_tokens",
+	"create_flags", "free_pages", "row_pages", "slot_pages",
+	"cache_evictable", "cache_pinned", "reserved_pages", "free_rows",
+	"held_rows", "slot_rows", "reserved_rows", "nr_clients",
+};
+
+static void make_pool(unsigned int id, unsigned int base)
+{
+	char dir[256];
+	size_t i;
+
+	snprintf(dir, sizeof(dir), "%s/kvpool%u", FAKE_SYSFS, id);
+	mkdir_p(dir);
+	for (i = 0; i < ARRAY_SIZE(attrs); i++)
+		put_u32(dir, attrs[i], i ? base + (unsigned int)i : id);
+	/* A real attribute directory has more than the figures. */
+	put(dir, "dev", "10:123\n");
+	put(dir, "uevent", "MAJOR=10\n");
+}
+
+static void rm_rf(const char *path)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
+	if (system(cmd))
+		die(cmd);
+}
+
+static void test_not_loaded(void)
+{
+	unsigned int ids[4];
+
+	rm_rf(FAKE_SYSFS);
+	CHECK(kvpool_pool_list(ids, 4) == -ENODEV, "no sysfs dir: not -ENODEV");
+	mkdir_p(FAKE_SYSFS);
+	mkdir_p(FAKE_SYSFS "/fuse");
+	mkdir_p(FAKE_SYSFS "/kvpoolx");
+	CHECK(kvpool_pool_list(ids, 4) == -ENODEV, "no kvpool: not -ENODEV");
+	CHECK(kvpool_pool_status(0, NULL, NULL) == -ENODEV,
+	      "status of a missing pool: not -ENODEV");
+
+	/* Loaded with nr_pages=0: the control device and no pool. */
+	mkdir_p(FAKE_SYSFS "/kvpool-control");
+	CHECK(kvpool_pool_list(ids, 4) == 0, "control only: not 0 pools");
+}
+
+static void test_list(void)
+{
+	unsigned int ids[8];
+	int ret;
+
+	make_pool(10, 1000);
+	make_pool(2, 200);
+	make_pool(0, 100);
+	/* Not pools: leading zero, sign, suffix, overflow. */
+	mkdir_p(FAKE_SYSFS "/kvpool01");
+	mkdir_p(FAKE_SYSFS "/kvpool+3");
+	mkdir_p(FAKE_SYSFS "/kvpool3a");
+	mkdir_p(FAKE_SYSFS "/kvpool99999999999");
+
+	memset(ids, 0xff, sizeof(ids));
+	ret = kvpool_pool_list(ids, 8);
+	CHECK(ret == 3, "list: %d pools, want 3", ret);
+	CHECK(ids[0] == 0 && ids[1] == 2 && ids[2] == 10,
+	      "list not sorted: %u %u %u", ids[0], ids[1], ids[2]);
+	CHECK(ids[3] == 0xffffffffU, "list wrote past the pools");
+
+	memset(ids, 0xff, sizeof(ids));
+	ret = kvpool_pool_list(ids, 2);
+	CHECK(ret == 3, "short list: %d, want 3", ret);
+	CHECK(ids[0] == 0 && ids[1] == 2 && ids[2] == 0xffffffffU,
+	      "short list: %u %u %u", ids[0], ids[1], ids[2]);
+	CHECK(kvpool_pool_list(NULL, 0) == 3, "count only");
+}
+
+static void test_status(void)
+{
+	struct kvpool_stats st;
+	struct kvpool_info in;
+	int ret;
+
+	memset(&in, 0xff, sizeof(in));
+	memset(&st, 0xff, sizeof(st));
+	ret = kvpool_pool_status(2, &in, &st);
+	CHECK(ret == 0, "status: %d", ret);
+	CHECK(in.size == sizeof(in) && in.flags == 0, "info header");
+	CHECK(in.out_pool_id == 2, "pool_id %u", in.out_pool_id);
+	CHECK(in.out_nr_pages == 201 && in.out_page_tokens == 202 &&
+	      in.out_nr_rows == 203 && in.out_row_tokens == 204 &&
+	      in.out_create_flags == 205, "geometry read wrong");
+	CHECK(in.out_abi_version == 0 && in.out_features == 0 &&
+	      in.out_max_batch == 0 && in.out_client_id == 0 &&
+	      in.__reserved == 0, "fields sysfs does not have are not 0");
+	CHECK(st.size == sizeof(st) && st.flags == 0, "stats header");
+	CHECK(st.out_free_pages == 206 && st.out_row_pages == 207 &&
+	      st.out_slot_pages == 208 && st.out_cache_evictable == 209 &&
+	      st.out_cache_pinned == 210 && st.out_reserved_pages == 211 &&
+	      st.out_free_rows == 212 && st.out_held_rows == 213 &&
+	      st.out_slot_rows == 214 && st.out_reserved_rows == 215 &&
+	      st.out_nr_clients == 216, "counts read wrong");
+	CHECK(st.out_client_rows == 0 && st.out_client_slots == 0 &&
+	      st.out_client_pages == 0 && st.out_client_cache_pages == 0 &&
+	      st.__reserved == 0, "client fields are not 0");
+
+	CHECK(kvpool_pool_status(10, NULL, &st) == 0 &&
+	      st.out_nr_clients == 1016, "stats only");
+	CHECK(kvpool_pool_status(3, &in, &st) == -ENODEV, "missing pool");
+
+	/* The largest __u32 is fine; one more, or junk, is -EIO. */
+	put(FAKE_SYSFS "/kvpool0", "nr_clients", "4294967295\n");
+	CHECK(kvpool_pool_status(0, NULL, &st) == 0 &&
+	      st.out_nr_clients == 4294967295U, "UINT32_MAX");
+	put(FAKE_SYSFS "/kvpool0", "nr_clients", "4294967296\n");
+	CHECK(kvpool_pool_status(0, NULL, &st) == -EIO, "2^32 not -EIO");
+	put(FAKE_SYSFS "/kvpool0", "nr_clients", "-1\n");
+	CHECK(kvpool_pool_status(0, NULL, &st) == -EIO, "-1 not -EIO");
+	put(FAKE_SYSFS "/kvpool0", "nr_clients", "12 apples\n");
+	CHECK(kvpool_pool_status(0, NULL, &st) == -EIO, "junk not -EIO");
+	put(FAKE_SYSFS "/kvpool0", "nr_clients", "");
+	CHECK(kvpool_pool_status(0, NULL, &st) == -EIO, "empty not -EIO");
+	/* Info alone does not read the counts. */
+	CHECK(kvpool_pool_status(0, &in, NULL) == 0, "info only");
+
+	/* A pool destroyed under us: its files are gone. */
+	if (unlink(FAKE_SYSFS "/kvpool0/nr_clients"))
+		die("unlink");
+	CHECK(kvpool_pool_status(0, NULL, &st) == -ENODEV,
+	      "vanished attribute not -ENODEV");
+}
+
+int main(void)
+{
+	test_not_loaded();
+	test_list();
+	test_status();
+	rm_rf(FAKE_SYSFS);
+
+	if (failures)
+		return 1;
+	printf("PASS sysfs\n");
+	return 0;
+}
