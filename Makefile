@@ -6,6 +6,7 @@
 #   make check           unit tests + VM tests on Debian 6.1 and 6.12
 #   make check-unit      the core in userspace under ASan/UBSan
 #   make check-vm        kselftests in QEMU (KERNELS="6.1 6.12")
+#   make lint            checkpatch --strict, W=1 and sparse per kernel
 #   make demo            the README's demonstration, in a VM
 #   make install         library, headers, tools, man pages (PREFIX, DESTDIR)
 #   make modules_install the module, into the running kernel's tree
@@ -45,6 +46,9 @@ check-vm:
 demo:
 	tools/demo.sh
 
+lint:
+	KERNELS="$(KERNELS)" tools/lint.sh
+
 install: userlib tools
 	$(MAKE) -C userlib install PREFIX="$(PREFIX)"
 	$(MAKE) -C tools install PREFIX="$(PREFIX)"
@@ -57,4 +61,4 @@ clean:
 	-$(MAKE) -C selftests/kernel clean
 
 .PHONY: all module modules_install userlib tools check check-unit check-vm \
-	demo install clean
+	demo lint install clean

@@ -62,10 +62,23 @@ if ! make -s userlib tools >"$log" 2>&1 || ! make -s -C selftests/kernel >>"$log
 	echo "check: build failed"
 	fail=$((fail + 1))
 else
-	if ((!vm_only)) && make -s -C userlib -n check >/dev/null 2>&1; then
-		stage "unit: libkvpool"
-		make -s -C userlib check 2>&1 | tee "$log"
-		count "$log" libkvpool
+	if ((!vm_only)); then
+		stage "unit: libkvpool and kvpoolctl without the module"
+		# Each check prints PASS or FAIL; a failing make is one more.
+		if ! make -s -C userlib check >"$log" 2>&1 ||
+		   ! make -s -C tools check >>"$log" 2>&1; then
+			fail=$((fail + 1))
+		fi
+		cat "$log"
+		pass=$((pass + $(grep -c '^PASS' "$log")))
+		fail=$((fail + $(grep -c '^FAIL' "$log")))
+	fi
+
+	if ((!vm_only)); then
+		stage "lint: checkpatch --strict, W=1, sparse"
+		tools/lint.sh 2>&1 | tee "$log"
+		pass=$((pass + $(grep -c '^PASS' "$log")))
+		fail=$((fail + $(grep -c '^FAIL' "$log")))
 	fi
 
 	stage "vm: kselftests on $KERNELS"

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# The maintainers' checkers on the kernel code: checkpatch.pl --strict
+# (taken from Debian's linux-source-6.1 at run time) on driver/ and uapi/,
+# and a W=1 + sparse (C=2) build against each kernel of $KERNELS. Prints
+# "PASS name" or "FAIL name" per check; exits non-zero if any failed.
+set -uo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root" || exit 1
+KERNELS=${KERNELS:-6.1 6.12}
+rc=0
+
+ksrc=$(tools/extract-kernel-tools.sh) || { echo "FAIL lint: no checkpatch"; exit 1; }
+files=(driver/*.c driver/*.h uapi/linux/kvpool.h)
+if out=$(perl "$ksrc/scripts/checkpatch.pl" --strict --no-tree --terse \
+		--show-types -f "${files[@]}" 2>&1) &&
+   ! grep -qE '(ERROR|WARNING|CHECK):' <<<"$out"; then
+	echo "PASS lint: checkpatch --strict (${#files[@]} files)"
+else
+	echo "$out" | grep -E '(ERROR|WARNING|CHECK):'
+	echo "FAIL lint: checkpatch --strict"
+	rc=1
+fi
+
+for k in $KERNELS; do
+	if out=$(tools/vm/get-kernels.sh "$k" 2>&1 &&
+		 SPARSE=1 tools/vm/build-module.sh "$k" 2>&1); then
+		echo "PASS lint: W=1 and sparse on $k"
+	else
+		echo "$out" | tail -n 20
+		echo "FAIL lint: W=1 and sparse on $k"
+		rc=1
+	fi
+done
+exit $rc
