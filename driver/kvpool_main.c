@@ -701,6 +701,8 @@ static int kvpool_ctl_create(void *ctx, struct kvpool_ucmd *ucmd)
 {
 	struct kvpool_ctl_create *cmd = ucmd->cmd;
 
+	if (cmd->flags & ~KVPOOL_CREATE_RESERVE_ZERO)
+		return -EOPNOTSUPP;
 	if (cmd->__reserved)
 		return -EINVAL;
 	return kvpool_create(cmd->flags, cmd->nr_pages, cmd->page_tokens,
@@ -740,7 +742,9 @@ static const struct kvpool_ioctl_op kvpool_ctl_ops[] = {
 static long kvpool_ctl_ioctl(struct file *file, unsigned int cmd,
 			     unsigned long arg)
 {
-	if (_IOC_TYPE(cmd) == KVPOOL_TYPE && !capable(CAP_SYS_ADMIN))
+	/* Unknown numbers are ENOTTY for everyone, as the header says. */
+	if ((cmd == KVPOOL_CTL_CREATE || cmd == KVPOOL_CTL_DESTROY) &&
+	    !capable(CAP_SYS_ADMIN))
 		return -EPERM;
 	return kvpool_dispatch(NULL, kvpool_ctl_ops, ARRAY_SIZE(kvpool_ctl_ops),
 			       KVPOOL_CMD_CTL_CREATE, cmd, arg);

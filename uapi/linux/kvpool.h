@@ -374,7 +374,6 @@ enum kvpool_row_state {
  * @out_committed_len: kv_committed_len
  * @out_protected_len: cache_protected_len
  * @out_swa_evicted_len: swa_evicted_seqlen
- * @__reserved: must be 0
  */
 struct kvpool_row_query {
 	__u32 size;
