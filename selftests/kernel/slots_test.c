@@ -1,0 +1,507 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kvpool selftests: session slots.
+ *
+ * TO_SLOT parks a held row with its pages and lengths under a session id
+ * of the client (the handle dies), FROM_SLOT gives it back under the next
+ * generation, SLOT_RELEASE frees it. Pages never move. Session ids are the
+ * client's own 64-bit namespace.
+ *
+ * Copyright (C) 2026 The kvpool authors
+ */
+#include "kvpool_util.h"
+
+#define NR_PAGES	256
+#define NR_ROWS		32
+#define ROW_TOKENS	4096
+
+FIXTURE(slots) {
+	struct kvp_pool pool;
+	int fd;
+	int fd2;
+	__u32 pt;
+	__u32 pages[1024];
+};
+
+FIXTURE_VARIANT(slots) {
+	__u32 page_tokens;
+};
+
+FIXTURE_VARIANT_ADD(slots, pt1) {
+	.page_tokens = 1,
+};
+
+FIXTURE_VARIANT_ADD(slots, pt16) {
+	.page_tokens = 16,
+};
+
+FIXTURE_SETUP(slots)
+{
+	kvp_pool_init(_metadata, &self->pool, KVPOOL_CREATE_RESERVE_ZERO,
+		      NR_PAGES, variant->page_tokens, NR_ROWS, ROW_TOKENS);
+	self->fd = kvp_pool_open(_metadata, &self->pool);
+	self->fd2 = kvp_pool_open(_metadata, &self->pool);
+	self->pt = variant->page_tokens;
+}
+
+FIXTURE_TEARDOWN(slots)
+{
+	kvp_pool_fini(_metadata, &self->pool);
+}
+
+#define NP(len) kvp_div_up((len), self->pt)
+
+/* A held row of `alloc` tokens, `committed` of them committed. */
+static struct kvpool_handle new_row(struct __test_metadata *_metadata,
+				    int fd, __u32 alloc, __u32 committed)
+{
+	struct kvpool_handle h;
+
+	ASSERT_EQ(0, kvp_row_alloc(fd, 1, &h, NULL));
+	if (alloc)
+		ASSERT_EQ(0, kvp_grow(fd, h, alloc));
+	if (committed)
+		ASSERT_EQ(0, kvp_commit1(fd, h, committed));
+	return h;
+}
+
+static void snap_slot(int fd, __u64 session, struct kvp_row_snap *s)
+{
+	struct kvpool_row_query q;
+
+	memset(s, 0, sizeof(*s));
+	s->err = kvp_query_slot(fd, session, s->pages, KVP_ROW_MAX_PAGES, &q);
+	if (s->err)
+		return;
+	s->state = q.out_state;
+	s->nr_pages = q.out_nr_pages;
+	s->idx = q.out_req_pool_idx;
+	s->alloc = q.out_allocated_len;
+	s->committed = q.out_committed_len;
+	s->protected_len = q.out_protected_len;
+	s->swa = q.out_swa_evicted_len;
+}
+
+/* The same row record and pages, whatever its state. */
+static const char *same_row(const struct kvp_row_snap *a,
+			    const struct kvp_row_snap *b)
+{
+	struct kvp_row_snap t = *b;
+
+	t.state = a->state;
+	return kvp_row_diff(a, &t);
+}
+
+TEST_F(slots, to_slot_basic)
+{
+	const __u32 pt = self->pt;
+	static struct kvp_row_snap held, parked;
+	struct kvpool_stats before, after;
+	struct kvpool_row_query q;
+	struct kvpool_handle h;
+	__u32 n = ~0u;
+
+	h = new_row(_metadata, self->fd, 3 * pt + 1, 2 * pt);
+	kvp_snap_row(self->fd, h, &held);
+	ASSERT_EQ(0, held.err);
+	ASSERT_EQ(0, kvp_stats(self->fd, &before));
+
+	ASSERT_EQ(0, kvp_to_slot(self->fd, 7, h, &n));
+	EXPECT_EQ(4, n);
+
+	ASSERT_EQ(0, kvp_stats(self->fd, &after));
+	EXPECT_EQ(before.out_free_pages, after.out_free_pages);
+	EXPECT_EQ(before.out_row_pages - 4, after.out_row_pages);
+	EXPECT_EQ(before.out_slot_pages + 4, after.out_slot_pages);
+	EXPECT_EQ(before.out_held_rows - 1, after.out_held_rows);
+	EXPECT_EQ(before.out_slot_rows + 1, after.out_slot_rows);
+	EXPECT_EQ(before.out_free_rows, after.out_free_rows);
+	EXPECT_EQ(before.out_client_rows - 1, after.out_client_rows);
+	EXPECT_EQ(before.out_client_slots + 1, after.out_client_slots);
+	EXPECT_EQ(before.out_client_pages, after.out_client_pages);
+	kvp_check_identities(_metadata, &self->pool, &after);
+
+	/* The handle is dead. */
+	EXPECT_EQ(ENOENT, kvp_query(self->fd, h, NULL, 0, &q));
+	EXPECT_EQ(ENOENT, kvp_grow(self->fd, h, 4 * pt));
+	EXPECT_EQ(ENOENT, kvp_commit1(self->fd, h, 3 * pt));
+	EXPECT_EQ(ENOENT, kvp_trim1(self->fd, h, &n));
+	EXPECT_EQ(ENOENT, kvp_release1(self->fd, h, &n));
+	EXPECT_EQ(ENOENT, kvp_to_slot(self->fd, 8, h, &n));
+
+	/* The slot shows the same row, lengths and pages. */
+	snap_slot(self->fd, 7, &parked);
+	ASSERT_EQ(0, parked.err);
+	EXPECT_EQ(KVPOOL_ROW_SLOT, parked.state);
+	EXPECT_EQ(h.req_pool_idx, parked.idx);
+	EXPECT_STREQ("", same_row(&held, &parked));
+
+	/* Nothing of the failed calls changed anything. */
+	ASSERT_EQ(0, kvp_stats(self->fd, &before));
+	EXPECT_STREQ("", kvp_stats_diff(&after, &before));
+}
+
+TEST_F(slots, to_slot_duplicate_session)
+{
+	static struct kvp_row_snap a0, b0, a1, b1;
+	struct kvpool_stats before, after;
+	struct kvpool_handle a, b;
+	__u32 n;
+
+	a = new_row(_metadata, self->fd, 2 * self->pt, 0);
+	b = new_row(_metadata, self->fd, 3 * self->pt, self->pt);
+	ASSERT_EQ(0, kvp_to_slot(self->fd, 99, a, &n));
+	snap_slot(self->fd, 99, &a0);
+	kvp_snap_row(self->fd, b, &b0);
+	ASSERT_EQ(0, kvp_stats(self->fd, &before));
+
+	EXPECT_EQ(EEXIST, kvp_to_slot(self->fd, 99, b, &n));
+
+	ASSERT_EQ(0, kvp_stats(self->fd, &after));
+	EXPECT_STREQ("", kvp_stats_diff(&before, &after));
+	snap_slot(self->fd, 99, &a1);
+	kvp_snap_row(self->fd, b, &b1);
+	EXPECT_STREQ("", kvp_row_diff(&a0, &a1));
+	EXPECT_STREQ("", kvp_row_diff(&b0, &b1));
+	EXPECT_EQ(KVPOOL_ROW_HELD, b1.state);
+}
+
+TEST_F(slots, from_slot_basic)
+{
+	const __u32 pt = self->pt;
+	static struct kvp_row_snap held, back;
+	struct kvpool_stats before, mid, after;
+	struct kvpool_row_query q;
+	struct kvpool_handle h, nh = { 0xdead, 0xbeef };
+	__u32 n = ~0u;
+
+	h = new_row(_metadata, self->fd, 5 * pt + 2, 2 * pt + 1);
+	kvp_snap_row(self->fd, h, &held);
+	ASSERT_EQ(0, kvp_stats(self->fd, &before));
+	ASSERT_EQ(0, kvp_to_slot(self->fd, 1234, h, NULL));
+	ASSERT_EQ(0, kvp_stats(self->fd, &mid));
+
+	ASSERT_EQ(0, kvp_from_slot(self->fd, 1234, &nh, &n));
+	EXPECT_EQ(NP(5 * pt + 2), n);
+	EXPECT_EQ(h.req_pool_idx, nh.req_pool_idx);
+	EXPECT_EQ(h.generation + 1, nh.generation);
+
+	kvp_snap_row(self->fd, nh, &back);
+	ASSERT_EQ(0, back.err);
+	EXPECT_EQ(KVPOOL_ROW_HELD, back.state);
+	EXPECT_STREQ("", kvp_row_diff(&held, &back));
+	ASSERT_EQ(0, kvp_stats(self->fd, &after));
+	EXPECT_STREQ("", kvp_stats_diff(&before, &after));
+
+	/* The slot is gone. */
+	EXPECT_EQ(ENOENT, kvp_from_slot(self->fd, 1234, &nh, &n));
+	EXPECT_EQ(ENOENT, kvp_query_slot(self->fd, 1234, NULL, 0, &q));
+	EXPECT_EQ(ENOENT, kvp_slot_release(self->fd, 1234, &n));
+	/* The old handle names our row under an older generation. */
+	EXPECT_EQ(ESTALE, kvp_query(self->fd, h, NULL, 0, &q));
+	EXPECT_EQ(ESTALE, kvp_release1(self->fd, h, &n));
+
+	/* The new handle is a normal row. */
+	ASSERT_EQ(0, kvp_grow(self->fd, nh, 8 * pt));
+	ASSERT_EQ(0, kvp_commit1(self->fd, nh, 8 * pt));
+	ASSERT_EQ(0, kvp_release1(self->fd, nh, &n));
+	EXPECT_EQ(8, n);
+	(void)mid;
+}
+
+/* Each take of the row bumps the generation by one. */
+TEST_F(slots, generations)
+{
+	struct kvpool_handle h, nh;
+	__u32 g;
+	int i;
+
+	h = new_row(_metadata, self->fd, self->pt, 0);
+	g = h.generation;
+	for (i = 1; i <= 5; i++) {
+		ASSERT_EQ(0, kvp_to_slot(self->fd, 5, h, NULL));
+		ASSERT_EQ(0, kvp_from_slot(self->fd, 5, &nh, NULL));
+		EXPECT_EQ(h.req_pool_idx, nh.req_pool_idx);
+		EXPECT_EQ(g + i, nh.generation);
+		h = nh;
+	}
+}
+
+TEST_F(slots, unknown_session)
+{
+	struct kvpool_stats before, after;
+	struct kvpool_row_query q;
+	struct kvpool_handle h, nh = { 0, 0 };
+	__u32 n;
+
+	h = new_row(_metadata, self->fd, 2 * self->pt, 0);
+	ASSERT_EQ(0, kvp_to_slot(self->fd, 1, h, NULL));
+	ASSERT_EQ(0, kvp_stats(self->fd, &before));
+	EXPECT_EQ(ENOENT, kvp_from_slot(self->fd, 2, &nh, &n));
+	EXPECT_EQ(ENOENT, kvp_from_slot(self->fd, 1ull << 32 | 1, &nh, &n));
+	EXPECT_EQ(ENOENT, kvp_slot_release(self->fd, 0, &n));
+	EXPECT_EQ(ENOENT, kvp_slot_release(self->fd, ~0ull, &n));
+	EXPECT_EQ(ENOENT, kvp_query_slot(self->fd, 3, NULL, 0, &q));
+	ASSERT_EQ(0, kvp_stats(self->fd, &after));
+	EXPECT_STREQ("", kvp_stats_diff(&before, &after));
+}
+
+TEST_F(slots, slot_release)
+{
+	const __u32 pt = self->pt;
+	struct kvpool_stats before, after;
+	struct kvpool_row_query q;
+	struct kvpool_handle h, nh;
+	__u32 n = ~0u;
+
+	h = new_row(_metadata, self->fd, 3 * pt + 1, pt);
+	ASSERT_EQ(0, kvp_to_slot(self->fd, 77, h, NULL));
+	ASSERT_EQ(0, kvp_stats(self->fd, &before));
+
+	ASSERT_EQ(0, kvp_slot_release(self->fd, 77, &n));
+	EXPECT_EQ(4, n);
+	ASSERT_EQ(0, kvp_stats(self->fd, &after));
+	EXPECT_EQ(before.out_free_pages + 4, after.out_free_pages);
+	EXPECT_EQ(before.out_slot_pages - 4, after.out_slot_pages);
+	EXPECT_EQ(before.out_slot_rows - 1, after.out_slot_rows);
+	EXPECT_EQ(before.out_free_rows + 1, after.out_free_rows);
+	EXPECT_EQ(before.out_client_slots - 1, after.out_client_slots);
+	EXPECT_EQ(before.out_client_pages - 4, after.out_client_pages);
+	kvp_check_identities(_metadata, &self->pool, &after);
+
+	EXPECT_EQ(ENOENT, kvp_slot_release(self->fd, 77, &n));
+	EXPECT_EQ(ENOENT, kvp_from_slot(self->fd, 77, &nh, &n));
+	EXPECT_EQ(ENOENT, kvp_query_slot(self->fd, 77, NULL, 0, &q));
+	EXPECT_EQ(ENOENT, kvp_query(self->fd, h, NULL, 0, &q));
+	/* The session id is free to use again. */
+	h = new_row(_metadata, self->fd, 1, 0);
+	EXPECT_EQ(0, kvp_to_slot(self->fd, 77, h, NULL));
+}
+
+/* SLOT_RELEASE: handle is unused and must be 0. */
+TEST_F(slots, slot_release_handle_nonzero)
+{
+	static struct kvp_row_snap a, b;
+	struct kvpool_slot s = { .size = sizeof(s), .session_id = 3 };
+	struct kvpool_handle h;
+
+	h = new_row(_metadata, self->fd, 2 * self->pt, 0);
+	ASSERT_EQ(0, kvp_to_slot(self->fd, 3, h, NULL));
+	snap_slot(self->fd, 3, &a);
+	s.handle = h;
+	EXPECT_EQ(EINVAL, kvp_ioctl(self->fd, KVPOOL_SLOT_RELEASE, &s));
+	s.handle.req_pool_idx = 0;
+	EXPECT_EQ(EINVAL, kvp_ioctl(self->fd, KVPOOL_SLOT_RELEASE, &s));
+	s.handle = (struct kvpool_handle){ 1, 0 };
+	EXPECT_EQ(EINVAL, kvp_ioctl(self->fd, KVPOOL_SLOT_RELEASE, &s));
+	snap_slot(self->fd, 3, &b);
+	EXPECT_STREQ("", kvp_row_diff(&a, &b));
+}
+
+/* Session ids are per client: another client sees none of mine. */
+TEST_F(slots, other_client)
+{
+	static struct kvp_row_snap a0, a1, b0;
+	struct kvpool_stats before, after;
+	struct kvpool_row_query q;
+	struct kvpool_handle a, b, nh = { 0, 0 };
+	__u32 n;
+
+	a = new_row(_metadata, self->fd, 2 * self->pt, 1);
+	ASSERT_EQ(0, kvp_to_slot(self->fd, 500, a, NULL));
+	snap_slot(self->fd, 500, &a0);
+	ASSERT_EQ(0, kvp_stats(self->fd, &before));
+
+	EXPECT_EQ(ENOENT, kvp_from_slot(self->fd2, 500, &nh, &n));
+	EXPECT_EQ(ENOENT, kvp_slot_release(self->fd2, 500, &n));
+	EXPECT_EQ(ENOENT, kvp_query_slot(self->fd2, 500, self->pages, 8, &q));
+	ASSERT_EQ(0, kvp_stats(self->fd, &after));
+	EXPECT_STREQ("", kvp_stats_diff(&before, &after));
+
+	/* The other client may use the same id for a slot of its own. */
+	b = new_row(_metadata, self->fd2, 5 * self->pt, 0);
+	ASSERT_EQ(0, kvp_to_slot(self->fd2, 500, b, &n));
+	EXPECT_EQ(5, n);
+	snap_slot(self->fd2, 500, &b0);
+	ASSERT_EQ(0, b0.err);
+	EXPECT_EQ(b.req_pool_idx, b0.idx);
+	snap_slot(self->fd, 500, &a1);
+	EXPECT_STREQ("", kvp_row_diff(&a0, &a1));
+
+	ASSERT_EQ(0, kvp_from_slot(self->fd2, 500, &nh, &n));
+	EXPECT_EQ(b.req_pool_idx, nh.req_pool_idx);
+	EXPECT_EQ(5, n);
+	ASSERT_EQ(0, kvp_from_slot(self->fd, 500, &nh, &n));
+	EXPECT_EQ(a.req_pool_idx, nh.req_pool_idx);
+	EXPECT_EQ(2, n);
+}
+
+/* Ids are 64 bits: ids that share their low (or high) half are distinct. */
+TEST_F(slots, session_id_64bit)
+{
+	const __u64 ids[] = {
+		0, 1, 1ull << 32, (1ull << 32) | 1, ~0ull, 0xffffffffull,
+		0x8000000000000000ull,
+	};
+	struct kvpool_handle h[ARRAY_SIZE(ids)], nh;
+	struct kvpool_row_query q;
+	unsigned int i;
+	__u32 n;
+
+	for (i = 0; i < ARRAY_SIZE(ids); i++) {
+		h[i] = new_row(_metadata, self->fd, i + 1, 0);
+		ASSERT_EQ(0, kvp_to_slot(self->fd, ids[i], h[i], &n))
+			TH_LOG("session %#llx", (unsigned long long)ids[i]);
+	}
+	for (i = 0; i < ARRAY_SIZE(ids); i++) {
+		ASSERT_EQ(0, kvp_query_slot(self->fd, ids[i], NULL, 0, &q));
+		EXPECT_EQ(h[i].req_pool_idx, q.out_req_pool_idx)
+			TH_LOG("session %#llx", (unsigned long long)ids[i]);
+		EXPECT_EQ(i + 1, q.out_allocated_len);
+		EXPECT_EQ(KVPOOL_ROW_SLOT, q.out_state);
+	}
+	for (i = 0; i < ARRAY_SIZE(ids); i++) {
+		ASSERT_EQ(0, kvp_from_slot(self->fd, ids[i], &nh, &n));
+		EXPECT_EQ(h[i].req_pool_idx, nh.req_pool_idx);
+	}
+}
+
+TEST_F(slots, to_slot_bad_handles)
+{
+	struct kvpool_handle mine, foreign, released, parked, stale, nh;
+	struct kvpool_stats before, after;
+	struct kvpool_row_query q;
+	__u32 n;
+
+	mine = new_row(_metadata, self->fd, 1, 0);
+	foreign = new_row(_metadata, self->fd2, 1, 0);
+	parked = new_row(_metadata, self->fd, 1, 0);
+	ASSERT_EQ(0, kvp_to_slot(self->fd, 1, parked, NULL));
+	stale = new_row(_metadata, self->fd, 1, 0);
+	ASSERT_EQ(0, kvp_to_slot(self->fd, 2, stale, NULL));
+	ASSERT_EQ(0, kvp_from_slot(self->fd, 2, &nh, NULL));
+	/* Released last: a free row, nobody's. */
+	released = new_row(_metadata, self->fd, 1, 0);
+	ASSERT_EQ(0, kvp_release1(self->fd, released, NULL));
+
+	ASSERT_EQ(0, kvp_stats(self->fd, &before));
+	EXPECT_EQ(ENOENT, kvp_to_slot(self->fd, 10, foreign, &n));
+	EXPECT_EQ(ENOENT, kvp_to_slot(self->fd, 10, released, &n));
+	EXPECT_EQ(ENOENT, kvp_to_slot(self->fd, 10, parked, &n));
+	EXPECT_EQ(ESTALE, kvp_to_slot(self->fd, 10, stale, &n));
+	EXPECT_EQ(ENOENT, kvp_to_slot(self->fd, 10,
+				      (struct kvpool_handle){ NR_ROWS, 1 }, &n));
+	EXPECT_EQ(ENOENT, kvp_to_slot(self->fd, 10,
+				      (struct kvpool_handle){ 0, 1 }, &n));
+	/* A taken session id and a bad handle: either error, but no slot. */
+	ASSERT_EQ(0, kvp_stats(self->fd, &after));
+	EXPECT_STREQ("", kvp_stats_diff(&before, &after));
+	EXPECT_EQ(ENOENT, kvp_query_slot(self->fd, 10, NULL, 0, &q));
+	(void)mine;
+}
+
+TEST_F(slots, empty_row)
+{
+	struct kvpool_row_query q;
+	struct kvpool_handle h, nh;
+	__u32 n = ~0u;
+
+	h = new_row(_metadata, self->fd, 0, 0);
+	ASSERT_EQ(0, kvp_to_slot(self->fd, 4, h, &n));
+	EXPECT_EQ(0, n);
+	ASSERT_EQ(0, kvp_query_slot(self->fd, 4, NULL, 0, &q));
+	EXPECT_EQ(0, q.out_nr_pages);
+	EXPECT_EQ(KVPOOL_ROW_SLOT, q.out_state);
+	ASSERT_EQ(0, kvp_from_slot(self->fd, 4, &nh, &n));
+	EXPECT_EQ(0, n);
+	ASSERT_EQ(0, kvp_query(self->fd, nh, NULL, 0, &q));
+	EXPECT_EQ(0, q.out_allocated_len);
+	EXPECT_EQ(KVPOOL_ROW_HELD, q.out_state);
+}
+
+/*
+ * While a slot holds pages nobody else gets them: fill the pool around a
+ * parked row and check the ids are disjoint; the slot's pages come back
+ * unchanged.
+ */
+TEST_F(slots, pages_never_move)
+{
+	static struct kvp_row_snap before, after, other;
+	static unsigned char seen[NR_PAGES];
+	struct kvpool_handle h, filler, nh;
+	struct kvpool_stats st;
+	__u32 i;
+
+	h = new_row(_metadata, self->fd, 10 * self->pt, 3);
+	kvp_snap_row(self->fd, h, &before);
+	ASSERT_EQ(0, kvp_to_slot(self->fd, 8, h, NULL));
+
+	ASSERT_EQ(0, kvp_stats(self->fd2, &st));
+	filler = new_row(_metadata, self->fd2, st.out_free_pages * self->pt, 0);
+	kvp_snap_row(self->fd2, filler, &other);
+	ASSERT_EQ(0, other.err);
+	ASSERT_EQ(st.out_free_pages, other.nr_pages);
+	EXPECT_STREQ("", kvp_check_ids(&self->pool, other.pages, other.nr_pages,
+				       seen));
+	EXPECT_STREQ("", kvp_check_ids(&self->pool, before.pages,
+				       before.nr_pages, seen))
+		TH_LOG("a parked page was handed out again");
+	for (i = 1; i < NR_PAGES; i++)
+		EXPECT_EQ(1, seen[i]) TH_LOG("page %u is nobody's", i);
+
+	ASSERT_EQ(0, kvp_from_slot(self->fd, 8, &nh, NULL));
+	kvp_snap_row(self->fd, nh, &after);
+	EXPECT_STREQ("", kvp_row_diff(&before, &after));
+}
+
+/* Several rows parked and restored, mixed with row ops, verify clean. */
+TEST_F(slots, round_trip_many)
+{
+	const __u32 pt = self->pt;
+	static struct kvp_row_snap before[8], after[8];
+	struct kvpool_handle h[8], nh[8];
+	struct kvpool_batch b;
+	__u32 i, n;
+
+	ASSERT_EQ(0, kvp_row_alloc(self->fd, 8, h, NULL));
+	for (i = 0; i < 8; i++) {
+		ASSERT_EQ(0, kvp_grow(self->fd, h[i], i * pt + i + 1));
+		ASSERT_EQ(0, kvp_commit1(self->fd, h[i], i + 1));
+		kvp_snap_row(self->fd, h[i], &before[i]);
+		ASSERT_EQ(0, kvp_to_slot(self->fd, 1000 + i, h[i], &n));
+		EXPECT_EQ(before[i].nr_pages, n);
+	}
+	kvp_expect_verify(_metadata, &self->pool, self->fd);
+	for (i = 0; i < 8; i++) {
+		__u32 j = 7 - i;
+
+		ASSERT_EQ(0, kvp_from_slot(self->fd, 1000 + j, &nh[j], &n));
+		kvp_snap_row(self->fd, nh[j], &after[j]);
+		EXPECT_STREQ("", kvp_row_diff(&before[j], &after[j]))
+			TH_LOG("row %u", j);
+	}
+	kvp_expect_verify(_metadata, &self->pool, self->fd);
+	ASSERT_EQ(0, kvp_batch(self->fd, KVPOOL_TRIM, 0, nh, 8, &b));
+	ASSERT_EQ(0, kvp_batch(self->fd, KVPOOL_RELEASE, 0, nh, 8, &b));
+	kvp_expect_pool_full(_metadata, &self->pool, self->fd, 2);
+}
+
+/* Closing a client frees its slots with their pages. */
+TEST_F(slots, close_frees_slots)
+{
+	struct kvpool_handle h[3];
+	int fd3;
+	__u32 i;
+
+	fd3 = kvp_pool_open(_metadata, &self->pool);
+	ASSERT_EQ(0, kvp_row_alloc(fd3, 3, h, NULL));
+	for (i = 0; i < 3; i++) {
+		ASSERT_EQ(0, kvp_grow(fd3, h[i], (i + 2) * self->pt));
+		if (i)
+			ASSERT_EQ(0, kvp_to_slot(fd3, i, h[i], NULL));
+	}
+	kvp_pool_close(&self->pool, fd3);
+	kvp_expect_pool_full(_metadata, &self->pool, self->fd, 2);
+}
+
+TEST_HARNESS_MAIN

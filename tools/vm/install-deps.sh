@@ -1,0 +1,58 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# install-deps.sh: install the Debian packages the VM test lane needs.
+#
+# Idempotent: when every package is already installed it only asks dpkg and
+# returns (well under a second), so every other script calls it first.
+# Otherwise it runs `apt-get update` once and installs what is missing,
+# non-interactively and without recommends (recommends of qemu alone would
+# pull in hundreds of MB of GUI libraries).
+#
+# Usage: tools/vm/install-deps.sh [--check]
+#   --check   only report what is missing; exit 1 if anything is.
+set -euo pipefail
+VM_PROG=install-deps
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+# Why each package is here:
+pkgs=(
+	qemu-system-x86		# boots the test kernels (TCG; no KVM here)
+	busybox-static		# the initramfs userland (static: no libs to copy)
+	kmod			# depmod/modprobe/modinfo: 9p module order
+	cpio			# packs the initramfs
+	xz-utils		# 6.12 ships its modules as .ko.xz
+	dwarves			# pahole: 6.12 module builds generate BTF
+	sparse			# SPARSE=1 builds (C=2 CHECK=sparse)
+	gcc make libc6-dev	# module and kselftest builds
+	gcc-12			# the compiler both Debian kernels were built with
+	libelf1 libssl3 zlib1g	# runtime libs of the unpacked (not installed)
+				# 6.12 linux-kbuild tools (objtool, modpost)
+	linux-headers-amd64	# 6.1 headers for the lead's other scripts
+	linux-source-6.1	# kselftest_harness.h, checkpatch.pl
+	util-linux		# flock, dmesg (essential, listed for clarity)
+	coreutils		# timeout (essential, listed for clarity)
+	apt dpkg		# apt-get download, dpkg -x (essential)
+)
+# Find what is not installed (dpkg's view; no apt, no network).
+missing=()
+for p in "${pkgs[@]}"; do
+	st=$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)
+	[[ $st == ii* ]] || missing+=("$p")
+done
+
+if ((${#missing[@]} == 0)); then
+	exit 0
+fi
+if [[ ${1:-} == --check ]]; then
+	vm_log "missing: ${missing[*]}"
+	exit 1
+fi
+((EUID == 0)) || vm_die "need root to install: ${missing[*]}"
+
+vm_log "installing: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# -q keeps CI logs short; errors still show.
+apt-get -q update
+apt-get -q -o Dpkg::Use-Pty=0 install -y --no-install-recommends "${missing[@]}"
+vm_log "done"
