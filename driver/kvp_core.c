@@ -120,6 +120,7 @@ void kvp_pool_fini(struct kvp_pool *pool)
 	/* Rows can only be held by clients, and clients pin the pool. */
 	for (i = 0; i < pool->nr_rows; i++)
 		kvfree(pool->rows[i].pages);
+	kvfree(pool->clients);
 	kvfree(pool->rows);
 	kvfree(pool->pages);
 	mutex_destroy(&pool->lock);
@@ -127,21 +128,121 @@ void kvp_pool_fini(struct kvp_pool *pool)
 	pool->pages = NULL;
 }
 
-void kvp_client_attach_locked(struct kvp_pool *pool, struct kvp_client *c)
+int kvp_client_attach_locked(struct kvp_pool *pool, struct kvp_client *c)
 {
-	u32 i;
+	struct kvp_client **tab;
+	u32 i, cap;
 
 	lockdep_assert_held(&pool->lock);
+	if (pool->nr_clients == pool->clients_cap) {
+		if (pool->clients_cap >= KVP_MAX_CLIENTS)
+			return -EMFILE;
+		cap = pool->clients_cap ? pool->clients_cap * 2 : 16;
+		tab = kvcalloc(cap, sizeof(*tab), GFP_KERNEL);
+		if (!tab)
+			return -ENOMEM;
+		if (pool->clients_cap)
+			memcpy(tab, pool->clients,
+			       pool->clients_cap * sizeof(*tab));
+		kvfree(pool->clients);
+		pool->clients = tab;
+		pool->clients_cap = cap;
+	}
+
 	memset(c, 0, sizeof(*c));
 	c->pool = pool;
 	c->id = ++pool->next_client_id;
 	for (i = 0; i < KVP_SLOT_BUCKETS; i++)
 		c->slot_head[i] = KVP_NIL;
-	c->next = pool->clients;
-	if (pool->clients)
-		pool->clients->prev = c;
-	pool->clients = c;
+	for (i = 0; pool->clients[i]; i++)
+		;	/* a free entry exists: nr_clients < clients_cap */
+	c->cidx = i;
+	pool->clients[i] = c;
 	pool->nr_clients++;
+	return 0;
+}
+
+static bool kvp_is_cache(u32 owner)
+{
+	return (owner & KVP_OWNER_CACHE) && owner < KVP_OWNER_RESERVED;
+}
+
+/* The cache entry of page @id, which the caller knows is a cache page. */
+static struct kvp_cache_ent *kvp_cache_ent(struct kvp_pool *pool, u32 id)
+{
+	struct kvp_client *c = pool->clients[pool->pages[id].owner &
+					     ~KVP_OWNER_CACHE];
+
+	return &c->cache[pool->pages[id].next];
+}
+
+static void kvp_pin(struct kvp_pool *pool, u32 id)
+{
+	if (!kvp_cache_ent(pool, id)->pins++) {
+		pool->cache_evictable--;
+		pool->cache_pinned++;
+	}
+}
+
+static void kvp_unpin(struct kvp_pool *pool, u32 id)
+{
+	if (!--kvp_cache_ent(pool, id)->pins) {
+		pool->cache_pinned--;
+		pool->cache_evictable++;
+	}
+}
+
+/* Room for @more pages in @c's cache: the one allocation a donate makes. */
+static int kvp_cache_reserve(struct kvp_client *c, u32 more)
+{
+	u32 want = c->nr_cache_pages + more;
+	u32 cap = c->cache_cap ? c->cache_cap : 64;
+	struct kvp_cache_ent *ents;
+
+	if (want <= c->cache_cap)
+		return 0;
+	while (cap < want)
+		cap *= 2;
+	ents = kvmalloc_array(cap, sizeof(*ents), GFP_KERNEL_ACCOUNT);
+	if (!ents)
+		return -ENOMEM;
+	if (c->nr_cache_pages)
+		memcpy(ents, c->cache, c->nr_cache_pages * sizeof(*ents));
+	kvfree(c->cache);
+	c->cache = ents;
+	c->cache_cap = cap;
+	return 0;
+}
+
+/* Moves page @id, owned by a row of @c, into @c's cache, pinned once. */
+static void kvp_cache_add(struct kvp_client *c, u32 id)
+{
+	struct kvp_pool *pool = c->pool;
+	u32 n = c->nr_cache_pages++;
+
+	c->cache[n].page = id;
+	c->cache[n].pins = 1;
+	pool->pages[id].owner = KVP_OWNER_CACHE | c->cidx;
+	pool->pages[id].next = n;
+	pool->cache_pinned++;
+}
+
+/* Frees unpinned cache page @id of @c. */
+static void kvp_cache_free(struct kvp_client *c, u32 id)
+{
+	struct kvp_pool *pool = c->pool;
+	u32 n = pool->pages[id].next;
+	u32 last = --c->nr_cache_pages;
+
+	if (c->cache[n].pins)	/* never: callers free unpinned pages */
+		pool->cache_pinned--;
+	else
+		pool->cache_evictable--;
+	if (n != last) {
+		c->cache[n] = c->cache[last];
+		pool->pages[c->cache[n].page].next = n;
+	}
+	kvp_page_push(pool, id);
 }
 
 static u32 kvp_slot_bucket(u64 session)
@@ -188,10 +289,14 @@ static u32 kvp_row_free_pages(struct kvp_pool *pool, struct kvp_row *r)
 	for (i = 0; i < r->nr; i++) {
 		u32 id = r->pages[i];
 
-		if (id == KVPOOL_PAGE_NONE || pool->pages[id].owner != idx)
+		if (id == KVPOOL_PAGE_NONE)
 			continue;
-		kvp_page_push(pool, id);
-		freed++;
+		if (pool->pages[id].owner == idx) {
+			kvp_page_push(pool, id);
+			freed++;
+		} else {
+			kvp_unpin(pool, id);	/* borrowed from a cache */
+		}
 	}
 	kvfree(r->pages);
 	r->pages = NULL;
@@ -249,15 +354,14 @@ void kvp_client_detach_locked(struct kvp_client *c)
 		if (r->state == KVP_ROW_HELD && r->owner == c)
 			kvp_row_release(pool, r);
 	}
+	/* Only its own rows borrow from its cache: all unpinned by now. */
+	while (c->nr_cache_pages)
+		kvp_cache_free(c, c->cache[c->nr_cache_pages - 1].page);
+	kvfree(c->cache);
+	c->cache = NULL;
+	c->cache_cap = 0;
 
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		pool->clients = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	c->prev = NULL;
-	c->next = NULL;
+	pool->clients[c->cidx] = NULL;
 	pool->nr_clients--;
 }
 
@@ -552,23 +656,261 @@ int kvp_trim_locked(struct kvp_client *c, const struct kvpool_handle *h,
 	return 0;
 }
 
-int kvp_release_locked(struct kvp_client *c, const struct kvpool_handle *h,
-		       u32 count, u32 *nr_freed, u32 *error_index)
+/* Pages of @r a donate up to @upto would move: [protected, upto) whole. */
+static u32 kvp_donate_count(struct kvp_pool *pool, struct kvp_row *r,
+			    u32 upto)
+{
+	u32 end = upto / pool->page_tokens;
+	u32 n = 0;
+	u32 p;
+
+	for (p = r->protected / pool->page_tokens; p < end; p++)
+		n += r->pages[p] != KVPOOL_PAGE_NONE;
+	return n;
+}
+
+/* Moves them into @c's cache, which has room; the row borrows them now. */
+static u32 kvp_row_donate(struct kvp_client *c, struct kvp_row *r, u32 upto)
 {
 	struct kvp_pool *pool = c->pool;
-	u32 freed = 0;
+	u32 end = upto / pool->page_tokens;
+	u32 n = 0;
+	u32 p;
+
+	for (p = r->protected / pool->page_tokens; p < end; p++) {
+		if (r->pages[p] == KVPOOL_PAGE_NONE)
+			continue;	/* freed by SWA_FREE */
+		kvp_cache_add(c, r->pages[p]);
+		n++;
+	}
+	if (end * pool->page_tokens > r->protected)
+		r->protected = end * pool->page_tokens;
+	c->nr_pages -= n;
+	pool->row_pages -= n;
+	return n;
+}
+
+int kvp_release_locked(struct kvp_client *c, const struct kvpool_handle *h,
+		       u32 count, u32 flags, u32 *nr_freed, u32 *error_index)
+{
+	struct kvp_pool *pool = c->pool;
+	u32 freed = 0, donate = 0;
 	u32 i;
 	int ret;
 
 	lockdep_assert_held(&pool->lock);
 	*nr_freed = 0;
 	*error_index = ~0U;
+	if (flags & ~KVPOOL_RELEASE_DONATE)
+		return -EOPNOTSUPP;
 	ret = kvp_lookup_batch(c, h, sizeof(*h), count, error_index);
 	if (ret)
 		return ret;
-	for (i = 0; i < count; i++)
-		freed += kvp_row_release(pool, kvp_row_of(c, &h[i]));
+	if (flags & KVPOOL_RELEASE_DONATE) {
+		for (i = 0; i < count; i++) {
+			struct kvp_row *r = kvp_row_of(c, &h[i]);
+
+			donate += kvp_donate_count(pool, r, r->committed);
+		}
+		ret = kvp_cache_reserve(c, donate);
+		if (ret)
+			return ret;
+	}
+	for (i = 0; i < count; i++) {
+		struct kvp_row *r = kvp_row_of(c, &h[i]);
+
+		if (flags & KVPOOL_RELEASE_DONATE)
+			kvp_row_donate(c, r, r->committed);
+		freed += kvp_row_release(pool, r);
+	}
 	*nr_freed = freed;
+	return 0;
+}
+
+int kvp_donate_locked(struct kvp_client *c,
+		      const struct kvpool_len_entry *e, u32 count,
+		      u32 *nr_donated, u32 *error_index)
+{
+	struct kvp_pool *pool = c->pool;
+	u32 total = 0, done = 0;
+	u32 i;
+	int ret;
+
+	lockdep_assert_held(&pool->lock);
+	*nr_donated = 0;
+	*error_index = ~0U;
+	ret = kvp_lookup_batch(c, e, sizeof(*e), count, error_index);
+	if (ret)
+		return ret;
+	for (i = 0; i < count; i++) {
+		struct kvp_row *r = kvp_row_of(c, &e[i].handle);
+
+		if (e[i].__reserved || e[i].len > r->committed)
+			ret = -EINVAL;
+		else if (e[i].len <= r->protected)
+			ret = -EALREADY;
+		if (ret) {
+			*error_index = i;
+			return ret;
+		}
+		total += kvp_donate_count(pool, r, e[i].len);
+	}
+	ret = kvp_cache_reserve(c, total);
+	if (ret)
+		return ret;
+	for (i = 0; i < count; i++)
+		done += kvp_row_donate(c, kvp_row_of(c, &e[i].handle),
+				       e[i].len);
+	*nr_donated = done;
+	return 0;
+}
+
+int kvp_swa_free_locked(struct kvp_client *c,
+			const struct kvpool_len_entry *e, u32 count,
+			u32 *nr_freed, u32 *error_index)
+{
+	struct kvp_pool *pool = c->pool;
+	u32 pt = pool->page_tokens;
+	u32 freed = 0;
+	u32 i, p;
+	int ret;
+
+	lockdep_assert_held(&pool->lock);
+	*nr_freed = 0;
+	*error_index = ~0U;
+	ret = kvp_lookup_batch(c, e, sizeof(*e), count, error_index);
+	if (ret)
+		return ret;
+	for (i = 0; i < count; i++) {
+		struct kvp_row *r = kvp_row_of(c, &e[i].handle);
+
+		if (e[i].__reserved || e[i].len > r->committed ||
+		    e[i].len < r->protected || e[i].len < r->swa_evicted) {
+			*error_index = i;
+			return -EINVAL;
+		}
+	}
+	for (i = 0; i < count; i++) {
+		struct kvp_row *r = kvp_row_of(c, &e[i].handle);
+		u32 start = (r->protected > r->swa_evicted ? r->protected :
+			     r->swa_evicted) / pt;
+		u32 end = e[i].len / pt;
+		u32 n = 0;
+
+		/* protected and swa_evicted are whole pages: all owned here. */
+		for (p = start; p < end; p++) {
+			if (r->pages[p] == KVPOOL_PAGE_NONE)
+				continue;
+			kvp_page_push(pool, r->pages[p]);
+			r->pages[p] = KVPOOL_PAGE_NONE;
+			n++;
+		}
+		if (end * pt > r->swa_evicted)
+			r->swa_evicted = end * pt;
+		c->nr_pages -= n;
+		pool->row_pages -= n;
+		freed += n;
+	}
+	*nr_freed = freed;
+	return 0;
+}
+
+/*
+ * Set in a cache entry's pins while a batch that names it is validated, so
+ * a page named twice is seen; pins never get near it (rows < 2^20).
+ */
+#define KVP_PIN_MARK	0x80000000U
+
+int kvp_attach_prefix_locked(struct kvp_client *c,
+			     const struct kvpool_handle *h,
+			     const u32 *pages, u32 nr_pages)
+{
+	struct kvp_pool *pool = c->pool;
+	struct kvp_row *r;
+	u32 i;
+	int ret;
+
+	lockdep_assert_held(&pool->lock);
+	ret = kvp_lookup(c, h, &r);
+	if (ret)
+		return ret;
+	if (r->allocated || !nr_pages ||
+	    (u64)nr_pages * pool->page_tokens > pool->row_tokens)
+		return -EINVAL;
+
+	/* Each page the caller's and named once: mark, check, unmark. */
+	for (i = 0; i < nr_pages; i++) {
+		u32 id = pages[i];
+		struct kvp_cache_ent *ent;
+
+		if (id >= pool->nr_pages ||
+		    pool->pages[id].owner != (KVP_OWNER_CACHE | c->cidx)) {
+			ret = -ENOENT;
+			break;
+		}
+		ent = kvp_cache_ent(pool, id);
+		if (ent->pins & KVP_PIN_MARK) {
+			ret = -EINVAL;
+			break;
+		}
+		ent->pins |= KVP_PIN_MARK;
+	}
+	while (i--)
+		kvp_cache_ent(pool, pages[i])->pins &= ~KVP_PIN_MARK;
+	if (ret)
+		return ret;
+	ret = kvp_row_reserve(r, nr_pages);
+	if (ret)
+		return ret;
+
+	for (i = 0; i < nr_pages; i++) {
+		kvp_pin(pool, pages[i]);
+		r->pages[i] = pages[i];
+	}
+	r->nr = nr_pages;
+	r->allocated = nr_pages * pool->page_tokens;
+	r->committed = r->allocated;
+	r->protected = r->allocated;
+	return 0;
+}
+
+int kvp_cache_evict_locked(struct kvp_client *c, const u32 *pages,
+			   u32 count, u32 *error_index)
+{
+	struct kvp_pool *pool = c->pool;
+	u32 i;
+	int ret = 0;
+
+	lockdep_assert_held(&pool->lock);
+	*error_index = ~0U;
+	if (!count || count > pool->max_batch)
+		return -EINVAL;
+	for (i = 0; i < count; i++) {
+		u32 id = pages[i];
+		struct kvp_cache_ent *ent;
+
+		if (id >= pool->nr_pages ||
+		    pool->pages[id].owner != (KVP_OWNER_CACHE | c->cidx)) {
+			ret = -ENOENT;
+			break;
+		}
+		ent = kvp_cache_ent(pool, id);
+		if (ent->pins) {
+			ret = ent->pins == KVP_PIN_MARK ? -EINVAL : -EBUSY;
+			break;
+		}
+		ent->pins = KVP_PIN_MARK;
+	}
+	if (ret) {
+		*error_index = i;
+		while (i--)
+			kvp_cache_ent(pool, pages[i])->pins = 0;
+		return ret;
+	}
+	for (i = 0; i < count; i++) {
+		kvp_cache_ent(pool, pages[i])->pins = 0;
+		kvp_cache_free(c, pages[i]);
+	}
 	return 0;
 }
 
@@ -712,10 +1054,34 @@ int kvp_row_query_locked(struct kvp_client *c, struct kvpool_row_query *q,
 			kvp_report(pool, fmt, ##__VA_ARGS__);		\
 	} while (0)
 
+/* Verify's scratch memory and findings. */
+struct kvp_vstate {
+	u32 *per_row;	/* pages each row owns, by the page table */
+	u8 *seen;	/* a bit per page some row maps as its own */
+	u32 *refs;	/* borrowers of each cache entry, at client->v_base */
+	u32 bad;
+};
+
+/* The client whose cache owns page @id, or NULL if the owner is broken. */
+static struct kvp_client *kvp_cache_owner(struct kvp_pool *pool, u32 id)
+{
+	u32 cidx = pool->pages[id].owner & ~KVP_OWNER_CACHE;
+	struct kvp_client *c;
+
+	if (cidx >= pool->clients_cap || !pool->clients[cidx])
+		return NULL;
+	c = pool->clients[cidx];
+	if (pool->pages[id].next >= c->nr_cache_pages ||
+	    c->cache[pool->pages[id].next].page != id)
+		return NULL;
+	return c;
+}
+
 static void kvp_verify_row(struct kvp_pool *pool, struct kvp_row *r,
-			   u8 *seen, u32 *owned, u32 *bad)
+			   struct kvp_vstate *vs, u32 *owned)
 {
 	u32 idx = kvp_row_index(pool, r);
+	u32 *bad = &vs->bad;
 	u32 i;
 
 	switch (r->state) {
@@ -742,7 +1108,9 @@ static void kvp_verify_row(struct kvp_pool *pool, struct kvp_row *r,
 		kvp_violation(pool, bad,
 			      "row %u: committed %u allocated %u row_tokens %u",
 			      idx, r->committed, r->allocated, pool->row_tokens);
-	if (r->protected > r->committed || r->swa_evicted > r->allocated)
+	if (r->protected > r->committed || r->swa_evicted > r->allocated ||
+	    r->protected % pool->page_tokens ||
+	    r->swa_evicted % pool->page_tokens)
 		kvp_violation(pool, bad, "row %u: protected %u swa %u committed %u",
 			      idx, r->protected, r->swa_evicted, r->committed);
 	if (r->nr != kvp_pages_for(pool, r->allocated) || r->nr > r->cap)
@@ -752,6 +1120,7 @@ static void kvp_verify_row(struct kvp_pool *pool, struct kvp_row *r,
 	*owned = 0;
 	for (i = 0; i < r->nr && i < r->cap; i++) {
 		u32 id = r->pages[i];
+		struct kvp_client *c;
 
 		if (id == KVPOOL_PAGE_NONE) {
 			if ((u64)(i + 1) * pool->page_tokens > r->swa_evicted)
@@ -764,10 +1133,22 @@ static void kvp_verify_row(struct kvp_pool *pool, struct kvp_row *r,
 				      idx, id);
 			continue;
 		}
-		if (seen[id / 8] & (1U << (id % 8)))
+		if ((u64)i * pool->page_tokens < r->protected) {
+			/* Borrowed: a page of its client's prefix cache. */
+			c = kvp_is_cache(pool->pages[id].owner) ?
+			    kvp_cache_owner(pool, id) : NULL;
+			if (c && c == r->owner)
+				vs->refs[c->v_base + pool->pages[id].next]++;
+			else
+				kvp_violation(pool, bad,
+					      "row %u: borrows page %u owned by %#x",
+					      idx, id, pool->pages[id].owner);
+			continue;
+		}
+		if (vs->seen[id / 8] & (1U << (id % 8)))
 			kvp_violation(pool, bad,
 				      "row %u: page %u mapped twice", idx, id);
-		seen[id / 8] |= 1U << (id % 8);
+		vs->seen[id / 8] |= 1U << (id % 8);
 		if (pool->pages[id].owner == idx)
 			(*owned)++;
 		else
@@ -777,31 +1158,13 @@ static void kvp_verify_row(struct kvp_pool *pool, struct kvp_row *r,
 	}
 }
 
-int kvp_verify_locked(struct kvp_pool *pool, u32 *violations)
+/* The page table: owner of every page, the free stack, cache back-links. */
+static void kvp_verify_pages(struct kvp_pool *pool, struct kvp_vstate *vs)
 {
-	u32 nfree = 0, nres = 0, row_pages = 0, slot_pages = 0;
-	u32 free_rows = 0, held = 0, slots = 0, res_rows = 0;
-	u32 nclients = 0;
-	u32 *per_row;
-	u8 *seen;
-	struct kvp_client *c;
-	u32 bad = 0;
+	u32 nfree = 0, nres = 0, ncache = 0;
+	u32 *bad = &vs->bad;
 	u32 i, id;
 
-	lockdep_assert_held(&pool->lock);
-
-	/*
-	 * Pages each row owns according to the page table, and which pages
-	 * some row maps (a bit each: a page is mapped once, or it is shared
-	 * by mistake).
-	 */
-	per_row = kvcalloc(pool->nr_rows, sizeof(*per_row), GFP_KERNEL);
-	seen = kvcalloc(pool->nr_pages / 8 + 1, 1, GFP_KERNEL);
-	if (!per_row || !seen) {
-		kvfree(per_row);
-		kvfree(seen);
-		return -ENOMEM;
-	}
 	for (i = 0; i < pool->nr_pages; i++) {
 		u32 owner = pool->pages[i].owner;
 
@@ -810,10 +1173,12 @@ int kvp_verify_locked(struct kvp_pool *pool, u32 *violations)
 		} else if (owner == KVP_OWNER_RESERVED) {
 			nres++;
 		} else if (owner < pool->nr_rows) {
-			per_row[owner]++;
+			vs->per_row[owner]++;
+		} else if (kvp_is_cache(owner) && kvp_cache_owner(pool, i)) {
+			ncache++;
 		} else {
-			kvp_violation(pool, &bad, "page %u: bad owner %#x",
-				      i, owner);
+			kvp_violation(pool, bad, "page %u: bad owner %#x (next %u)",
+				      i, owner, pool->pages[i].next);
 		}
 	}
 
@@ -821,7 +1186,7 @@ int kvp_verify_locked(struct kvp_pool *pool, u32 *violations)
 	for (i = 0, id = pool->free_head; id != KVP_NIL; i++) {
 		if (i >= nfree || id >= pool->nr_pages ||
 		    pool->pages[id].owner != KVP_OWNER_FREE) {
-			kvp_violation(pool, &bad,
+			kvp_violation(pool, bad,
 				      "free list: entry %u is page %#x (owner %#x), %u pages free",
 				      i, id, id < pool->nr_pages ?
 				      pool->pages[id].owner : 0, nfree);
@@ -831,31 +1196,79 @@ int kvp_verify_locked(struct kvp_pool *pool, u32 *violations)
 		id = pool->pages[id].next;
 	}
 	if (i != nfree)
-		kvp_violation(pool, &bad, "free list: %u pages, %u marked free",
+		kvp_violation(pool, bad, "free list: %u pages, %u marked free",
 			      i, nfree);
 	if (nfree != pool->free_pages)
-		kvp_violation(pool, &bad, "free pages: counted %u, kept %u",
+		kvp_violation(pool, bad, "free pages: counted %u, kept %u",
 			      nfree, pool->free_pages);
 	if (nres != pool->reserved_pages)
-		kvp_violation(pool, &bad, "reserved pages: counted %u, kept %u",
+		kvp_violation(pool, bad, "reserved pages: counted %u, kept %u",
 			      nres, pool->reserved_pages);
+	if ((u64)pool->cache_evictable + pool->cache_pinned != ncache)
+		kvp_violation(pool, bad, "cache pages: counted %u, kept %u+%u",
+			      ncache, pool->cache_evictable,
+			      pool->cache_pinned);
+}
 
-	for (c = pool->clients; c && nclients <= pool->nr_clients;
-	     c = c->next) {
-		c->v_rows = 0;
-		c->v_slots = 0;
-		c->v_pages = 0;
-		nclients++;
+/* Each cache entry: its page points back, its pins are its borrowers. */
+static void kvp_verify_caches(struct kvp_pool *pool, struct kvp_vstate *vs)
+{
+	u32 evictable = 0, pinned = 0;
+	u32 *bad = &vs->bad;
+	u32 i, j;
+
+	for (i = 0; i < pool->clients_cap; i++) {
+		struct kvp_client *c = pool->clients[i];
+
+		if (!c)
+			continue;
+		if (c->v_rows != c->nr_rows || c->v_slots != c->nr_slots ||
+		    c->v_pages != c->nr_pages)
+			kvp_violation(pool, bad,
+				      "client %u: rows %u/%u slots %u/%u pages %u/%u (counted/kept)",
+				      c->id, c->v_rows, c->nr_rows, c->v_slots,
+				      c->nr_slots, c->v_pages, c->nr_pages);
+		for (j = 0; j < c->nr_cache_pages; j++) {
+			struct kvp_cache_ent *ent = &c->cache[j];
+
+			if (ent->page >= pool->nr_pages ||
+			    pool->pages[ent->page].owner !=
+			    (KVP_OWNER_CACHE | c->cidx) ||
+			    pool->pages[ent->page].next != j)
+				kvp_violation(pool, bad,
+					      "client %u: cache entry %u names page %u, not its own",
+					      c->id, j, ent->page);
+			if (ent->pins != vs->refs[c->v_base + j])
+				kvp_violation(pool, bad,
+					      "client %u: cache page %u pinned %u times, borrowed %u",
+					      c->id, ent->page, ent->pins,
+					      vs->refs[c->v_base + j]);
+			if (ent->pins)
+				pinned++;
+			else
+				evictable++;
+		}
 	}
-	if (nclients != pool->nr_clients)
-		kvp_violation(pool, &bad, "clients: counted %u, kept %u",
-			      nclients, pool->nr_clients);
+	if (evictable != pool->cache_evictable || pinned != pool->cache_pinned)
+		kvp_violation(pool, bad,
+			      "cache: evictable %u/%u pinned %u/%u (counted/kept)",
+			      evictable, pool->cache_evictable,
+			      pinned, pool->cache_pinned);
+}
+
+/* The row table, the free row stack, and the owned-page counts. */
+static void kvp_verify_rows(struct kvp_pool *pool, struct kvp_vstate *vs)
+{
+	u32 row_pages = 0, slot_pages = 0;
+	u32 free_rows = 0, held = 0, slots = 0, res_rows = 0;
+	u32 *bad = &vs->bad;
+	u32 i, id;
 
 	for (i = 0; i < pool->nr_rows; i++) {
 		struct kvp_row *r = &pool->rows[i];
 		u32 owned = 0;
 
-		kvp_verify_row(pool, r, seen, &owned, &bad);
+		kvp_verify_row(pool, r, vs, &owned);
 		switch (r->state) {
 		case KVP_ROW_FREE:
 			free_rows++;
@@ -872,10 +1285,10 @@ int kvp_verify_locked(struct kvp_pool *pool, u32 *violations)
 			slot_pages += owned;
 			break;
 		}
-		if (owned != per_row[i])
-			kvp_violation(pool, &bad,
+		if (owned != vs->per_row[i])
+			kvp_violation(pool, bad,
 				      "row %u: maps %u of its pages, owns %u",
-				      i, owned, per_row[i]);
+				      i, owned, vs->per_row[i]);
 		if (r->owner && (r->state == KVP_ROW_HELD ||
 				 r->state == KVP_ROW_SLOT)) {
 			r->owner->v_rows += r->state == KVP_ROW_HELD;
@@ -884,60 +1297,94 @@ int kvp_verify_locked(struct kvp_pool *pool, u32 *violations)
 		}
 		if (r->state == KVP_ROW_SLOT && r->owner &&
 		    kvp_slot_find(r->owner, r->session, NULL) != r)
-			kvp_violation(pool, &bad,
+			kvp_violation(pool, bad,
 				      "row %u: slot %llu not found by its session",
 				      i, (unsigned long long)r->session);
 	}
-	kvfree(per_row);
-	kvfree(seen);
 
-	/* The free row stack holds exactly the free rows. */
 	for (i = 0, id = pool->free_row_head; id != KVP_NIL; i++) {
 		if (i >= free_rows || id >= pool->nr_rows ||
 		    pool->rows[id].state != KVP_ROW_FREE) {
-			kvp_violation(pool, &bad, "free rows: bad entry %u", id);
+			kvp_violation(pool, bad, "free rows: bad entry %u", id);
 			i = free_rows;
 			break;
 		}
 		id = pool->rows[id].next;
 	}
 	if (i != free_rows)
-		kvp_violation(pool, &bad, "free rows: %u listed, %u free",
+		kvp_violation(pool, bad, "free rows: %u listed, %u free",
 			      i, free_rows);
-
 	if (row_pages != pool->row_pages || slot_pages != pool->slot_pages)
-		kvp_violation(pool, &bad,
+		kvp_violation(pool, bad,
 			      "owned pages: rows %u/%u slots %u/%u (counted/kept)",
 			      row_pages, pool->row_pages,
 			      slot_pages, pool->slot_pages);
+	if (free_rows != pool->free_rows || held != pool->held_rows ||
+	    slots != pool->slot_rows || res_rows != pool->reserved_rows)
+		kvp_violation(pool, bad,
+			      "rows: free %u/%u held %u/%u slot %u/%u reserved %u/%u (counted/kept)",
+			      free_rows, pool->free_rows, held, pool->held_rows,
+			      slots, pool->slot_rows, res_rows,
+			      pool->reserved_rows);
+}
+
+int kvp_verify_locked(struct kvp_pool *pool, u32 *violations)
+{
+	struct kvp_vstate vs = { };
+	u32 nclients = 0, ncache = 0;
+	u32 i;
+
+	lockdep_assert_held(&pool->lock);
+
+	for (i = 0; i < pool->clients_cap; i++) {
+		struct kvp_client *c = pool->clients[i];
+
+		if (!c)
+			continue;
+		if (c->cidx != i || c->pool != pool)
+			kvp_violation(pool, &vs.bad, "client %u: at %u, says %u",
+				      c->id, i, c->cidx);
+		c->v_rows = 0;
+		c->v_slots = 0;
+		c->v_pages = 0;
+		c->v_base = ncache;
+		ncache += c->nr_cache_pages;
+		nclients++;
+	}
+	if (nclients != pool->nr_clients)
+		kvp_violation(pool, &vs.bad, "clients: counted %u, kept %u",
+			      nclients, pool->nr_clients);
+
+	vs.per_row = kvcalloc(pool->nr_rows, sizeof(*vs.per_row), GFP_KERNEL);
+	vs.seen = kvcalloc(pool->nr_pages / 8 + 1, 1, GFP_KERNEL);
+	vs.refs = kvcalloc(ncache + 1, sizeof(*vs.refs), GFP_KERNEL);
+	if (!vs.per_row || !vs.seen || !vs.refs) {
+		kvfree(vs.per_row);
+		kvfree(vs.seen);
+		kvfree(vs.refs);
+		return -ENOMEM;
+	}
+
+	kvp_verify_pages(pool, &vs);
+	kvp_verify_rows(pool, &vs);
+	kvp_verify_caches(pool, &vs);
+
 	if ((u64)pool->free_pages + pool->row_pages + pool->slot_pages +
 	    pool->cache_evictable + pool->cache_pinned +
 	    pool->reserved_pages != pool->nr_pages)
-		kvp_violation(pool, &bad,
+		kvp_violation(pool, &vs.bad,
 			      "pages: free %u + rows %u + slots %u + cache %u+%u + reserved %u != %u",
 			      pool->free_pages, pool->row_pages,
 			      pool->slot_pages, pool->cache_evictable,
 			      pool->cache_pinned, pool->reserved_pages,
 			      pool->nr_pages);
-	if (free_rows != pool->free_rows || held != pool->held_rows ||
-	    slots != pool->slot_rows || res_rows != pool->reserved_rows)
-		kvp_violation(pool, &bad,
-			      "rows: free %u/%u held %u/%u slot %u/%u reserved %u/%u (counted/kept)",
-			      free_rows, pool->free_rows, held, pool->held_rows,
-			      slots, pool->slot_rows, res_rows,
-			      pool->reserved_rows);
 	if ((u64)pool->free_rows + pool->held_rows + pool->slot_rows +
 	    pool->reserved_rows != pool->nr_rows)
-		kvp_violation(pool, &bad, "rows: sum != %u", pool->nr_rows);
+		kvp_violation(pool, &vs.bad, "rows: sum != %u", pool->nr_rows);
 
-	/* If the client list is broken, it is not walked again. */
-	for (c = pool->clients; c && nclients == pool->nr_clients; c = c->next)
-		if (c->v_rows != c->nr_rows || c->v_slots != c->nr_slots ||
-		    c->v_pages != c->nr_pages)
-			kvp_violation(pool, &bad,
-				      "client %u: rows %u/%u slots %u/%u pages %u/%u (counted/kept)",
-				      c->id, c->v_rows, c->nr_rows, c->v_slots,
-				      c->nr_slots, c->v_pages, c->nr_pages);
-	*violations = bad;
+	kvfree(vs.per_row);
+	kvfree(vs.seen);
+	kvfree(vs.refs);
+	*violations = vs.bad;
 	return 0;
 }

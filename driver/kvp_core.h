@@ -17,6 +17,7 @@
 #define KVP_NIL			0xffffffffU	/* end of a u32-linked list */
 #define KVP_OWNER_FREE		0xffffffffU
 #define KVP_OWNER_RESERVED	0xfffffffeU
+#define KVP_OWNER_CACHE		0x80000000U	/* | the client's index */
 
 #define KVP_MAX_PAGES		0x8000000U	/* 2^27: page table <= 1 GiB */
 #define KVP_MAX_PAGE_TOKENS	65536U
@@ -24,13 +25,16 @@
 #define KVP_MAX_ROW_TOKENS	0x1000000U	/* 2^24 */
 #define KVP_MAX_BATCH		8192U
 #define KVP_SLOT_BUCKETS	64U
+#define KVP_MAX_CLIENTS		65536U
 #define KVP_REPORT_LIMIT	16U
 
 /*
  * One page: the only per-page memory, 8 bytes.
- * @next: free: the next free page (KVP_NIL ends the stack); otherwise
- *        unused (the prefix cache will keep its pin count here).
- * @owner: KVP_OWNER_FREE, KVP_OWNER_RESERVED or the owning row's index.
+ * @next: free: the next free page (KVP_NIL ends the stack); in a prefix
+ *        cache: its index in the owning client's @cache array; owned by a
+ *        row: unused.
+ * @owner: KVP_OWNER_FREE, KVP_OWNER_RESERVED, the owning row's index, or
+ *         KVP_OWNER_CACHE | the owning client's @cidx.
  */
 struct kvp_page {
 	u32 next;
@@ -74,20 +78,35 @@ struct kvp_row {
 };
 
 /*
+ * A page of a client's prefix cache.
+ * @page: its id
+ * @pins: rows that borrow it (map it below their protected length)
+ */
+struct kvp_cache_ent {
+	u32 page;
+	u32 pins;
+};
+
+/*
  * A client: one open file of the pool. Protected by pool->lock.
  * Counts are kept for STATS and fdinfo, and recomputed by verify.
+ * @cidx: index in pool->clients; names the client in page owners
+ * @cache: its prefix cache's pages, @nr_cache_pages of them, room for
+ *         @cache_cap; order is arbitrary (removal swaps the last in)
  */
 struct kvp_client {
 	struct kvp_pool *pool;
-	struct kvp_client *prev, *next;	/* the pool's client list */
 	u32 id;
+	u32 cidx;
 	u32 nr_rows;		/* rows held by requests */
 	u32 nr_slots;		/* rows parked in slots */
 	u32 nr_pages;		/* pages its rows and slots own */
-	u32 nr_cache_pages;	/* pages in its prefix cache (next ABI) */
+	u32 nr_cache_pages;
+	u32 cache_cap;
+	struct kvp_cache_ent *cache;
 	u32 slot_head[KVP_SLOT_BUCKETS];	/* row index chains, by session */
 	/* verify's scratch tallies */
-	u32 v_rows, v_slots, v_pages;
+	u32 v_rows, v_slots, v_pages, v_base;
 };
 
 struct kvp_pool {
@@ -112,7 +131,9 @@ struct kvp_pool {
 	u32 free_rows, held_rows, slot_rows, reserved_rows;
 	u32 nr_clients;
 	u32 next_client_id;
-	struct kvp_client *clients;	/* list head (first client) */
+	/* live clients by cidx; NULL where free; room for @clients_cap */
+	struct kvp_client **clients;
+	u32 clients_cap;
 };
 
 /* Geometry of a new pool; errors are EINVAL or EOPNOTSUPP (flags). */
@@ -123,7 +144,8 @@ int kvp_pool_init(struct kvp_pool *pool, u32 id, u32 flags, u32 nr_pages,
 /* Only with no clients left. */
 void kvp_pool_fini(struct kvp_pool *pool);
 
-void kvp_client_attach_locked(struct kvp_pool *pool, struct kvp_client *c);
+/* -EMFILE past KVP_MAX_CLIENTS, -ENOMEM; nothing changed then. */
+int kvp_client_attach_locked(struct kvp_pool *pool, struct kvp_client *c);
 /* Frees every row, slot and page @c holds and unlinks it. */
 void kvp_client_detach_locked(struct kvp_client *c);
 
@@ -148,7 +170,18 @@ int kvp_commit_locked(struct kvp_client *c,
 int kvp_trim_locked(struct kvp_client *c, const struct kvpool_handle *h,
 		    u32 count, u32 *nr_freed, u32 *error_index);
 int kvp_release_locked(struct kvp_client *c, const struct kvpool_handle *h,
-		       u32 count, u32 *nr_freed, u32 *error_index);
+		       u32 count, u32 flags, u32 *nr_freed, u32 *error_index);
+int kvp_donate_locked(struct kvp_client *c,
+		      const struct kvpool_len_entry *e, u32 count,
+		      u32 *nr_donated, u32 *error_index);
+int kvp_swa_free_locked(struct kvp_client *c,
+			const struct kvpool_len_entry *e, u32 count,
+			u32 *nr_freed, u32 *error_index);
+int kvp_attach_prefix_locked(struct kvp_client *c,
+			     const struct kvpool_handle *h,
+			     const u32 *pages, u32 nr_pages);
+int kvp_cache_evict_locked(struct kvp_client *c, const u32 *pages,
+			   u32 count, u32 *error_index);
 
 int kvp_to_slot_locked(struct kvp_client *c, const struct kvpool_handle *h,
 		       u64 session, u32 *nr_pages);

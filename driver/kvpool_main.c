@@ -80,6 +80,7 @@ union kvpool_ucmd_buffer {
 	struct kvpool_slot slot;
 	struct kvpool_row_query query;
 	struct kvpool_verify verify;
+	struct kvpool_attach attach;
 	struct kvpool_ctl_create create;
 	struct kvpool_ctl_destroy destroy;
 };
@@ -147,7 +148,7 @@ static long kvpool_dispatch(void *ctx, const struct kvpool_ioctl_op *ops,
 static int kvpool_check_batch(struct kvp_client *c, u32 flags, u32 count,
 			      u32 reserved)
 {
-	if (flags)
+	if (flags)	/* flags a caller allows are masked off before */
 		return -EOPNOTSUPP;
 	if (reserved || !count || count > c->pool->max_batch)
 		return -EINVAL;
@@ -181,7 +182,8 @@ static int kvpool_info(void *ctx, struct kvpool_ucmd *ucmd)
 	cmd->out_abi_version = KVPOOL_ABI_VERSION;
 	cmd->out_pool_id = pool->id;
 	cmd->out_features = KVPOOL_FEAT_ROWS | KVPOOL_FEAT_EXTEND |
-			    KVPOOL_FEAT_SLOTS | KVPOOL_FEAT_VERIFY;
+			    KVPOOL_FEAT_SLOTS | KVPOOL_FEAT_VERIFY |
+			    KVPOOL_FEAT_PREFIX_CACHE | KVPOOL_FEAT_SWA;
 	cmd->out_nr_pages = pool->nr_pages;
 	cmd->out_page_tokens = pool->page_tokens;
 	cmd->out_nr_rows = pool->nr_rows;
@@ -235,7 +237,7 @@ static int kvpool_row_alloc(void *ctx, struct kvpool_ucmd *ucmd)
 		 * back rather than leave them held until close.
 		 */
 		mutex_lock(&c->pool->lock);
-		kvp_release_locked(c, h, cmd->count, &freed, &idx);
+		kvp_release_locked(c, h, cmd->count, 0, &freed, &idx);
 		mutex_unlock(&c->pool->lock);
 		ret = -EFAULT;
 	}
@@ -282,19 +284,40 @@ out_free:
 	return ret;
 }
 
-enum kvpool_batch_op { KVPOOL_OP_COMMIT, KVPOOL_OP_TRIM, KVPOOL_OP_RELEASE };
+enum kvpool_batch_op {
+	KVPOOL_OP_COMMIT,
+	KVPOOL_OP_TRIM,
+	KVPOOL_OP_RELEASE,
+	KVPOOL_OP_DONATE,
+	KVPOOL_OP_SWA_FREE,
+	KVPOOL_OP_CACHE_EVICT,
+};
+
+/* The ops that share struct kvpool_batch: entry size and allowed flags. */
+static const struct {
+	size_t entry_size;
+	u32 flags;
+} kvpool_batch_ops[] = {
+	[KVPOOL_OP_COMMIT] = { sizeof(struct kvpool_len_entry), 0 },
+	[KVPOOL_OP_TRIM] = { sizeof(struct kvpool_handle), 0 },
+	[KVPOOL_OP_RELEASE] = { sizeof(struct kvpool_handle),
+				KVPOOL_RELEASE_DONATE },
+	[KVPOOL_OP_DONATE] = { sizeof(struct kvpool_len_entry), 0 },
+	[KVPOOL_OP_SWA_FREE] = { sizeof(struct kvpool_len_entry), 0 },
+	[KVPOOL_OP_CACHE_EVICT] = { sizeof(u32), 0 },
+};
 
 static int kvpool_batch(struct kvp_client *c, struct kvpool_batch *cmd,
 			enum kvpool_batch_op op)
 {
-	size_t size = op == KVPOOL_OP_COMMIT ? sizeof(struct kvpool_len_entry) :
-					       sizeof(struct kvpool_handle);
+	size_t size = kvpool_batch_ops[op].entry_size;
 	void *e;
 	int ret;
 
 	cmd->out_error_index = ~0U;
 	cmd->out_nr_pages = 0;
-	ret = kvpool_check_batch(c, cmd->flags, cmd->count, cmd->__reserved);
+	ret = kvpool_check_batch(c, cmd->flags & ~kvpool_batch_ops[op].flags,
+				 cmd->count, cmd->__reserved);
 	if (ret)
 		return ret;
 	e = kvpool_copy_array(cmd->entries, cmd->count, size);
@@ -312,8 +335,23 @@ static int kvpool_batch(struct kvp_client *c, struct kvpool_batch *cmd,
 				      &cmd->out_error_index);
 		break;
 	case KVPOOL_OP_RELEASE:
-		ret = kvp_release_locked(c, e, cmd->count, &cmd->out_nr_pages,
+		ret = kvp_release_locked(c, e, cmd->count, cmd->flags,
+					 &cmd->out_nr_pages,
 					 &cmd->out_error_index);
+		break;
+	case KVPOOL_OP_DONATE:
+		ret = kvp_donate_locked(c, e, cmd->count, &cmd->out_nr_pages,
+					&cmd->out_error_index);
+		break;
+	case KVPOOL_OP_SWA_FREE:
+		ret = kvp_swa_free_locked(c, e, cmd->count, &cmd->out_nr_pages,
+					  &cmd->out_error_index);
+		break;
+	case KVPOOL_OP_CACHE_EVICT:
+		ret = kvp_cache_evict_locked(c, e, cmd->count,
+					     &cmd->out_error_index);
+		if (!ret)
+			cmd->out_nr_pages = cmd->count;
 		break;
 	}
 	mutex_unlock(&c->pool->lock);
@@ -334,6 +372,43 @@ static int kvpool_trim(void *ctx, struct kvpool_ucmd *ucmd)
 static int kvpool_release_rows(void *ctx, struct kvpool_ucmd *ucmd)
 {
 	return kvpool_batch(ctx, ucmd->cmd, KVPOOL_OP_RELEASE);
+}
+
+static int kvpool_donate(void *ctx, struct kvpool_ucmd *ucmd)
+{
+	return kvpool_batch(ctx, ucmd->cmd, KVPOOL_OP_DONATE);
+}
+
+static int kvpool_swa_free(void *ctx, struct kvpool_ucmd *ucmd)
+{
+	return kvpool_batch(ctx, ucmd->cmd, KVPOOL_OP_SWA_FREE);
+}
+
+static int kvpool_cache_evict(void *ctx, struct kvpool_ucmd *ucmd)
+{
+	return kvpool_batch(ctx, ucmd->cmd, KVPOOL_OP_CACHE_EVICT);
+}
+
+static int kvpool_attach_prefix(void *ctx, struct kvpool_ucmd *ucmd)
+{
+	struct kvp_client *c = ctx;
+	struct kvpool_attach *cmd = ucmd->cmd;
+	u32 max = c->pool->row_tokens / c->pool->page_tokens;
+	u32 *pages;
+	int ret;
+
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved || !cmd->nr_pages || cmd->nr_pages > max)
+		return -EINVAL;
+	pages = kvpool_copy_array(cmd->pages, cmd->nr_pages, sizeof(u32));
+	if (IS_ERR(pages))
+		return PTR_ERR(pages);
+	mutex_lock(&c->pool->lock);
+	ret = kvp_attach_prefix_locked(c, &cmd->handle, pages, cmd->nr_pages);
+	mutex_unlock(&c->pool->lock);
+	kvfree(pages);
+	return ret;
 }
 
 /* TO_SLOT names a row; FROM_SLOT and SLOT_RELEASE get or need none. */
@@ -474,6 +549,12 @@ static const struct kvpool_ioctl_op kvpool_ops[] = {
 		  out_swa_evicted_len),
 	KVPOOL_OP(VERIFY, kvpool_verify, struct kvpool_verify,
 		  __reserved),
+	KVPOOL_OP(DONATE, kvpool_donate, struct kvpool_batch, __reserved),
+	KVPOOL_OP(ATTACH_PREFIX, kvpool_attach_prefix, struct kvpool_attach,
+		  pages),
+	KVPOOL_OP(CACHE_EVICT, kvpool_cache_evict, struct kvpool_batch,
+		  __reserved),
+	KVPOOL_OP(SWA_FREE, kvpool_swa_free, struct kvpool_batch, __reserved),
 };
 
 static long kvpool_ioctl(struct file *file, unsigned int cmd,
@@ -490,18 +571,18 @@ static int kvpool_open(struct inode *inode, struct file *file)
 	struct kvpool_dev *kd = container_of(file->private_data,
 					     struct kvpool_dev, misc);
 	struct kvp_client *c;
+	int ret;
 
 	c = kzalloc(sizeof(*c), GFP_KERNEL_ACCOUNT);
 	if (!c)
 		return -ENOMEM;
 	mutex_lock(&kd->core.lock);
-	if (kd->dead) {
-		mutex_unlock(&kd->core.lock);
-		kfree(c);
-		return -ENODEV;
-	}
-	kvp_client_attach_locked(&kd->core, c);
+	ret = kd->dead ? -ENODEV : kvp_client_attach_locked(&kd->core, c);
 	mutex_unlock(&kd->core.lock);
+	if (ret) {
+		kfree(c);
+		return ret;
+	}
 	file->private_data = c;
 	return nonseekable_open(inode, file);
 }

@@ -53,8 +53,16 @@ static int tpool_init(struct tpool *t, u32 flags, u32 pages, u32 pt,
 	if (ret)
 		return ret;
 	mutex_lock(&t->pool.lock);
-	for (i = 0; i < 3; i++)
-		kvp_client_attach_locked(&t->pool, &t->c[i]);
+	for (i = 0; i < 3; i++) {
+		ret = kvp_client_attach_locked(&t->pool, &t->c[i]);
+		if (ret) {
+			while (i--)
+				kvp_client_detach_locked(&t->c[i]);
+			mutex_unlock(&t->pool.lock);
+			kvp_pool_fini(&t->pool);
+			return ret;
+		}
+	}
 	return 0;
 }
 
@@ -394,16 +402,16 @@ static void test_release(void)
 	CHECK_EQ(commit1(&t.c[0], h[0], 30), 0);
 	st = stats(&t.c[0]);
 	h[1] = h[0];
-	CHECK_EQ(kvp_release_locked(&t.c[0], h, 2, &freed, &idx), -EINVAL);
+	CHECK_EQ(kvp_release_locked(&t.c[0], h, 2, 0, &freed, &idx), -EINVAL);
 	CHECK_EQ(idx, 1);
 	CHECK(stats_eq(&t.c[0], &st));
-	CHECK_EQ(kvp_release_locked(&t.c[1], h, 1, &freed, &idx), -ENOENT);
-	CHECK_EQ(kvp_release_locked(&t.c[0], h, 1, &freed, &idx), 0);
+	CHECK_EQ(kvp_release_locked(&t.c[1], h, 1, 0, &freed, &idx), -ENOENT);
+	CHECK_EQ(kvp_release_locked(&t.c[0], h, 1, 0, &freed, &idx), 0);
 	CHECK_EQ(freed, 10);
 	CHECK_EQ(stats(&t.c[0]).out_free_pages, 64);
 	CHECK_EQ(stats(&t.c[0]).out_client_rows, 0);
 	/* Releasing twice is an error, not a no-op. */
-	CHECK_EQ(kvp_release_locked(&t.c[0], h, 1, &freed, &idx), -ENOENT);
+	CHECK_EQ(kvp_release_locked(&t.c[0], h, 1, 0, &freed, &idx), -ENOENT);
 	CHECK_EQ(idx, 0);
 	/* The row comes back zeroed, under a new generation. */
 	CHECK_EQ(alloc1(&t.c[0], &again), 0);
@@ -414,7 +422,7 @@ static void test_release(void)
 	CHECK_EQ(query(&t.c[0], again, NULL).out_allocated_len, 0);
 	CHECK_EQ(query(&t.c[0], again, NULL).out_committed_len, 0);
 	/* Generations never wrap to 0. */
-	CHECK_EQ(kvp_release_locked(&t.c[0], &again, 1, &freed, &idx), 0);
+	CHECK_EQ(kvp_release_locked(&t.c[0], &again, 1, 0, &freed, &idx), 0);
 	t.pool.rows[again.req_pool_idx].gen = U32_MAX;
 	CHECK_EQ(kvp_row_alloc_locked(&t.c[0], &again, 1, &sh), 0);
 	CHECK_EQ(again.generation, 1);
@@ -522,7 +530,7 @@ static void test_detach(void)
 		 st.out_free_pages + st.out_client_pages);
 	CHECK_EQ(stats(&t.c[0]).out_nr_clients, 2);
 	CHECK(clean(&t));
-	kvp_client_attach_locked(&t.pool, &t.c[1]);
+	CHECK_EQ(kvp_client_attach_locked(&t.pool, &t.c[1]), 0);
 	CHECK(clean(&t));
 	tpool_fini(&t);
 }
@@ -609,6 +617,254 @@ static void test_verify_catches(void)
 	tpool_fini(&t);
 }
 
+static int donate1(struct kvp_client *c, struct kvpool_handle h, u32 upto,
+		   u32 *n)
+{
+	struct kvpool_len_entry e = { .handle = h, .len = upto };
+	u32 idx, dummy;
+
+	return kvp_donate_locked(c, &e, 1, n ? n : &dummy, &idx);
+}
+
+static int swa1(struct kvp_client *c, struct kvpool_handle h, u32 edge,
+		u32 *n)
+{
+	struct kvpool_len_entry e = { .handle = h, .len = edge };
+	u32 idx, dummy;
+
+	return kvp_swa_free_locked(c, &e, 1, n ? n : &dummy, &idx);
+}
+
+static void test_prefix_cache(u32 pt)
+{
+	struct kvpool_handle a, b, other;
+	struct kvpool_row_query q;
+	struct kvpool_stats st;
+	struct tpool t;
+	u32 *pages, cached[8], n, idx, freed;
+
+	CHECK_EQ(tpool_init(&t, 0, 128, pt, 8, 64 * pt), 0);
+	CHECK_EQ(alloc1(&t.c[0], &a), 0);
+	CHECK_EQ(alloc1(&t.c[1], &other), 0);
+	CHECK_EQ(extend1(&t.c[0], a, 10 * pt, NULL), 0);
+
+	/* Donate what is committed, in whole pages; protected follows. */
+	CHECK_EQ(donate1(&t.c[0], a, 4 * pt, &n), -EINVAL);	/* > committed */
+	CHECK_EQ(commit1(&t.c[0], a, 5 * pt + (pt > 1)), 0);
+	CHECK_EQ(donate1(&t.c[0], a, 0, &n), -EALREADY);
+	CHECK_EQ(donate1(&t.c[0], a, 3 * pt + (pt > 1), &n), 0);
+	CHECK_EQ(n, 3);
+	q = query(&t.c[0], a, &pages);
+	CHECK_EQ(q.out_protected_len, 3 * pt);
+	memcpy(cached, pages, 3 * sizeof(u32));
+	kvfree(pages);
+	/* Donating the same prefix again is refused. */
+	CHECK_EQ(donate1(&t.c[0], a, 3 * pt, &n), -EALREADY);
+	CHECK_EQ(donate1(&t.c[0], a, 5 * pt, &n), 0);
+	CHECK_EQ(n, 2);
+	st = stats(&t.c[0]);
+	CHECK_EQ(st.out_cache_pinned, 5);
+	CHECK_EQ(st.out_cache_evictable, 0);
+	CHECK_EQ(st.out_client_cache_pages, 5);
+	CHECK_EQ(st.out_client_pages, 5);
+	CHECK_EQ(st.out_row_pages, 5);
+	CHECK(clean(&t));
+
+	/* Pinned pages cannot be evicted; nothing is freed. */
+	CHECK_EQ(kvp_cache_evict_locked(&t.c[0], cached, 1, &idx), -EBUSY);
+	CHECK_EQ(kvp_cache_evict_locked(&t.c[1], cached, 1, &idx), -ENOENT);
+
+	/* Another request borrows the first three pages. */
+	CHECK_EQ(alloc1(&t.c[0], &b), 0);
+	CHECK_EQ(kvp_attach_prefix_locked(&t.c[1], &other, cached, 3),
+		 -ENOENT);		/* not that client's cache */
+	CHECK_EQ(kvp_attach_prefix_locked(&t.c[0], &a, cached, 3),
+		 -EINVAL);		/* a is not a fresh row */
+	cached[3] = cached[0];
+	CHECK_EQ(kvp_attach_prefix_locked(&t.c[0], &b, cached, 4),
+		 -EINVAL);		/* named twice */
+	cached[3] = 127;
+	CHECK_EQ(kvp_attach_prefix_locked(&t.c[0], &b, cached, 4),
+		 -ENOENT);		/* a free page */
+	CHECK_EQ(kvp_attach_prefix_locked(&t.c[0], &b, cached, 0), -EINVAL);
+	CHECK_EQ(query(&t.c[0], b, NULL).out_allocated_len, 0);
+	CHECK_EQ(kvp_attach_prefix_locked(&t.c[0], &b, cached, 3), 0);
+	q = query(&t.c[0], b, &pages);
+	CHECK_EQ(q.out_protected_len, 3 * pt);
+	CHECK_EQ(q.out_committed_len, 3 * pt);
+	CHECK_EQ(q.out_allocated_len, 3 * pt);
+	CHECK_EQ(pages[2], cached[2]);
+	kvfree(pages);
+	CHECK_EQ(t.pool.rows[b.req_pool_idx].protected, 3 * pt);
+	CHECK(clean(&t));
+	/* b grows past its prefix with pages of its own. */
+	CHECK_EQ(extend1(&t.c[0], b, 4 * pt + 1, &n), 0);
+	CHECK_EQ(n, 2);
+	CHECK(clean(&t));
+
+	/* Releasing a unpins; b still pins the first three. */
+	CHECK_EQ(kvp_release_locked(&t.c[0], &a, 1, 0, &freed, &idx), 0);
+	CHECK_EQ(freed, 5);
+	st = stats(&t.c[0]);
+	CHECK_EQ(st.out_cache_pinned, 3);
+	CHECK_EQ(st.out_cache_evictable, 2);
+	CHECK_EQ(kvp_cache_evict_locked(&t.c[0], cached, 3, &idx), -EBUSY);
+	CHECK_EQ(idx, 0);
+	/* Parking b in a slot carries its pins along. */
+	CHECK_EQ(kvp_to_slot_locked(&t.c[0], &b, 7, &n), 0);
+	CHECK_EQ(stats(&t.c[0]).out_cache_pinned, 3);
+	CHECK(clean(&t));
+	CHECK_EQ(kvp_slot_release_locked(&t.c[0], 7, &n), 0);
+	CHECK_EQ(stats(&t.c[0]).out_cache_pinned, 0);
+	CHECK_EQ(stats(&t.c[0]).out_cache_evictable, 5);
+
+	/* Evict: all-or-nothing, each page once. */
+	cached[3] = cached[1];
+	CHECK_EQ(kvp_cache_evict_locked(&t.c[0], cached, 4, &idx), -EINVAL);
+	CHECK_EQ(idx, 3);
+	CHECK_EQ(stats(&t.c[0]).out_client_cache_pages, 5);
+	CHECK(clean(&t));
+	CHECK_EQ(kvp_cache_evict_locked(&t.c[0], cached, 3, &idx), 0);
+	CHECK_EQ(stats(&t.c[0]).out_client_cache_pages, 2);
+	CHECK_EQ(kvp_cache_evict_locked(&t.c[0], cached, 1, &idx), -ENOENT);
+	CHECK(clean(&t));
+	/* Closing the client frees the two left in its cache. */
+	tpool_fini(&t);
+}
+
+static void test_release_donate(void)
+{
+	struct kvpool_handle h[2];
+	struct tpool t;
+	u32 sh, idx, freed;
+
+	CHECK_EQ(tpool_init(&t, 0, 64, 16, 8, 1024), 0);
+	CHECK_EQ(kvp_row_alloc_locked(&t.c[0], h, 2, &sh), 0);
+	CHECK_EQ(extend1(&t.c[0], h[0], 100, NULL), 0);	/* 7 pages */
+	CHECK_EQ(extend1(&t.c[0], h[1], 20, NULL), 0);	/* 2 pages */
+	CHECK_EQ(commit1(&t.c[0], h[0], 90), 0);	/* 5 full */
+	CHECK_EQ(commit1(&t.c[0], h[1], 10), 0);	/* none full */
+	CHECK_EQ(kvp_release_locked(&t.c[0], h, 2, 2, &freed, &idx),
+		 -EOPNOTSUPP);
+	CHECK_EQ(kvp_release_locked(&t.c[0], h, 2, KVPOOL_RELEASE_DONATE,
+				    &freed, &idx), 0);
+	CHECK_EQ(freed, 2 + 2);
+	CHECK_EQ(stats(&t.c[0]).out_cache_evictable, 5);
+	CHECK_EQ(stats(&t.c[0]).out_free_pages, 64 - 5);
+	CHECK(clean(&t));
+	tpool_fini(&t);
+}
+
+static void test_swa(u32 pt)
+{
+	struct kvpool_handle h, b;
+	struct kvpool_row_query q;
+	struct tpool t;
+	u32 *pages, n, cached[2];
+
+	CHECK_EQ(tpool_init(&t, 0, 64, pt, 8, 64 * pt), 0);
+	CHECK_EQ(alloc1(&t.c[0], &h), 0);
+	CHECK_EQ(extend1(&t.c[0], h, 10 * pt, NULL), 0);
+	CHECK_EQ(commit1(&t.c[0], h, 8 * pt), 0);
+	CHECK_EQ(donate1(&t.c[0], h, 2 * pt, NULL), 0);
+
+	CHECK_EQ(swa1(&t.c[0], h, 2 * pt - 1, &n), -EINVAL);	/* < protected */
+	CHECK_EQ(swa1(&t.c[0], h, 8 * pt + 1, &n), -EINVAL);	/* > committed */
+	CHECK_EQ(swa1(&t.c[0], h, 4 * pt + (pt > 1), &n), 0);
+	CHECK_EQ(n, 2);			/* pages 2, 3: never the cache's 0, 1 */
+	q = query(&t.c[0], h, &pages);
+	CHECK_EQ(q.out_swa_evicted_len, 4 * pt);
+	CHECK_EQ(pages[2], KVPOOL_PAGE_NONE);
+	CHECK_EQ(pages[3], KVPOOL_PAGE_NONE);
+	CHECK(pages[1] != KVPOOL_PAGE_NONE && pages[4] != KVPOOL_PAGE_NONE);
+	memcpy(cached, pages, sizeof(cached));
+	kvfree(pages);
+	CHECK_EQ(swa1(&t.c[0], h, 4 * pt - 1, &n), -EINVAL);	/* backwards */
+	CHECK_EQ(swa1(&t.c[0], h, 4 * pt, &n), 0);
+	CHECK_EQ(n, 0);
+	CHECK(clean(&t));
+	/* Holes are skipped by donate, trim and release alike. */
+	CHECK_EQ(donate1(&t.c[0], h, 6 * pt, &n), 0);
+	CHECK_EQ(n, 2);
+	CHECK_EQ(kvp_trim_locked(&t.c[0], &h, 1, &n, &b.generation), 0);
+	CHECK_EQ(n, 2);
+	CHECK(clean(&t));
+	/* The window edge never goes below protected. */
+	CHECK_EQ(swa1(&t.c[0], h, 5 * pt, &n), -EINVAL);
+	CHECK_EQ(alloc1(&t.c[0], &b), 0);
+	CHECK_EQ(kvp_attach_prefix_locked(&t.c[0], &b, cached, 2), 0);
+	CHECK(clean(&t));
+	tpool_fini(&t);
+}
+
+static void test_many_clients(void)
+{
+	static struct kvp_client extra[40];
+	struct kvp_pool pool;
+	u32 i;
+
+	CHECK_EQ(kvp_pool_init(&pool, 1, 0, 8, 1, 8, 8), 0);
+	mutex_lock(&pool.lock);
+	for (i = 0; i < 40; i++)
+		CHECK_EQ(kvp_client_attach_locked(&pool, &extra[i]), 0);
+	CHECK_EQ(pool.clients_cap, 64);
+	kvp_client_detach_locked(&extra[5]);
+	CHECK_EQ(kvp_client_attach_locked(&pool, &extra[5]), 0);
+	CHECK_EQ(extra[5].cidx, 5);
+	CHECK_EQ(verify(&pool), 0);
+	/* The table does not grow past KVP_MAX_CLIENTS. */
+	pool.clients_cap = KVP_MAX_CLIENTS;
+	pool.nr_clients = KVP_MAX_CLIENTS;
+	CHECK_EQ(kvp_client_attach_locked(&pool, &extra[39]), -EMFILE);
+	pool.clients_cap = 64;
+	pool.nr_clients = 40;
+	for (i = 0; i < 40; i++)
+		kvp_client_detach_locked(&extra[i]);
+	CHECK_EQ(pool.nr_clients, 0);
+	mutex_unlock(&pool.lock);
+	kvp_pool_fini(&pool);
+}
+
+static void test_verify_catches_cache(void)
+{
+	struct kvpool_handle h, b;
+	struct tpool t;
+	u32 id, *pages;
+
+	CHECK_EQ(tpool_init(&t, 0, 16, 1, 4, 100), 0);
+	CHECK_EQ(alloc1(&t.c[0], &h), 0);
+	CHECK_EQ(extend1(&t.c[0], h, 4, NULL), 0);
+	CHECK_EQ(commit1(&t.c[0], h, 4), 0);
+	CHECK_EQ(donate1(&t.c[0], h, 2, NULL), 0);
+	CHECK_EQ(alloc1(&t.c[0], &b), 0);
+	query(&t.c[0], h, &pages);
+	CHECK_EQ(kvp_attach_prefix_locked(&t.c[0], &b, pages, 2), 0);
+	id = pages[0];
+	kvfree(pages);
+	CHECK(clean(&t));
+
+	t.c[0].cache[t.pool.pages[id].next].pins++;	/* pin count off */
+	CHECK(broken(&t));
+	t.c[0].cache[t.pool.pages[id].next].pins--;
+	t.pool.pages[id].next ^= 1;			/* back-link off */
+	CHECK(broken(&t));
+	t.pool.pages[id].next ^= 1;
+	t.pool.pages[id].owner = KVP_OWNER_CACHE | 1;	/* another's cache */
+	CHECK(broken(&t));
+	t.pool.pages[id].owner = KVP_OWNER_CACHE;
+	t.pool.cache_pinned--;
+	t.pool.cache_evictable++;
+	CHECK(broken(&t));
+	t.pool.cache_pinned++;
+	t.pool.cache_evictable--;
+	t.pool.rows[b.req_pool_idx].protected = 1;	/* not a whole page */
+	t.pool.rows[b.req_pool_idx].protected = 1;
+	CHECK(broken(&t));
+	t.pool.rows[b.req_pool_idx].protected = 2;
+	CHECK(clean(&t));
+	tpool_fini(&t);
+}
+
 /* One scheduler-like sequence of every op; returns the first error. */
 static int sequence(struct tpool *t)
 {
@@ -655,7 +911,38 @@ static int sequence(struct tpool *t)
 	ret = extend1(&t->c[0], back, 700, NULL);
 	if (ret)
 		return ret;
-	return kvp_release_locked(&t->c[0], h, 2, &n, &idx);
+	ret = commit1(&t->c[0], back, 600);
+	if (ret)
+		return ret;
+	ret = donate1(&t->c[0], back, 300, NULL);
+	if (ret)
+		return ret;
+	ret = swa1(&t->c[0], back, 400, NULL);
+	if (ret)
+		return ret;
+	q.handle = back;
+	q.pages_cap = 10;
+	ret = kvp_row_query_locked(&t->c[0], &q, &pages);
+	if (ret)
+		return ret;
+	ret = kvp_attach_prefix_locked(&t->c[0], &h[3], pages, 0) == -EINVAL ?
+	      0 : -EIO;
+	if (!ret) {
+		ret = kvp_release_locked(&t->c[0], &h[3], 1, 0, &n, &idx);
+		if (!ret)
+			ret = kvp_row_alloc_locked(&t->c[0], &h[3], 1, &sh);
+		if (!ret)
+			ret = kvp_attach_prefix_locked(&t->c[0], &h[3],
+						       pages, 10);
+	}
+	kvfree(pages);
+	if (ret)
+		return ret;
+	ret = kvp_release_locked(&t->c[0], &back, 1, KVPOOL_RELEASE_DONATE,
+				 &n, &idx);
+	if (ret)
+		return ret;
+	return kvp_release_locked(&t->c[0], h, 2, 0, &n, &idx);
 }
 
 /*
@@ -724,7 +1011,7 @@ static void test_random(void)
 		struct kvpool_handle h;
 		struct kvpool_stats st = stats(c);
 		u32 n, idx;
-		int ret = 0, op = rnd(9);
+		int ret = 0, op = rnd(13);
 
 		k = nheld[ci] ? (int)rnd(nheld[ci]) : -1;
 		h = k >= 0 ? held[ci][k] : (struct kvpool_handle){ rnd(100), 1 };
@@ -758,12 +1045,47 @@ static void test_random(void)
 			break;
 		case 5:
 		case 6:
-			ret = kvp_release_locked(c, &h, 1, &n, &idx);
+			ret = kvp_release_locked(c, &h, 1, 0, &n, &idx);
 			if (!ret && k >= 0)
 				held[ci][k] = held[ci][--nheld[ci]];
 			break;
 		case 7:
 			ret = kvp_to_slot_locked(c, &h, rnd(8), &n);
+			if (!ret && k >= 0)
+				held[ci][k] = held[ci][--nheld[ci]];
+			break;
+		case 9: {
+			struct kvpool_row_query q = query(c, h, NULL);
+
+			ret = donate1(c, h, q.out_protected_len +
+				      rnd(q.out_committed_len -
+					  q.out_protected_len + 2), NULL);
+			break;
+		}
+		case 10: {
+			struct kvpool_row_query q = query(c, h, NULL);
+
+			ret = swa1(c, h, q.out_swa_evicted_len +
+				   rnd(q.out_committed_len + 2 -
+				       q.out_swa_evicted_len), NULL);
+			break;
+		}
+		case 11: {
+			u32 pg[4], j, m = 1 + rnd(4);
+
+			for (j = 0; j < m; j++)
+				pg[j] = c->nr_cache_pages && rnd(8) ?
+					c->cache[rnd(c->nr_cache_pages)].page :
+					rnd(3000);
+			if (rnd(2))
+				ret = kvp_cache_evict_locked(c, pg, m, &idx);
+			else
+				ret = kvp_attach_prefix_locked(c, &h, pg, m);
+			break;
+		}
+		case 12:
+			ret = kvp_release_locked(c, &h, 1, KVPOOL_RELEASE_DONATE,
+						 &n, &idx);
 			if (!ret && k >= 0)
 				held[ci][k] = held[ci][--nheld[ci]];
 			break;
@@ -791,7 +1113,7 @@ static void test_random(void)
 		}
 		if (rnd(2000) == 0) {
 			kvp_client_detach_locked(c);
-			kvp_client_attach_locked(&t.pool, c);
+			CHECK_EQ(kvp_client_attach_locked(&t.pool, c), 0);
 			nheld[ci] = 0;
 		}
 	}
@@ -844,6 +1166,10 @@ static void run(const char *name, void (*fn)(void))
 	fflush(stdout);
 }
 
+static void test_prefix_cache_pt1(void) { test_prefix_cache(1); }
+static void test_prefix_cache_pt16(void) { test_prefix_cache(16); }
+static void test_swa_pt1(void) { test_swa(1); }
+static void test_swa_pt16(void) { test_swa(16); }
 static void test_extend_pt1(void) { test_extend(1); }
 static void test_extend_pt16(void) { test_extend(16); }
 static void test_commit_trim_pt1(void) { test_commit_trim(1); }
@@ -852,7 +1178,7 @@ static void test_commit_trim_pt16(void) { test_commit_trim(16); }
 int main(int argc, char **argv)
 {
 	kvp_user_verbose = argc > 1 && !strcmp(argv[1], "-v");
-	printf("TAP version 13\n1..15\n");
+	printf("TAP version 13\n1..22\n");
 	run("geometry", test_geometry);
 	run("reserve_zero", test_reserve_zero);
 	run("row_alloc", test_row_alloc);
@@ -864,6 +1190,13 @@ int main(int argc, char **argv)
 	run("slots", test_slots);
 	run("detach", test_detach);
 	run("mark_wrap", test_mark_wrap);
+	run("prefix_cache_pt1", test_prefix_cache_pt1);
+	run("prefix_cache_pt16", test_prefix_cache_pt16);
+	run("release_donate", test_release_donate);
+	run("swa_pt1", test_swa_pt1);
+	run("swa_pt16", test_swa_pt16);
+	run("many_clients", test_many_clients);
+	run("verify_catches_cache_corruption", test_verify_catches_cache);
 	run("verify_catches_corruption", test_verify_catches);
 	run("fail_nth", test_fail_nth);
 	run("random_ops", test_random);

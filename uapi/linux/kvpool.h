@@ -54,7 +54,8 @@
  * - ENOENT:     the handle or session id does not name a row or slot this
  *               client holds (never held, released, another client's, or
  *               req_pool_idx out of range; these are not told apart so a
- *               client learns nothing of others).
+ *               client learns nothing of others); or a page id is not a
+ *               page of this client's prefix cache.
  * - ESTALE:     this client holds the row, but under a newer generation:
  *               the handle is from an earlier use of the row.
  * - ENOSPC:     not enough free pages or rows; ``out_short`` says how many
@@ -64,10 +65,13 @@
  *               many entries are needed (saturating at 2^32 - 1). Checked
  *               before ENOSPC. Nothing changed.
  * - EEXIST:     the session id already names a slot of this client.
+ * - EALREADY:   DONATE: the row's cache already holds that prefix.
+ * - EBUSY:      CACHE_EVICT: a page is pinned (a row borrows it).
  * - EOVERFLOW:  arithmetic on the inputs would overflow.
  * - ENOMEM:     the kernel could not allocate memory. Nothing changed.
  * - EPERM:      a control op without CAP_SYS_ADMIN.
  * - EBUSY:      (control) destroying a pool that still has clients.
+ * - EMFILE:     (open) the pool has 65536 clients already.
  * - ENODEV:     (control) no pool with that id; (open) the pool is going.
  */
 
@@ -81,14 +85,14 @@
 #define KVPOOL_FEAT_EXTEND	_BITULL(1)	/* EXTEND, COMMIT, TRIM */
 #define KVPOOL_FEAT_SLOTS	_BITULL(2)	/* TO_SLOT, FROM_SLOT, SLOT_RELEASE */
 #define KVPOOL_FEAT_VERIFY	_BITULL(3)	/* VERIFY */
+/* DONATE, ATTACH_PREFIX, CACHE_EVICT, KVPOOL_RELEASE_DONATE */
+#define KVPOOL_FEAT_PREFIX_CACHE _BITULL(4)
+#define KVPOOL_FEAT_SWA		_BITULL(5)	/* SWA_FREE */
 /*
  * Reserved for ops that later ABI versions add; a client must test the bit
- * before using them: prefix cache (donate, attach_prefix, cache evict),
- * sliding-window free, export/import to another process, tenant quotas and
+ * before using them: export/import to another process, tenant quotas and
  * pressure notification.
  */
-#define KVPOOL_FEAT_PREFIX_CACHE _BITULL(4)
-#define KVPOOL_FEAT_SWA		_BITULL(5)
 #define KVPOOL_FEAT_EXPORT	_BITULL(6)
 #define KVPOOL_FEAT_QUOTA	_BITULL(7)
 #define KVPOOL_FEAT_PRESSURE	_BITULL(8)
@@ -107,7 +111,11 @@ enum {
 	KVPOOL_CMD_SLOT_RELEASE,
 	KVPOOL_CMD_ROW_QUERY,
 	KVPOOL_CMD_VERIFY,
-	/* 0x8c..0x9f: reserved for the ops named above KVPOOL_FEAT_* */
+	KVPOOL_CMD_DONATE,
+	KVPOOL_CMD_ATTACH_PREFIX,
+	KVPOOL_CMD_CACHE_EVICT,
+	KVPOOL_CMD_SWA_FREE,
+	/* 0x90..0x9f: reserved for the ops named above KVPOOL_FEAT_* */
 	KVPOOL_CMD_CTL_CREATE = 0xa0,
 	KVPOOL_CMD_CTL_DESTROY,
 };
@@ -288,22 +296,46 @@ struct kvpool_len_entry {
 	__u32 __reserved;
 };
 
+/* RELEASE flags */
+#define KVPOOL_RELEASE_DONATE	_BITUL(0)	/* DONATE up to committed first */
+
 /**
- * struct kvpool_batch - KVPOOL_COMMIT, KVPOOL_TRIM, KVPOOL_RELEASE
+ * struct kvpool_batch - the batched ops on rows and cache pages
  * @size: sizeof(struct kvpool_batch)
- * @flags: must be 0 (KVPOOL_RELEASE_* for RELEASE, none defined yet)
+ * @flags: must be 0; RELEASE: KVPOOL_RELEASE_*
  * @count: entries, 1..out_max_batch
  * @out_error_index: first bad entry, or ~0U
- * @entries: COMMIT: struct kvpool_len_entry[count];
- *           TRIM, RELEASE: struct kvpool_handle[count]
+ * @entries: COMMIT, DONATE, SWA_FREE: struct kvpool_len_entry[count];
+ *           TRIM, RELEASE: struct kvpool_handle[count];
+ *           CACHE_EVICT: __u32 page ids[count]
  * @out_nr_pages: pages returned to the free list by the whole batch
+ *                (DONATE: pages moved into the prefix cache)
  * @__reserved: must be 0
  *
  * COMMIT moves committed forward. TRIM frees the speculative tail: pages
  * from ceil(committed / page_tokens) on, and sets allocated = committed.
- * RELEASE (SGLang's mark_released) frees every page the row owns and the
- * row itself; the handle is dead afterwards and a second release fails
- * with ENOENT. All-or-nothing.
+ * RELEASE (SGLang's mark_released) frees every page the row owns, unpins
+ * the cache pages it borrows, and frees the row itself; the handle is dead
+ * afterwards and a second release fails with ENOENT. With
+ * KVPOOL_RELEASE_DONATE the row's full committed pages go to the client's
+ * prefix cache first (as DONATE to committed would). A retraction is a
+ * RELEASE without it: the request holds nothing and may take a row again.
+ *
+ * DONATE (len = upto <= committed, > protected, else EALREADY) moves the
+ * row's full pages in [protected, upto) to the client's prefix cache;
+ * protected rises to upto rounded down to a page. The row keeps mapping
+ * them, now borrowed: each stays pinned until the row lets go.
+ *
+ * SWA_FREE (len = window edge: protected <= edge <= committed and edge >=
+ * swa_evicted, else EINVAL) frees the row's pages wholly below the edge,
+ * never below protected; swa_evicted becomes the edge rounded down to a
+ * page, and ROW_QUERY lists KVPOOL_PAGE_NONE where pages were freed.
+ *
+ * CACHE_EVICT frees pages of the client's prefix cache: ENOENT if one is
+ * not the caller's cache page, EBUSY if one is pinned, EINVAL if one is
+ * named twice; then nothing is freed.
+ *
+ * All-or-nothing.
  */
 struct kvpool_batch {
 	__u32 size;
@@ -318,6 +350,36 @@ struct kvpool_batch {
 #define KVPOOL_COMMIT	_IO(KVPOOL_TYPE, KVPOOL_CMD_COMMIT)
 #define KVPOOL_TRIM	_IO(KVPOOL_TYPE, KVPOOL_CMD_TRIM)
 #define KVPOOL_RELEASE	_IO(KVPOOL_TYPE, KVPOOL_CMD_RELEASE)
+#define KVPOOL_DONATE	_IO(KVPOOL_TYPE, KVPOOL_CMD_DONATE)
+#define KVPOOL_CACHE_EVICT _IO(KVPOOL_TYPE, KVPOOL_CMD_CACHE_EVICT)
+#define KVPOOL_SWA_FREE	_IO(KVPOOL_TYPE, KVPOOL_CMD_SWA_FREE)
+
+/**
+ * struct kvpool_attach - KVPOOL_ATTACH_PREFIX: borrow cached pages
+ * @size: sizeof(struct kvpool_attach)
+ * @flags: must be 0
+ * @handle: a row with no tokens yet (else EINVAL)
+ * @nr_pages: pages in @pages, >= 1, nr_pages * page_tokens <= row_tokens
+ * @__reserved: must be 0
+ * @pages: user pointer to @nr_pages __u32: pages of the caller's prefix
+ *         cache (ENOENT otherwise), each once (EINVAL otherwise)
+ *
+ * The row's positions [0, k), k = nr_pages * page_tokens, map @pages in
+ * order; allocated, committed and protected become k. The pages stay the
+ * cache's and each is pinned (CACHE_EVICT refuses it) while any row
+ * borrows it; RELEASE, SLOT_RELEASE and the client's close unpin them,
+ * TO_SLOT and FROM_SLOT carry the pins along.
+ */
+struct kvpool_attach {
+	__u32 size;
+	__u32 flags;
+	struct kvpool_handle handle;
+	__u32 nr_pages;
+	__u32 __reserved;
+	__aligned_u64 pages;
+};
+
+#define KVPOOL_ATTACH_PREFIX _IO(KVPOOL_TYPE, KVPOOL_CMD_ATTACH_PREFIX)
 
 /**
  * struct kvpool_slot - KVPOOL_TO_SLOT, KVPOOL_FROM_SLOT, KVPOOL_SLOT_RELEASE
