@@ -65,14 +65,16 @@ if [[ ${SPARSE:-0} == 1 ]]; then
 fi
 vm_log "make ${margs[*]} modules"
 set +e
-make "${margs[@]}" modules 2>&1 | tee "$stage/build.log" >&2
+# Paths in messages point back into the source folder, not the copy.
+make "${margs[@]}" modules 2>&1 | sed -u "s|$stage/|$src/|g" |
+	tee "$stage/build.log" >&2
 rc=${PIPESTATUS[0]}
 set -e
 ((rc == 0)) || vm_die "build failed for $name (exit $rc); log: $stage/build.log"
 
 if grep -i 'warning:' "$stage/build.log" >"$stage/warnings.log"; then
-	vm_log "warnings are errors here (paths mapped back to $src):"
-	sed "s|$stage/|$src/|g" "$stage/warnings.log" >&2
+	vm_log "warnings are errors here:"
+	cat "$stage/warnings.log" >&2
 	vm_die "$(wc -l <"$stage/warnings.log") warning line(s) building for $name; log: $stage/build.log"
 fi
 

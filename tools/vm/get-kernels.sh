@@ -38,7 +38,7 @@ VM_PROG=get-kernels
 # on is found by modprobe; whatever is built in is skipped.
 INIT_MODULES=(virtio_pci 9pnet_virtio 9p)
 # Wanted but not required: overlay lets the guest see the host's /tmp under
-# a writable tmpfs (see vm-run.sh).
+# a writable tmpfs (see guest-init.sh).
 INIT_MODULES_OPTIONAL=(overlay)
 
 "$VM_DIR/install-deps.sh"

@@ -36,6 +36,10 @@ exec </dev/console >/dev/console 2>&1
 # The console is the host's stdout: no CR before each LF.
 stty -onlcr 2>/dev/null
 
+# No NIC (QEMU runs with -nodefaults), but tests may use 127.0.0.1.
+ip link set lo up 2>/dev/null
+hostname kvpool-vm
+
 say() { echo "vm-init: $*"; }
 bye() {
 	sync

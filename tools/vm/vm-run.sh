@@ -44,7 +44,8 @@
 # Env: KVPOOL_CACHE (cache root), KVPOOL_VM_MEM (MiB, default 2048),
 # KVPOOL_VM_CPUS (default 2), KVPOOL_VM_APPEND (extra kernel arguments),
 # KVPOOL_VM_BZIMAGE=1 (boot the bzImage, not the PVH vmlinux),
-# KVPOOL_VM_9P_OPTS (9p options of the host root; default cache=loose).
+# KVPOOL_VM_9P_OPTS (9p options of the host root; default cache=loose),
+# KVPOOL_VM_CPU (QEMU -cpu model; default max: SMAP/SMEP/UMIP on).
 set -euo pipefail
 VM_PROG=vm-run
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -133,9 +134,10 @@ initramfs_for() {
 			cpio -o -H newc -R 0:0 --quiet) >"$out.tmp"
 		mv "$out.tmp" "$out"
 		rm -rf "$stage"
-		# Keep only the newest image per kernel.
+		# Drop this kernel's older images (not the very recent ones: a
+		# VM started a moment ago may be about to read one).
 		find "$KVPOOL_CACHE/initramfs" -maxdepth 1 -name "$kernel-*.cpio" \
-			! -name "${out##*/}" -delete
+			! -name "${out##*/}" -mmin +60 -delete
 	fi
 	echo "$out"
 }
