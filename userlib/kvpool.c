@@ -25,8 +25,11 @@
 
 #include "kvpool.h"
 
-/* Only the functions marked so leave the library (see libkvpool.map too). */
-#define KVPOOL_EXPORT	__attribute__((visibility("default")))
+/*
+ * Only the functions marked so leave the library (see libkvpool.map too).
+ * Not KVPOOL_*: that prefix is the uapi's (KVPOOL_EXPORT is an ioctl).
+ */
+#define KVP_PUBLIC	__attribute__((visibility("default")))
 
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
@@ -78,6 +81,8 @@ static __u32 kvp_error_index(const struct kvpool *kp, int ret,
 	case -ENOENT:
 	case -ESTALE:
 	case -EOVERFLOW:
+	case -EALREADY:		/* DONATE: the prefix is donated already */
+	case -EBUSY:		/* CACHE_EVICT: the page is pinned */
 		return index < count ? index : KVPOOL_NO_INDEX;
 	default:
 		return KVPOOL_NO_INDEX;
@@ -95,7 +100,7 @@ static void kvp_set_result(struct kvpool_batch_result *res, __u32 error_index,
 	res->nr_pages = nr_pages;
 }
 
-KVPOOL_EXPORT
+KVP_PUBLIC
 int kvpool_open_fd(int fd, struct kvpool **kpp)
 {
 	struct kvpool_info info = { .size = sizeof(info) };
@@ -121,7 +126,7 @@ int kvpool_open_fd(int fd, struct kvpool **kpp)
 	return 0;
 }
 
-KVPOOL_EXPORT
+KVP_PUBLIC
 int kvpool_open(const char *path, struct kvpool **kpp)
 {
 	int fd, ret;
@@ -137,7 +142,7 @@ int kvpool_open(const char *path, struct kvpool **kpp)
 	return ret;
 }
 
-KVPOOL_EXPORT
+KVP_PUBLIC
 void kvpool_close(struct kvpool *kp)
 {
 	if (!kp)
@@ -150,20 +155,20 @@ void kvpool_close(struct kvpool *kp)
 	free(kp);
 }
 
-KVPOOL_EXPORT
+KVP_PUBLIC
 int kvpool_fd(const struct kvpool *kp)
 {
 	return kp->fd;
 }
 
-KVPOOL_EXPORT
+KVP_PUBLIC
 int kvpool_info(const struct kvpool *kp, struct kvpool_info *info)
 {
 	*info = kp->info;
 	return 0;
 }
 
-KVPOOL_EXPORT
+KVP_PUBLIC
 int kvpool_stats(struct kvpool *kp, struct kvpool_stats *stats)
 {
 	struct kvpool_stats arg = { .size = sizeof(arg) };
@@ -176,7 +181,7 @@ int kvpool_stats(struct kvpool *kp, struct kvpool_stats *stats)
 	return 0;
 }
 
-KVPOOL_EXPORT
+KVP_PUBLIC
 int kvpool_alloc_rows(struct kvpool *kp, struct kvpool_handle *handles,
 		      unsigned int count, struct kvpool_batch_result *res)
 {
@@ -194,7 +199,7 @@ int kvpool_alloc_rows(struct kvpool *kp, struct kvpool_handle *handles,
 	return ret ? ret : (int)count;
 }
 
-KVPOOL_EXPORT
+KVP_PUBLIC
 int kvpool_extend(struct kvpool *kp, struct kvpool_extend_entry *entries,
 		  unsigned int count, uint32_t *pages, unsigned int pages_cap,
 		  struct kvpool_batch_result *res)
@@ -222,12 +227,17 @@ int kvpool_extend(struct kvpool *kp, struct kvpool_extend_entry *entries,
 	return ret ? ret : (int)arg.out_nr_pages;
 }
 
-/* COMMIT, TRIM and RELEASE share struct kvpool_batch. */
-static int kvp_batch(struct kvpool *kp, unsigned long cmd, const void *entries,
-		     unsigned int count, struct kvpool_batch_result *res)
+/*
+ * COMMIT, TRIM, RELEASE, DONATE, SWA_FREE and CACHE_EVICT share struct
+ * kvpool_batch; out_nr_pages is pages freed (DONATE: moved to the cache).
+ */
+static int kvp_batch(struct kvpool *kp, unsigned long cmd, __u32 flags,
+		     const void *entries, unsigned int count,
+		     struct kvpool_batch_result *res)
 {
 	struct kvpool_batch arg = {
 		.size = sizeof(arg),
+		.flags = flags,
 		.count = count,
 		.entries = kvp_ptr(entries),
 	};
@@ -240,31 +250,75 @@ static int kvp_batch(struct kvpool *kp, unsigned long cmd, const void *entries,
 	return ret ? ret : (int)arg.out_nr_pages;
 }
 
-KVPOOL_EXPORT
+KVP_PUBLIC
 int kvpool_commit(struct kvpool *kp, const struct kvpool_len_entry *entries,
 		  unsigned int count, struct kvpool_batch_result *res)
 {
-	int ret = kvp_batch(kp, KVPOOL_COMMIT, entries, count, res);
+	int ret = kvp_batch(kp, KVPOOL_COMMIT, 0, entries, count, res);
 
 	/* A commit frees nothing; a kernel saying otherwise is ignored. */
 	return ret < 0 ? ret : 0;
 }
 
-KVPOOL_EXPORT
+KVP_PUBLIC
 int kvpool_trim(struct kvpool *kp, const struct kvpool_handle *handles,
 		unsigned int count, struct kvpool_batch_result *res)
 {
-	return kvp_batch(kp, KVPOOL_TRIM, handles, count, res);
+	return kvp_batch(kp, KVPOOL_TRIM, 0, handles, count, res);
 }
 
-KVPOOL_EXPORT
+KVP_PUBLIC
 int kvpool_release(struct kvpool *kp, const struct kvpool_handle *handles,
 		   unsigned int count, struct kvpool_batch_result *res)
 {
-	return kvp_batch(kp, KVPOOL_RELEASE, handles, count, res);
+	return kvp_batch(kp, KVPOOL_RELEASE, 0, handles, count, res);
 }
 
-KVPOOL_EXPORT
+KVP_PUBLIC
+int kvpool_release_donate(struct kvpool *kp,
+			  const struct kvpool_handle *handles,
+			  unsigned int count, struct kvpool_batch_result *res)
+{
+	return kvp_batch(kp, KVPOOL_RELEASE, KVPOOL_RELEASE_DONATE, handles,
+			 count, res);
+}
+
+KVP_PUBLIC
+int kvpool_donate(struct kvpool *kp, const struct kvpool_len_entry *entries,
+		  unsigned int count, struct kvpool_batch_result *res)
+{
+	return kvp_batch(kp, KVPOOL_DONATE, 0, entries, count, res);
+}
+
+KVP_PUBLIC
+int kvpool_attach_prefix(struct kvpool *kp, struct kvpool_handle handle,
+			 const uint32_t *pages, unsigned int nr_pages)
+{
+	struct kvpool_attach arg = {
+		.size = sizeof(arg),
+		.handle = handle,
+		.nr_pages = nr_pages,
+		.pages = kvp_ptr(pages),
+	};
+
+	return kvp_ioctl(kp->fd, KVPOOL_ATTACH_PREFIX, &arg);
+}
+
+KVP_PUBLIC
+int kvpool_cache_evict(struct kvpool *kp, const uint32_t *pages,
+		       unsigned int count, struct kvpool_batch_result *res)
+{
+	return kvp_batch(kp, KVPOOL_CACHE_EVICT, 0, pages, count, res);
+}
+
+KVP_PUBLIC
+int kvpool_swa_free(struct kvpool *kp, const struct kvpool_len_entry *entries,
+		    unsigned int count, struct kvpool_batch_result *res)
+{
+	return kvp_batch(kp, KVPOOL_SWA_FREE, 0, entries, count, res);
+}
+
+KVP_PUBLIC
 int kvpool_to_slot(struct kvpool *kp, struct kvpool_handle handle,
 		   uint64_t session_id)
 {
@@ -279,7 +333,7 @@ int kvpool_to_slot(struct kvpool *kp, struct kvpool_handle handle,
 	return ret ? ret : (int)arg.out_nr_pages;
 }
 
-KVPOOL_EXPORT
+KVP_PUBLIC
 int kvpool_from_slot(struct kvpool *kp, uint64_t session_id,
 		     struct kvpool_handle *handle)
 {
@@ -296,7 +350,7 @@ int kvpool_from_slot(struct kvpool *kp, uint64_t session_id,
 	return (int)arg.out_nr_pages;
 }
 
-KVPOOL_EXPORT
+KVP_PUBLIC
 int kvpool_slot_release(struct kvpool *kp, uint64_t session_id)
 {
 	struct kvpool_slot arg = {
@@ -326,7 +380,7 @@ static int kvp_query(struct kvpool *kp, struct kvpool_row_query *arg,
 	return (int)arg->out_nr_pages;
 }
 
-KVPOOL_EXPORT
+KVP_PUBLIC
 int kvpool_row_query(struct kvpool *kp, struct kvpool_handle handle,
 		     uint32_t *pages, unsigned int pages_cap,
 		     struct kvpool_row_query *q)
@@ -336,7 +390,7 @@ int kvpool_row_query(struct kvpool *kp, struct kvpool_handle handle,
 	return kvp_query(kp, &arg, pages, pages_cap, q);
 }
 
-KVPOOL_EXPORT
+KVP_PUBLIC
 int kvpool_slot_query(struct kvpool *kp, uint64_t session_id,
 		      uint32_t *pages, unsigned int pages_cap,
 		      struct kvpool_row_query *q)
@@ -349,7 +403,7 @@ int kvpool_slot_query(struct kvpool *kp, uint64_t session_id,
 	return kvp_query(kp, &arg, pages, pages_cap, q);
 }
 
-KVPOOL_EXPORT
+KVP_PUBLIC
 int kvpool_verify(struct kvpool *kp, struct kvpool_verify *v)
 {
 	struct kvpool_verify arg = { .size = sizeof(arg) };
@@ -377,7 +431,7 @@ static int kvp_control(unsigned long cmd, void *arg)
 	return ret;
 }
 
-KVPOOL_EXPORT
+KVP_PUBLIC
 int kvpool_pool_create(const struct kvpool_pool_params *params,
 		       unsigned int *pool_id)
 {
@@ -405,7 +459,7 @@ int kvpool_pool_create(const struct kvpool_pool_params *params,
 	return 0;
 }
 
-KVPOOL_EXPORT
+KVP_PUBLIC
 int kvpool_pool_destroy(unsigned int pool_id)
 {
 	struct kvpool_ctl_destroy arg = {
@@ -449,7 +503,7 @@ static int kvp_cmp_uint(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-KVPOOL_EXPORT
+KVP_PUBLIC
 int kvpool_pool_list(unsigned int *ids, unsigned int cap)
 {
 	unsigned int *all = NULL, nr = 0, alloc = 0, id;
@@ -597,7 +651,7 @@ static int kvp_read_attrs(int dirfd, const struct kvp_attr *attrs,
 	return 0;
 }
 
-KVPOOL_EXPORT
+KVP_PUBLIC
 int kvpool_pool_status(unsigned int pool_id, struct kvpool_info *info,
 		       struct kvpool_stats *stats)
 {
@@ -637,7 +691,9 @@ struct kvp_errtext {
 /*
  * One line per errno of the "General ioctl format" table in
  * <linux/kvpool.h>, worded for someone reading a log, plus EACCES, which
- * open(2) gives for the root-only (0600) device nodes.
+ * open(2) gives for the root-only (0600) device nodes. EMFILE comes from
+ * open(2) either way: the process's descriptor limit or the pool's client
+ * limit.
  */
 static const struct kvp_errtext kvp_errtexts[] = {
 	{ ENOTTY, "not a kvpool device, or an ioctl this kernel does not know" },
@@ -645,20 +701,22 @@ static const struct kvp_errtext kvp_errtexts[] = {
 	{ EINVAL, "invalid argument: a count, length, field or duplicate row the pool refuses" },
 	{ E2BIG, "request struct too new for this kernel (non-zero unknown tail)" },
 	{ EOPNOTSUPP, "flag or operation not supported by this kernel" },
-	{ ENOENT, "no such row or slot held by this client, or no such device node" },
+	{ ENOENT, "no such row, slot or prefix-cache page held by this client, or no such device node" },
 	{ ESTALE, "stale handle: the row was released and reused" },
 	{ ENOSPC, "pool exhausted: not enough free pages or rows" },
 	{ ENOBUFS, "output array too small" },
 	{ EEXIST, "session id already names a slot of this client" },
+	{ EALREADY, "already done: that prefix is in the cache already (length not past the row's protected part), or the export was imported already" },
 	{ EOVERFLOW, "arithmetic overflow in the request" },
 	{ ENOMEM, "out of kernel memory" },
 	{ EPERM, "operation needs CAP_SYS_ADMIN" },
 	{ EACCES, "permission denied on the kvpool device (root only by default)" },
-	{ EBUSY, "pool still has clients" },
+	{ EBUSY, "busy: a cache page is pinned by a row that borrows it, or the pool still has clients" },
+	{ EMFILE, "too many open files, or the pool has its maximum of clients (65536) or tenants" },
 	{ ENODEV, "no such pool, or the pool is being destroyed" },
 };
 
-KVPOOL_EXPORT
+KVP_PUBLIC
 const char *kvpool_strerror(int err)
 {
 	size_t i;

@@ -48,8 +48,11 @@ struct kvpool;
  * @nr_missing:  on -ENOSPC, how many rows (kvpool_alloc_rows()) or pages
  *               (kvpool_extend()) were missing; 0 otherwise;
  * @nr_pages:    kvpool_extend(): new page ids written, or on -ENOBUFS the
- *               room needed in the page array; kvpool_trim() and
- *               kvpool_release(): pages freed; 0 for the others;
+ *               room needed in the page array; kvpool_trim(),
+ *               kvpool_release(), kvpool_release_donate(),
+ *               kvpool_cache_evict() and kvpool_swa_free(): pages freed;
+ *               kvpool_donate(): pages moved into the prefix cache; 0 for
+ *               the others and on failure;
  * @__resv:      set to 0; room for later versions of this library.
  */
 struct kvpool_batch_result {
@@ -171,6 +174,72 @@ int kvpool_trim(struct kvpool *kp, const struct kvpool_handle *handles,
  */
 int kvpool_release(struct kvpool *kp, const struct kvpool_handle *handles,
 		   unsigned int count, struct kvpool_batch_result *res);
+
+/*
+ * Prefix cache (KVPOOL_FEAT_PREFIX_CACHE in kvpool_info()'s out_features;
+ * without it these calls fail with -ENOTTY, kvpool_release_donate() with
+ * -EOPNOTSUPP). Each client has one: the pages its radix tree holds. A row
+ * donates its full committed pages to the cache and keeps mapping them,
+ * borrowed; a new request attaches cached pages as its prefix; a page stays
+ * pinned, and cannot be evicted, while any row borrows it.
+ */
+
+/*
+ * Move each of @count rows' full pages in [protected, len) into the
+ * caller's prefix cache with one KVPOOL_DONATE (len: the entry's len, at
+ * most the committed length and above the part already cached, else
+ * -EINVAL or -EALREADY). The row keeps mapping them, borrowed and pinned;
+ * its protected length rises to len rounded down to a page. All or
+ * nothing. @res may be NULL. Returns the number of pages moved into the
+ * cache, or -errno.
+ */
+int kvpool_donate(struct kvpool *kp, const struct kvpool_len_entry *entries,
+		  unsigned int count, struct kvpool_batch_result *res);
+
+/*
+ * kvpool_release() with KVPOOL_RELEASE_DONATE: each row's full committed
+ * pages go to the caller's prefix cache first (as kvpool_donate() to the
+ * committed length would), then the rest of its pages and the row itself
+ * go back to the pool and its pins are dropped. All or nothing. @res may
+ * be NULL. Returns the number of pages freed (not those donated), or
+ * -errno.
+ */
+int kvpool_release_donate(struct kvpool *kp,
+			  const struct kvpool_handle *handles,
+			  unsigned int count, struct kvpool_batch_result *res);
+
+/*
+ * Map @nr_pages pages of the caller's prefix cache, in order, at the start
+ * of the empty row @handle with KVPOOL_ATTACH_PREFIX: its allocated,
+ * committed and protected lengths become nr_pages * page_tokens, and each
+ * page is pinned until the row is released. Returns 0 or -errno (-EINVAL:
+ * the row has tokens, @nr_pages is 0 or too long for a row, or a page is
+ * named twice; -ENOENT: a page is not in the caller's cache).
+ */
+int kvpool_attach_prefix(struct kvpool *kp, struct kvpool_handle handle,
+			 const uint32_t *pages, unsigned int nr_pages);
+
+/*
+ * Free @count pages of the caller's prefix cache with one
+ * KVPOOL_CACHE_EVICT. All or nothing: -EBUSY if one is pinned (a row
+ * borrows it), -ENOENT if one is not in the caller's cache, -EINVAL if one
+ * is named twice; @res->error_index names it. @res may be NULL. Returns
+ * the number of pages freed (@count), or -errno.
+ */
+int kvpool_cache_evict(struct kvpool *kp, const uint32_t *pages,
+		       unsigned int count, struct kvpool_batch_result *res);
+
+/*
+ * Sliding-window attention (KVPOOL_FEAT_SWA; without it -ENOTTY): free
+ * each of @count rows' pages wholly below its entry's len, the window's
+ * left edge, with one KVPOOL_SWA_FREE. The edge must lie within
+ * [max(protected, swa_evicted), committed], else -EINVAL; pages below the
+ * protected (cached) length are never freed. Freed positions read as
+ * KVPOOL_PAGE_NONE in kvpool_row_query(). All or nothing. @res may be
+ * NULL. Returns the number of pages freed, or -errno.
+ */
+int kvpool_swa_free(struct kvpool *kp, const struct kvpool_len_entry *entries,
+		    unsigned int count, struct kvpool_batch_result *res);
 
 /*
  * Park the held row @handle, with its pages and lengths, in this client's

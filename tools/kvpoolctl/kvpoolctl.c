@@ -22,7 +22,7 @@
 
 #include <kvpool.h>
 
-#define KVPOOLCTL_VERSION	"1.0.0"
+#define KVPOOLCTL_VERSION	"1.1.0"
 
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 #define __printf(a, b)	__attribute__((format(printf, a, b)))
@@ -156,7 +156,8 @@ static int bad_pool(const char *s)
 /* Usage text of each command; the first line doubles as its synopsis. */
 static const char usage_status[] =
 "status [--json] [POOL]\n"
-"    Show every pool (or POOL): pages, rows and clients, from sysfs.\n"
+"    Show every pool (or POOL): pages (prefix-cache pages evictable and\n"
+"    pinned), rows and clients, from sysfs.\n"
 "    Needs no privilege and does not open the pool.\n"
 "    -j, --json   one JSON object, the sysfs attribute names as keys\n";
 
@@ -229,7 +230,6 @@ static int parse_simple(int argc, char **argv, const char *usage, bool *json,
 
 struct pool_row {
 	unsigned int id;
-	unsigned int cache_pages;	/* evictable + pinned */
 	struct kvpool_info info;
 	struct kvpool_stats st;
 };
@@ -249,7 +249,9 @@ static const struct column columns[] = {
 	{ "pages", "FREE", ROW_FIELD(st.out_free_pages) },
 	{ "pages", "ROW", ROW_FIELD(st.out_row_pages) },
 	{ "pages", "SLOT", ROW_FIELD(st.out_slot_pages) },
-	{ "pages", "CACHE", ROW_FIELD(cache_pages) },
+	/* Prefix-cache pages: evictable, and pinned by a row borrowing them. */
+	{ "pages", "EVICT", ROW_FIELD(st.out_cache_evictable) },
+	{ "pages", "PINNED", ROW_FIELD(st.out_cache_pinned) },
 	{ "pages", "RSVD", ROW_FIELD(st.out_reserved_pages) },
 	{ "rows", "TOTAL", ROW_FIELD(info.out_nr_rows) },
 	{ "rows", "FREE", ROW_FIELD(st.out_free_rows) },
@@ -455,8 +457,6 @@ static int cmd_status(int argc, char **argv)
 			goto out;
 		}
 		rows[nrows].id = ids[i];
-		rows[nrows].cache_pages = rows[nrows].st.out_cache_evictable +
-					  rows[nrows].st.out_cache_pinned;
 		nrows++;
 	}
 

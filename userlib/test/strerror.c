@@ -16,7 +16,8 @@
 /* The "General ioctl format" table of <linux/kvpool.h>, in its order. */
 static const int uapi_errnos[] = {
 	ENOTTY, EFAULT, EINVAL, E2BIG, EOPNOTSUPP, ENOENT, ESTALE, ENOSPC,
-	ENOBUFS, EEXIST, EOVERFLOW, ENOMEM, EPERM, EBUSY, ENODEV,
+	ENOBUFS, EEXIST, EALREADY, EBUSY, EOVERFLOW, ENOMEM, EPERM, EMFILE,
+	ENODEV,
 };
 
 static int failures;
