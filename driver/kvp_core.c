@@ -96,6 +96,9 @@ int kvp_pool_init(struct kvp_pool *pool, u32 id, u32 flags, u32 nr_pages,
 	pool->max_batch = nr_rows < KVP_MAX_BATCH ? nr_rows : KVP_MAX_BATCH;
 	pool->free_head = KVP_NIL;
 	pool->free_row_head = KVP_NIL;
+	pool->blocked_tenant = KVP_NIL;
+	pool->low_wmark = nr_pages / 32;
+	pool->high_wmark = nr_pages / 16;
 
 	/* Pushed from the top so that the lowest ids are handed out first. */
 	for (i = nr_pages; i-- > first; )
@@ -120,6 +123,9 @@ void kvp_pool_fini(struct kvp_pool *pool)
 	/* Rows can only be held by clients, and clients pin the pool. */
 	for (i = 0; i < pool->nr_rows; i++)
 		kvfree(pool->rows[i].pages);
+	for (i = 0; i < pool->tenants_cap; i++)
+		kvfree(pool->tenants[i]);	/* configured, client-less */
+	kvfree(pool->tenants);
 	kvfree(pool->clients);
 	kvfree(pool->rows);
 	kvfree(pool->pages);
@@ -128,38 +134,144 @@ void kvp_pool_fini(struct kvp_pool *pool)
 	pool->pages = NULL;
 }
 
-int kvp_client_attach_locked(struct kvp_pool *pool, struct kvp_client *c)
+/*
+ * Makes room for one more entry in a table of pointers that doubles from
+ * 16 up to @max entries, and returns the index of a free entry.
+ */
+static int kvp_table_slot(void ***tab, u32 *cap, u32 used, u32 max, u32 *idx)
 {
-	struct kvp_client **tab;
-	u32 i, cap;
+	void **t;
+	u32 i, n;
+
+	if (used == *cap) {
+		if (*cap >= max)
+			return -EMFILE;
+		n = *cap ? *cap * 2 : 16;
+		t = kvcalloc(n, sizeof(*t), GFP_KERNEL);
+		if (!t)
+			return -ENOMEM;
+		if (*cap)
+			memcpy(t, *tab, *cap * sizeof(*t));
+		kvfree(*tab);
+		*tab = t;
+		*cap = n;
+	}
+	for (i = 0; (*tab)[i]; i++)
+		;	/* a free entry exists: used < cap */
+	*idx = i;
+	return 0;
+}
+
+static u32 kvp_unmet(const struct kvp_tenant *t)
+{
+	return t->min_pages > t->pages ? t->min_pages - t->pages : 0;
+}
+
+/* Pages @t may take: free ones less what others are guaranteed. */
+static u32 kvp_available(struct kvp_pool *pool, const struct kvp_tenant *t)
+{
+	u32 others = pool->unmet - kvp_unmet(t);
+
+	return pool->free_pages > others ? pool->free_pages - others : 0;
+}
+
+/* Charges @delta pages (may be negative) to @t; keeps pool->unmet. */
+static void kvp_charge(struct kvp_pool *pool, struct kvp_tenant *t,
+		       int delta)
+{
+	pool->unmet -= kvp_unmet(t);
+	t->pages += delta;
+	pool->unmet += kvp_unmet(t);
+	if (pool->blocked_tenant == t->id && !kvp_unmet(t))
+		pool->blocked_tenant = KVP_NIL;
+}
+
+static struct kvp_tenant *kvp_tenant_find(struct kvp_pool *pool,
+					  u64 cgroup_id, u32 uid)
+{
+	u32 i;
+
+	for (i = 0; i < pool->tenants_cap; i++) {
+		struct kvp_tenant *t = pool->tenants[i];
+
+		if (t && t->cgroup_id == cgroup_id && t->uid == uid)
+			return t;
+	}
+	return NULL;
+}
+
+static int kvp_tenant_get(struct kvp_pool *pool, u64 cgroup_id, u32 uid,
+			  struct kvp_tenant **out)
+{
+	struct kvp_tenant *t = kvp_tenant_find(pool, cgroup_id, uid);
+	u32 idx;
+	int ret;
+
+	if (t) {
+		*out = t;
+		return 0;
+	}
+	ret = kvp_table_slot((void ***)&pool->tenants, &pool->tenants_cap,
+			     pool->nr_tenants, KVP_MAX_TENANTS, &idx);
+	if (ret)
+		return ret;
+	t = kvcalloc(1, sizeof(*t), GFP_KERNEL);
+	if (!t)
+		return -ENOMEM;
+	t->cgroup_id = cgroup_id;
+	t->uid = uid;
+	t->id = idx;
+	pool->tenants[idx] = t;
+	pool->nr_tenants++;
+	*out = t;
+	return 0;
+}
+
+/* Forgets @t once nothing refers to it. */
+static void kvp_tenant_put(struct kvp_pool *pool, struct kvp_tenant *t)
+{
+	if (t->nr_clients || t->configured)
+		return;
+	if (pool->blocked_tenant == t->id)
+		pool->blocked_tenant = KVP_NIL;
+	pool->tenants[t->id] = NULL;
+	pool->nr_tenants--;
+	kvfree(t);
+}
+
+int kvp_client_attach_tenant_locked(struct kvp_pool *pool,
+				    struct kvp_client *c, u64 cgroup_id,
+				    u32 uid)
+{
+	struct kvp_tenant *t;
+	u32 i, cidx;
+	int ret;
 
 	lockdep_assert_held(&pool->lock);
-	if (pool->nr_clients == pool->clients_cap) {
-		if (pool->clients_cap >= KVP_MAX_CLIENTS)
-			return -EMFILE;
-		cap = pool->clients_cap ? pool->clients_cap * 2 : 16;
-		tab = kvcalloc(cap, sizeof(*tab), GFP_KERNEL);
-		if (!tab)
-			return -ENOMEM;
-		if (pool->clients_cap)
-			memcpy(tab, pool->clients,
-			       pool->clients_cap * sizeof(*tab));
-		kvfree(pool->clients);
-		pool->clients = tab;
-		pool->clients_cap = cap;
-	}
+	ret = kvp_table_slot((void ***)&pool->clients, &pool->clients_cap,
+			     pool->nr_clients, KVP_MAX_CLIENTS, &cidx);
+	if (ret)
+		return ret;
+	ret = kvp_tenant_get(pool, cgroup_id, uid, &t);
+	if (ret)
+		return ret;
 
 	memset(c, 0, sizeof(*c));
 	c->pool = pool;
 	c->id = ++pool->next_client_id;
+	c->tenant = t;
+	t->nr_clients++;
 	for (i = 0; i < KVP_SLOT_BUCKETS; i++)
 		c->slot_head[i] = KVP_NIL;
-	for (i = 0; pool->clients[i]; i++)
-		;	/* a free entry exists: nr_clients < clients_cap */
-	c->cidx = i;
-	pool->clients[i] = c;
+	c->cidx = cidx;
+	pool->clients[cidx] = c;
 	pool->nr_clients++;
 	return 0;
+}
+
+int kvp_client_attach_locked(struct kvp_pool *pool, struct kvp_client *c)
+{
+	return kvp_client_attach_tenant_locked(pool, c, 0, 0);
 }
 
 static bool kvp_is_cache(u32 owner)
@@ -176,20 +288,31 @@ static struct kvp_cache_ent *kvp_cache_ent(struct kvp_pool *pool, u32 id)
 	return &c->cache[pool->pages[id].next];
 }
 
+/* The client whose cache page @id is. */
+static struct kvp_client *kvp_cache_client(struct kvp_pool *pool, u32 id)
+{
+	return pool->clients[pool->pages[id].owner & ~KVP_OWNER_CACHE];
+}
+
+/* Counts a cache page of @c going from unpinned to pinned (@d = 1) or back. */
+static void kvp_pinned(struct kvp_client *c, int d)
+{
+	c->nr_cache_pinned += d;
+	c->tenant->cache_pinned += d;
+	c->pool->cache_pinned += d;
+	c->pool->cache_evictable -= d;
+}
+
 static void kvp_pin(struct kvp_pool *pool, u32 id)
 {
-	if (!kvp_cache_ent(pool, id)->pins++) {
-		pool->cache_evictable--;
-		pool->cache_pinned++;
-	}
+	if (!kvp_cache_ent(pool, id)->pins++)
+		kvp_pinned(kvp_cache_client(pool, id), 1);
 }
 
 static void kvp_unpin(struct kvp_pool *pool, u32 id)
 {
-	if (!--kvp_cache_ent(pool, id)->pins) {
-		pool->cache_pinned--;
-		pool->cache_evictable++;
-	}
+	if (!--kvp_cache_ent(pool, id)->pins)
+		kvp_pinned(kvp_cache_client(pool, id), -1);
 }
 
 /* Room for @more pages in @c's cache: the one allocation a donate makes. */
@@ -225,24 +348,34 @@ static void kvp_cache_add(struct kvp_client *c, u32 id)
 	pool->pages[id].owner = KVP_OWNER_CACHE | c->cidx;
 	pool->pages[id].next = n;
 	pool->cache_pinned++;
+	c->nr_cache_pinned++;
+	c->tenant->cache_pages++;
+	c->tenant->cache_pinned++;
 }
 
-/* Frees unpinned cache page @id of @c. */
-static void kvp_cache_free(struct kvp_client *c, u32 id)
+/* Takes cache page @id out of @c's cache array; its owner is the caller's. */
+static void kvp_cache_unlink(struct kvp_client *c, u32 id)
 {
 	struct kvp_pool *pool = c->pool;
 	u32 n = pool->pages[id].next;
 	u32 last = --c->nr_cache_pages;
 
-	if (c->cache[n].pins)	/* never: callers free unpinned pages */
-		pool->cache_pinned--;
-	else
-		pool->cache_evictable--;
+	if (c->cache[n].pins)
+		kvp_pinned(c, -1);
+	pool->cache_evictable--;
+	c->tenant->cache_pages--;
 	if (n != last) {
 		c->cache[n] = c->cache[last];
 		pool->pages[c->cache[n].page].next = n;
 	}
-	kvp_page_push(pool, id);
+}
+
+/* Frees unpinned cache page @id of @c. */
+static void kvp_cache_free(struct kvp_client *c, u32 id)
+{
+	kvp_cache_unlink(c, id);
+	kvp_page_push(c->pool, id);
+	kvp_charge(c->pool, c->tenant, -1);
 }
 
 static u32 kvp_slot_bucket(u64 session)
@@ -318,6 +451,8 @@ static u32 kvp_row_release(struct kvp_pool *pool, struct kvp_row *r)
 
 	c->nr_rows--;
 	c->nr_pages -= freed;
+	c->tenant->rows--;
+	kvp_charge(pool, c->tenant, -(int)freed);
 	pool->held_rows--;
 	pool->row_pages -= freed;
 	return freed;
@@ -332,6 +467,8 @@ static u32 kvp_slot_free(struct kvp_pool *pool, struct kvp_row *r, u32 *link)
 	freed = kvp_row_free_pages(pool, r);
 	c->nr_slots--;
 	c->nr_pages -= freed;
+	c->tenant->rows--;
+	kvp_charge(pool, c->tenant, -(int)freed);
 	pool->slot_rows--;
 	pool->slot_pages -= freed;
 	return freed;
@@ -362,6 +499,9 @@ void kvp_client_detach_locked(struct kvp_client *c)
 	c->cache_cap = 0;
 
 	pool->clients[c->cidx] = NULL;
+	c->tenant->nr_clients--;
+	kvp_tenant_put(pool, c->tenant);
+	c->tenant = NULL;
 	pool->nr_clients--;
 }
 
@@ -385,6 +525,22 @@ void kvp_stats_locked(struct kvp_client *c, struct kvpool_stats *st)
 	st->out_client_slots = c->nr_slots;
 	st->out_client_pages = c->nr_pages;
 	st->out_client_cache_pages = c->nr_cache_pages;
+	st->out_export_rows = pool->export_rows;
+	st->out_export_pages = pool->export_pages;
+	st->out_tenant_id = c->tenant->id;
+	st->out_tenant_pages = c->tenant->pages;
+	st->out_tenant_rows = c->tenant->rows;
+	st->out_tenant_max_pages = c->tenant->max_pages;
+	st->out_tenant_min_pages = c->tenant->min_pages;
+	st->out_tenant_max_rows = c->tenant->max_rows;
+}
+
+/* Someone was refused: let pollers look at the pressure again. */
+static void kvp_refused(struct kvp_pool *pool, struct kvp_tenant *t)
+{
+	if (kvp_unmet(t))
+		pool->blocked_tenant = t->id;
+	pool->pressure_seq++;
 }
 
 int kvp_row_alloc_locked(struct kvp_client *c, struct kvpool_handle *out,
@@ -397,8 +553,14 @@ int kvp_row_alloc_locked(struct kvp_client *c, struct kvpool_handle *out,
 	*out_short = 0;
 	if (!count || count > pool->max_batch)
 		return -EINVAL;
+	if (c->tenant->max_rows && c->tenant->rows + count > c->tenant->max_rows) {
+		*out_short = c->tenant->rows + count - c->tenant->max_rows;
+		kvp_refused(pool, c->tenant);
+		return -EDQUOT;
+	}
 	if (count > pool->free_rows) {
 		*out_short = count - pool->free_rows;
+		kvp_refused(pool, c->tenant);
 		return -ENOSPC;
 	}
 	for (i = 0; i < count; i++) {
@@ -417,6 +579,7 @@ int kvp_row_alloc_locked(struct kvp_client *c, struct kvpool_handle *out,
 	}
 	pool->held_rows += count;
 	c->nr_rows += count;
+	c->tenant->rows += count;
 	return 0;
 }
 
@@ -516,6 +679,9 @@ int kvp_extend_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 		      u32 count, u32 pages_cap, struct kvp_extend_result *res)
 {
 	struct kvp_pool *pool = c->pool;
+	u32 free_before = pool->free_pages;
+	struct kvp_tenant *t;
+	u32 avail;
 	u64 need = 0;
 	u32 done = 0;
 	u32 i, j;
@@ -543,8 +709,16 @@ int kvp_extend_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 		res->nr_pages = need > U32_MAX ? U32_MAX : (u32)need;
 		return -ENOBUFS;
 	}
-	if (need > pool->free_pages) {
-		res->shortfall = (u32)(need - pool->free_pages);
+	t = c->tenant;
+	if (t->max_pages && t->pages + need > t->max_pages) {
+		res->shortfall = (u32)(t->pages + need - t->max_pages);
+		kvp_refused(pool, t);
+		return -EDQUOT;
+	}
+	avail = kvp_available(pool, t);
+	if (need > avail) {
+		res->shortfall = (u32)(need - avail);
+		kvp_refused(pool, t);
 		return -ENOSPC;
 	}
 
@@ -586,8 +760,12 @@ int kvp_extend_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 		e[i].out_nr_new = n;
 		c->nr_pages += n;
 		pool->row_pages += n;
+		kvp_charge(pool, t, n);
 	}
 	res->nr_pages = done;
+	/* Crossing the low watermark wakes pollers (see kvpool_pressure). */
+	if (free_before >= pool->low_wmark && pool->free_pages < pool->low_wmark)
+		pool->pressure_seq++;
 	return 0;
 }
 
@@ -648,6 +826,7 @@ int kvp_trim_locked(struct kvp_client *c, const struct kvpool_handle *h,
 		}
 		c->nr_pages -= n;
 		pool->row_pages -= n;
+		kvp_charge(pool, c->tenant, -(int)n);
 		freed += n;
 		r->nr = keep;
 		r->allocated = r->committed;
@@ -809,6 +988,7 @@ int kvp_swa_free_locked(struct kvp_client *c,
 			r->swa_evicted = end * pt;
 		c->nr_pages -= n;
 		pool->row_pages -= n;
+		kvp_charge(pool, c->tenant, -(int)n);
 		freed += n;
 	}
 	*nr_freed = freed;
@@ -1047,6 +1227,280 @@ int kvp_row_query_locked(struct kvp_client *c, struct kvpool_row_query *q,
 	return 0;
 }
 
+/* ---- tenants and pressure ---- */
+
+int kvp_tenant_set_locked(struct kvp_pool *pool, struct kvpool_ctl_tenant *a)
+{
+	struct kvp_tenant *t;
+	u64 sum_min;
+	int ret;
+
+	lockdep_assert_held(&pool->lock);
+	if (a->flags & ~KVPOOL_TENANT_BY_ID)
+		return -EOPNOTSUPP;
+	if (a->__reserved || !memchr(a->label, 0, sizeof(a->label)) ||
+	    (a->max_pages && a->min_pages > a->max_pages))
+		return -EINVAL;
+	if (a->flags & KVPOOL_TENANT_BY_ID) {
+		if (a->tenant_id >= pool->tenants_cap ||
+		    !pool->tenants[a->tenant_id])
+			return -ENOENT;
+		t = pool->tenants[a->tenant_id];
+	} else {
+		t = kvp_tenant_find(pool, a->cgroup_id, a->uid);
+	}
+	/* Guarantees together must fit the pool, or they mean nothing. */
+	sum_min = pool->sum_min - (t ? t->min_pages : 0) + a->min_pages;
+	if (sum_min > pool->nr_pages - pool->reserved_pages)
+		return -EINVAL;
+	if (!t) {
+		ret = kvp_tenant_get(pool, a->cgroup_id, a->uid, &t);
+		if (ret)
+			return ret;
+	}
+
+	pool->sum_min = sum_min;
+	pool->unmet -= kvp_unmet(t);
+	t->max_pages = a->max_pages;
+	t->min_pages = a->min_pages;
+	t->max_rows = a->max_rows;
+	t->configured = true;
+	pool->unmet += kvp_unmet(t);
+	if (a->label[0])
+		memcpy(t->label, a->label, sizeof(t->label));
+	if (pool->blocked_tenant == t->id && !kvp_unmet(t))
+		pool->blocked_tenant = KVP_NIL;
+	pool->pressure_seq++;
+	a->tenant_id = t->id;
+	a->cgroup_id = t->cgroup_id;
+	a->uid = t->uid;
+	memcpy(a->label, t->label, sizeof(a->label));
+	return 0;
+}
+
+int kvp_set_wmark_locked(struct kvp_pool *pool, u32 low, u32 high)
+{
+	lockdep_assert_held(&pool->lock);
+	if (high < low || high > pool->nr_pages)
+		return -EINVAL;
+	pool->low_wmark = low;
+	pool->high_wmark = high;
+	pool->pressure_seq++;
+	return 0;
+}
+
+/* ceil(a * b / c), for asking each client its share of @a. */
+static u32 kvp_share(u32 a, u32 b, u32 c)
+{
+	return c ? (u32)(((u64)a * b + c - 1) / c) : 0;
+}
+
+/*
+ * The policy (docs/design.md): a client is asked to evict cache pages,
+ * never more than its unpinned ones, in proportion to them, when
+ *  - free pages are below low_wmark: its share of (high_wmark - free);
+ *  - its tenant is over max_pages: its share of the excess within the
+ *    tenant;
+ *  - a tenant was refused below its guarantee and this client's tenant is
+ *    above its own: its share of that tenant's unmet guarantee among the
+ *    tenants above theirs.
+ * The largest of these is asked.
+ */
+u32 kvp_pressure_locked(struct kvp_client *c, u32 *reasons)
+{
+	struct kvp_pool *pool = c->pool;
+	struct kvp_tenant *t = c->tenant;
+	u32 mine = c->nr_cache_pages - c->nr_cache_pinned;
+	u32 ask = 0, want, i;
+
+	lockdep_assert_held(&pool->lock);
+	*reasons = 0;
+	if (!mine)
+		return 0;
+	if (pool->free_pages < pool->low_wmark) {
+		want = kvp_share(pool->high_wmark - pool->free_pages, mine,
+				 pool->cache_evictable);
+		ask = want > ask ? want : ask;
+		*reasons |= KVPOOL_PRESSURE_LOW;
+	}
+	if (t->max_pages && t->pages > t->max_pages) {
+		want = kvp_share(t->pages - t->max_pages, mine,
+				 t->cache_pages - t->cache_pinned);
+		ask = want > ask ? want : ask;
+		*reasons |= KVPOOL_PRESSURE_OVER_MAX;
+	}
+	if (pool->blocked_tenant != KVP_NIL && pool->blocked_tenant != t->id &&
+	    t->pages > t->min_pages) {
+		struct kvp_tenant *b = pool->tenants[pool->blocked_tenant];
+		u32 above = 0;
+
+		for (i = 0; i < pool->tenants_cap; i++) {
+			struct kvp_tenant *o = pool->tenants[i];
+
+			if (o && o != b && o->pages > o->min_pages)
+				above += o->cache_pages - o->cache_pinned;
+		}
+		want = kvp_share(kvp_unmet(b), mine, above);
+		ask = want > ask ? want : ask;
+		*reasons |= KVPOOL_PRESSURE_GUARANTEE;
+	}
+	return ask < mine ? ask : mine;
+}
+
+u32 kvp_tenant_list_locked(struct kvp_pool *pool,
+			   struct kvpool_tenant_info *out, u32 count)
+{
+	u32 i, j, n = 0, why;
+
+	lockdep_assert_held(&pool->lock);
+	for (i = 0; i < pool->tenants_cap; i++) {
+		struct kvp_tenant *t = pool->tenants[i];
+		struct kvpool_tenant_info *ti;
+
+		if (!t)
+			continue;
+		if (n >= count) {
+			n++;
+			continue;
+		}
+		ti = &out[n++];
+		memset(ti, 0, sizeof(*ti));
+		ti->tenant_id = t->id;
+		ti->uid = t->uid;
+		ti->cgroup_id = t->cgroup_id;
+		ti->pages = t->pages;
+		ti->cache_pages = t->cache_pages;
+		ti->rows = t->rows;
+		ti->nr_clients = t->nr_clients;
+		ti->max_pages = t->max_pages;
+		ti->min_pages = t->min_pages;
+		ti->max_rows = t->max_rows;
+		memcpy(ti->label, t->label, sizeof(ti->label));
+		for (j = 0; j < pool->clients_cap; j++)
+			if (pool->clients[j] && pool->clients[j]->tenant == t)
+				ti->ask_pages +=
+					kvp_pressure_locked(pool->clients[j], &why);
+	}
+	return n;
+}
+
+/* ---- export and import ---- */
+
+int kvp_export_locked(struct kvp_client *c, const struct kvpool_export *x,
+		      u32 *idx, u32 *nr_pages)
+{
+	struct kvp_pool *pool = c->pool;
+	struct kvp_tenant *t = c->tenant;
+	struct kvp_row *r = NULL;
+	u32 *link = NULL;
+	u32 i, end, owned, borrowed = 0;
+	int ret;
+
+	lockdep_assert_held(&pool->lock);
+	*nr_pages = 0;
+	if (x->flags & KVPOOL_EXPORT_SLOT) {
+		r = kvp_slot_find(c, x->session_id, &link);
+		if (!r)
+			return -ENOENT;
+	} else {
+		ret = kvp_lookup(c, &x->handle, &r);
+		if (ret)
+			return ret;
+	}
+
+	/* What it borrows becomes its own: only if no other row borrows. */
+	end = r->protected / pool->page_tokens;
+	for (i = 0; i < end; i++)
+		if (r->pages[i] != KVPOOL_PAGE_NONE &&
+		    kvp_cache_ent(pool, r->pages[i])->pins != 1)
+			return -EBUSY;
+
+	owned = kvp_row_owned(pool, r);
+	for (i = 0; i < end; i++) {
+		u32 id = r->pages[i];
+
+		if (id == KVPOOL_PAGE_NONE)
+			continue;
+		kvp_cache_unlink(c, id);
+		pool->pages[id].owner = kvp_row_index(pool, r);
+		pool->pages[id].next = KVP_NIL;
+		borrowed++;
+	}
+	r->protected = 0;
+
+	if (r->state == KVP_ROW_SLOT) {
+		*link = r->next;
+		c->nr_slots--;
+		pool->slot_rows--;
+		pool->slot_pages -= owned;
+	} else {
+		c->nr_rows--;
+		pool->held_rows--;
+		pool->row_pages -= owned;
+	}
+	c->nr_pages -= owned;
+	t->rows--;
+	kvp_charge(pool, t, -(int)(owned + borrowed));
+	r->state = KVP_ROW_EXPORTED;
+	r->owner = NULL;
+	r->session = 0;
+	r->next = KVP_NIL;
+	pool->export_rows++;
+	pool->export_pages += owned + borrowed;
+	*idx = kvp_row_index(pool, r);
+	*nr_pages = owned + borrowed;
+	return 0;
+}
+
+int kvp_import_locked(struct kvp_client *c, u32 idx,
+		      struct kvpool_handle *out, u32 *nr_pages)
+{
+	struct kvp_pool *pool = c->pool;
+	struct kvp_tenant *t = c->tenant;
+	struct kvp_row *r = &pool->rows[idx];
+	u32 owned;
+
+	lockdep_assert_held(&pool->lock);
+	*nr_pages = 0;
+	if (r->state != KVP_ROW_EXPORTED)
+		return -EALREADY;
+	owned = kvp_row_owned(pool, r);
+	if ((t->max_pages && t->pages + owned > t->max_pages) ||
+	    (t->max_rows && t->rows + 1 > t->max_rows)) {
+		kvp_refused(pool, t);
+		return -EDQUOT;
+	}
+	r->state = KVP_ROW_HELD;
+	r->owner = c;
+	if (!++r->gen)
+		r->gen = 1;
+	pool->export_rows--;
+	pool->export_pages -= owned;
+	pool->held_rows++;
+	pool->row_pages += owned;
+	c->nr_rows++;
+	c->nr_pages += owned;
+	t->rows++;
+	kvp_charge(pool, t, owned);
+	out->req_pool_idx = idx;
+	out->generation = r->gen;
+	*nr_pages = owned;
+	return 0;
+}
+
+void kvp_export_drop_locked(struct kvp_pool *pool, u32 idx)
+{
+	struct kvp_row *r = &pool->rows[idx];
+	u32 freed;
+
+	lockdep_assert_held(&pool->lock);
+	if (r->state != KVP_ROW_EXPORTED)
+		return;		/* imported: the importer owns it now */
+	freed = kvp_row_free_pages(pool, r);
+	pool->export_rows--;
+	pool->export_pages -= freed;
+}
+
 /* Counts a violation and logs the first few. */
 #define kvp_violation(pool, nbad, fmt, ...)				\
 	do {								\
@@ -1095,6 +1549,15 @@ static void kvp_verify_row(struct kvp_pool *pool, struct kvp_row *r,
 		return;
 	case KVP_ROW_HELD:
 	case KVP_ROW_SLOT:
+		if (!r->owner)
+			kvp_violation(pool, bad, "row %u: held by no client",
+				      idx);
+		break;
+	case KVP_ROW_EXPORTED:
+		if (r->owner || r->protected)
+			kvp_violation(pool, bad,
+				      "row %u: exported but owned or borrowing",
+				      idx);
 		break;
 	default:
 		kvp_violation(pool, bad, "row %u: unknown state %u",
@@ -1102,8 +1565,6 @@ static void kvp_verify_row(struct kvp_pool *pool, struct kvp_row *r,
 		return;
 	}
 
-	if (!r->owner)
-		kvp_violation(pool, bad, "row %u: held by no client", idx);
 	if (r->committed > r->allocated || r->allocated > pool->row_tokens)
 		kvp_violation(pool, bad,
 			      "row %u: committed %u allocated %u row_tokens %u",
@@ -1228,6 +1689,7 @@ static void kvp_verify_caches(struct kvp_pool *pool, struct kvp_vstate *vs)
 				      "client %u: rows %u/%u slots %u/%u pages %u/%u (counted/kept)",
 				      c->id, c->v_rows, c->nr_rows, c->v_slots,
 				      c->nr_slots, c->v_pages, c->nr_pages);
+		c->tenant->v_pages += c->nr_cache_pages;
 		for (j = 0; j < c->nr_cache_pages; j++) {
 			struct kvp_cache_ent *ent = &c->cache[j];
 
@@ -1259,8 +1721,8 @@ static void kvp_verify_caches(struct kvp_pool *pool, struct kvp_vstate *vs)
 /* The row table, the free row stack, and the owned-page counts. */
 static void kvp_verify_rows(struct kvp_pool *pool, struct kvp_vstate *vs)
 {
-	u32 row_pages = 0, slot_pages = 0;
-	u32 free_rows = 0, held = 0, slots = 0, res_rows = 0;
+	u32 row_pages = 0, slot_pages = 0, exp_pages = 0;
+	u32 free_rows = 0, held = 0, slots = 0, res_rows = 0, exp_rows = 0;
 	u32 *bad = &vs->bad;
 	u32 i, id;
 
@@ -1284,6 +1746,10 @@ static void kvp_verify_rows(struct kvp_pool *pool, struct kvp_vstate *vs)
 			slots++;
 			slot_pages += owned;
 			break;
+		case KVP_ROW_EXPORTED:
+			exp_rows++;
+			exp_pages += owned;
+			break;
 		}
 		if (owned != vs->per_row[i])
 			kvp_violation(pool, bad,
@@ -1294,6 +1760,8 @@ static void kvp_verify_rows(struct kvp_pool *pool, struct kvp_vstate *vs)
 			r->owner->v_rows += r->state == KVP_ROW_HELD;
 			r->owner->v_slots += r->state == KVP_ROW_SLOT;
 			r->owner->v_pages += owned;
+			r->owner->tenant->v_rows++;
+			r->owner->tenant->v_pages += owned;
 		}
 		if (r->state == KVP_ROW_SLOT && r->owner &&
 		    kvp_slot_find(r->owner, r->session, NULL) != r)
@@ -1319,6 +1787,11 @@ static void kvp_verify_rows(struct kvp_pool *pool, struct kvp_vstate *vs)
 			      "owned pages: rows %u/%u slots %u/%u (counted/kept)",
 			      row_pages, pool->row_pages,
 			      slot_pages, pool->slot_pages);
+	if (exp_rows != pool->export_rows || exp_pages != pool->export_pages)
+		kvp_violation(pool, bad,
+			      "exported: rows %u/%u pages %u/%u (counted/kept)",
+			      exp_rows, pool->export_rows, exp_pages,
+			      pool->export_pages);
 	if (free_rows != pool->free_rows || held != pool->held_rows ||
 	    slots != pool->slot_rows || res_rows != pool->reserved_rows)
 		kvp_violation(pool, bad,
@@ -1326,6 +1799,42 @@ static void kvp_verify_rows(struct kvp_pool *pool, struct kvp_vstate *vs)
 			      free_rows, pool->free_rows, held, pool->held_rows,
 			      slots, pool->slot_rows, res_rows,
 			      pool->reserved_rows);
+}
+
+/* Tenants: usage, clients and the guarantee sum, from the bottom up. */
+static void kvp_verify_tenants(struct kvp_pool *pool, struct kvp_vstate *vs)
+{
+	u32 n = 0, unmet = 0, clients;
+	u64 sum_min = 0;
+	u32 i, j;
+
+	for (i = 0; i < pool->tenants_cap; i++) {
+		struct kvp_tenant *t = pool->tenants[i];
+
+		if (!t)
+			continue;
+		n++;
+		clients = 0;
+		for (j = 0; j < pool->clients_cap; j++)
+			clients += pool->clients[j] &&
+				   pool->clients[j]->tenant == t;
+		if (t->id != i || t->v_pages != t->pages ||
+		    t->v_rows != t->rows || clients != t->nr_clients ||
+		    (!clients && !t->configured))
+			kvp_violation(pool, &vs->bad,
+				      "tenant %u: at %u, pages %u/%u rows %u/%u clients %u/%u (counted/kept)",
+				      t->id, i, t->v_pages, t->pages, t->v_rows,
+				      t->rows, clients, t->nr_clients);
+		unmet += kvp_unmet(t);
+		sum_min += t->min_pages;
+	}
+	if (n != pool->nr_tenants || unmet != pool->unmet ||
+	    sum_min != pool->sum_min)
+		kvp_violation(pool, &vs->bad,
+			      "tenants: %u/%u, unmet %u/%u, guarantees %llu/%llu (counted/kept)",
+			      n, pool->nr_tenants, unmet, pool->unmet,
+			      (unsigned long long)sum_min,
+			      (unsigned long long)pool->sum_min);
 }
 
 int kvp_verify_locked(struct kvp_pool *pool, u32 *violations)
@@ -1354,6 +1863,12 @@ int kvp_verify_locked(struct kvp_pool *pool, u32 *violations)
 	if (nclients != pool->nr_clients)
 		kvp_violation(pool, &vs.bad, "clients: counted %u, kept %u",
 			      nclients, pool->nr_clients);
+	for (i = 0; i < pool->tenants_cap; i++) {
+		if (pool->tenants[i]) {
+			pool->tenants[i]->v_pages = 0;
+			pool->tenants[i]->v_rows = 0;
+		}
+	}
 
 	vs.per_row = kvcalloc(pool->nr_rows, sizeof(*vs.per_row), GFP_KERNEL);
 	vs.seen = kvcalloc(pool->nr_pages / 8 + 1, 1, GFP_KERNEL);
@@ -1371,16 +1886,17 @@ int kvp_verify_locked(struct kvp_pool *pool, u32 *violations)
 
 	if ((u64)pool->free_pages + pool->row_pages + pool->slot_pages +
 	    pool->cache_evictable + pool->cache_pinned +
-	    pool->reserved_pages != pool->nr_pages)
+	    pool->reserved_pages + pool->export_pages != pool->nr_pages)
 		kvp_violation(pool, &vs.bad,
-			      "pages: free %u + rows %u + slots %u + cache %u+%u + reserved %u != %u",
+			      "pages: free %u + rows %u + slots %u + cache %u+%u + reserved %u + exported %u != %u",
 			      pool->free_pages, pool->row_pages,
 			      pool->slot_pages, pool->cache_evictable,
 			      pool->cache_pinned, pool->reserved_pages,
-			      pool->nr_pages);
+			      pool->export_pages, pool->nr_pages);
 	if ((u64)pool->free_rows + pool->held_rows + pool->slot_rows +
-	    pool->reserved_rows != pool->nr_rows)
+	    pool->reserved_rows + pool->export_rows != pool->nr_rows)
 		kvp_violation(pool, &vs.bad, "rows: sum != %u", pool->nr_rows);
+	kvp_verify_tenants(pool, &vs);
 
 	kvfree(vs.per_row);
 	kvfree(vs.seen);

@@ -26,6 +26,7 @@
 #define KVP_MAX_BATCH		8192U
 #define KVP_SLOT_BUCKETS	64U
 #define KVP_MAX_CLIENTS		65536U
+#define KVP_MAX_TENANTS		4096U
 #define KVP_REPORT_LIMIT	16U
 
 /*
@@ -46,6 +47,7 @@ enum kvp_row_state {
 	KVP_ROW_HELD = KVPOOL_ROW_HELD,
 	KVP_ROW_SLOT = KVPOOL_ROW_SLOT,
 	KVP_ROW_RESERVED,
+	KVP_ROW_EXPORTED,	/* held by an export file, no client */
 };
 
 struct kvp_client;
@@ -55,7 +57,8 @@ struct kvp_client;
  * @pages: page ids by position, @nr of them valid (ceil(allocated /
  *         page_tokens)), room for @cap; NULL when @cap is 0. Entries below
  *         swa_evicted may be KVPOOL_PAGE_NONE.
- * @owner: the client holding the row (held or slot); NULL when free
+ * @owner: the client holding the row (held or slot); NULL when free or
+ *         exported
  * @session: the slot's session id while state is KVP_ROW_SLOT
  * @next: free: next free row; slot: next row in the client's slot bucket
  * @mark: batch epoch, to refuse a row named twice in one batch
@@ -88,6 +91,31 @@ struct kvp_cache_ent {
 };
 
 /*
+ * A tenant: the clients of one cgroup v2 and uid. Protected by pool->lock.
+ * @id: index in pool->tenants
+ * @pages: pages its clients hold: rows, slots and caches
+ * @cache_pages, @cache_pinned: of which in caches, and pinned there
+ * @rows: rows its clients hold, parked included
+ * @configured: the administrator set limits: kept with no clients
+ */
+struct kvp_tenant {
+	u64 cgroup_id;
+	u32 uid;
+	u32 id;
+	u32 max_pages;
+	u32 min_pages;
+	u32 max_rows;
+	u32 pages;
+	u32 cache_pages;
+	u32 cache_pinned;
+	u32 rows;
+	u32 nr_clients;
+	bool configured;
+	char label[KVPOOL_LABEL_LEN];
+	u32 v_pages, v_rows;	/* verify's scratch tallies */
+};
+
+/*
  * A client: one open file of the pool. Protected by pool->lock.
  * Counts are kept for STATS and fdinfo, and recomputed by verify.
  * @cidx: index in pool->clients; names the client in page owners
@@ -102,8 +130,10 @@ struct kvp_client {
 	u32 nr_slots;		/* rows parked in slots */
 	u32 nr_pages;		/* pages its rows and slots own */
 	u32 nr_cache_pages;
+	u32 nr_cache_pinned;	/* of which a row borrows */
 	u32 cache_cap;
 	struct kvp_cache_ent *cache;
+	struct kvp_tenant *tenant;
 	u32 slot_head[KVP_SLOT_BUCKETS];	/* row index chains, by session */
 	/* verify's scratch tallies */
 	u32 v_rows, v_slots, v_pages, v_base;
@@ -134,6 +164,20 @@ struct kvp_pool {
 	/* live clients by cidx; NULL where free; room for @clients_cap */
 	struct kvp_client **clients;
 	u32 clients_cap;
+
+	/* tenants by id, the same way; see struct kvp_tenant */
+	struct kvp_tenant **tenants;
+	u32 tenants_cap;
+	u32 nr_tenants;
+	u32 unmet;		/* sum of tenants' (min_pages - pages) > 0 */
+	u64 sum_min;		/* sum of tenants' min_pages */
+
+	/* pressure, see kvp_pressure_locked() */
+	u32 low_wmark, high_wmark;
+	u32 pressure_seq;	/* bumped when pollers should look again */
+	u32 blocked_tenant;	/* KVP_NIL, or refused below its guarantee */
+
+	u32 export_rows, export_pages;
 };
 
 /* Geometry of a new pool; errors are EINVAL or EOPNOTSUPP (flags). */
@@ -144,7 +188,15 @@ int kvp_pool_init(struct kvp_pool *pool, u32 id, u32 flags, u32 nr_pages,
 /* Only with no clients left. */
 void kvp_pool_fini(struct kvp_pool *pool);
 
-/* -EMFILE past KVP_MAX_CLIENTS, -ENOMEM; nothing changed then. */
+/*
+ * Joins @c to the tenant of @cgroup_id and @uid, made if new.
+ * -EMFILE past KVP_MAX_CLIENTS or KVP_MAX_TENANTS, -ENOMEM; nothing
+ * changed then.
+ */
+int kvp_client_attach_tenant_locked(struct kvp_pool *pool,
+				    struct kvp_client *c, u64 cgroup_id,
+				    u32 uid);
+/* The same, in the tenant of cgroup 0 and uid 0. */
 int kvp_client_attach_locked(struct kvp_pool *pool, struct kvp_client *c);
 /* Frees every row, slot and page @c holds and unlinks it. */
 void kvp_client_detach_locked(struct kvp_client *c);
@@ -196,6 +248,26 @@ int kvp_slot_release_locked(struct kvp_client *c, u64 session,
  */
 int kvp_row_query_locked(struct kvp_client *c, struct kvpool_row_query *q,
 			 u32 **pages);
+
+/* Tenants and pressure (the administrator's side). */
+int kvp_tenant_set_locked(struct kvp_pool *pool,
+			  struct kvpool_ctl_tenant *t);
+/* Fills min(@count, nr_tenants) entries; returns nr_tenants. */
+u32 kvp_tenant_list_locked(struct kvp_pool *pool,
+			   struct kvpool_tenant_info *out, u32 count);
+int kvp_set_wmark_locked(struct kvp_pool *pool, u32 low, u32 high);
+/* Pages @c is asked to evict now, and why (KVPOOL_PRESSURE_*). */
+u32 kvp_pressure_locked(struct kvp_client *c, u32 *reasons);
+
+/*
+ * Export: the row leaves @c for an export file (*@idx names it there);
+ * import takes an exported row into @c; drop frees one never imported.
+ */
+int kvp_export_locked(struct kvp_client *c, const struct kvpool_export *x,
+		      u32 *idx, u32 *nr_pages);
+int kvp_import_locked(struct kvp_client *c, u32 idx,
+		      struct kvpool_handle *out, u32 *nr_pages);
+void kvp_export_drop_locked(struct kvp_pool *pool, u32 idx);
 
 /*
  * Sets *@violations to the number of broken invariants, each also

@@ -20,14 +20,20 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/anon_inodes.h>
 #include <linux/capability.h>
+#include <linux/cgroup.h>
+#include <linux/cred.h>
 #include <linux/device.h>
+#include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/idr.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
+#include <linux/poll.h>
 #include <linux/seq_file.h>
 #include <linux/uaccess.h>
+#include <linux/wait.h>
 
 #include "kvp_core.h"
 
@@ -35,14 +41,32 @@
 
 /*
  * A pool device. @core (and its clients) is protected by core.lock;
- * @dead too. The table of pools is protected by kvpool_devs_lock.
+ * @dead and @nr_exports too. The table of pools is protected by
+ * kvpool_devs_lock.
  */
 struct kvpool_dev {
 	struct kvp_pool core;
 	struct miscdevice misc;
+	wait_queue_head_t wq;	/* pollers waiting for pressure */
+	u32 nr_exports;		/* export files alive: they point here */
 	bool dead;		/* being destroyed: refuse new clients */
 	char name[24];		/* "kvpool" and an int */
 };
+
+/*
+ * An export file's private data. @idx and @imported are protected by
+ * kd->core.lock; @kd is fixed, and kept alive by kd->nr_exports.
+ */
+struct kvpool_export_file {
+	struct kvpool_dev *kd;
+	u32 idx;
+	bool imported;
+};
+
+static struct kvpool_dev *kvpool_dev_of(struct kvp_pool *pool)
+{
+	return container_of(pool, struct kvpool_dev, core);
+}
 
 static DEFINE_MUTEX(kvpool_devs_lock);
 static struct kvpool_dev *kvpool_devs[KVPOOL_MAX_POOLS];	/* by id */
@@ -81,6 +105,12 @@ union kvpool_ucmd_buffer {
 	struct kvpool_row_query query;
 	struct kvpool_verify verify;
 	struct kvpool_attach attach;
+	struct kvpool_export export;
+	struct kvpool_import import;
+	struct kvpool_pressure pressure;
+	struct kvpool_ctl_tenant tenant;
+	struct kvpool_ctl_tenant_list tenant_list;
+	struct kvpool_ctl_wmark wmark;
 	struct kvpool_ctl_create create;
 	struct kvpool_ctl_destroy destroy;
 };
@@ -183,7 +213,9 @@ static int kvpool_info(void *ctx, struct kvpool_ucmd *ucmd)
 	cmd->out_pool_id = pool->id;
 	cmd->out_features = KVPOOL_FEAT_ROWS | KVPOOL_FEAT_EXTEND |
 			    KVPOOL_FEAT_SLOTS | KVPOOL_FEAT_VERIFY |
-			    KVPOOL_FEAT_PREFIX_CACHE | KVPOOL_FEAT_SWA;
+			    KVPOOL_FEAT_PREFIX_CACHE | KVPOOL_FEAT_SWA |
+			    KVPOOL_FEAT_EXPORT | KVPOOL_FEAT_QUOTA |
+			    KVPOOL_FEAT_PRESSURE;
 	cmd->out_nr_pages = pool->nr_pages;
 	cmd->out_page_tokens = pool->page_tokens;
 	cmd->out_nr_rows = pool->nr_rows;
@@ -527,9 +559,145 @@ static int kvpool_verify(void *ctx, struct kvpool_ucmd *ucmd)
 	return 0;
 }
 
+/* ---- export files ---- */
+
+static int kvpool_export_release(struct inode *inode, struct file *file)
+{
+	struct kvpool_export_file *x = file->private_data;
+	struct kvpool_dev *kd = x->kd;
+
+	mutex_lock(&kd->core.lock);
+	if (!x->imported)
+		kvp_export_drop_locked(&kd->core, x->idx);
+	kd->nr_exports--;
+	mutex_unlock(&kd->core.lock);
+	kfree(x);
+	return 0;
+}
+
+static const struct file_operations kvpool_export_fops = {
+	.owner = THIS_MODULE,
+	.release = kvpool_export_release,
+};
+
+static int kvpool_export(void *ctx, struct kvpool_ucmd *ucmd)
+{
+	struct kvp_client *c = ctx;
+	struct kvpool_dev *kd = kvpool_dev_of(c->pool);
+	struct kvpool_export *cmd = ucmd->cmd;
+	struct kvpool_export_file *x;
+	struct file *file;
+	int fd, ret;
+
+	cmd->out_fd = -1;
+	cmd->out_nr_pages = 0;
+	if (cmd->flags & ~KVPOOL_EXPORT_SLOT)
+		return -EOPNOTSUPP;
+	if (cmd->flags & KVPOOL_EXPORT_SLOT) {
+		if (cmd->handle.req_pool_idx || cmd->handle.generation)
+			return -EINVAL;
+	} else if (cmd->session_id) {
+		return -EINVAL;
+	}
+
+	x = kzalloc(sizeof(*x), GFP_KERNEL_ACCOUNT);
+	if (!x)
+		return -ENOMEM;
+	x->kd = kd;
+	fd = get_unused_fd_flags(O_CLOEXEC);
+	if (fd < 0) {
+		ret = fd;
+		goto out_free;
+	}
+	file = anon_inode_getfile("[kvpool-row]", &kvpool_export_fops, x,
+				  O_RDWR);
+	if (IS_ERR(file)) {
+		ret = PTR_ERR(file);
+		goto out_put_fd;
+	}
+
+	mutex_lock(&kd->core.lock);
+	ret = kvp_export_locked(c, cmd, &x->idx, &cmd->out_nr_pages);
+	kd->nr_exports++;	/* the file's; its release drops it */
+	/* Nothing exported: the file must not drop anything either. */
+	x->imported = ret;
+	mutex_unlock(&kd->core.lock);
+	if (ret) {
+		fput(file);
+		put_unused_fd(fd);
+		return ret;
+	}
+	fd_install(fd, file);
+	cmd->out_fd = fd;
+	return 0;
+
+out_put_fd:
+	put_unused_fd(fd);
+out_free:
+	kfree(x);
+	return ret;
+}
+
+static int kvpool_import(void *ctx, struct kvpool_ucmd *ucmd)
+{
+	struct kvp_client *c = ctx;
+	struct kvpool_import *cmd = ucmd->cmd;
+	struct kvpool_export_file *x;
+	struct file *file;
+	int ret;
+
+	memset(&cmd->out_handle, 0, sizeof(cmd->out_handle));
+	cmd->out_nr_pages = 0;
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved || cmd->__reserved2)
+		return -EINVAL;
+	file = fget(cmd->fd);
+	if (!file)
+		return -EBADF;
+	if (file->f_op != &kvpool_export_fops) {
+		ret = -EINVAL;
+		goto out;
+	}
+	x = file->private_data;
+	if (x->kd != kvpool_dev_of(c->pool)) {
+		ret = -EXDEV;
+		goto out;
+	}
+	mutex_lock(&c->pool->lock);
+	ret = x->imported ? -EALREADY :
+	      kvp_import_locked(c, x->idx, &cmd->out_handle,
+				&cmd->out_nr_pages);
+	if (!ret)
+		x->imported = true;
+	mutex_unlock(&c->pool->lock);
+out:
+	fput(file);
+	return ret;
+}
+
+static int kvpool_pressure(void *ctx, struct kvpool_ucmd *ucmd)
+{
+	struct kvp_client *c = ctx;
+	struct kvpool_pressure *cmd = ucmd->cmd;
+
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved)
+		return -EINVAL;
+	mutex_lock(&c->pool->lock);
+	cmd->out_ask_pages = kvp_pressure_locked(c, &cmd->out_reasons);
+	cmd->out_free_pages = c->pool->free_pages;
+	cmd->out_low_wmark = c->pool->low_wmark;
+	cmd->out_high_wmark = c->pool->high_wmark;
+	mutex_unlock(&c->pool->lock);
+	return 0;
+}
+
 static const struct kvpool_ioctl_op kvpool_ops[] = {
 	KVPOOL_OP(INFO, kvpool_info, struct kvpool_info, __reserved),
-	KVPOOL_OP(STATS, kvpool_stats, struct kvpool_stats, __reserved),
+	KVPOOL_OP(STATS, kvpool_stats, struct kvpool_stats,
+		  out_tenant_max_rows),
 	KVPOOL_OP(ROW_ALLOC, kvpool_row_alloc, struct kvpool_row_alloc,
 		  handles),
 	KVPOOL_OP(EXTEND, kvpool_extend, struct kvpool_extend,
@@ -555,14 +723,37 @@ static const struct kvpool_ioctl_op kvpool_ops[] = {
 	KVPOOL_OP(CACHE_EVICT, kvpool_cache_evict, struct kvpool_batch,
 		  __reserved),
 	KVPOOL_OP(SWA_FREE, kvpool_swa_free, struct kvpool_batch, __reserved),
+	KVPOOL_OP(EXPORT, kvpool_export, struct kvpool_export, out_nr_pages),
+	KVPOOL_OP(IMPORT, kvpool_import, struct kvpool_import, __reserved2),
+	KVPOOL_OP(PRESSURE, kvpool_pressure, struct kvpool_pressure,
+		  __reserved),
 };
 
 static long kvpool_ioctl(struct file *file, unsigned int cmd,
 			 unsigned long arg)
 {
-	return kvpool_dispatch(file->private_data, kvpool_ops,
-			       ARRAY_SIZE(kvpool_ops), KVPOOL_CMD_BASE, cmd,
-			       arg);
+	struct kvp_client *c = file->private_data;
+	u32 seq = READ_ONCE(c->pool->pressure_seq);
+	long ret;
+
+	ret = kvpool_dispatch(c, kvpool_ops, ARRAY_SIZE(kvpool_ops),
+			      KVPOOL_CMD_BASE, cmd, arg);
+	/* The op crossed a watermark or refused someone: look again. */
+	if (READ_ONCE(c->pool->pressure_seq) != seq)
+		wake_up_interruptible_all(&kvpool_dev_of(c->pool)->wq);
+	return ret;
+}
+
+static __poll_t kvpool_poll(struct file *file, poll_table *wait)
+{
+	struct kvp_client *c = file->private_data;
+	u32 ask, why;
+
+	poll_wait(file, &kvpool_dev_of(c->pool)->wq, wait);
+	mutex_lock(&c->pool->lock);
+	ask = kvp_pressure_locked(c, &why);
+	mutex_unlock(&c->pool->lock);
+	return ask ? EPOLLPRI : 0;
 }
 
 static int kvpool_open(struct inode *inode, struct file *file)
@@ -573,11 +764,26 @@ static int kvpool_open(struct inode *inode, struct file *file)
 	struct kvp_client *c;
 	int ret;
 
+	u64 cgid = 0;
+	u32 uid;
+
+	/*
+	 * The tenant is the opener's, fixed now: a client cannot change it
+	 * by moving cgroups or passing the file on.
+	 */
+#ifdef CONFIG_CGROUPS
+	rcu_read_lock();
+	cgid = cgroup_id(task_dfl_cgroup(current));
+	rcu_read_unlock();
+#endif
+	uid = from_kuid(&init_user_ns, current_euid());
+
 	c = kzalloc(sizeof(*c), GFP_KERNEL_ACCOUNT);
 	if (!c)
 		return -ENOMEM;
 	mutex_lock(&kd->core.lock);
-	ret = kd->dead ? -ENODEV : kvp_client_attach_locked(&kd->core, c);
+	ret = kd->dead ? -ENODEV :
+	      kvp_client_attach_tenant_locked(&kd->core, c, cgid, uid);
 	mutex_unlock(&kd->core.lock);
 	if (ret) {
 		kfree(c);
@@ -608,6 +814,7 @@ static void kvpool_show_fdinfo(struct seq_file *m, struct file *file)
 	mutex_lock(&pool->lock);
 	seq_printf(m, "kvpool-pool:\t%u\n", pool->id);
 	seq_printf(m, "kvpool-client-id:\t%u\n", c->id);
+	seq_printf(m, "kvpool-tenant:\t%u\n", c->tenant->id);
 	seq_printf(m, "kvpool-rows:\t%u\n", c->nr_rows);
 	seq_printf(m, "kvpool-slots:\t%u\n", c->nr_slots);
 	seq_printf(m, "kvpool-pages:\t%u\n", c->nr_pages);
@@ -622,6 +829,7 @@ static const struct file_operations kvpool_fops = {
 	.unlocked_ioctl = kvpool_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 	.show_fdinfo = kvpool_show_fdinfo,
+	.poll = kvpool_poll,
 };
 
 /* ---- sysfs: /sys/class/misc/kvpoolN/ ---- */
@@ -675,6 +883,11 @@ KVPOOL_ATTR(held_rows, held_rows);
 KVPOOL_ATTR(slot_rows, slot_rows);
 KVPOOL_ATTR(reserved_rows, reserved_rows);
 KVPOOL_ATTR(nr_clients, nr_clients);
+KVPOOL_ATTR(nr_tenants, nr_tenants);
+KVPOOL_ATTR(export_rows, export_rows);
+KVPOOL_ATTR(export_pages, export_pages);
+KVPOOL_ATTR(low_wmark, low_wmark);
+KVPOOL_ATTR(high_wmark, high_wmark);
 
 static struct attribute *kvpool_attrs[] = {
 	&dev_attr_pool_id.dev_attr.attr,
@@ -694,6 +907,11 @@ static struct attribute *kvpool_attrs[] = {
 	&dev_attr_slot_rows.dev_attr.attr,
 	&dev_attr_reserved_rows.dev_attr.attr,
 	&dev_attr_nr_clients.dev_attr.attr,
+	&dev_attr_nr_tenants.dev_attr.attr,
+	&dev_attr_export_rows.dev_attr.attr,
+	&dev_attr_export_pages.dev_attr.attr,
+	&dev_attr_low_wmark.dev_attr.attr,
+	&dev_attr_high_wmark.dev_attr.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(kvpool);
@@ -728,6 +946,7 @@ static int kvpool_create(u32 flags, u32 pages, u32 ptok, u32 rows, u32 rtok,
 	kd->misc.fops = &kvpool_fops;
 	kd->misc.groups = kvpool_groups;
 	kd->misc.mode = 0600;
+	init_waitqueue_head(&kd->wq);
 	ret = misc_register(&kd->misc);
 	if (ret)
 		goto out_fini;
@@ -761,7 +980,7 @@ static int kvpool_destroy_locked(u32 id)
 	 * join, and misc_deregister() waits out any open still in flight.
 	 */
 	mutex_lock(&kd->core.lock);
-	if (kd->core.nr_clients) {
+	if (kd->core.nr_clients || kd->nr_exports) {
 		mutex_unlock(&kd->core.lock);
 		return -EBUSY;
 	}
@@ -788,6 +1007,100 @@ static int kvpool_ctl_create(void *ctx, struct kvpool_ucmd *ucmd)
 		return -EINVAL;
 	return kvpool_create(cmd->flags, cmd->nr_pages, cmd->page_tokens,
 			     cmd->nr_rows, cmd->row_tokens, &cmd->out_pool_id);
+}
+
+/* Runs @fn on pool @id with its lock held, then wakes its pollers. */
+static int kvpool_ctl_on_pool(u32 id, int (*fn)(struct kvp_pool *, void *),
+			      void *arg)
+{
+	struct kvpool_dev *kd;
+	int ret;
+
+	mutex_lock(&kvpool_devs_lock);
+	kd = id < KVPOOL_MAX_POOLS ? kvpool_devs[id] : NULL;
+	if (!kd) {
+		mutex_unlock(&kvpool_devs_lock);
+		return -ENODEV;
+	}
+	mutex_lock(&kd->core.lock);
+	ret = fn(&kd->core, arg);
+	mutex_unlock(&kd->core.lock);
+	wake_up_interruptible_all(&kd->wq);
+	mutex_unlock(&kvpool_devs_lock);
+	return ret;
+}
+
+static int kvpool_tenant_set_fn(struct kvp_pool *pool, void *arg)
+{
+	return kvp_tenant_set_locked(pool, arg);
+}
+
+static int kvpool_ctl_tenant_set(void *ctx, struct kvpool_ucmd *ucmd)
+{
+	struct kvpool_ctl_tenant *cmd = ucmd->cmd;
+
+	return kvpool_ctl_on_pool(cmd->pool_id, kvpool_tenant_set_fn, cmd);
+}
+
+static int kvpool_wmark_fn(struct kvp_pool *pool, void *arg)
+{
+	struct kvpool_ctl_wmark *cmd = arg;
+
+	return kvp_set_wmark_locked(pool, cmd->low_wmark, cmd->high_wmark);
+}
+
+static int kvpool_ctl_set_wmark(void *ctx, struct kvpool_ucmd *ucmd)
+{
+	struct kvpool_ctl_wmark *cmd = ucmd->cmd;
+
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved)
+		return -EINVAL;
+	return kvpool_ctl_on_pool(cmd->pool_id, kvpool_wmark_fn, cmd);
+}
+
+struct kvpool_list_arg {
+	struct kvpool_tenant_info *info;
+	u32 count;
+	u32 nr;
+};
+
+static int kvpool_tenant_list_fn(struct kvp_pool *pool, void *arg)
+{
+	struct kvpool_list_arg *la = arg;
+
+	la->nr = kvp_tenant_list_locked(pool, la->info, la->count);
+	return 0;
+}
+
+static int kvpool_ctl_tenant_list(void *ctx, struct kvpool_ucmd *ucmd)
+{
+	struct kvpool_ctl_tenant_list *cmd = ucmd->cmd;
+	struct kvpool_list_arg la = { };
+	int ret;
+
+	cmd->out_nr_tenants = 0;
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved)
+		return -EINVAL;
+	la.count = min_t(u32, cmd->count, KVP_MAX_TENANTS);
+	if (la.count) {
+		la.info = kvcalloc(la.count, sizeof(*la.info), GFP_KERNEL);
+		if (!la.info)
+			return -ENOMEM;
+	}
+	ret = kvpool_ctl_on_pool(cmd->pool_id, kvpool_tenant_list_fn, &la);
+	if (!ret) {
+		cmd->out_nr_tenants = la.nr;
+		if (copy_to_user(u64_to_user_ptr(cmd->tenants), la.info,
+				 (size_t)min(la.count, la.nr) *
+				 sizeof(*la.info)))
+			ret = -EFAULT;
+	}
+	kvfree(la.info);
+	return ret;
 }
 
 static int kvpool_ctl_destroy(void *ctx, struct kvpool_ucmd *ucmd)
@@ -818,14 +1131,34 @@ static const struct kvpool_ioctl_op kvpool_ctl_ops[] = {
 		.ioctl_num = KVPOOL_CTL_DESTROY,
 		.execute = kvpool_ctl_destroy,
 	},
+	[2] = {
+		.size = sizeof(struct kvpool_ctl_tenant),
+		.min_size = offsetofend(struct kvpool_ctl_tenant, label),
+		.ioctl_num = KVPOOL_CTL_TENANT_SET,
+		.execute = kvpool_ctl_tenant_set,
+	},
+	[3] = {
+		.size = sizeof(struct kvpool_ctl_tenant_list),
+		.min_size = offsetofend(struct kvpool_ctl_tenant_list,
+					__reserved),
+		.ioctl_num = KVPOOL_CTL_TENANT_LIST,
+		.execute = kvpool_ctl_tenant_list,
+	},
+	[4] = {
+		.size = sizeof(struct kvpool_ctl_wmark),
+		.min_size = offsetofend(struct kvpool_ctl_wmark, __reserved),
+		.ioctl_num = KVPOOL_CTL_SET_WMARK,
+		.execute = kvpool_ctl_set_wmark,
+	},
 };
 
 static long kvpool_ctl_ioctl(struct file *file, unsigned int cmd,
 			     unsigned long arg)
 {
 	/* Unknown numbers are ENOTTY for everyone, as the header says. */
-	if ((cmd == KVPOOL_CTL_CREATE || cmd == KVPOOL_CTL_DESTROY) &&
-	    !capable(CAP_SYS_ADMIN))
+	if ((cmd == KVPOOL_CTL_CREATE || cmd == KVPOOL_CTL_DESTROY ||
+	     cmd == KVPOOL_CTL_TENANT_SET || cmd == KVPOOL_CTL_TENANT_LIST ||
+	     cmd == KVPOOL_CTL_SET_WMARK) && !capable(CAP_SYS_ADMIN))
 		return -EPERM;
 	return kvpool_dispatch(NULL, kvpool_ctl_ops, ARRAY_SIZE(kvpool_ctl_ops),
 			       KVPOOL_CMD_CTL_CREATE, cmd, arg);

@@ -865,6 +865,224 @@ static void test_verify_catches_cache(void)
 	tpool_fini(&t);
 }
 
+static int set_tenant(struct kvp_pool *pool, u64 cg, u32 uid, u32 max,
+		      u32 min, u32 max_rows)
+{
+	struct kvpool_ctl_tenant a = {
+		.cgroup_id = cg, .uid = uid, .max_pages = max,
+		.min_pages = min, .max_rows = max_rows,
+	};
+
+	return kvp_tenant_set_locked(pool, &a);
+}
+
+static void test_tenants(void)
+{
+	struct kvpool_tenant_info info[4];
+	struct kvpool_extend_entry e;
+	struct kvp_extend_result res;
+	struct kvpool_handle h[4], g;
+	struct kvpool_ctl_tenant a;
+	struct kvp_pool pool;
+	struct kvp_client c[3];
+	u32 sh;
+
+	CHECK_EQ(kvp_pool_init(&pool, 3, 0, 100, 1, 16, 1000), 0);
+	mutex_lock(&pool.lock);
+	/* Limits may come before the tenant's first client. */
+	CHECK_EQ(set_tenant(&pool, 10, 1000, 30, 20, 2), 0);
+	CHECK_EQ(set_tenant(&pool, 11, 1000, 0, 81, 0), -EINVAL); /* sum */
+	CHECK_EQ(set_tenant(&pool, 11, 1000, 10, 11, 0), -EINVAL); /* min>max */
+	memset(&a, 0, sizeof(a));
+	a.flags = 4;
+	CHECK_EQ(kvp_tenant_set_locked(&pool, &a), -EOPNOTSUPP);
+	a.flags = KVPOOL_TENANT_BY_ID;
+	a.tenant_id = 77;
+	CHECK_EQ(kvp_tenant_set_locked(&pool, &a), -ENOENT);
+	a.flags = 0;
+	memset(a.label, 'x', sizeof(a.label));
+	CHECK_EQ(kvp_tenant_set_locked(&pool, &a), -EINVAL);	/* no NUL */
+	CHECK_EQ(pool.nr_tenants, 1);
+
+	CHECK_EQ(kvp_client_attach_tenant_locked(&pool, &c[0], 10, 1000), 0);
+	CHECK_EQ(kvp_client_attach_tenant_locked(&pool, &c[1], 12, 0), 0);
+	CHECK_EQ(kvp_client_attach_tenant_locked(&pool, &c[2], 10, 1000), 0);
+	CHECK_EQ(pool.nr_tenants, 2);
+	CHECK(c[0].tenant == c[2].tenant && c[0].tenant != c[1].tenant);
+
+	/* max_rows counts the tenant's clients together. */
+	CHECK_EQ(kvp_row_alloc_locked(&c[0], h, 1, &sh), 0);
+	CHECK_EQ(kvp_row_alloc_locked(&c[2], h + 1, 2, &sh), -EDQUOT);
+	CHECK_EQ(sh, 1);
+	CHECK_EQ(kvp_row_alloc_locked(&c[2], h + 1, 1, &sh), 0);
+	/* max_pages likewise, with the shortfall. */
+	CHECK_EQ(extend1(&c[0], h[0], 25, NULL), 0);
+	CHECK_EQ(extend1(&c[2], h[1], 6, NULL), -EDQUOT);
+	memset(&e, 0, sizeof(e));
+	e.handle = h[1];
+	e.new_len = 6;
+	CHECK_EQ(kvp_extend_locked(&c[2], &e, 1, ~0U, &res), -EDQUOT);
+	CHECK_EQ(res.shortfall, 1);
+	CHECK_EQ(extend1(&c[2], h[1], 5, NULL), 0);
+	/* The other tenant cannot take what tenant 10 is guaranteed. */
+	CHECK_EQ(kvp_row_alloc_locked(&c[1], &g, 1, &sh), 0);
+	CHECK_EQ(extend1(&c[1], g, 70, NULL), 0);
+	CHECK_EQ(set_tenant(&pool, 10, 1000, 40, 40, 2), 0);
+	/* 100 - 30 - 70 = 0 free; tenant 10 is 10 short of its 40. */
+	e.handle = g;
+	e.new_len = 71;
+	CHECK_EQ(kvp_extend_locked(&c[1], &e, 1, ~0U, &res), -ENOSPC);
+	CHECK_EQ(res.shortfall, 1);
+	CHECK_EQ(verify(&pool), 0);
+
+	CHECK_EQ(kvp_tenant_list_locked(&pool, info, 4), 2);
+	CHECK_EQ(info[0].pages + info[1].pages, 100);
+	CHECK_EQ(kvp_tenant_list_locked(&pool, info, 1), 2);
+
+	/* A client-less configured tenant stays; an unconfigured one goes. */
+	kvp_client_detach_locked(&c[1]);
+	CHECK_EQ(pool.nr_tenants, 1);
+	kvp_client_detach_locked(&c[0]);
+	kvp_client_detach_locked(&c[2]);
+	CHECK_EQ(pool.nr_tenants, 1);
+	CHECK_EQ(pool.free_pages, 100);
+	CHECK_EQ(verify(&pool), 0);
+	mutex_unlock(&pool.lock);
+	kvp_pool_fini(&pool);
+}
+
+static void test_pressure(void)
+{
+	struct kvpool_handle h, g;
+	struct kvp_pool pool;
+	struct kvp_client c[2];
+	u32 why, ask, n, *pages, idx;
+
+	CHECK_EQ(kvp_pool_init(&pool, 3, 0, 64, 1, 16, 1000), 0);
+	mutex_lock(&pool.lock);
+	CHECK_EQ(pool.low_wmark, 2);
+	CHECK_EQ(pool.high_wmark, 4);
+	CHECK_EQ(kvp_set_wmark_locked(&pool, 9, 8), -EINVAL);
+	CHECK_EQ(kvp_set_wmark_locked(&pool, 8, 65), -EINVAL);
+	CHECK_EQ(kvp_set_wmark_locked(&pool, 8, 16), 0);
+	CHECK_EQ(kvp_client_attach_tenant_locked(&pool, &c[0], 1, 1), 0);
+	CHECK_EQ(kvp_client_attach_tenant_locked(&pool, &c[1], 2, 2), 0);
+
+	/* c0 fills a cache of 40 pages; nothing is asked yet. */
+	CHECK_EQ(alloc1(&c[0], &h), 0);
+	CHECK_EQ(extend1(&c[0], h, 40, NULL), 0);
+	CHECK_EQ(commit1(&c[0], h, 40), 0);
+	CHECK_EQ(kvp_release_locked(&c[0], &h, 1, KVPOOL_RELEASE_DONATE, &n,
+				    &idx), 0);
+	CHECK_EQ(kvp_pressure_locked(&c[0], &why), 0);
+	/* c1 takes the pool below the low watermark: c0 is asked. */
+	n = pool.pressure_seq;
+	CHECK_EQ(alloc1(&c[1], &g), 0);
+	CHECK_EQ(extend1(&c[1], g, 20, NULL), 0);
+	CHECK(pool.pressure_seq != n);
+	ask = kvp_pressure_locked(&c[0], &why);
+	CHECK_EQ(why, KVPOOL_PRESSURE_LOW);
+	CHECK_EQ(ask, 16 - 4);
+	CHECK_EQ(kvp_pressure_locked(&c[1], &why), 0);	/* no cache */
+	/* Evicting what was asked clears it. */
+	pages = kvmalloc_array(ask, sizeof(u32), GFP_KERNEL);
+	for (n = 0; n < ask; n++)
+		pages[n] = c[0].cache[n].page;
+	CHECK_EQ(kvp_cache_evict_locked(&c[0], pages, ask, &idx), 0);
+	kvfree(pages);
+	CHECK_EQ(kvp_pressure_locked(&c[0], &why), 0);
+
+	/* Over max after the limit is lowered: asked, nothing taken. */
+	CHECK_EQ(set_tenant(&pool, 1, 1, 20, 0, 0), 0);
+	ask = kvp_pressure_locked(&c[0], &why);
+	CHECK_EQ(why, KVPOOL_PRESSURE_OVER_MAX);
+	CHECK_EQ(ask, 28 - 20);
+	CHECK_EQ(c[0].nr_cache_pages, 28);
+
+	/* A tenant refused below its guarantee asks the others. */
+	CHECK_EQ(set_tenant(&pool, 1, 1, 0, 0, 0), 0);
+	CHECK_EQ(set_tenant(&pool, 2, 2, 0, 40, 0), 0);
+	CHECK_EQ(extend1(&c[1], g, 40, NULL), -ENOSPC);
+	ask = kvp_pressure_locked(&c[0], &why);
+	CHECK(why & KVPOOL_PRESSURE_GUARANTEE);
+	CHECK_EQ(ask, 20);
+	CHECK_EQ(verify(&pool), 0);
+	kvp_client_detach_locked(&c[0]);
+	kvp_client_detach_locked(&c[1]);
+	mutex_unlock(&pool.lock);
+	kvp_pool_fini(&pool);
+}
+
+static void test_export(void)
+{
+	struct kvpool_export x;
+	struct kvpool_handle h, b, got;
+	struct kvpool_stats st;
+	struct tpool t;
+	u32 idx, n, *pages, freed;
+
+	CHECK_EQ(tpool_init(&t, 0, 64, 4, 8, 400), 0);
+	CHECK_EQ(alloc1(&t.c[0], &h), 0);
+	CHECK_EQ(extend1(&t.c[0], h, 40, NULL), 0);	/* 10 pages */
+	CHECK_EQ(commit1(&t.c[0], h, 40), 0);
+	CHECK_EQ(donate1(&t.c[0], h, 8, NULL), 0);	/* 2 cached, pinned */
+
+	memset(&x, 0, sizeof(x));
+	x.handle = h;
+	x.handle.generation++;
+	CHECK_EQ(kvp_export_locked(&t.c[0], &x, &idx, &n), -ESTALE);
+	x.handle = h;
+	CHECK_EQ(kvp_export_locked(&t.c[1], &x, &idx, &n), -ENOENT);
+	/* Another row borrowing the prefix makes it unexportable. */
+	CHECK_EQ(alloc1(&t.c[0], &b), 0);
+	query(&t.c[0], h, &pages);
+	CHECK_EQ(kvp_attach_prefix_locked(&t.c[0], &b, pages, 2), 0);
+	kvfree(pages);
+	CHECK_EQ(kvp_export_locked(&t.c[0], &x, &idx, &n), -EBUSY);
+	CHECK_EQ(kvp_release_locked(&t.c[0], &b, 1, 0, &freed, &idx), 0);
+
+	st = stats(&t.c[0]);
+	CHECK_EQ(kvp_export_locked(&t.c[0], &x, &idx, &n), 0);
+	CHECK_EQ(n, 10);
+	CHECK_EQ(idx, h.req_pool_idx);
+	st = stats(&t.c[0]);
+	CHECK_EQ(st.out_export_rows, 1);
+	CHECK_EQ(st.out_export_pages, 10);
+	CHECK_EQ(st.out_client_rows, 0);
+	CHECK_EQ(st.out_client_pages, 0);
+	CHECK_EQ(st.out_client_cache_pages, 0);
+	CHECK_EQ(st.out_tenant_pages, 0);
+	CHECK_EQ(query(&t.c[0], h, NULL).out_state, 0);
+	CHECK(clean(&t));
+
+	CHECK_EQ(kvp_import_locked(&t.c[1], idx, &got, &n), 0);
+	CHECK_EQ(n, 10);
+	CHECK_EQ(got.req_pool_idx, h.req_pool_idx);
+	CHECK_EQ(got.generation, h.generation + 1);
+	CHECK_EQ(query(&t.c[1], got, NULL).out_protected_len, 0);
+	CHECK_EQ(query(&t.c[1], got, NULL).out_committed_len, 40);
+	CHECK_EQ(kvp_import_locked(&t.c[2], idx, &got, &n), -EALREADY);
+	CHECK_EQ(stats(&t.c[1]).out_client_pages, 10);
+	CHECK(clean(&t));
+
+	/* Slots export too; a dropped export frees everything. */
+	CHECK_EQ(kvp_to_slot_locked(&t.c[1], &got, 5, &n), 0);
+	memset(&x, 0, sizeof(x));
+	x.flags = KVPOOL_EXPORT_SLOT;
+	x.session_id = 6;
+	CHECK_EQ(kvp_export_locked(&t.c[1], &x, &idx, &n), -ENOENT);
+	x.session_id = 5;
+	CHECK_EQ(kvp_export_locked(&t.c[1], &x, &idx, &n), 0);
+	CHECK_EQ(stats(&t.c[1]).out_client_slots, 0);
+	CHECK(clean(&t));
+	kvp_export_drop_locked(&t.pool, idx);
+	CHECK_EQ(stats(&t.c[1]).out_export_rows, 0);
+	CHECK_EQ(stats(&t.c[1]).out_free_pages, 64);
+	kvp_export_drop_locked(&t.pool, idx);		/* no-op now */
+	CHECK(clean(&t));
+	tpool_fini(&t);
+}
+
 /* One scheduler-like sequence of every op; returns the first error. */
 static int sequence(struct tpool *t)
 {
@@ -1005,13 +1223,13 @@ static void test_random(void)
 
 	CHECK_EQ(tpool_init(&t, KVPOOL_CREATE_RESERVE_ZERO, 3000, 8, 100,
 			    2000), 0);
-	for (step = 0; step < 20000 && !t_failed; step++) {
+	for (step = 0; step < 30000 && !t_failed; step++) {
 		int ci = rnd(3), k;
 		struct kvp_client *c = &t.c[ci];
 		struct kvpool_handle h;
 		struct kvpool_stats st = stats(c);
 		u32 n, idx;
-		int ret = 0, op = rnd(13);
+		int ret = 0, op = rnd(15);
 
 		k = nheld[ci] ? (int)rnd(nheld[ci]) : -1;
 		h = k >= 0 ? held[ci][k] : (struct kvpool_handle){ rnd(100), 1 };
@@ -1089,6 +1307,26 @@ static void test_random(void)
 			if (!ret && k >= 0)
 				held[ci][k] = held[ci][--nheld[ci]];
 			break;
+		case 13:
+		case 14: {
+			/* Hand the row to another client, or drop it. */
+			struct kvpool_export x = { .handle = h };
+			int to = (ci + 1 + rnd(2)) % 3;
+			u32 xi;
+
+			ret = kvp_export_locked(c, &x, &xi, &n);
+			if (ret)
+				break;
+			if (k >= 0)
+				held[ci][k] = held[ci][--nheld[ci]];
+			CHECK(clean(&t));
+			if (op == 14 || nheld[to] >= 64 ||
+			    kvp_import_locked(&t.c[to], xi, &h, &n))
+				kvp_export_drop_locked(&t.pool, xi);
+			else
+				held[to][nheld[to]++] = h;
+			break;
+		}
 		case 8:
 			if (nheld[ci] < 64) {
 				ret = kvp_from_slot_locked(c, rnd(8), &h, &n);
@@ -1178,7 +1416,7 @@ static void test_commit_trim_pt16(void) { test_commit_trim(16); }
 int main(int argc, char **argv)
 {
 	kvp_user_verbose = argc > 1 && !strcmp(argv[1], "-v");
-	printf("TAP version 13\n1..22\n");
+	printf("TAP version 13\n1..25\n");
 	run("geometry", test_geometry);
 	run("reserve_zero", test_reserve_zero);
 	run("row_alloc", test_row_alloc);
@@ -1197,6 +1435,9 @@ int main(int argc, char **argv)
 	run("swa_pt16", test_swa_pt16);
 	run("many_clients", test_many_clients);
 	run("verify_catches_cache_corruption", test_verify_catches_cache);
+	run("tenants", test_tenants);
+	run("pressure", test_pressure);
+	run("export_import", test_export);
 	run("verify_catches_corruption", test_verify_catches);
 	run("fail_nth", test_fail_nth);
 	run("random_ops", test_random);

@@ -59,19 +59,28 @@
  * - ESTALE:     this client holds the row, but under a newer generation:
  *               the handle is from an earlier use of the row.
  * - ENOSPC:     not enough free pages or rows; ``out_short`` says how many
- *               were missing. Nothing was taken. (control) all 64 pools
- *               exist.
+ *               were missing. Pages other tenants are guaranteed (and
+ *               do not hold yet) are not free to this one. Nothing was
+ *               taken. (control) all 64 pools exist.
+ * - EDQUOT:     the caller's tenant would go past its max_pages or
+ *               max_rows; ``out_short`` says by how many. Nothing taken.
  * - ENOBUFS:    an output array is too small; ``out_nr_pages`` says how
  *               many entries are needed (saturating at 2^32 - 1). Checked
  *               before ENOSPC. Nothing changed.
  * - EEXIST:     the session id already names a slot of this client.
  * - EALREADY:   DONATE: the row's cache already holds that prefix.
+ *               IMPORT: the export file was imported already.
  * - EBUSY:      CACHE_EVICT: a page is pinned (a row borrows it).
+ *               EXPORT: the row borrows a cache page another row also
+ *               borrows.
  * - EOVERFLOW:  arithmetic on the inputs would overflow.
  * - ENOMEM:     the kernel could not allocate memory. Nothing changed.
  * - EPERM:      a control op without CAP_SYS_ADMIN.
  * - EBUSY:      (control) destroying a pool that still has clients.
- * - EMFILE:     (open) the pool has 65536 clients already.
+ * - EMFILE:     (open) the pool has 65536 clients already, or 4096
+ *               tenants.
+ * - EBADF:      IMPORT: @fd is not an open file.
+ * - EXDEV:      IMPORT: the export file belongs to another pool.
  * - ENODEV:     (control) no pool with that id; (open) the pool is going.
  */
 
@@ -88,14 +97,9 @@
 /* DONATE, ATTACH_PREFIX, CACHE_EVICT, KVPOOL_RELEASE_DONATE */
 #define KVPOOL_FEAT_PREFIX_CACHE _BITULL(4)
 #define KVPOOL_FEAT_SWA		_BITULL(5)	/* SWA_FREE */
-/*
- * Reserved for ops that later ABI versions add; a client must test the bit
- * before using them: export/import to another process, tenant quotas and
- * pressure notification.
- */
-#define KVPOOL_FEAT_EXPORT	_BITULL(6)
-#define KVPOOL_FEAT_QUOTA	_BITULL(7)
-#define KVPOOL_FEAT_PRESSURE	_BITULL(8)
+#define KVPOOL_FEAT_EXPORT	_BITULL(6)	/* EXPORT, IMPORT */
+#define KVPOOL_FEAT_QUOTA	_BITULL(7)	/* tenants, CTL_TENANT_* */
+#define KVPOOL_FEAT_PRESSURE	_BITULL(8)	/* PRESSURE, poll, CTL_SET_WMARK */
 
 enum {
 	KVPOOL_CMD_BASE = 0x80,
@@ -115,9 +119,15 @@ enum {
 	KVPOOL_CMD_ATTACH_PREFIX,
 	KVPOOL_CMD_CACHE_EVICT,
 	KVPOOL_CMD_SWA_FREE,
-	/* 0x90..0x9f: reserved for the ops named above KVPOOL_FEAT_* */
+	KVPOOL_CMD_EXPORT,
+	KVPOOL_CMD_IMPORT,
+	KVPOOL_CMD_PRESSURE,
+	/* 0x93..0x9f: reserved for later ops */
 	KVPOOL_CMD_CTL_CREATE = 0xa0,
 	KVPOOL_CMD_CTL_DESTROY,
+	KVPOOL_CMD_CTL_TENANT_SET,
+	KVPOOL_CMD_CTL_TENANT_LIST,
+	KVPOOL_CMD_CTL_SET_WMARK,
 };
 
 /**
@@ -190,10 +200,21 @@ struct kvpool_info {
  * @out_client_slots: slots the caller holds
  * @out_client_pages: pages the caller's rows and slots own
  * @out_client_cache_pages: pages in the caller's prefix cache
+ * @__reserved: must be 0
+ * @out_export_rows: rows in flight as export files (KVPOOL_EXPORT)
+ * @out_export_pages: pages those rows own
+ * @out_tenant_id: the caller's tenant, as KVPOOL_CTL_TENANT_LIST names it
+ * @out_tenant_pages: pages the caller's tenant holds: its clients' rows,
+ *                    slots and prefix caches
+ * @out_tenant_rows: rows (held and parked) the caller's tenant holds
+ * @out_tenant_max_pages: its hard limit in pages (0: none)
+ * @out_tenant_min_pages: its guarantee in pages (0: none)
+ * @out_tenant_max_rows: its limit in rows (0: none)
  *
  * For every pool: free + row + slot + cache_evictable + cache_pinned +
- * reserved pages == nr_pages, and free + held + slot + reserved rows ==
- * nr_rows. The figures are one consistent snapshot.
+ * reserved + export pages == nr_pages, and free + held + slot + reserved +
+ * export rows == nr_rows. The figures are one consistent snapshot. Of
+ * other tenants a client sees nothing but these pool totals.
  */
 struct kvpool_stats {
 	__u32 size;
@@ -214,6 +235,14 @@ struct kvpool_stats {
 	__u32 out_client_pages;
 	__u32 out_client_cache_pages;
 	__u32 __reserved;
+	__u32 out_export_rows;
+	__u32 out_export_pages;
+	__u32 out_tenant_id;
+	__u32 out_tenant_pages;
+	__u32 out_tenant_rows;
+	__u32 out_tenant_max_pages;
+	__u32 out_tenant_min_pages;
+	__u32 out_tenant_max_rows;
 };
 
 #define KVPOOL_STATS _IO(KVPOOL_TYPE, KVPOOL_CMD_STATS)
@@ -478,9 +507,100 @@ struct kvpool_verify {
 
 #define KVPOOL_VERIFY _IO(KVPOOL_TYPE, KVPOOL_CMD_VERIFY)
 
+/* EXPORT flags */
+#define KVPOOL_EXPORT_SLOT	_BITUL(0)	/* export the slot @session_id */
+
+/**
+ * struct kvpool_export - KVPOOL_EXPORT: turn a row into a file descriptor
+ * @size: sizeof(struct kvpool_export)
+ * @flags: 0 or KVPOOL_EXPORT_SLOT
+ * @handle: the row (must be 0 with KVPOOL_EXPORT_SLOT)
+ * @session_id: the slot (must be 0 without KVPOOL_EXPORT_SLOT)
+ * @out_fd: a new O_CLOEXEC file descriptor that holds the row
+ * @out_nr_pages: pages the row owns
+ *
+ * The row, its pages and lengths leave the client: the handle or slot is
+ * dead, and until some client imports it the row belongs to the file, not
+ * to any client or tenant. Pages the row borrowed from the caller's prefix
+ * cache become the row's own (EBUSY if another row borrows one too), so
+ * protected drops to 0. Pass the fd to another process (SCM_RIGHTS); if
+ * its last reference goes unimported, the row and its pages go back to the
+ * pool.
+ */
+struct kvpool_export {
+	__u32 size;
+	__u32 flags;
+	struct kvpool_handle handle;
+	__aligned_u64 session_id;
+	__s32 out_fd;
+	__u32 out_nr_pages;
+};
+
+#define KVPOOL_EXPORT _IO(KVPOOL_TYPE, KVPOOL_CMD_EXPORT)
+
+/**
+ * struct kvpool_import - KVPOOL_IMPORT: take an exported row
+ * @size: sizeof(struct kvpool_import)
+ * @flags: must be 0
+ * @fd: a file from KVPOOL_EXPORT on this pool
+ * @__reserved: must be 0
+ * @out_handle: the row's handle in this client: same req_pool_idx, next
+ *              generation
+ * @out_nr_pages: pages the row owns
+ *
+ * The caller's tenant limits apply (EDQUOT); EALREADY if the file was
+ * imported before, EXDEV if it is another pool's, EINVAL if it is not an
+ * export file, EBADF if @fd is not open. The file stays open (close it).
+ */
+struct kvpool_import {
+	__u32 size;
+	__u32 flags;
+	__s32 fd;
+	__u32 __reserved;
+	struct kvpool_handle out_handle;
+	__u32 out_nr_pages;
+	__u32 __reserved2;
+};
+
+#define KVPOOL_IMPORT _IO(KVPOOL_TYPE, KVPOOL_CMD_IMPORT)
+
+/* Why a client is asked to give pages back (kvpool_pressure.out_reasons) */
+#define KVPOOL_PRESSURE_LOW	  _BITUL(0)	/* free pages below low watermark */
+#define KVPOOL_PRESSURE_OVER_MAX  _BITUL(1)	/* its tenant is over max_pages */
+#define KVPOOL_PRESSURE_GUARANTEE _BITUL(2)	/* a tenant is blocked below min */
+
+/**
+ * struct kvpool_pressure - KVPOOL_PRESSURE: how much to give back
+ * @size: sizeof(struct kvpool_pressure)
+ * @flags: must be 0
+ * @out_ask_pages: prefix-cache pages this client is asked to evict now
+ *                 (never more than its evictable cache pages)
+ * @out_reasons: KVPOOL_PRESSURE_*; 0 when nothing is asked
+ * @out_free_pages: free pages in the pool
+ * @out_low_wmark: pressure starts below this many free pages
+ * @out_high_wmark: and asks for enough to get back to this many
+ * @__reserved: must be 0
+ *
+ * poll() on the pool fd reports EPOLLPRI while out_ask_pages > 0. Nothing
+ * is ever taken from a client: evicting is up to it (KVPOOL_CACHE_EVICT).
+ * The policy is in docs/design.md.
+ */
+struct kvpool_pressure {
+	__u32 size;
+	__u32 flags;
+	__u32 out_ask_pages;
+	__u32 out_reasons;
+	__u32 out_free_pages;
+	__u32 out_low_wmark;
+	__u32 out_high_wmark;
+	__u32 __reserved;
+};
+
+#define KVPOOL_PRESSURE _IO(KVPOOL_TYPE, KVPOOL_CMD_PRESSURE)
+
 /*
- * Control device: /dev/kvpool-control creates and destroys pools. Both ops
- * need CAP_SYS_ADMIN.
+ * Control device: /dev/kvpool-control creates and destroys pools and sets
+ * tenants' limits. Every op needs CAP_SYS_ADMIN.
  */
 
 /**
@@ -524,5 +644,126 @@ struct kvpool_ctl_destroy {
 };
 
 #define KVPOOL_CTL_DESTROY _IO(KVPOOL_TYPE, KVPOOL_CMD_CTL_DESTROY)
+
+#define KVPOOL_LABEL_LEN	32
+
+/* CTL_TENANT_SET flags */
+#define KVPOOL_TENANT_BY_ID	_BITUL(0)	/* select by @tenant_id */
+
+/**
+ * struct kvpool_ctl_tenant - KVPOOL_CTL_TENANT_SET: a tenant's limits
+ * @size: sizeof(struct kvpool_ctl_tenant)
+ * @flags: 0 (select by @cgroup_id and @uid, creating the tenant if it is
+ *         new) or KVPOOL_TENANT_BY_ID
+ * @pool_id: the pool
+ * @tenant_id: with KVPOOL_TENANT_BY_ID, the tenant; written back
+ * @cgroup_id: the tenant's cgroup v2 id (the inode number of its folder
+ *             under /sys/fs/cgroup)
+ * @uid: the tenant's uid in the initial user namespace
+ * @max_pages: hard limit on pages held (0: none)
+ * @min_pages: pages guaranteed (0: none); the pool's guarantees together
+ *             may not exceed its pages (EINVAL)
+ * @max_rows: limit on rows held, parked included (0: none)
+ * @__reserved: must be 0
+ * @label: a name for status output, NUL-terminated (EINVAL otherwise);
+ *         empty keeps the current one
+ *
+ * A client's tenant is fixed at open: the opener's cgroup v2 and uid. A
+ * limit set below current use takes nothing from anyone: it refuses growth
+ * and asks the tenant's clients to shrink their caches.
+ */
+struct kvpool_ctl_tenant {
+	__u32 size;
+	__u32 flags;
+	__u32 pool_id;
+	__u32 tenant_id;
+	__aligned_u64 cgroup_id;
+	__u32 uid;
+	__u32 max_pages;
+	__u32 min_pages;
+	__u32 max_rows;
+	__u32 __reserved;
+	char label[KVPOOL_LABEL_LEN];
+};
+
+#define KVPOOL_CTL_TENANT_SET _IO(KVPOOL_TYPE, KVPOOL_CMD_CTL_TENANT_SET)
+
+/**
+ * struct kvpool_tenant_info - one tenant, as KVPOOL_CTL_TENANT_LIST reports
+ * @tenant_id: its id in the pool
+ * @uid: its uid
+ * @cgroup_id: its cgroup v2 id
+ * @pages: pages it holds (rows, slots, prefix caches)
+ * @cache_pages: of which in prefix caches
+ * @rows: rows it holds, parked included
+ * @nr_clients: its open clients
+ * @max_pages: see struct kvpool_ctl_tenant
+ * @min_pages: see struct kvpool_ctl_tenant
+ * @max_rows: see struct kvpool_ctl_tenant
+ * @ask_pages: pages its clients are asked to give back now
+ * @__reserved: 0
+ * @label: its label
+ */
+struct kvpool_tenant_info {
+	__u32 tenant_id;
+	__u32 uid;
+	__aligned_u64 cgroup_id;
+	__u32 pages;
+	__u32 cache_pages;
+	__u32 rows;
+	__u32 nr_clients;
+	__u32 max_pages;
+	__u32 min_pages;
+	__u32 max_rows;
+	__u32 ask_pages;
+	__u32 __reserved;
+	char label[KVPOOL_LABEL_LEN];
+};
+
+/**
+ * struct kvpool_ctl_tenant_list - KVPOOL_CTL_TENANT_LIST
+ * @size: sizeof(struct kvpool_ctl_tenant_list)
+ * @flags: must be 0
+ * @pool_id: the pool
+ * @count: room in @tenants
+ * @tenants: user pointer to @count struct kvpool_tenant_info
+ * @out_nr_tenants: tenants the pool has; min(count, out_nr_tenants) are
+ *                  written
+ * @__reserved: must be 0
+ */
+struct kvpool_ctl_tenant_list {
+	__u32 size;
+	__u32 flags;
+	__u32 pool_id;
+	__u32 count;
+	__aligned_u64 tenants;
+	__u32 out_nr_tenants;
+	__u32 __reserved;
+};
+
+#define KVPOOL_CTL_TENANT_LIST _IO(KVPOOL_TYPE, KVPOOL_CMD_CTL_TENANT_LIST)
+
+/**
+ * struct kvpool_ctl_wmark - KVPOOL_CTL_SET_WMARK: the pressure watermarks
+ * @size: sizeof(struct kvpool_ctl_wmark)
+ * @flags: must be 0
+ * @pool_id: the pool
+ * @low_wmark: free pages below which clients are asked to shrink (0: never)
+ * @high_wmark: free pages they are asked to restore; >= low_wmark and <=
+ *              nr_pages (EINVAL otherwise)
+ * @__reserved: must be 0
+ *
+ * A new pool starts at low = nr_pages / 32, high = nr_pages / 16.
+ */
+struct kvpool_ctl_wmark {
+	__u32 size;
+	__u32 flags;
+	__u32 pool_id;
+	__u32 low_wmark;
+	__u32 high_wmark;
+	__u32 __reserved;
+};
+
+#define KVPOOL_CTL_SET_WMARK _IO(KVPOOL_TYPE, KVPOOL_CMD_CTL_SET_WMARK)
 
 #endif /* _UAPI_LINUX_KVPOOL_H */
