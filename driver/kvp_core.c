@@ -535,10 +535,14 @@ void kvp_stats_locked(struct kvp_client *c, struct kvpool_stats *st)
 	st->out_tenant_max_rows = c->tenant->max_rows;
 }
 
-/* Someone was refused: let pollers look at the pressure again. */
-static void kvp_refused(struct kvp_pool *pool, struct kvp_tenant *t)
+/*
+ * Someone was refused: let pollers look at the pressure again. Refused
+ * pages below its guarantee, @t now asks the tenants above theirs.
+ */
+static void kvp_refused(struct kvp_pool *pool, struct kvp_tenant *t,
+			bool pages)
 {
-	if (kvp_unmet(t))
+	if (pages && kvp_unmet(t))
 		pool->blocked_tenant = t->id;
 	pool->pressure_seq++;
 }
@@ -555,12 +559,12 @@ int kvp_row_alloc_locked(struct kvp_client *c, struct kvpool_handle *out,
 		return -EINVAL;
 	if (c->tenant->max_rows && c->tenant->rows + count > c->tenant->max_rows) {
 		*out_short = c->tenant->rows + count - c->tenant->max_rows;
-		kvp_refused(pool, c->tenant);
+		kvp_refused(pool, c->tenant, false);
 		return -EDQUOT;
 	}
 	if (count > pool->free_rows) {
 		*out_short = count - pool->free_rows;
-		kvp_refused(pool, c->tenant);
+		kvp_refused(pool, c->tenant, false);
 		return -ENOSPC;
 	}
 	for (i = 0; i < count; i++) {
@@ -712,13 +716,13 @@ int kvp_extend_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 	t = c->tenant;
 	if (t->max_pages && t->pages + need > t->max_pages) {
 		res->shortfall = (u32)(t->pages + need - t->max_pages);
-		kvp_refused(pool, t);
+		kvp_refused(pool, t, false);
 		return -EDQUOT;
 	}
 	avail = kvp_available(pool, t);
 	if (need > avail) {
 		res->shortfall = (u32)(need - avail);
-		kvp_refused(pool, t);
+		kvp_refused(pool, t, true);
 		return -ENOSPC;
 	}
 
@@ -1467,7 +1471,7 @@ int kvp_import_locked(struct kvp_client *c, u32 idx,
 	owned = kvp_row_owned(pool, r);
 	if ((t->max_pages && t->pages + owned > t->max_pages) ||
 	    (t->max_rows && t->rows + 1 > t->max_rows)) {
-		kvp_refused(pool, t);
+		kvp_refused(pool, t, false);
 		return -EDQUOT;
 	}
 	r->state = KVP_ROW_HELD;
