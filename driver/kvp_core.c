@@ -1005,13 +1005,49 @@ int kvp_swa_free_locked(struct kvp_client *c,
  */
 #define KVP_PIN_MARK	0x80000000U
 
+/*
+ * Checks that @pages are @c's cache pages, each named once and, with
+ * @unpinned, borrowed by no row. Each is marked while the batch is checked
+ * and all are unmarked before returning; *@bad is the first bad entry.
+ */
+static int kvp_cache_check(struct kvp_client *c, const u32 *pages, u32 n,
+			   bool unpinned, u32 *bad)
+{
+	struct kvp_pool *pool = c->pool;
+	struct kvp_cache_ent *ent;
+	int ret = 0;
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		if (pages[i] >= pool->nr_pages ||
+		    pool->pages[pages[i]].owner != (KVP_OWNER_CACHE | c->cidx)) {
+			ret = -ENOENT;
+			break;
+		}
+		ent = kvp_cache_ent(pool, pages[i]);
+		if (ent->pins & KVP_PIN_MARK) {
+			ret = -EINVAL;
+			break;
+		}
+		if (unpinned && ent->pins) {
+			ret = -EBUSY;
+			break;
+		}
+		ent->pins |= KVP_PIN_MARK;
+	}
+	*bad = i;
+	while (i--)
+		kvp_cache_ent(pool, pages[i])->pins &= ~KVP_PIN_MARK;
+	return ret;
+}
+
 int kvp_attach_prefix_locked(struct kvp_client *c,
 			     const struct kvpool_handle *h,
 			     const u32 *pages, u32 nr_pages)
 {
 	struct kvp_pool *pool = c->pool;
 	struct kvp_row *r;
-	u32 i;
+	u32 i, bad;
 	int ret;
 
 	lockdep_assert_held(&pool->lock);
@@ -1021,26 +1057,7 @@ int kvp_attach_prefix_locked(struct kvp_client *c,
 	if (r->allocated || !nr_pages ||
 	    (u64)nr_pages * pool->page_tokens > pool->row_tokens)
 		return -EINVAL;
-
-	/* Each page the caller's and named once: mark, check, unmark. */
-	for (i = 0; i < nr_pages; i++) {
-		u32 id = pages[i];
-		struct kvp_cache_ent *ent;
-
-		if (id >= pool->nr_pages ||
-		    pool->pages[id].owner != (KVP_OWNER_CACHE | c->cidx)) {
-			ret = -ENOENT;
-			break;
-		}
-		ent = kvp_cache_ent(pool, id);
-		if (ent->pins & KVP_PIN_MARK) {
-			ret = -EINVAL;
-			break;
-		}
-		ent->pins |= KVP_PIN_MARK;
-	}
-	while (i--)
-		kvp_cache_ent(pool, pages[i])->pins &= ~KVP_PIN_MARK;
+	ret = kvp_cache_check(c, pages, nr_pages, false, &bad);
 	if (ret)
 		return ret;
 	ret = kvp_row_reserve(r, nr_pages);
@@ -1063,38 +1080,19 @@ int kvp_cache_evict_locked(struct kvp_client *c, const u32 *pages,
 {
 	struct kvp_pool *pool = c->pool;
 	u32 i;
-	int ret = 0;
+	int ret;
 
 	lockdep_assert_held(&pool->lock);
 	*error_index = ~0U;
 	if (!count || count > pool->max_batch)
 		return -EINVAL;
-	for (i = 0; i < count; i++) {
-		u32 id = pages[i];
-		struct kvp_cache_ent *ent;
-
-		if (id >= pool->nr_pages ||
-		    pool->pages[id].owner != (KVP_OWNER_CACHE | c->cidx)) {
-			ret = -ENOENT;
-			break;
-		}
-		ent = kvp_cache_ent(pool, id);
-		if (ent->pins) {
-			ret = ent->pins == KVP_PIN_MARK ? -EINVAL : -EBUSY;
-			break;
-		}
-		ent->pins = KVP_PIN_MARK;
-	}
+	ret = kvp_cache_check(c, pages, count, true, &i);
 	if (ret) {
 		*error_index = i;
-		while (i--)
-			kvp_cache_ent(pool, pages[i])->pins = 0;
 		return ret;
 	}
-	for (i = 0; i < count; i++) {
-		kvp_cache_ent(pool, pages[i])->pins = 0;
+	for (i = 0; i < count; i++)
 		kvp_cache_free(c, pages[i]);
-	}
 	return 0;
 }
 
