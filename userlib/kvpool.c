@@ -20,8 +20,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 
 #include "kvpool.h"
 
@@ -418,6 +420,179 @@ int kvpool_verify(struct kvpool *kp, struct kvpool_verify *v)
 	return (int)arg.out_violations;
 }
 
+/* EXPORT of a row or a slot: the new file descriptor, or -errno. */
+static int kvp_export(struct kvpool *kp, struct kvpool_export *arg)
+{
+	int ret;
+
+	arg->size = sizeof(*arg);
+	ret = kvp_ioctl(kp->fd, KVPOOL_EXPORT, arg);
+	/* The kernel installed out_fd only on success. */
+	return ret ? ret : arg->out_fd;
+}
+
+KVP_PUBLIC
+int kvpool_export(struct kvpool *kp, struct kvpool_handle handle)
+{
+	struct kvpool_export arg = { .handle = handle };
+
+	return kvp_export(kp, &arg);
+}
+
+KVP_PUBLIC
+int kvpool_export_slot(struct kvpool *kp, uint64_t session_id)
+{
+	struct kvpool_export arg = {
+		.flags = KVPOOL_EXPORT_SLOT,
+		.session_id = session_id,
+	};
+
+	return kvp_export(kp, &arg);
+}
+
+KVP_PUBLIC
+int kvpool_import(struct kvpool *kp, int fd, struct kvpool_handle *out)
+{
+	struct kvpool_import arg = {
+		.size = sizeof(arg),
+		.fd = fd,
+	};
+	int ret;
+
+	ret = kvp_ioctl(kp->fd, KVPOOL_IMPORT, &arg);
+	if (ret)
+		return ret;
+	*out = arg.out_handle;
+	return (int)arg.out_nr_pages;
+}
+
+/*
+ * SCM_RIGHTS needs at least one byte of data on a stream socket; its
+ * value means nothing. Room for a few descriptors on receipt, so that a
+ * peer sending more than one does not leave us guessing: the first is
+ * returned, the others closed.
+ */
+#define KVP_FD_BYTE	'K'
+#define KVP_RECV_FDS	4
+
+KVP_PUBLIC
+int kvpool_send_fd(int sock, int fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	char byte = KVP_FD_BYTE;
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct msghdr msg = {
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = ctl.buf,
+		.msg_controllen = sizeof(ctl.buf),
+	};
+	struct cmsghdr *cm;
+	ssize_t n;
+
+	memset(&ctl, 0, sizeof(ctl));
+	cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(fd));
+
+	do {
+		n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+	} while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : 0;
+}
+
+KVP_PUBLIC
+int kvpool_recv_fd(int sock)
+{
+	union {
+		char buf[CMSG_SPACE(KVP_RECV_FDS * sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	char byte;
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct msghdr msg = {
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = ctl.buf,
+		.msg_controllen = sizeof(ctl.buf),
+	};
+	struct cmsghdr *cm;
+	int fd = -1;
+	ssize_t n;
+
+	do {
+		n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+
+	for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+		size_t i, nr;
+
+		if (cm->cmsg_level != SOL_SOCKET ||
+		    cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len < CMSG_LEN(0))
+			continue;
+		nr = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < nr; i++) {
+			int got;
+
+			memcpy(&got, CMSG_DATA(cm) + i * sizeof(int),
+			       sizeof(got));
+			if (fd < 0)
+				fd = got;
+			else
+				close(got);
+		}
+	}
+	if (fd >= 0)
+		return fd;
+	/* Nothing read at all: the peer is gone. */
+	return n ? -EBADMSG : -ECONNRESET;
+}
+
+KVP_PUBLIC
+int kvpool_pressure(struct kvpool *kp, struct kvpool_pressure *p)
+{
+	struct kvpool_pressure arg = { .size = sizeof(arg) };
+	int ret;
+
+	ret = kvp_ioctl(kp->fd, KVPOOL_PRESSURE, &arg);
+	if (ret)
+		return ret;
+	if (p)
+		*p = arg;
+	/* Never more than the client's cache pages (< 2^27): fits an int. */
+	return (int)arg.out_ask_pages;
+}
+
+KVP_PUBLIC
+int kvpool_wait_pressure(struct kvpool *kp, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = kp->fd, .events = POLLPRI };
+	int ret;
+
+	/*
+	 * A module without pressure polls as a plain file, never POLLPRI:
+	 * waiting would only ever time out.
+	 */
+	if (!(kp->info.out_features & KVPOOL_FEAT_PRESSURE))
+		return -ENOTTY;
+	/* No retry on EINTR: the caller knows what is left of its timeout. */
+	ret = poll(&pfd, 1, timeout_ms);
+	if (ret < 0)
+		return -errno;
+	if (!ret)
+		return 0;
+	if (pfd.revents & POLLPRI)
+		return 1;
+	return pfd.revents & POLLNVAL ? -EBADF : -EIO;
+}
+
 /* Run one control ioctl on a freshly opened control device. */
 static int kvp_control(unsigned long cmd, void *arg)
 {
@@ -468,6 +643,65 @@ int kvpool_pool_destroy(unsigned int pool_id)
 	};
 
 	return kvp_control(KVPOOL_CTL_DESTROY, &arg);
+}
+
+KVP_PUBLIC
+int kvpool_tenant_set(unsigned int pool_id, struct kvpool_ctl_tenant *t)
+{
+	struct kvpool_ctl_tenant arg = {
+		.size = sizeof(arg),
+		.flags = t->flags,
+		.pool_id = pool_id,
+		.tenant_id = t->tenant_id,
+		.cgroup_id = t->cgroup_id,
+		.uid = t->uid,
+		.max_pages = t->max_pages,
+		.min_pages = t->min_pages,
+		.max_rows = t->max_rows,
+	};
+	int ret;
+
+	/* As kvpool_pool_create(): a later version may give it a meaning. */
+	if (t->__reserved)
+		return -EINVAL;
+	memcpy(arg.label, t->label, sizeof(arg.label));
+
+	ret = kvp_control(KVPOOL_CTL_TENANT_SET, &arg);
+	if (ret)
+		return ret;
+	*t = arg;
+	/* At most 4096 tenants a pool: fits an int. */
+	return (int)arg.tenant_id;
+}
+
+KVP_PUBLIC
+int kvpool_tenant_list(unsigned int pool_id, struct kvpool_tenant_info *out,
+		       unsigned int count)
+{
+	struct kvpool_ctl_tenant_list arg = {
+		.size = sizeof(arg),
+		.pool_id = pool_id,
+		.count = out ? count : 0,
+		.tenants = kvp_ptr(out),
+	};
+	int ret;
+
+	ret = kvp_control(KVPOOL_CTL_TENANT_LIST, &arg);
+	return ret ? ret : (int)arg.out_nr_tenants;
+}
+
+KVP_PUBLIC
+int kvpool_set_wmark(unsigned int pool_id, unsigned int low,
+		     unsigned int high)
+{
+	struct kvpool_ctl_wmark arg = {
+		.size = sizeof(arg),
+		.pool_id = pool_id,
+		.low_wmark = low,
+		.high_wmark = high,
+	};
+
+	return kvp_control(KVPOOL_CTL_SET_WMARK, &arg);
 }
 
 /*
@@ -604,13 +838,17 @@ static int kvp_read_attr(int dirfd, const char *name, __u32 *val)
 
 /* sysfs attribute names (docs/design.md) and where each figure goes. */
 #define KVP_INFO_ATTR(name, field) \
-	{ name, offsetof(struct kvpool_info, field) }
+	{ name, offsetof(struct kvpool_info, field), false }
 #define KVP_STATS_ATTR(name, field) \
-	{ name, offsetof(struct kvpool_stats, field) }
+	{ name, offsetof(struct kvpool_stats, field), false }
+/* An attribute newer modules have and older ones lack: 0 there. */
+#define KVP_STATS_ATTR_NEW(name, field) \
+	{ name, offsetof(struct kvpool_stats, field), true }
 
 struct kvp_attr {
 	const char *name;
 	size_t offset;
+	bool optional;
 };
 
 static const struct kvp_attr kvp_info_attrs[] = {
@@ -634,6 +872,8 @@ static const struct kvp_attr kvp_stats_attrs[] = {
 	KVP_STATS_ATTR("slot_rows", out_slot_rows),
 	KVP_STATS_ATTR("reserved_rows", out_reserved_rows),
 	KVP_STATS_ATTR("nr_clients", out_nr_clients),
+	KVP_STATS_ATTR_NEW("export_rows", out_export_rows),
+	KVP_STATS_ATTR_NEW("export_pages", out_export_pages),
 };
 
 static int kvp_read_attrs(int dirfd, const struct kvp_attr *attrs,
@@ -643,8 +883,18 @@ static int kvp_read_attrs(int dirfd, const struct kvp_attr *attrs,
 	int ret;
 
 	for (i = 0; i < nr; i++) {
-		ret = kvp_read_attr(dirfd, attrs[i].name,
-				    (__u32 *)((char *)base + attrs[i].offset));
+		__u32 *val = (__u32 *)((char *)base + attrs[i].offset);
+
+		ret = kvp_read_attr(dirfd, attrs[i].name, val);
+		/*
+		 * A missing file is an older module if the pool is still
+		 * there (its first attribute is), else the pool has gone.
+		 */
+		if (ret == -ENODEV && attrs[i].optional &&
+		    !faccessat(dirfd, "pool_id", F_OK, 0)) {
+			*val = 0;
+			ret = 0;
+		}
 		if (ret)
 			return ret;
 	}
@@ -698,12 +948,13 @@ struct kvp_errtext {
 static const struct kvp_errtext kvp_errtexts[] = {
 	{ ENOTTY, "not a kvpool device, or an ioctl this kernel does not know" },
 	{ EFAULT, "bad address passed to the kernel" },
-	{ EINVAL, "invalid argument: a count, length, field or duplicate row the pool refuses" },
+	{ EINVAL, "invalid argument: a count, length, field, limit or duplicate row the pool refuses, or not an export file" },
 	{ E2BIG, "request struct too new for this kernel (non-zero unknown tail)" },
 	{ EOPNOTSUPP, "flag or operation not supported by this kernel" },
 	{ ENOENT, "no such row, slot or prefix-cache page held by this client, or no such device node" },
 	{ ESTALE, "stale handle: the row was released and reused" },
-	{ ENOSPC, "pool exhausted: not enough free pages or rows" },
+	{ ENOSPC, "pool exhausted: not enough free pages or rows (pages guaranteed to other tenants are not free)" },
+	{ EDQUOT, "tenant limit reached: the request would take the tenant past its max_pages or max_rows" },
 	{ ENOBUFS, "output array too small" },
 	{ EEXIST, "session id already names a slot of this client" },
 	{ EALREADY, "already done: that prefix is in the cache already (length not past the row's protected part), or the export was imported already" },
@@ -711,9 +962,11 @@ static const struct kvp_errtext kvp_errtexts[] = {
 	{ ENOMEM, "out of kernel memory" },
 	{ EPERM, "operation needs CAP_SYS_ADMIN" },
 	{ EACCES, "permission denied on the kvpool device (root only by default)" },
-	{ EBUSY, "busy: a cache page is pinned by a row that borrows it, or the pool still has clients" },
+	{ EBUSY, "busy: a cache page is pinned by a row that borrows it (evict, export), or the pool still has clients or export files" },
 	{ EMFILE, "too many open files, or the pool has its maximum of clients (65536) or tenants" },
 	{ ENODEV, "no such pool, or the pool is being destroyed" },
+	{ EBADF, "bad file descriptor: not an open file" },
+	{ EXDEV, "the export file belongs to another pool" },
 };
 
 KVP_PUBLIC

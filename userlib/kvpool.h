@@ -118,9 +118,9 @@ int kvpool_fd(const struct kvpool *kp);
 int kvpool_info(const struct kvpool *kp, struct kvpool_info *info);
 
 /*
- * Fill *@stats with one consistent snapshot of the pool's counts and of
- * the caller's (the out_client_* fields) with KVPOOL_STATS. Returns 0 or
- * -errno.
+ * Fill *@stats with one consistent snapshot of the pool's counts, of the
+ * caller's (the out_client_* fields) and of its tenant's (out_tenant_*)
+ * with KVPOOL_STATS. Returns 0 or -errno.
  */
 int kvpool_stats(struct kvpool *kp, struct kvpool_stats *stats);
 
@@ -295,6 +295,82 @@ int kvpool_slot_query(struct kvpool *kp, uint64_t session_id,
 int kvpool_verify(struct kvpool *kp, struct kvpool_verify *v);
 
 /*
+ * Handing requests between processes (KVPOOL_FEAT_EXPORT; without it
+ * -ENOTTY). A row leaves its client as a file descriptor, which another
+ * process, e.g. a decode server after a prefill server, receives over a
+ * Unix socket (kvpool_send_fd(), kvpool_recv_fd()) and imports into its
+ * own client of the same pool. Pages never move.
+ */
+
+/*
+ * Export the held row @handle with KVPOOL_EXPORT: the row, its pages and
+ * lengths leave the client and belong to a new file, returned as an
+ * O_CLOEXEC file descriptor; @handle is dead afterwards. Cache pages the
+ * row borrowed become its own (its protected length drops to 0). Until
+ * some client imports it, the row counts in the pool's out_export_rows and
+ * out_export_pages, and to no client or tenant; if the file is closed
+ * unimported, the row goes back to the pool. Returns the new descriptor,
+ * or -errno (-EBUSY: a borrowed cache page is borrowed by another row too).
+ */
+int kvpool_export(struct kvpool *kp, struct kvpool_handle handle);
+
+/* kvpool_export() of the row parked in slot @session_id; the slot goes. */
+int kvpool_export_slot(struct kvpool *kp, uint64_t session_id);
+
+/*
+ * Take the row exported as @fd into this client with KVPOOL_IMPORT and
+ * write its handle (same req_pool_idx, next generation) to *@out. Each
+ * export is imported once. The caller's tenant limits apply. @fd stays
+ * open: close it afterwards. Returns the number of pages the row owns, or
+ * -errno (-EDQUOT: over the tenant's limits; -EALREADY: imported before;
+ * -EXDEV: another pool's export; -EINVAL: not an export; -EBADF: @fd is
+ * not open).
+ */
+int kvpool_import(struct kvpool *kp, int fd, struct kvpool_handle *out);
+
+/*
+ * Send the descriptor @fd over the connected Unix socket @sock as
+ * SCM_RIGHTS, with one byte of data. The receiver gets its own reference
+ * to the file; close @fd afterwards if it is no longer needed. Never
+ * raises SIGPIPE. Returns 0, or -errno from sendmsg(2).
+ */
+int kvpool_send_fd(int sock, int fd);
+
+/*
+ * Receive one descriptor sent with kvpool_send_fd() on @sock, close-on-
+ * exec. Returns it, or -errno: from recvmsg(2); -ECONNRESET if the peer
+ * closed the socket first; -EBADMSG if a message came without a
+ * descriptor (any extra descriptors in it are closed).
+ */
+int kvpool_recv_fd(int sock);
+
+/*
+ * Pressure (KVPOOL_FEAT_PRESSURE; without it -ENOTTY). The kernel never
+ * takes pages from a client: when free pages run low, a tenant is over
+ * its limit or another tenant is kept below its guarantee, it asks each
+ * client to evict some of its unpinned prefix-cache pages
+ * (kvpool_cache_evict()).
+ */
+
+/*
+ * Ask the kernel how many prefix-cache pages this client should evict
+ * now, with KVPOOL_PRESSURE; the full answer (reasons, free pages,
+ * watermarks) goes to *@p if @p is not NULL. Returns the pages asked (0:
+ * none), or -errno.
+ */
+int kvpool_pressure(struct kvpool *kp, struct kvpool_pressure *p);
+
+/*
+ * Wait up to @timeout_ms milliseconds (-1: for ever, 0: do not wait) until
+ * the kernel asks this client to give pages back: poll(2) for POLLPRI on
+ * the pool's descriptor. The condition is a level: while an ask is
+ * pending, this returns at once. Returns 1 if pages are asked
+ * (kvpool_pressure() says how many), 0 on timeout, or -errno (-EINTR: a
+ * signal came first).
+ */
+int kvpool_wait_pressure(struct kvpool *kp, int timeout_ms);
+
+/*
  * Create a pool through KVPOOL_CONTROL_PATH (needs CAP_SYS_ADMIN) and
  * store its id N, as in /dev/kvpoolN, in *@pool_id. Returns 0 or -errno
  * (-EINVAL: geometry out of range or reserved field not 0; -EPERM or
@@ -324,12 +400,54 @@ int kvpool_pool_list(unsigned int *ids, unsigned int cap);
  * (so without keeping it from being destroyed). *@info, if not NULL, gets
  * the geometry (out_pool_id, out_nr_pages, out_page_tokens, out_nr_rows,
  * out_row_tokens, out_create_flags; the rest 0); *@stats, if not NULL,
- * gets the pool's counts (the out_client_* fields 0). Each figure is read
- * from its own file, so unlike kvpool_stats() they are not one snapshot
- * while the pool is in use. Returns 0 or -errno (-ENODEV: no such pool).
+ * gets the pool's counts (the out_client_* and out_tenant_* fields 0;
+ * out_export_rows and out_export_pages 0 on a module without
+ * KVPOOL_FEAT_EXPORT). Each figure is read from its own file, so unlike
+ * kvpool_stats() they are not one snapshot while the pool is in use.
+ * Returns 0 or -errno (-ENODEV: no such pool).
  */
 int kvpool_pool_status(unsigned int pool_id, struct kvpool_info *info,
 		       struct kvpool_stats *stats);
+
+/*
+ * Tenants (KVPOOL_FEAT_QUOTA; without it -ENOTTY). A client's tenant is
+ * its opener's cgroup v2 id and effective uid, fixed at open. Through
+ * KVPOOL_CONTROL_PATH (needs CAP_SYS_ADMIN) each tenant of a pool may get
+ * a hard limit in pages and in rows, and a guarantee in pages.
+ */
+
+/*
+ * Set the limits of a tenant of pool @pool_id with KVPOOL_CTL_TENANT_SET.
+ * Zero *@t, then fill in: @t->cgroup_id (the inode number of the cgroup's
+ * folder under /sys/fs/cgroup) and @t->uid, which name the tenant and
+ * create it if it is new, or @t->flags = KVPOOL_TENANT_BY_ID and
+ * @t->tenant_id; @t->max_pages, @t->min_pages, @t->max_rows (0: none);
+ * @t->label (empty: keep the current one). The library sets size and
+ * pool_id itself. On success *@t gets the tenant's id, cgroup id, uid and
+ * label. Returns the tenant's id, or -errno (-EINVAL: min_pages above
+ * max_pages, the pool's guarantees together above its pages, the label
+ * not NUL-terminated, or @t->__reserved not 0; -ENOENT: no tenant with
+ * that id; -EMFILE: the pool has 4096 tenants; -ENODEV: no such pool).
+ */
+int kvpool_tenant_set(unsigned int pool_id, struct kvpool_ctl_tenant *t);
+
+/*
+ * List the tenants of pool @pool_id with KVPOOL_CTL_TENANT_LIST (needs
+ * CAP_SYS_ADMIN): the first @count go to @out (may be NULL if @count is
+ * 0). Returns the number of tenants the pool has, which may exceed
+ * @count, or -errno.
+ */
+int kvpool_tenant_list(unsigned int pool_id, struct kvpool_tenant_info *out,
+		       unsigned int count);
+
+/*
+ * Set pool @pool_id's pressure watermarks with KVPOOL_CTL_SET_WMARK
+ * (needs CAP_SYS_ADMIN): below @low free pages clients are asked to give
+ * pages back (0: never), enough to restore @high. Returns 0 or -errno
+ * (-EINVAL: @high below @low or above the pool's pages).
+ */
+int kvpool_set_wmark(unsigned int pool_id, unsigned int low,
+		     unsigned int high);
 
 /*
  * A short description of @err (negative or positive errno) as the kvpool

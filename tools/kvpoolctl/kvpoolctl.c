@@ -1,17 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * kvpoolctl: show, check, create and destroy kvpool pools.
+ * kvpoolctl: show, check, create and destroy kvpool pools, and set their
+ * tenants' limits and pressure watermarks.
  *
  * Copyright (C) 2026 The kvpool authors
  *
  * status reads sysfs and never opens a pool, so it works as any user and
- * never keeps a pool from being destroyed; info and verify open the pool
- * (becoming a client for the moment), create and destroy go through
+ * never keeps a pool from being destroyed (as root it also lists tenants
+ * through /dev/kvpool-control); info and verify open the pool (becoming a
+ * client for the moment); create, destroy, tenant and wmark go through
  * /dev/kvpool-control. See kvpoolctl(8) for the exit codes.
  */
+#define _GNU_SOURCE		/* asprintf(), nftw() */
 #include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
 #include <getopt.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stddef.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -19,10 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
 
 #include <kvpool.h>
 
-#define KVPOOLCTL_VERSION	"1.1.0"
+#define KVPOOLCTL_VERSION	"1.2.0"
 
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 #define __printf(a, b)	__attribute__((format(printf, a, b)))
@@ -92,7 +100,7 @@ static int pool_error(int err, const char *what, int pool)
 			what);
 		return EXIT_PERM;
 	case EBUSY:
-		err_msg("%s: pool %d has clients; stop them first (fuser -v /dev/kvpool%d)",
+		err_msg("%s: pool %d has clients or open export files; stop them first (fuser -v /dev/kvpool%d)",
 			what, pool, pool);
 		return EXIT_BUSY;
 	}
@@ -153,12 +161,18 @@ static int bad_pool(const char *s)
 	return EXIT_USAGE;
 }
 
-/* Usage text of each command; the first line doubles as its synopsis. */
+/*
+ * Usage text of each command. Its synopsis is the lines up to the first
+ * indented one: "tenant" has two.
+ */
 static const char usage_status[] =
 "status [--json] [POOL]\n"
 "    Show every pool (or POOL): pages (prefix-cache pages evictable and\n"
-"    pinned), rows and clients, from sysfs.\n"
-"    Needs no privilege and does not open the pool.\n"
+"    pinned, pages of rows in flight as export files), rows, pressure\n"
+"    watermarks, tenants and clients, from sysfs; as root also a table of\n"
+"    each pool's tenants: use, limits and the pages they are asked back.\n"
+"    Needs no privilege (but root for the tenants) and does not open the\n"
+"    pool.\n"
 "    -j, --json   one JSON object, the sysfs attribute names as keys\n";
 
 static const char usage_info[] =
@@ -187,9 +201,52 @@ static const char usage_destroy[] =
 "destroy POOL\n"
 "    Destroy POOL. Refused while it has clients. Needs root.\n";
 
+static const char usage_tenant[] =
+"tenant set POOL (--cgroup PATH | --cgroup-id N) --uid UID [LIMITS] [--label NAME]\n"
+"tenant list [--json] POOL\n"
+"    A tenant is a cgroup v2 and a uid: the opener's, fixed when a process\n"
+"    opens the pool. Needs root.\n"
+"    set: give the tenant LIMITS, creating it if need be; print its id.\n"
+"    --cgroup PATH     the cgroup, as /proc/PID/cgroup shows it\n"
+"                      (/system.slice/x.service) or as a folder under\n"
+"                      /sys/fs/cgroup\n"
+"    --cgroup-id N     the cgroup by id (the inode number of its folder)\n"
+"    --uid UID         the user, a number or a name\n"
+"    --label NAME      a name for status output, at most 31 bytes\n"
+"    LIMITS, any of:\n"
+"    --max PAGES       hard limit on the pages its clients hold\n"
+"    --min PAGES       pages guaranteed to it: not free to other tenants\n"
+"    --max-rows N      limit on the rows it holds, parked ones included\n"
+"    Every limit not given is set to 0, none; the label is kept unless\n"
+"    given. The pool's guarantees together may not exceed its pages.\n"
+"    Numbers take a K, M or G suffix (x1024, x1024^2, x1024^3).\n"
+"    list: show the pool's tenants, their use and limits.\n"
+"    -j, --json   one JSON object\n";
+
+static const char usage_wmark[] =
+"wmark POOL --low N --high N\n"
+"    Set POOL's pressure watermarks: below --low free pages, clients are\n"
+"    asked to evict prefix-cache pages until --high pages are free again.\n"
+"    --low 0 turns that off. low <= high <= the pool's pages. Needs root.\n"
+"    Numbers take a K, M or G suffix (x1024, x1024^2, x1024^3).\n";
+
+/* The length of the synopsis line at @u, or 0 past the synopsis. */
+static int synopsis_line(const char *u)
+{
+	if (!*u || *u == ' ')
+		return 0;
+	return (int)strcspn(u, "\n");
+}
+
 static int usage_of(const char *text, FILE *f)
 {
-	fprintf(f, "usage: %s %s", prog, text);
+	const char *u = text;
+	int len;
+
+	for (; (len = synopsis_line(u)); u += len + (u[len] == '\n'))
+		fprintf(f, "%s %s %.*s\n", u == text ? "usage:" : "      ",
+			prog, len, u);
+	fputs(u, f);
 	return f == stdout ? EXIT_OK : EXIT_USAGE;
 }
 
@@ -226,44 +283,460 @@ static int parse_simple(int argc, char **argv, const char *usage, bool *json,
 	return EXIT_OK;
 }
 
+/* ---- cgroups ---- */
+
+#ifndef CGROUP2_SUPER_MAGIC
+#define CGROUP2_SUPER_MAGIC	0x63677270
+#endif
+
+/*
+ * Where cgroup v2 is mounted: /sys/fs/cgroup, or its "unified" folder on
+ * a hybrid v1 + v2 system; NULL if neither is cgroup v2.
+ */
+static const char *cgroup_root(void)
+{
+	static const char *const roots[] = {
+		"/sys/fs/cgroup", "/sys/fs/cgroup/unified",
+	};
+	struct statfs sfs;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(roots); i++)
+		if (!statfs(roots[i], &sfs) &&
+		    sfs.f_type == CGROUP2_SUPER_MAGIC)
+			return roots[i];
+	return NULL;
+}
+
+/* A cgroup id to resolve to a path, and where its path goes. */
+struct cg_want {
+	__u64 id;
+	char *path;		/* malloc()ed; NULL: not found */
+};
+
+/* nftw() takes no context: the walk's state. */
+static struct cg_want *cg_wants;
+static size_t cg_nr_wants, cg_nr_found, cg_root_len;
+
+static int cg_visit(const char *path, const struct stat *sb, int type,
+		    struct FTW *ftw)
+{
+	size_t i;
+
+	(void)ftw;
+	if (type != FTW_D)
+		return 0;
+	for (i = 0; i < cg_nr_wants; i++) {
+		if (cg_wants[i].path || cg_wants[i].id != (__u64)sb->st_ino)
+			continue;
+		/* Relative to the root, as /proc/PID/cgroup writes it. */
+		cg_wants[i].path = strdup(path[cg_root_len] ?
+					  path + cg_root_len : "/");
+		if (cg_wants[i].path)
+			cg_nr_found++;
+	}
+	/* Stop as soon as every id has its path. */
+	return cg_nr_found == cg_nr_wants;
+}
+
+/*
+ * Find the path of each of @nr cgroup ids by walking the cgroup v2 tree
+ * once and matching folder inode numbers (a cgroup's id is the inode
+ * number of its folder). Ids not found keep a NULL path: the caller shows
+ * the number instead.
+ */
+static void resolve_cgroups(struct cg_want *wants, size_t nr)
+{
+	const char *root = cgroup_root();
+
+	if (!root || !nr)
+		return;
+	cg_wants = wants;
+	cg_nr_wants = nr;
+	cg_nr_found = 0;
+	cg_root_len = strlen(root);
+	/* Not across mounts, not through links; errors only cut it short. */
+	nftw(root, cg_visit, 16, FTW_PHYS | FTW_MOUNT);
+	cg_wants = NULL;
+}
+
+/*
+ * --cgroup PATH: a folder under the cgroup v2 root, or a path relative to
+ * that root (/system.slice/x.service). The return value is an exit code.
+ */
+static int cgroup_id_of(const char *path, __u64 *id)
+{
+	const char *root = cgroup_root();
+	size_t rlen = root ? strlen(root) : 0;
+	struct statfs sfs;
+	struct stat st;
+	char *full;
+	int n;
+
+	if (!root) {
+		err_msg("--cgroup: cgroup v2 is not mounted (at /sys/fs/cgroup or /sys/fs/cgroup/unified); use --cgroup-id");
+		return EXIT_FAIL;
+	}
+	if (!strncmp(path, root, rlen) && (!path[rlen] || path[rlen] == '/'))
+		n = asprintf(&full, "%s", path);
+	else
+		n = asprintf(&full, "%s%s%s", root, *path == '/' ? "" : "/",
+			     path);
+	if (n < 0) {
+		err_msg("--cgroup: out of memory");
+		return EXIT_FAIL;
+	}
+	if (stat(full, &st) || !S_ISDIR(st.st_mode) || statfs(full, &sfs) ||
+	    sfs.f_type != CGROUP2_SUPER_MAGIC) {
+		err_msg("--cgroup: no cgroup '%s' (looked for the folder %s)",
+			path, full);
+		free(full);
+		return EXIT_USAGE;
+	}
+	free(full);
+	*id = st.st_ino;
+	return EXIT_OK;
+}
+
+/* ---- tenants ---- */
+
+/*
+ * All of pool @id's tenants: *@out is malloc()ed (NULL if none), *@nr
+ * their number. Returns 0 or -errno from kvpool_tenant_list().
+ */
+static int fetch_tenants(unsigned int id, struct kvpool_tenant_info **out,
+			 size_t *nr)
+{
+	struct kvpool_tenant_info *t = NULL, *tmp;
+	int n, m;
+
+	*out = NULL;
+	*nr = 0;
+	n = kvpool_tenant_list(id, NULL, 0);
+	/* Tenants come and go: ask again until the room was enough. */
+	while (n > 0) {
+		tmp = realloc(t, (size_t)n * sizeof(*t));
+		if (!tmp) {
+			free(t);
+			return -ENOMEM;
+		}
+		t = tmp;
+		m = kvpool_tenant_list(id, t, (unsigned int)n);
+		if (m <= n) {
+			n = m;
+			break;
+		}
+		n = m;
+	}
+	if (n < 0) {
+		free(t);
+		return n;
+	}
+	*out = t;
+	*nr = (size_t)n;
+	return 0;
+}
+
+/* Each tenant's cgroup path, or NULL; a malloc()ed array of @nr. */
+static char **tenant_cgroups(const struct kvpool_tenant_info *t, size_t nr)
+{
+	struct cg_want *w;
+	char **paths;
+	size_t i;
+
+	paths = calloc(nr ? nr : 1, sizeof(*paths));
+	w = calloc(nr ? nr : 1, sizeof(*w));
+	if (!paths || !w) {
+		free(w);
+		return paths;	/* numbers only, or NULL */
+	}
+	for (i = 0; i < nr; i++)
+		w[i].id = t[i].cgroup_id;
+	resolve_cgroups(w, nr);
+	for (i = 0; i < nr; i++)
+		paths[i] = w[i].path;
+	free(w);
+	return paths;
+}
+
+static void free_strings(char **v, size_t nr)
+{
+	size_t i;
+
+	if (!v)
+		return;
+	for (i = 0; i < nr; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* A label from the kernel: NUL-terminated within its array, or cut there. */
+static const char *label_of(const struct kvpool_tenant_info *t, char *buf)
+{
+	memcpy(buf, t->label, KVPOOL_LABEL_LEN);
+	buf[KVPOOL_LABEL_LEN] = '\0';
+	return buf;
+}
+
+/* Write @str as a JSON string: quoted, with what JSON needs escaped. */
+static void json_string(const char *str)
+{
+	const unsigned char *p;
+
+	putchar('"');
+	for (p = (const unsigned char *)str; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			printf("\\%c", *p);
+		else if (*p < 0x20 || *p == 0x7f)
+			printf("\\u%04x", *p);
+		else
+			putchar(*p);
+	}
+	putchar('"');
+}
+
+/* A limit in a table: 0 is none. */
+static void fmt_limit(char *buf, size_t len, unsigned int v)
+{
+	if (v)
+		snprintf(buf, len, "%u", v);
+	else
+		snprintf(buf, len, "-");
+}
+
+/* The tenant table's columns; CGROUP and LABEL are left-aligned. */
+enum {
+	TC_ID, TC_UID, TC_CGROUP, TC_LABEL, TC_PAGES, TC_CACHE, TC_ROWS,
+	TC_CLIENTS, TC_MAX, TC_MIN, TC_MAXROWS, TC_ASK, TC_NR
+};
+
+static const char *const tenant_heads[TC_NR] = {
+	"TENANT", "UID", "CGROUP", "LABEL", "PAGES", "CACHE", "ROWS",
+	"CLIENTS", "MAX", "MIN", "MAX-ROWS", "ASK",
+};
+
+#define TCELL	48	/* a label is < 32 bytes, a number < 21 */
+
+/* The cells of one tenant; the cgroup's is its id (see tenant_cell()). */
+static void tenant_cells(const struct kvpool_tenant_info *t,
+			 char cell[TC_NR][TCELL])
+{
+	char label[KVPOOL_LABEL_LEN + 1];
+
+	snprintf(cell[TC_ID], TCELL, "%u", t->tenant_id);
+	snprintf(cell[TC_UID], TCELL, "%u", t->uid);
+	snprintf(cell[TC_CGROUP], TCELL, "%llu",
+		 (unsigned long long)t->cgroup_id);
+	snprintf(cell[TC_LABEL], TCELL, "%s", label_of(t, label));
+	if (!cell[TC_LABEL][0])
+		snprintf(cell[TC_LABEL], TCELL, "-");
+	snprintf(cell[TC_PAGES], TCELL, "%u", t->pages);
+	snprintf(cell[TC_CACHE], TCELL, "%u", t->cache_pages);
+	snprintf(cell[TC_ROWS], TCELL, "%u", t->rows);
+	snprintf(cell[TC_CLIENTS], TCELL, "%u", t->nr_clients);
+	fmt_limit(cell[TC_MAX], TCELL, t->max_pages);
+	fmt_limit(cell[TC_MIN], TCELL, t->min_pages);
+	fmt_limit(cell[TC_MAXROWS], TCELL, t->max_rows);
+	snprintf(cell[TC_ASK], TCELL, "%u", t->ask_pages);
+}
+
+/* Cell @j of a tenant: its cgroup's path if found, else what was made. */
+static const char *tenant_cell(char cell[TC_NR][TCELL], size_t j,
+			       const char *cgroup)
+{
+	return j == TC_CGROUP && cgroup ? cgroup : cell[j];
+}
+
+/* The tenants of one pool as a table, @indent spaces in. */
+static void print_tenant_table(const struct kvpool_tenant_info *t,
+			       char *const *cgroups, size_t nr, int indent)
+{
+	char cell[TC_NR][TCELL];
+	const char *cg;
+	int width[TC_NR];
+	size_t i, j;
+
+	for (j = 0; j < TC_NR; j++)
+		width[j] = (int)strlen(tenant_heads[j]);
+	for (i = 0; i < nr; i++) {
+		cg = cgroups ? cgroups[i] : NULL;
+		tenant_cells(&t[i], cell);
+		for (j = 0; j < TC_NR; j++) {
+			int w = (int)strlen(tenant_cell(cell, j, cg));
+
+			if (w > width[j])
+				width[j] = w;
+		}
+	}
+	printf("%*s", indent, "");
+	for (j = 0; j < TC_NR; j++)
+		printf("%s%*s", j ? "  " : "",
+		       j == TC_CGROUP || j == TC_LABEL ? -width[j] : width[j],
+		       tenant_heads[j]);
+	putchar('\n');
+	for (i = 0; i < nr; i++) {
+		cg = cgroups ? cgroups[i] : NULL;
+		tenant_cells(&t[i], cell);
+		printf("%*s", indent, "");
+		for (j = 0; j < TC_NR; j++)
+			printf("%s%*s", j ? "  " : "",
+			       j == TC_CGROUP || j == TC_LABEL ?
+			       -width[j] : width[j], tenant_cell(cell, j, cg));
+		putchar('\n');
+	}
+}
+
+/* The tenants as a JSON array, @indent spaces in (its "[" not included). */
+static void print_tenant_json(const struct kvpool_tenant_info *t,
+			      char *const *cgroups, size_t nr, int indent)
+{
+	char label[KVPOOL_LABEL_LEN + 1];
+	size_t i;
+
+	printf("[");
+	for (i = 0; i < nr; i++) {
+		printf("%s\n%*s{\n", i ? "," : "", indent + 2, "");
+		printf("%*s\"tenant_id\": %u,\n", indent + 4, "",
+		       t[i].tenant_id);
+		printf("%*s\"uid\": %u,\n", indent + 4, "", t[i].uid);
+		printf("%*s\"cgroup_id\": %llu,\n", indent + 4, "",
+		       (unsigned long long)t[i].cgroup_id);
+		printf("%*s\"cgroup\": ", indent + 4, "");
+		if (cgroups && cgroups[i])
+			json_string(cgroups[i]);
+		else
+			printf("null");
+		printf(",\n%*s\"label\": ", indent + 4, "");
+		json_string(label_of(&t[i], label));
+		printf(",\n");
+		printf("%*s\"pages\": %u,\n", indent + 4, "", t[i].pages);
+		printf("%*s\"cache_pages\": %u,\n", indent + 4, "",
+		       t[i].cache_pages);
+		printf("%*s\"rows\": %u,\n", indent + 4, "", t[i].rows);
+		printf("%*s\"nr_clients\": %u,\n", indent + 4, "",
+		       t[i].nr_clients);
+		printf("%*s\"max_pages\": %u,\n", indent + 4, "",
+		       t[i].max_pages);
+		printf("%*s\"min_pages\": %u,\n", indent + 4, "",
+		       t[i].min_pages);
+		printf("%*s\"max_rows\": %u,\n", indent + 4, "",
+		       t[i].max_rows);
+		printf("%*s\"ask_pages\": %u\n", indent + 4, "",
+		       t[i].ask_pages);
+		printf("%*s}", indent + 2, "");
+	}
+	if (nr)
+		printf("\n%*s", indent, "");
+	printf("]");
+}
+
 /* ---- status ---- */
+
+/* Where the pools' attributes are (docs/design.md). */
+#define SYSFS_DIR	"/sys/class/misc"
 
 struct pool_row {
 	unsigned int id;
 	struct kvpool_info info;
 	struct kvpool_stats st;
+	/* Added with tenants and pressure; a module before them lacks them. */
+	bool has_tenants;
+	unsigned int nr_tenants;
+	unsigned int low_wmark;
+	unsigned int high_wmark;
+	/* From KVPOOL_CTL_TENANT_LIST, root only; tenant_err: why not. */
+	int tenant_err;
+	struct kvpool_tenant_info *tenants;
+	size_t nr_tenant_rows;
+	char **cgroups;
 };
+
+/*
+ * Read /sys/class/misc/kvpoolN/@name, for the figures no struct of
+ * kvpool_pool_status() has room for. Returns 0 or -errno.
+ */
+static int read_pool_attr(unsigned int id, const char *name, unsigned int *val)
+{
+	char path[96], buf[32], *end;
+	unsigned long v;
+	ssize_t len;
+	int fd;
+
+	snprintf(path, sizeof(path), SYSFS_DIR "/kvpool%u/%s", id, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len < 0)
+		return -errno;
+	buf[len] = '\0';
+	errno = 0;
+	v = strtoul(buf, &end, 10);
+	if (buf[0] < '0' || buf[0] > '9' || errno || v > UINT_MAX ||
+	    (*end && *end != '\n'))
+		return -EIO;
+	*val = (unsigned int)v;
+	return 0;
+}
+
+/*
+ * The figures kvpool_pool_status() does not read; a module from before
+ * tenants and pressure lacks them, and gets has_tenants false.
+ */
+static void read_pool_extra(struct pool_row *r)
+{
+	r->has_tenants =
+		!read_pool_attr(r->id, "nr_tenants", &r->nr_tenants) &&
+		!read_pool_attr(r->id, "low_wmark", &r->low_wmark) &&
+		!read_pool_attr(r->id, "high_wmark", &r->high_wmark);
+	if (!r->has_tenants)
+		r->nr_tenants = r->low_wmark = r->high_wmark = 0;
+}
 
 /* One table column: a heading and where in a struct pool_row its figure is. */
 struct column {
 	const char *group;	/* heading above a run of columns, or NULL */
 	const char *name;
 	size_t offset;		/* of an unsigned int (or __u32) */
+	bool newer;		/* "-" on a module without tenants and export */
 };
 
 #define ROW_FIELD(f)	offsetof(struct pool_row, f)
 
 static const struct column columns[] = {
-	{ NULL, "POOL", ROW_FIELD(id) },
-	{ "pages", "TOTAL", ROW_FIELD(info.out_nr_pages) },
-	{ "pages", "FREE", ROW_FIELD(st.out_free_pages) },
-	{ "pages", "ROW", ROW_FIELD(st.out_row_pages) },
-	{ "pages", "SLOT", ROW_FIELD(st.out_slot_pages) },
+	{ NULL, "POOL", ROW_FIELD(id), false },
+	{ "pages", "TOTAL", ROW_FIELD(info.out_nr_pages), false },
+	{ "pages", "FREE", ROW_FIELD(st.out_free_pages), false },
+	{ "pages", "ROW", ROW_FIELD(st.out_row_pages), false },
+	{ "pages", "SLOT", ROW_FIELD(st.out_slot_pages), false },
 	/* Prefix-cache pages: evictable, and pinned by a row borrowing them. */
-	{ "pages", "EVICT", ROW_FIELD(st.out_cache_evictable) },
-	{ "pages", "PINNED", ROW_FIELD(st.out_cache_pinned) },
-	{ "pages", "RSVD", ROW_FIELD(st.out_reserved_pages) },
-	{ "rows", "TOTAL", ROW_FIELD(info.out_nr_rows) },
-	{ "rows", "FREE", ROW_FIELD(st.out_free_rows) },
-	{ "rows", "HELD", ROW_FIELD(st.out_held_rows) },
-	{ "rows", "SLOT", ROW_FIELD(st.out_slot_rows) },
-	{ "rows", "RSVD", ROW_FIELD(st.out_reserved_rows) },
-	{ NULL, "CLIENTS", ROW_FIELD(st.out_nr_clients) },
+	{ "pages", "EVICT", ROW_FIELD(st.out_cache_evictable), false },
+	{ "pages", "PINNED", ROW_FIELD(st.out_cache_pinned), false },
+	/* Owned by rows in flight as export files. */
+	{ "pages", "EXPORT", ROW_FIELD(st.out_export_pages), true },
+	{ "pages", "RSVD", ROW_FIELD(st.out_reserved_pages), false },
+	{ "rows", "TOTAL", ROW_FIELD(info.out_nr_rows), false },
+	{ "rows", "FREE", ROW_FIELD(st.out_free_rows), false },
+	{ "rows", "HELD", ROW_FIELD(st.out_held_rows), false },
+	{ "rows", "SLOT", ROW_FIELD(st.out_slot_rows), false },
+	{ "rows", "EXPORT", ROW_FIELD(st.out_export_rows), true },
+	{ "rows", "RSVD", ROW_FIELD(st.out_reserved_rows), false },
+	{ "wmark", "LOW", ROW_FIELD(low_wmark), true },
+	{ "wmark", "HIGH", ROW_FIELD(high_wmark), true },
+	{ NULL, "TENANTS", ROW_FIELD(nr_tenants), true },
+	{ NULL, "CLIENTS", ROW_FIELD(st.out_nr_clients), false },
 };
 
-static unsigned int col_value(size_t col, const struct pool_row *r)
+/* Column @col of @r as text. */
+static void col_text(size_t col, const struct pool_row *r, char *buf,
+		     size_t len)
 {
-	return *(const unsigned int *)((const char *)r + columns[col].offset);
+	if (columns[col].newer && !r->has_tenants)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%u", *(const unsigned int *)
+			 ((const char *)r + columns[col].offset));
 }
 
 static bool same_group(size_t a, size_t b)
@@ -296,9 +769,10 @@ static void print_table(const struct pool_row *rows, size_t nr)
 	for (i = 0; i < ARRAY_SIZE(columns); i++) {
 		width[i] = (int)strlen(columns[i].name);
 		for (j = 0; j < nr; j++) {
-			int w = snprintf(buf, sizeof(buf), "%u",
-					 col_value(i, &rows[j]));
+			int w;
 
+			col_text(i, &rows[j], buf, sizeof(buf));
+			w = (int)strlen(buf);
 			if (w > width[i])
 				width[i] = w;
 		}
@@ -335,11 +809,60 @@ static void print_table(const struct pool_row *rows, size_t nr)
 		printf("%*s%*s", col_gap(i), "", width[i], columns[i].name);
 	putchar('\n');
 	for (j = 0; j < nr; j++) {
-		for (i = 0; i < ARRAY_SIZE(columns); i++)
-			printf("%*s%*u", col_gap(i), "", width[i],
-			       col_value(i, &rows[j]));
+		for (i = 0; i < ARRAY_SIZE(columns); i++) {
+			col_text(i, &rows[j], buf, sizeof(buf));
+			printf("%*s%*s", col_gap(i), "", width[i], buf);
+		}
 		putchar('\n');
 	}
+}
+
+static void print_tenants(const struct pool_row *rows, size_t nr)
+{
+	bool denied = false, old_module = false;
+	size_t j;
+
+	for (j = 0; j < nr; j++) {
+		const struct pool_row *r = &rows[j];
+
+		switch (-r->tenant_err) {
+		case 0:
+			break;
+		/* The same for every pool: said once, below. */
+		case EPERM:
+		case EACCES:
+			denied = true;
+			continue;
+		case ENOTTY:
+			old_module = true;
+			continue;
+		default:
+			printf("\npool %u tenants: %s\n", r->id,
+			       kvpool_strerror(r->tenant_err));
+			continue;
+		}
+		/* No tenants: no clients and no limits set; nothing to say. */
+		if (!r->nr_tenant_rows)
+			continue;
+		printf("\npool %u tenants:\n", r->id);
+		print_tenant_table(r->tenants, r->cgroups, r->nr_tenant_rows, 2);
+	}
+	if (denied)
+		printf("\ntenants not shown: listing them needs root (CAP_SYS_ADMIN)\n");
+	else if (old_module)
+		printf("\nno tenants: this kvpool module predates them\n");
+}
+
+/* A figure a module before tenants and export lacks: null there. */
+static void json_newer(const struct pool_row *r, const char *key,
+		       unsigned int v, bool last)
+{
+	printf("      \"%s\": ", key);
+	if (r->has_tenants)
+		printf("%u", v);
+	else
+		printf("null");
+	printf("%s\n", last ? "" : ",");
 }
 
 static void print_json(const struct pool_row *rows, size_t nr)
@@ -348,12 +871,13 @@ static void print_json(const struct pool_row *rows, size_t nr)
 
 	printf("{\n  \"pools\": [");
 	for (j = 0; j < nr; j++) {
-		const struct kvpool_info *in = &rows[j].info;
-		const struct kvpool_stats *st = &rows[j].st;
+		const struct pool_row *r = &rows[j];
+		const struct kvpool_info *in = &r->info;
+		const struct kvpool_stats *st = &r->st;
 
 		/* The sysfs attribute names of docs/design.md, in its order. */
 		printf("%s\n    {\n", j ? "," : "");
-		printf("      \"pool_id\": %u,\n", rows[j].id);
+		printf("      \"pool_id\": %u,\n", r->id);
 		printf("      \"nr_pages\": %u,\n", in->out_nr_pages);
 		printf("      \"page_tokens\": %u,\n", in->out_page_tokens);
 		printf("      \"nr_rows\": %u,\n", in->out_nr_rows);
@@ -371,8 +895,20 @@ static void print_json(const struct pool_row *rows, size_t nr)
 		printf("      \"held_rows\": %u,\n", st->out_held_rows);
 		printf("      \"slot_rows\": %u,\n", st->out_slot_rows);
 		printf("      \"reserved_rows\": %u,\n", st->out_reserved_rows);
-		printf("      \"nr_clients\": %u\n", st->out_nr_clients);
-		printf("    }");
+		printf("      \"nr_clients\": %u,\n", st->out_nr_clients);
+		json_newer(r, "nr_tenants", r->nr_tenants, false);
+		json_newer(r, "export_rows", st->out_export_rows, false);
+		json_newer(r, "export_pages", st->out_export_pages, false);
+		json_newer(r, "low_wmark", r->low_wmark, false);
+		json_newer(r, "high_wmark", r->high_wmark, false);
+		/* null: not listed (not root, or no tenants in the module). */
+		printf("      \"tenants\": ");
+		if (r->tenant_err)
+			printf("null");
+		else
+			print_tenant_json(r->tenants, r->cgroups,
+					  r->nr_tenant_rows, 6);
+		printf("\n    }");
 	}
 	printf("%s]\n}\n", nr ? "\n  " : "");
 }
@@ -420,6 +956,23 @@ static int select_pools(const char *arg, unsigned int **ids, size_t *nr)
 	return EXIT_OK;
 }
 
+/*
+ * Pool @r's tenants, as root. A pool destroyed meanwhile returns -ENODEV;
+ * any other failure is kept in tenant_err and shown in its place.
+ */
+static int status_tenants(struct pool_row *r)
+{
+	int err;
+
+	err = fetch_tenants(r->id, &r->tenants, &r->nr_tenant_rows);
+	if (err == -ENODEV)
+		return err;
+	r->tenant_err = err;
+	if (!err)
+		r->cgroups = tenant_cgroups(r->tenants, r->nr_tenant_rows);
+	return 0;
+}
+
 static int cmd_status(int argc, char **argv)
 {
 	struct pool_row *rows = NULL;
@@ -446,27 +999,43 @@ static int cmd_status(int argc, char **argv)
 		}
 	}
 	for (i = 0; i < nr; i++) {
-		int err = kvpool_pool_status(ids[i], &rows[nrows].info,
-					     &rows[nrows].st);
+		struct pool_row *r = &rows[nrows];
+		int err;
 
+		r->id = ids[i];
+		err = kvpool_pool_status(ids[i], &r->info, &r->st);
+		if (!err) {
+			read_pool_extra(r);
+			err = status_tenants(r);
+		}
 		/* Listed but gone by now: it was destroyed meanwhile. */
-		if (err == -ENODEV && !explicit)
+		if (err == -ENODEV && !explicit) {
+			free_strings(r->cgroups, r->nr_tenant_rows);
+			free(r->tenants);
+			memset(r, 0, sizeof(*r));
 			continue;
+		}
 		if (err) {
 			ret = pool_error(err, "reading sysfs", (int)ids[i]);
 			goto out;
 		}
-		rows[nrows].id = ids[i];
 		nrows++;
 	}
 
-	if (json)
+	if (json) {
 		print_json(rows, nrows);
-	else if (nrows)
+	} else if (nrows) {
 		print_table(rows, nrows);
-	else
+		print_tenants(rows, nrows);
+	} else {
 		printf("no pools (kvpoolctl create --help)\n");
+	}
 out:
+	/* Rows past nrows are zeroed or hold the pool that failed. */
+	for (i = 0; i < nr; i++) {
+		free_strings(rows[i].cgroups, rows[i].nr_tenant_rows);
+		free(rows[i].tenants);
+	}
 	free(rows);
 	free(ids);
 	return ret;
@@ -737,6 +1306,291 @@ static int cmd_destroy(int argc, char **argv)
 	return EXIT_OK;
 }
 
+/* ---- tenant, wmark ---- */
+
+/*
+ * Report @err from a control op on tenants or watermarks (@feature names
+ * what an older module lacks) and map it to an exit code.
+ */
+static int ctl_error(int err, const char *what, unsigned int id,
+		     const char *feature)
+{
+	if (err == -ENOTTY) {
+		err_msg("%s: this kvpool module has no %s (load a newer kvpool.ko)",
+			what, feature);
+		return EXIT_FAIL;
+	}
+	return pool_error(err, what, (int)id);
+}
+
+/* --uid: a number or a user name. */
+static bool parse_uid(const char *s, unsigned int *uid)
+{
+	struct passwd *pw;
+
+	if (*s >= '0' && *s <= '9')
+		return !strpbrk(s, "kKmMgG") && parse_u32(s, uid) &&
+		       *uid != UINT32_MAX;
+	pw = getpwnam(s);
+	if (!pw)
+		return false;
+	*uid = (unsigned int)pw->pw_uid;
+	return true;
+}
+
+/* --cgroup-id: a 64-bit decimal. */
+static bool parse_u64(const char *s, __u64 *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return false;
+	*out = v;
+	return true;
+}
+
+/*
+ * tenant set refused with EINVAL: say what the rules are and, as far as
+ * they can be read, where this pool stands against them.
+ */
+static void explain_tenant_einval(unsigned int id,
+				  const struct kvpool_ctl_tenant *t)
+{
+	struct kvpool_tenant_info *ti;
+	struct kvpool_stats st;
+	struct kvpool_info in;
+	unsigned long long others = 0;
+	size_t nr, i;
+
+	err_msg("tenant set: the kernel refused these limits");
+	fprintf(stderr, "rules: --min may not exceed --max (when --max is set);\n"
+		"the pool's guarantees (--min) together may not exceed its pages, reserved ones not counted;\n"
+		"--label has at most %d bytes\n", KVPOOL_LABEL_LEN - 1);
+	if (t->max_pages && t->min_pages > t->max_pages) {
+		fprintf(stderr, "here: --min %u is above --max %u\n",
+			t->min_pages, t->max_pages);
+		return;
+	}
+	if (kvpool_pool_status(id, &in, &st) || fetch_tenants(id, &ti, &nr))
+		return;
+	for (i = 0; i < nr; i++)
+		if (ti[i].cgroup_id != t->cgroup_id || ti[i].uid != t->uid)
+			others += ti[i].min_pages;
+	free(ti);
+	fprintf(stderr, "here: pool %u has %u pages not reserved; other tenants are guaranteed %llu, this one asks %u\n",
+		id, in.out_nr_pages - st.out_reserved_pages, others,
+		t->min_pages);
+}
+
+static int tenant_set(int argc, char **argv)
+{
+	enum { OPT_CGROUP = 256, OPT_CGROUP_ID, OPT_UID, OPT_MAX, OPT_MIN,
+	       OPT_MAX_ROWS, OPT_LABEL };
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "cgroup", required_argument, NULL, OPT_CGROUP },
+		{ "cgroup-id", required_argument, NULL, OPT_CGROUP_ID },
+		{ "uid", required_argument, NULL, OPT_UID },
+		{ "max", required_argument, NULL, OPT_MAX },
+		{ "min", required_argument, NULL, OPT_MIN },
+		{ "max-rows", required_argument, NULL, OPT_MAX_ROWS },
+		{ "label", required_argument, NULL, OPT_LABEL },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct kvpool_ctl_tenant t = { 0 };
+	const char *cgroup = NULL;
+	bool have_id = false, have_uid = false;
+	unsigned int id, *field;
+	int c, ret;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			return usage_of(usage_tenant, stdout);
+		case OPT_CGROUP:
+			cgroup = optarg;
+			continue;
+		case OPT_CGROUP_ID:
+			if (!parse_u64(optarg, &t.cgroup_id)) {
+				err_msg("--cgroup-id: not a number: '%s'",
+					optarg);
+				return EXIT_USAGE;
+			}
+			have_id = true;
+			continue;
+		case OPT_UID:
+			if (!parse_uid(optarg, &t.uid)) {
+				err_msg("--uid: no such user: '%s'", optarg);
+				return EXIT_USAGE;
+			}
+			have_uid = true;
+			continue;
+		case OPT_LABEL:
+			if (strlen(optarg) >= sizeof(t.label)) {
+				err_msg("--label: '%s' is longer than %zu bytes",
+					optarg, sizeof(t.label) - 1);
+				return EXIT_USAGE;
+			}
+			memcpy(t.label, optarg, strlen(optarg));
+			continue;
+		case OPT_MAX:
+			field = &t.max_pages;
+			break;
+		case OPT_MIN:
+			field = &t.min_pages;
+			break;
+		case OPT_MAX_ROWS:
+			field = &t.max_rows;
+			break;
+		default:
+			return usage_of(usage_tenant, stderr);
+		}
+		if (!parse_u32(optarg, field)) {
+			err_msg("--%s: not a number: '%s'",
+				opts[c - OPT_CGROUP + 1].name, optarg);
+			return EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 1 || !have_uid || !cgroup == !have_id) {
+		err_msg("tenant set needs POOL, --cgroup or --cgroup-id (one of them), and --uid");
+		return usage_of(usage_tenant, stderr);
+	}
+	if (!parse_pool(argv[optind], &id))
+		return bad_pool(argv[optind]);
+	if (cgroup) {
+		ret = cgroup_id_of(cgroup, &t.cgroup_id);
+		if (ret)
+			return ret;
+	}
+
+	ret = kvpool_tenant_set(id, &t);
+	if (ret == -EINVAL) {
+		explain_tenant_einval(id, &t);
+		return EXIT_FAIL;
+	}
+	if (ret == -EMFILE) {
+		err_msg("tenant set: pool %u has its maximum of 4096 tenants",
+			id);
+		return EXIT_FAIL;
+	}
+	if (ret < 0)
+		return ctl_error(ret, "tenant set", id, "tenants");
+	printf("%d\n", ret);
+	return EXIT_OK;
+}
+
+static int tenant_list(int argc, char **argv)
+{
+	struct kvpool_tenant_info *t;
+	bool json = false, done;
+	char **cgroups;
+	unsigned int id;
+	size_t nr;
+	int ret;
+
+	ret = parse_simple(argc, argv, usage_tenant, &json, &done);
+	if (done)
+		return ret;
+	if (argc - optind != 1)
+		return usage_of(usage_tenant, stderr);
+	if (!parse_pool(argv[optind], &id))
+		return bad_pool(argv[optind]);
+
+	ret = fetch_tenants(id, &t, &nr);
+	if (ret)
+		return ctl_error(ret, "tenant list", id, "tenants");
+	cgroups = tenant_cgroups(t, nr);
+	if (json) {
+		printf("{\n  \"pool_id\": %u,\n  \"tenants\": ", id);
+		print_tenant_json(t, cgroups, nr, 2);
+		printf("\n}\n");
+	} else if (nr) {
+		print_tenant_table(t, cgroups, nr, 0);
+	} else {
+		printf("pool %u has no tenants\n", id);
+	}
+	free_strings(cgroups, nr);
+	free(t);
+	return EXIT_OK;
+}
+
+static int cmd_tenant(int argc, char **argv)
+{
+	if (argc < 2)
+		return usage_of(usage_tenant, stderr);
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))
+		return usage_of(usage_tenant, stdout);
+	/* From here on, argv[0] is the subcommand. */
+	if (!strcmp(argv[1], "set"))
+		return tenant_set(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "list"))
+		return tenant_list(argc - 1, argv + 1);
+	err_msg("tenant: unknown subcommand '%s' (set or list)", argv[1]);
+	return usage_of(usage_tenant, stderr);
+}
+
+static int cmd_wmark(int argc, char **argv)
+{
+	enum { OPT_LOW = 256, OPT_HIGH };
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "low", required_argument, NULL, OPT_LOW },
+		{ "high", required_argument, NULL, OPT_HIGH },
+		{ NULL, 0, NULL, 0 },
+	};
+	unsigned int low = 0, high = 0, *field, seen = 0, id, nr_pages;
+	int c, ret;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			return usage_of(usage_wmark, stdout);
+		case OPT_LOW:
+			field = &low;
+			break;
+		case OPT_HIGH:
+			field = &high;
+			break;
+		default:
+			return usage_of(usage_wmark, stderr);
+		}
+		if (!parse_u32(optarg, field)) {
+			err_msg("--%s: not a number: '%s'",
+				opts[c - OPT_LOW + 1].name, optarg);
+			return EXIT_USAGE;
+		}
+		seen |= 1U << (c - OPT_LOW);
+	}
+	if (argc - optind != 1 || seen != 0x3) {
+		err_msg("wmark needs POOL, --low and --high");
+		return usage_of(usage_wmark, stderr);
+	}
+	if (!parse_pool(argv[optind], &id))
+		return bad_pool(argv[optind]);
+
+	ret = kvpool_set_wmark(id, low, high);
+	if (ret == -EINVAL) {
+		err_msg("wmark: the kernel refused --low %u --high %u", low,
+			high);
+		if (!read_pool_attr(id, "nr_pages", &nr_pages))
+			fprintf(stderr, "rules: --low <= --high <= the pool's pages (pool %u: %u)\n",
+				id, nr_pages);
+		else
+			fprintf(stderr, "rules: --low <= --high <= the pool's pages\n");
+		return EXIT_FAIL;
+	}
+	if (ret)
+		return ctl_error(ret, "wmark", id, "pressure watermarks");
+	return EXIT_OK;
+}
+
 /* ---- main ---- */
 
 struct command {
@@ -751,6 +1605,8 @@ static const struct command commands[] = {
 	{ "verify", cmd_verify, usage_verify },
 	{ "create", cmd_create, usage_create },
 	{ "destroy", cmd_destroy, usage_destroy },
+	{ "tenant", cmd_tenant, usage_tenant },
+	{ "wmark", cmd_wmark, usage_wmark },
 };
 
 static const struct command *find_command(const char *name)
@@ -768,12 +1624,15 @@ static int print_usage(FILE *f)
 	size_t i;
 
 	fprintf(f, "usage: %s [-h|--help] [--version] COMMAND [ARGS]\n\n"
-		"Show, check, create and destroy kvpool pools (/dev/kvpoolN).\n"
+		"Show, check, create and destroy kvpool pools (/dev/kvpoolN),\n"
+		"set their tenants' limits and pressure watermarks.\n"
 		"POOL is N, kvpoolN or /dev/kvpoolN.\n\ncommands:\n", prog);
 	for (i = 0; i < ARRAY_SIZE(commands); i++) {
 		const char *u = commands[i].usage;
+		int len;
 
-		fprintf(f, "  %.*s\n", (int)strcspn(u, "\n"), u);
+		for (; (len = synopsis_line(u)); u += len + (u[len] == '\n'))
+			fprintf(f, "  %.*s\n", len, u);
 	}
 	fprintf(f, "\n'%s COMMAND --help' or '%s help COMMAND' tells more; "
 		"see kvpoolctl(8).\n", prog, prog);

@@ -16,8 +16,8 @@
 /* The "General ioctl format" table of <linux/kvpool.h>, in its order. */
 static const int uapi_errnos[] = {
 	ENOTTY, EFAULT, EINVAL, E2BIG, EOPNOTSUPP, ENOENT, ESTALE, ENOSPC,
-	ENOBUFS, EEXIST, EALREADY, EBUSY, EOVERFLOW, ENOMEM, EPERM, EMFILE,
-	ENODEV,
+	EDQUOT, ENOBUFS, EEXIST, EALREADY, EBUSY, EOVERFLOW, ENOMEM, EPERM,
+	EMFILE, EBADF, EXDEV, ENODEV,
 };
 
 static int failures;

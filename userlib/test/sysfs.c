@@ -76,6 +76,7 @@ static const char *const attrs[] = {
 	"create_flags", "free_pages", "row_pages", "slot_pages",
 	"cache_evictable", "cache_pinned", "reserved_pages", "free_rows",
 	"held_rows", "slot_rows", "reserved_rows", "nr_clients",
+	"export_rows", "export_pages",
 };
 
 static void make_pool(unsigned int id, unsigned int base)
@@ -173,9 +174,15 @@ static void test_status(void)
 	      st.out_free_rows == 212 && st.out_held_rows == 213 &&
 	      st.out_slot_rows == 214 && st.out_reserved_rows == 215 &&
 	      st.out_nr_clients == 216, "counts read wrong");
+	CHECK(st.out_export_rows == 217 && st.out_export_pages == 218,
+	      "export counts read wrong");
 	CHECK(st.out_client_rows == 0 && st.out_client_slots == 0 &&
 	      st.out_client_pages == 0 && st.out_client_cache_pages == 0 &&
 	      st.__reserved == 0, "client fields are not 0");
+	CHECK(st.out_tenant_id == 0 && st.out_tenant_pages == 0 &&
+	      st.out_tenant_rows == 0 && st.out_tenant_max_pages == 0 &&
+	      st.out_tenant_min_pages == 0 && st.out_tenant_max_rows == 0,
+	      "tenant fields are not 0");
 
 	CHECK(kvpool_pool_status(10, NULL, &st) == 0 &&
 	      st.out_nr_clients == 1016, "stats only");
@@ -195,6 +202,21 @@ static void test_status(void)
 	CHECK(kvpool_pool_status(0, NULL, &st) == -EIO, "empty not -EIO");
 	/* Info alone does not read the counts. */
 	CHECK(kvpool_pool_status(0, &in, NULL) == 0, "info only");
+
+	/* A module from before export: no export_* files, figures 0. */
+	if (unlink(FAKE_SYSFS "/kvpool2/export_rows") ||
+	    unlink(FAKE_SYSFS "/kvpool2/export_pages"))
+		die("unlink");
+	memset(&st, 0xff, sizeof(st));
+	ret = kvpool_pool_status(2, NULL, &st);
+	CHECK(ret == 0, "older module: %d", ret);
+	CHECK(st.out_export_rows == 0 && st.out_export_pages == 0 &&
+	      st.out_nr_clients == 216, "older module: figures");
+	/* ... unless the pool itself is gone. */
+	if (unlink(FAKE_SYSFS "/kvpool2/pool_id"))
+		die("unlink");
+	CHECK(kvpool_pool_status(2, NULL, &st) == -ENODEV,
+	      "gone pool without export files not -ENODEV");
 
 	/* A pool destroyed under us: its files are gone. */
 	if (unlink(FAKE_SYSFS "/kvpool0/nr_clients"))
