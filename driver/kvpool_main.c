@@ -696,8 +696,8 @@ static int kvpool_pressure(void *ctx, struct kvpool_ucmd *ucmd)
 
 static const struct kvpool_ioctl_op kvpool_ops[] = {
 	KVPOOL_OP(INFO, kvpool_info, struct kvpool_info, __reserved),
-	KVPOOL_OP(STATS, kvpool_stats, struct kvpool_stats,
-		  out_tenant_max_rows),
+	/* Tenant and export figures came later: older callers stop before. */
+	KVPOOL_OP(STATS, kvpool_stats, struct kvpool_stats, __reserved),
 	KVPOOL_OP(ROW_ALLOC, kvpool_row_alloc, struct kvpool_row_alloc,
 		  handles),
 	KVPOOL_OP(EXTEND, kvpool_extend, struct kvpool_extend,

@@ -27,6 +27,10 @@ FIXTURE(abi) {
 	struct kvpool_extend_entry ext[1];
 	struct kvpool_len_entry len[1];
 	struct kvpool_handle h[1];
+	struct kvpool_len_entry donate[1];
+	struct kvpool_len_entry swa[1];
+	__u32 evict[1];		/* CACHE_EVICT's page ids */
+	__u32 attach[2];	/* ATTACH_PREFIX's page ids */
 	__u32 pages[64];
 	__u64 next_session;
 	int nextra;
@@ -39,7 +43,8 @@ typedef void (*abi_prepare_fn)(struct __test_metadata *_metadata,
 struct abi_op {
 	const char *name;
 	unsigned long cmd;
-	__u32 size;		/* sizeof in ABI v1, the op's first release */
+	__u32 size;		/* sizeof the struct this test builds */
+	__u32 min_size;		/* sizeof in the op's first release */
 	bool ctl;		/* issued on /dev/kvpool-control */
 	int reserved_off;	/* a must-be-zero __u32, or -1 */
 	__u32 bad_flag;		/* the lowest flag bit the op does not know */
@@ -74,6 +79,26 @@ static void prep_stats(struct __test_metadata __maybe_unused *_metadata,
 		       FIXTURE_DATA(abi) __maybe_unused *self, void *buf)
 {
 	struct kvpool_stats s = { .size = sizeof(s) };
+
+	memcpy(buf, &s, sizeof(s));
+}
+
+/*
+ * struct kvpool_stats as its first release had it (up to and including
+ * __reserved, 72 bytes); later fields were appended after it. A client
+ * built then still passes this size.
+ */
+struct kvp_stats_v1 {
+	__u32 size;
+	__u32 flags;
+	__u32 out[15];
+	__u32 __reserved;
+};
+
+static void prep_stats_v1(struct __test_metadata __maybe_unused *_metadata,
+			  FIXTURE_DATA(abi) __maybe_unused *self, void *buf)
+{
+	struct kvp_stats_v1 s = { .size = sizeof(s) };
 
 	memcpy(buf, &s, sizeof(s));
 }
@@ -148,6 +173,82 @@ static void prep_to_slot(struct __test_metadata __maybe_unused *_metadata,
 	memcpy(buf, &s, sizeof(s));
 }
 
+/* DONATE: a row of 3 pages, all committed; donate the first 2. */
+static void prep_donate(struct __test_metadata __maybe_unused *_metadata,
+			FIXTURE_DATA(abi) __maybe_unused *self, void *buf)
+{
+	struct kvpool_batch s = {
+		.size = sizeof(s), .count = 1,
+		.entries = kvp_ptr(self->donate),
+	};
+
+	self->donate[0].handle = abi_row(_metadata, self, 40);
+	ASSERT_EQ(0, kvp_commit1(self->fd, self->donate[0].handle, 40));
+	self->donate[0].len = 32;
+	self->donate[0].__reserved = 0;
+	memcpy(buf, &s, sizeof(s));
+}
+
+/* SWA_FREE: a row of 3 pages, all committed; the edge frees 2. */
+static void prep_swa_free(struct __test_metadata __maybe_unused *_metadata,
+			  FIXTURE_DATA(abi) __maybe_unused *self, void *buf)
+{
+	struct kvpool_batch s = {
+		.size = sizeof(s), .count = 1, .entries = kvp_ptr(self->swa),
+	};
+
+	self->swa[0].handle = abi_row(_metadata, self, 40);
+	ASSERT_EQ(0, kvp_commit1(self->fd, self->swa[0].handle, 40));
+	self->swa[0].len = 33;
+	self->swa[0].__reserved = 0;
+	memcpy(buf, &s, sizeof(s));
+}
+
+/*
+ * Two new, unpinned pages of the client's prefix cache: a row of 2 full
+ * committed pages released with KVPOOL_RELEASE_DONATE.
+ */
+static void abi_cache_pages(struct __test_metadata *_metadata,
+			    FIXTURE_DATA(abi) *self, __u32 ids[2])
+{
+	struct kvpool_handle h = abi_row(_metadata, self, 32);
+	struct kvpool_row_query q;
+	struct kvpool_batch b;
+
+	ASSERT_EQ(0, kvp_commit1(self->fd, h, 32));
+	ASSERT_EQ(0, kvp_query(self->fd, h, ids, 2, &q));
+	ASSERT_EQ(2, q.out_nr_pages);
+	ASSERT_EQ(0, kvp_batch(self->fd, KVPOOL_RELEASE, KVPOOL_RELEASE_DONATE,
+			       &h, 1, &b));
+	ASSERT_EQ(0, b.out_nr_pages);
+}
+
+static void prep_cache_evict(struct __test_metadata __maybe_unused *_metadata,
+			     FIXTURE_DATA(abi) __maybe_unused *self, void *buf)
+{
+	struct kvpool_batch s = {
+		.size = sizeof(s), .count = 1, .entries = kvp_ptr(self->evict),
+	};
+	__u32 ids[2];
+
+	abi_cache_pages(_metadata, self, ids);
+	self->evict[0] = ids[1];
+	memcpy(buf, &s, sizeof(s));
+}
+
+static void prep_attach(struct __test_metadata __maybe_unused *_metadata,
+			FIXTURE_DATA(abi) __maybe_unused *self, void *buf)
+{
+	struct kvpool_attach s = {
+		.size = sizeof(s), .nr_pages = 2,
+		.pages = kvp_ptr(self->attach),
+	};
+
+	abi_cache_pages(_metadata, self, self->attach);
+	s.handle = abi_row(_metadata, self, 0);
+	memcpy(buf, &s, sizeof(s));
+}
+
 /* FROM_SLOT and SLOT_RELEASE: a parked slot to name. */
 static void prep_slot(struct __test_metadata __maybe_unused *_metadata,
 		      FIXTURE_DATA(abi) __maybe_unused *self, void *buf)
@@ -195,20 +296,28 @@ static void prep_ctl_destroy(struct __test_metadata __maybe_unused *_metadata,
 	memcpy(buf, &s, sizeof(s));
 }
 
-#define OP(_name, _cmd, _type, _ctl, _roff, _bad, _prep)		\
+#define OP_MIN(_name, _cmd, _type, _min, _ctl, _roff, _bad, _prep)	\
 	static const struct abi_op op_##_name = {			\
 		.name = #_name, .cmd = _cmd, .size = sizeof(_type),	\
+		.min_size = _min,					\
 		.ctl = _ctl, .reserved_off = _roff, .bad_flag = _bad,	\
 		.prepare = _prep,					\
 	};								\
 	FIXTURE_VARIANT_ADD(abi, _name) { .op = &op_##_name }
 
+/* An op whose struct never grew: its first release is today's size. */
+#define OP(_name, _cmd, _type, _ctl, _roff, _bad, _prep)		\
+	OP_MIN(_name, _cmd, _type, sizeof(_type), _ctl, _roff, _bad, _prep)
+
 #define ROFF(type) ((int)offsetof(type, __reserved))
 
 OP(info, KVPOOL_INFO, struct kvpool_info, false,
    ROFF(struct kvpool_info), 1, prep_info);
-OP(stats, KVPOOL_STATS, struct kvpool_stats, false,
-   ROFF(struct kvpool_stats), 1, prep_stats);
+/* STATS grew (export and tenant figures): sizes from 72 bytes are valid. */
+OP_MIN(stats, KVPOOL_STATS, struct kvpool_stats, sizeof(struct kvp_stats_v1),
+       false, ROFF(struct kvpool_stats), 1, prep_stats);
+OP(stats_v1, KVPOOL_STATS, struct kvp_stats_v1, false,
+   ROFF(struct kvp_stats_v1), 1, prep_stats_v1);
 OP(row_alloc, KVPOOL_ROW_ALLOC, struct kvpool_row_alloc, false,
    -1, 1, prep_row_alloc);
 OP(extend, KVPOOL_EXTEND, struct kvpool_extend, false,
@@ -217,8 +326,9 @@ OP(commit, KVPOOL_COMMIT, struct kvpool_batch, false,
    ROFF(struct kvpool_batch), 1, prep_commit);
 OP(trim, KVPOOL_TRIM, struct kvpool_batch, false,
    ROFF(struct kvpool_batch), 1, prep_trim_release);
+/* Bit 0 is KVPOOL_RELEASE_DONATE. */
 OP(release, KVPOOL_RELEASE, struct kvpool_batch, false,
-   ROFF(struct kvpool_batch), 1, prep_trim_release);
+   ROFF(struct kvpool_batch), KVPOOL_RELEASE_DONATE << 1, prep_trim_release);
 OP(to_slot, KVPOOL_TO_SLOT, struct kvpool_slot, false,
    ROFF(struct kvpool_slot), 1, prep_to_slot);
 OP(from_slot, KVPOOL_FROM_SLOT, struct kvpool_slot, false,
@@ -233,6 +343,14 @@ OP(row_query, KVPOOL_ROW_QUERY, struct kvpool_row_query, false,
    (int)offsetof(struct kvpool_row_query, session_id), 2, prep_row_query);
 OP(verify, KVPOOL_VERIFY, struct kvpool_verify, false,
    ROFF(struct kvpool_verify), 1, prep_verify);
+OP(donate, KVPOOL_DONATE, struct kvpool_batch, false,
+   ROFF(struct kvpool_batch), 1, prep_donate);
+OP(attach_prefix, KVPOOL_ATTACH_PREFIX, struct kvpool_attach, false,
+   ROFF(struct kvpool_attach), 1, prep_attach);
+OP(cache_evict, KVPOOL_CACHE_EVICT, struct kvpool_batch, false,
+   ROFF(struct kvpool_batch), 1, prep_cache_evict);
+OP(swa_free, KVPOOL_SWA_FREE, struct kvpool_batch, false,
+   ROFF(struct kvpool_batch), 1, prep_swa_free);
 OP(ctl_create, KVPOOL_CTL_CREATE, struct kvpool_ctl_create, true,
    ROFF(struct kvpool_ctl_create), 2, prep_ctl_create);
 OP(ctl_destroy, KVPOOL_CTL_DESTROY, struct kvpool_ctl_destroy, true,
@@ -363,7 +481,7 @@ TEST_F(abi, exact_size_at_fault_edge)
 TEST_F(abi, short_size)
 {
 	const struct abi_op *op = variant->op;
-	const __u32 sizes[] = { 0, 4, 8, op->size - 4, op->size - 1 };
+	const __u32 sizes[] = { 0, 4, 8, op->min_size - 4, op->min_size - 1 };
 	unsigned char *buf = self->big;
 	struct abi_snap before;
 	unsigned int i;
@@ -561,7 +679,7 @@ TEST_F(abi, validation_order)
 	__u32 one = 1;
 
 	abi_prep(_metadata, self, variant, buf, KVP_PAGE_SIZE);
-	abi_set_size(buf, op->size - 4);
+	abi_set_size(buf, op->min_size - 4);
 	abi_set_flags(buf, 1u << 31);
 	EXPECT_EQ(EINVAL, abi_call(self, variant, buf));
 
@@ -649,16 +767,25 @@ TEST_F(info, geometry)
 	EXPECT_EQ(0, i.__reserved);
 }
 
-/* ABI v1 has these four and none of the reserved feature bits. */
+/*
+ * Exactly the documented set: rows, extend, slots, verify, the prefix
+ * cache, sliding-window free, export/import, quotas and pressure; no
+ * undefined bit.
+ */
 TEST_F(info, features)
 {
-	const __u64 v1 = KVPOOL_FEAT_ROWS | KVPOOL_FEAT_EXTEND |
-			 KVPOOL_FEAT_SLOTS | KVPOOL_FEAT_VERIFY;
+	const __u64 want = KVPOOL_FEAT_ROWS | KVPOOL_FEAT_EXTEND |
+			   KVPOOL_FEAT_SLOTS | KVPOOL_FEAT_VERIFY |
+			   KVPOOL_FEAT_PREFIX_CACHE | KVPOOL_FEAT_SWA |
+			   KVPOOL_FEAT_EXPORT | KVPOOL_FEAT_QUOTA |
+			   KVPOOL_FEAT_PRESSURE;
 	struct kvpool_info i;
 
 	ASSERT_EQ(0, kvp_info(self->fd, &i));
-	EXPECT_EQ(v1, i.out_features & v1);
-	EXPECT_EQ(0, i.out_features & ~v1)
+	EXPECT_EQ(want, i.out_features & want)
+		TH_LOG("features %#llx: a documented bit is missing",
+		       (unsigned long long)i.out_features);
+	EXPECT_EQ(0, i.out_features & ~want)
 		TH_LOG("features %#llx at ABI version %u",
 		       (unsigned long long)i.out_features, i.out_abi_version);
 }
@@ -945,8 +1072,14 @@ TEST_F(info, enotty)
 {
 	const unsigned long cmds[] = {
 		_IO(KVPOOL_TYPE, 0x7f),
-		_IO(KVPOOL_TYPE, 0x8c),
+		/* 0x8c..0x92 are real ops; 0x93..0x9f are not (yet). */
+		_IO(KVPOOL_TYPE, KVPOOL_CMD_PRESSURE + 1),
+		_IO(KVPOOL_TYPE, 0x93),
+		_IO(KVPOOL_TYPE, 0x9e),
 		_IO(KVPOOL_TYPE, 0x9f),
+		/* Control ops are not pool ops. */
+		_IO(KVPOOL_TYPE, KVPOOL_CMD_CTL_CREATE),
+		_IO(KVPOOL_TYPE, KVPOOL_CMD_CTL_SET_WMARK),
 		_IO(KVPOOL_TYPE, 0xa2),
 		_IO(KVPOOL_TYPE, 0xff),
 		_IO(KVPOOL_TYPE, 0x00),
@@ -956,6 +1089,11 @@ TEST_F(info, enotty)
 		_IOWR(KVPOOL_TYPE, KVPOOL_CMD_INFO, struct kvpool_info),
 		_IOR(KVPOOL_TYPE, KVPOOL_CMD_STATS, struct kvpool_stats),
 		_IOW(KVPOOL_TYPE, KVPOOL_CMD_ROW_ALLOC, struct kvpool_row_alloc),
+		_IOWR(KVPOOL_TYPE, KVPOOL_CMD_DONATE, struct kvpool_batch),
+		_IOW(KVPOOL_TYPE, KVPOOL_CMD_ATTACH_PREFIX,
+		     struct kvpool_attach),
+		_IOW(KVPOOL_TYPE, KVPOOL_CMD_CACHE_EVICT, struct kvpool_batch),
+		_IOR(KVPOOL_TYPE, KVPOOL_CMD_SWA_FREE, struct kvpool_batch),
 	};
 	unsigned char buf[256] = { 0 };
 	struct kvpool_stats before, after;

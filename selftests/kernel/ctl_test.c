@@ -559,7 +559,10 @@ TEST_F(ctl, enotty_without_cap_sys_admin)
 		c = kvp_ctl_open();
 		CHILD_CHECK(c >= 0);
 		*(__u32 *)buf = 64;
-		CHILD_CHECK(kvp_ioctl(c, _IO(KVPOOL_TYPE, 0xa2), buf) == ENOTTY);
+		/* 0xa0..0xa4 are control ops; 0xa5 is the first unknown. */
+		CHILD_CHECK(kvp_ioctl(c, _IO(KVPOOL_TYPE,
+					     KVPOOL_CMD_CTL_SET_WMARK + 1),
+				      buf) == ENOTTY);
 		CHILD_CHECK(kvp_ioctl(c, _IO(KVPOOL_TYPE, 0x9f), buf) == ENOTTY);
 		CHILD_CHECK(kvp_info(c, &info) == ENOTTY);
 		_exit(0);
@@ -622,7 +625,10 @@ TEST_F(ctl, wrong_device_enotty)
 	EXPECT_EQ(ENOTTY, kvp_info(self->ctl, &info));
 	EXPECT_EQ(ENOTTY, kvp_stats(self->ctl, &st));
 	*(__u32 *)buf = 64;
-	EXPECT_EQ(ENOTTY, kvp_ioctl(self->ctl, _IO(KVPOOL_TYPE, 0xa2), buf));
+	/* 0xa0..0xa4 are control ops; 0xa5 is the first unknown. */
+	EXPECT_EQ(ENOTTY, kvp_ioctl(self->ctl, _IO(KVPOOL_TYPE,
+						  KVPOOL_CMD_CTL_SET_WMARK + 1),
+				    buf));
 	EXPECT_EQ(ENOTTY, kvp_ioctl(self->ctl, _IO(KVPOOL_TYPE, 0x9f), buf));
 	EXPECT_EQ(ENOTTY, kvp_ioctl(self->ctl,
 				    _IOWR(KVPOOL_TYPE, KVPOOL_CMD_CTL_CREATE,

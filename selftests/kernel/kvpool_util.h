@@ -303,6 +303,64 @@ static inline int kvp_release1(int fd, struct kvpool_handle h,
 	return ret;
 }
 
+/* RELEASE of one row with KVPOOL_RELEASE_DONATE. */
+static inline int kvp_release_donate1(int fd, struct kvpool_handle h,
+				      __u32 *nr_freed)
+{
+	struct kvpool_batch b;
+	int ret = kvp_batch(fd, KVPOOL_RELEASE, KVPOOL_RELEASE_DONATE, &h, 1,
+			    &b);
+
+	if (nr_freed)
+		*nr_freed = b.out_nr_pages;
+	return ret;
+}
+
+/* DONATE one row up to `upto`; *nr_moved gets out_nr_pages. */
+static inline int kvp_donate1(int fd, struct kvpool_handle h, __u32 upto,
+			      __u32 *nr_moved)
+{
+	struct kvpool_len_entry e = { .handle = h, .len = upto };
+	struct kvpool_batch b;
+	int ret = kvp_batch(fd, KVPOOL_DONATE, 0, &e, 1, &b);
+
+	if (nr_moved)
+		*nr_moved = b.out_nr_pages;
+	return ret;
+}
+
+/* SWA_FREE one row at window edge `edge`; *nr_freed gets out_nr_pages. */
+static inline int kvp_swa_free1(int fd, struct kvpool_handle h, __u32 edge,
+				__u32 *nr_freed)
+{
+	struct kvpool_len_entry e = { .handle = h, .len = edge };
+	struct kvpool_batch b;
+	int ret = kvp_batch(fd, KVPOOL_SWA_FREE, 0, &e, 1, &b);
+
+	if (nr_freed)
+		*nr_freed = b.out_nr_pages;
+	return ret;
+}
+
+static inline int kvp_evict(int fd, __u32 *ids, __u32 count,
+			    struct kvpool_batch *out)
+{
+	return kvp_batch(fd, KVPOOL_CACHE_EVICT, 0, ids, count, out);
+}
+
+static inline int kvp_attach(int fd, struct kvpool_handle h,
+			     const __u32 *ids, __u32 nr_pages)
+{
+	struct kvpool_attach a = {
+		.size = sizeof(a),
+		.handle = h,
+		.nr_pages = nr_pages,
+		.pages = kvp_ptr(ids),
+	};
+
+	return kvp_ioctl(fd, KVPOOL_ATTACH_PREFIX, &a);
+}
+
 static inline int kvp_slot_op(int fd, unsigned long cmd, __u64 session,
 			      struct kvpool_handle *h, __u32 *nr_pages)
 {
@@ -385,6 +443,10 @@ static inline const char *kvp_stats_diff(const struct kvpool_stats *a,
 	KVP_CMP(out_client_slots);
 	KVP_CMP(out_client_pages);
 	KVP_CMP(out_client_cache_pages);
+	KVP_CMP(out_export_rows);
+	KVP_CMP(out_export_pages);
+	KVP_CMP(out_tenant_pages);
+	KVP_CMP(out_tenant_rows);
 #undef KVP_CMP
 	return "";
 }
@@ -713,10 +775,10 @@ static inline void kvp_check_identities(struct __test_metadata *_metadata,
 	EXPECT_EQ(p->geo.nr_pages,
 		  s->out_free_pages + s->out_row_pages + s->out_slot_pages +
 		  s->out_cache_evictable + s->out_cache_pinned +
-		  s->out_reserved_pages);
+		  s->out_reserved_pages + s->out_export_pages);
 	EXPECT_EQ(p->geo.nr_rows,
 		  s->out_free_rows + s->out_held_rows + s->out_slot_rows +
-		  s->out_reserved_rows);
+		  s->out_reserved_rows + s->out_export_rows);
 }
 
 /* VERIFY must find nothing broken and walk the whole pool. */

@@ -1086,7 +1086,12 @@ TEST_F(rows, release_batch)
 	hh[2] = h[1];
 	EXPECT_EQ(EINVAL, kvp_batch(self->fd, KVPOOL_RELEASE, 0, hh, 3, &b));
 	EXPECT_EQ(2, b.out_error_index);
-	EXPECT_EQ(EOPNOTSUPP, kvp_batch(self->fd, KVPOOL_RELEASE, 1, h, 4, &b));
+	/* Bit 0 is KVPOOL_RELEASE_DONATE; the lowest unknown one is bit 1. */
+	EXPECT_EQ(EOPNOTSUPP, kvp_batch(self->fd, KVPOOL_RELEASE,
+					KVPOOL_RELEASE_DONATE << 1, h, 4, &b));
+	EXPECT_EQ(EOPNOTSUPP, kvp_batch(self->fd, KVPOOL_RELEASE,
+					KVPOOL_RELEASE_DONATE | 1u << 31, h, 4,
+					&b));
 	kvp_snap(self->fd, h, 4, &after);
 	EXPECT_STREQ("", kvp_state_diff(&before, &after));
 	expect_row(_metadata, self->fd2, foreign, pt, 0, 0);
