@@ -1240,7 +1240,8 @@ int kvp_tenant_set_locked(struct kvp_pool *pool, struct kvpool_ctl_tenant *a)
 	lockdep_assert_held(&pool->lock);
 	if (a->flags & ~KVPOOL_TENANT_BY_ID)
 		return -EOPNOTSUPP;
-	if (a->__reserved || !memchr(a->label, 0, sizeof(a->label)) ||
+	if (a->__reserved || a->__reserved2 ||
+	    !memchr(a->label, 0, sizeof(a->label)) ||
 	    (a->max_pages && a->min_pages > a->max_pages))
 		return -EINVAL;
 	if (a->flags & KVPOOL_TENANT_BY_ID) {

@@ -1039,6 +1039,10 @@ static int kvpool_ctl_tenant_set(void *ctx, struct kvpool_ucmd *ucmd)
 {
 	struct kvpool_ctl_tenant *cmd = ucmd->cmd;
 
+	if (cmd->flags & ~KVPOOL_TENANT_BY_ID)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved || cmd->__reserved2)
+		return -EINVAL;
 	return kvpool_ctl_on_pool(cmd->pool_id, kvpool_tenant_set_fn, cmd);
 }
 
@@ -1133,7 +1137,7 @@ static const struct kvpool_ioctl_op kvpool_ctl_ops[] = {
 	},
 	[2] = {
 		.size = sizeof(struct kvpool_ctl_tenant),
-		.min_size = offsetofend(struct kvpool_ctl_tenant, label),
+		.min_size = offsetofend(struct kvpool_ctl_tenant, __reserved2),
 		.ioctl_num = KVPOOL_CTL_TENANT_SET,
 		.execute = kvpool_ctl_tenant_set,
 	},

@@ -18,6 +18,11 @@
 
 #define BIG_PAGES 3
 
+#ifndef offsetofend
+#define offsetofend(type, member) \
+	(offsetof(type, member) + sizeof(((type *)0)->member))
+#endif
+
 FIXTURE(abi) {
 	struct kvp_pool pool;
 	int fd;
@@ -35,6 +40,9 @@ FIXTURE(abi) {
 	__u64 next_session;
 	int nextra;
 	__u32 extra[64];	/* pools made by the CTL_DESTROY variant */
+	int nexp;
+	int exp_fds[16];	/* export files made for IMPORT (-1: closed) */
+	struct kvpool_tenant_info tinfo[4];	/* CTL_TENANT_LIST's array */
 };
 
 typedef void (*abi_prepare_fn)(struct __test_metadata *_metadata,
@@ -45,6 +53,7 @@ struct abi_op {
 	unsigned long cmd;
 	__u32 size;		/* sizeof the struct this test builds */
 	__u32 min_size;		/* sizeof in the op's first release */
+	__u32 ksize;		/* sizeof the struct this kernel knows */
 	bool ctl;		/* issued on /dev/kvpool-control */
 	int reserved_off;	/* a must-be-zero __u32, or -1 */
 	__u32 bad_flag;		/* the lowest flag bit the op does not know */
@@ -296,14 +305,122 @@ static void prep_ctl_destroy(struct __test_metadata __maybe_unused *_metadata,
 	memcpy(buf, &s, sizeof(s));
 }
 
-#define OP_MIN(_name, _cmd, _type, _min, _ctl, _roff, _bad, _prep)	\
+/* EXPORT of a held row with 2 pages. */
+static void prep_export(struct __test_metadata __maybe_unused *_metadata,
+			FIXTURE_DATA(abi) __maybe_unused *self, void *buf)
+{
+	struct kvpool_export s = { .size = sizeof(s), .out_fd = -1 };
+
+	s.handle = abi_row(_metadata, self, 20);
+	memcpy(buf, &s, sizeof(s));
+}
+
+/* EXPORT of a parked slot (KVPOOL_EXPORT_SLOT): handle must be 0. */
+static void prep_export_slot(struct __test_metadata __maybe_unused *_metadata,
+			     FIXTURE_DATA(abi) __maybe_unused *self, void *buf)
+{
+	struct kvpool_export s = {
+		.size = sizeof(s), .flags = KVPOOL_EXPORT_SLOT,
+		.session_id = ++self->next_session, .out_fd = -1,
+	};
+	struct kvpool_handle h = abi_row(_metadata, self, 20);
+
+	ASSERT_EQ(0, kvp_to_slot(self->fd, s.session_id, h, NULL));
+	memcpy(buf, &s, sizeof(s));
+}
+
+/*
+ * IMPORT: a fresh export file of a 2-page row of this pool. The fixture
+ * keeps it so the teardown can close it (an unimported export file keeps
+ * its row and the pool busy).
+ */
+static void prep_import(struct __test_metadata __maybe_unused *_metadata,
+			FIXTURE_DATA(abi) __maybe_unused *self, void *buf)
+{
+	struct kvpool_import s = { .size = sizeof(s) };
+	struct kvpool_export x = { .size = sizeof(x), .out_fd = -1 };
+
+	ASSERT_GT(ARRAY_SIZE(self->exp_fds), self->nexp);
+	x.handle = abi_row(_metadata, self, 20);
+	ASSERT_EQ(0, kvp_ioctl(self->fd, KVPOOL_EXPORT, &x));
+	ASSERT_LE(0, x.out_fd);
+	self->exp_fds[self->nexp++] = x.out_fd;
+	s.fd = x.out_fd;
+	memcpy(buf, &s, sizeof(s));
+}
+
+static void prep_pressure(struct __test_metadata __maybe_unused *_metadata,
+			  FIXTURE_DATA(abi) __maybe_unused *self, void *buf)
+{
+	struct kvpool_pressure s = { .size = sizeof(s) };
+
+	memcpy(buf, &s, sizeof(s));
+}
+
+/* TENANT_SET by (cgroup_id, uid): a tenant no client has (made new). */
+static void prep_tenant_set(struct __test_metadata __maybe_unused *_metadata,
+			    FIXTURE_DATA(abi) __maybe_unused *self, void *buf)
+{
+	struct kvpool_ctl_tenant s = {
+		.size = sizeof(s), .pool_id = self->pool.id,
+		.cgroup_id = 1, .uid = 4242, .max_pages = 100,
+		.min_pages = 8, .max_rows = 10, .label = "abi",
+	};
+
+	memcpy(buf, &s, sizeof(s));
+}
+
+/* TENANT_SET with KVPOOL_TENANT_BY_ID: the caller's own tenant. */
+static void prep_tenant_set_id(struct __test_metadata __maybe_unused *_metadata,
+			       FIXTURE_DATA(abi) __maybe_unused *self,
+			       void *buf)
+{
+	struct kvpool_ctl_tenant s = {
+		.size = sizeof(s), .flags = KVPOOL_TENANT_BY_ID,
+		.pool_id = self->pool.id, .max_pages = 400, .min_pages = 4,
+	};
+	struct kvpool_stats st;
+
+	ASSERT_EQ(0, kvp_stats(self->fd, &st));
+	s.tenant_id = st.out_tenant_id;
+	memcpy(buf, &s, sizeof(s));
+}
+
+static void prep_tenant_list(struct __test_metadata __maybe_unused *_metadata,
+			     FIXTURE_DATA(abi) __maybe_unused *self, void *buf)
+{
+	struct kvpool_ctl_tenant_list s = {
+		.size = sizeof(s), .pool_id = self->pool.id,
+		.count = ARRAY_SIZE(self->tinfo),
+		.tenants = kvp_ptr(self->tinfo),
+	};
+
+	memcpy(buf, &s, sizeof(s));
+}
+
+static void prep_set_wmark(struct __test_metadata __maybe_unused *_metadata,
+			   FIXTURE_DATA(abi) __maybe_unused *self, void *buf)
+{
+	struct kvpool_ctl_wmark s = {
+		.size = sizeof(s), .pool_id = self->pool.id,
+		.low_wmark = 20, .high_wmark = 40,
+	};
+
+	memcpy(buf, &s, sizeof(s));
+}
+
+#define OP_KMIN(_name, _cmd, _type, _min, _ksize, _ctl, _roff, _bad, _prep) \
 	static const struct abi_op op_##_name = {			\
 		.name = #_name, .cmd = _cmd, .size = sizeof(_type),	\
-		.min_size = _min,					\
+		.min_size = _min, .ksize = _ksize,			\
 		.ctl = _ctl, .reserved_off = _roff, .bad_flag = _bad,	\
 		.prepare = _prep,					\
 	};								\
 	FIXTURE_VARIANT_ADD(abi, _name) { .op = &op_##_name }
+
+#define OP_MIN(_name, _cmd, _type, _min, _ctl, _roff, _bad, _prep)	\
+	OP_KMIN(_name, _cmd, _type, _min, sizeof(_type), _ctl, _roff, _bad, \
+		_prep)
 
 /* An op whose struct never grew: its first release is today's size. */
 #define OP(_name, _cmd, _type, _ctl, _roff, _bad, _prep)		\
@@ -316,8 +433,10 @@ OP(info, KVPOOL_INFO, struct kvpool_info, false,
 /* STATS grew (export and tenant figures): sizes from 72 bytes are valid. */
 OP_MIN(stats, KVPOOL_STATS, struct kvpool_stats, sizeof(struct kvp_stats_v1),
        false, ROFF(struct kvpool_stats), 1, prep_stats);
-OP(stats_v1, KVPOOL_STATS, struct kvp_stats_v1, false,
-   ROFF(struct kvp_stats_v1), 1, prep_stats_v1);
+/* An old caller: the bytes past its struct are ones the kernel knows. */
+OP_KMIN(stats_v1, KVPOOL_STATS, struct kvp_stats_v1,
+	sizeof(struct kvp_stats_v1), sizeof(struct kvpool_stats), false,
+	ROFF(struct kvp_stats_v1), 1, prep_stats_v1);
 OP(row_alloc, KVPOOL_ROW_ALLOC, struct kvpool_row_alloc, false,
    -1, 1, prep_row_alloc);
 OP(extend, KVPOOL_EXTEND, struct kvpool_extend, false,
@@ -355,6 +474,44 @@ OP(ctl_create, KVPOOL_CTL_CREATE, struct kvpool_ctl_create, true,
    ROFF(struct kvpool_ctl_create), 2, prep_ctl_create);
 OP(ctl_destroy, KVPOOL_CTL_DESTROY, struct kvpool_ctl_destroy, true,
    ROFF(struct kvpool_ctl_destroy), 1, prep_ctl_destroy);
+/*
+ * kvpool_export has no __reserved member: session_id, which must be 0
+ * without KVPOOL_EXPORT_SLOT, stands in; with it, the handle must be 0.
+ */
+OP(export, KVPOOL_EXPORT, struct kvpool_export, false,
+   (int)offsetof(struct kvpool_export, session_id), KVPOOL_EXPORT_SLOT << 1,
+   prep_export);
+OP(export_slot, KVPOOL_EXPORT, struct kvpool_export, false,
+   (int)offsetof(struct kvpool_export, handle.req_pool_idx),
+   KVPOOL_EXPORT_SLOT << 1, prep_export_slot);
+OP(export_slot_gen, KVPOOL_EXPORT, struct kvpool_export, false,
+   (int)offsetof(struct kvpool_export, handle.generation),
+   KVPOOL_EXPORT_SLOT << 1, prep_export_slot);
+/* IMPORT has two reserved words: one variant each. */
+OP(import, KVPOOL_IMPORT, struct kvpool_import, false,
+   ROFF(struct kvpool_import), 1, prep_import);
+OP(import_reserved2, KVPOOL_IMPORT, struct kvpool_import, false,
+   (int)offsetof(struct kvpool_import, __reserved2), 1, prep_import);
+OP(pressure, KVPOOL_PRESSURE, struct kvpool_pressure, false,
+   ROFF(struct kvpool_pressure), 1, prep_pressure);
+/* Bit 0 is KVPOOL_TENANT_BY_ID. */
+OP(ctl_tenant_set, KVPOOL_CTL_TENANT_SET, struct kvpool_ctl_tenant, true,
+   ROFF(struct kvpool_ctl_tenant), KVPOOL_TENANT_BY_ID << 1,
+   prep_tenant_set);
+OP(ctl_tenant_set_by_id, KVPOOL_CTL_TENANT_SET, struct kvpool_ctl_tenant,
+   true, ROFF(struct kvpool_ctl_tenant), KVPOOL_TENANT_BY_ID << 1,
+   prep_tenant_set_id);
+/*
+ * struct kvpool_ctl_tenant ends in 4 bytes of padding after label (76 to
+ * 80): padding must be zero like a reserved field.
+ */
+OP(ctl_tenant_set_padding, KVPOOL_CTL_TENANT_SET, struct kvpool_ctl_tenant,
+   true, (int)offsetofend(struct kvpool_ctl_tenant, label),
+   KVPOOL_TENANT_BY_ID << 1, prep_tenant_set);
+OP(ctl_tenant_list, KVPOOL_CTL_TENANT_LIST, struct kvpool_ctl_tenant_list,
+   true, ROFF(struct kvpool_ctl_tenant_list), 1, prep_tenant_list);
+OP(ctl_set_wmark, KVPOOL_CTL_SET_WMARK, struct kvpool_ctl_wmark, true,
+   ROFF(struct kvpool_ctl_wmark), 1, prep_set_wmark);
 
 FIXTURE_SETUP(abi)
 {
@@ -378,6 +535,9 @@ FIXTURE_TEARDOWN(abi)
 
 		EXPECT_TRUE(ret == 0 || ret == ENODEV);
 	}
+	for (i = 0; i < self->nexp; i++)
+		if (self->exp_fds[i] >= 0)
+			close(self->exp_fds[i]);
 	kvp_pool_fini(_metadata, &self->pool);
 }
 
@@ -407,6 +567,24 @@ static void abi_after_ok(struct __test_metadata *_metadata,
 		__u32 id = ((struct kvpool_ctl_create *)buf)->out_pool_id;
 
 		EXPECT_EQ(0, kvp_destroy(self->pool.ctl, id));
+	} else if (variant->op->cmd == KVPOOL_EXPORT) {
+		int fd = ((struct kvpool_export *)buf)->out_fd;
+
+		/* Closing the unimported file gives the row back. */
+		EXPECT_LE(0, fd);
+		EXPECT_EQ(2, ((struct kvpool_export *)buf)->out_nr_pages);
+		if (fd >= 0)
+			close(fd);
+	} else if (variant->op->cmd == KVPOOL_IMPORT) {
+		int fd = ((struct kvpool_import *)buf)->fd, i;
+
+		EXPECT_EQ(2, ((struct kvpool_import *)buf)->out_nr_pages);
+		for (i = 0; i < self->nexp; i++) {
+			if (self->exp_fds[i] == fd) {
+				close(fd);
+				self->exp_fds[i] = -1;
+			}
+		}
 	}
 }
 
@@ -420,16 +598,62 @@ static void abi_set_flags(void *buf, __u32 flags)
 	memcpy((char *)buf + 4, &flags, sizeof(flags));
 }
 
-/* What "nothing changed" means here: the pool's STATS and the pool count. */
+/*
+ * What "nothing changed" means here: the pool's STATS, the pool count, the
+ * pool's tenants (how many, and the first limits) and its watermarks.
+ */
 struct abi_snap {
 	struct kvpool_stats st;
 	int pools;
+	__u32 nr_tenants;
+	struct kvpool_tenant_info ti[8];
+	__u32 low_wmark, high_wmark;
 };
 
 static void abi_snap(FIXTURE_DATA(abi) *self, struct abi_snap *s)
 {
+	struct kvpool_ctl_tenant_list l = {
+		.size = sizeof(l), .pool_id = self->pool.id,
+		.count = ARRAY_SIZE(s->ti), .tenants = kvp_ptr(s->ti),
+	};
+	struct kvpool_pressure p = { .size = sizeof(p) };
+
+	memset(s, 0, sizeof(*s));
 	kvp_stats(self->fd, &s->st);
 	s->pools = kvp_count_pools();
+	if (kvp_ioctl(self->pool.ctl, KVPOOL_CTL_TENANT_LIST, &l) == 0)
+		s->nr_tenants = l.out_nr_tenants;
+	else
+		s->nr_tenants = ~0u;
+	if (kvp_ioctl(self->fd, KVPOOL_PRESSURE, &p) == 0) {
+		s->low_wmark = p.out_low_wmark;
+		s->high_wmark = p.out_high_wmark;
+	}
+}
+
+/* "" or the first tenant field that differs. */
+static const char *abi_tenants_diff(const struct abi_snap *a,
+				    const struct abi_snap *b)
+{
+	__u32 i, n = a->nr_tenants < ARRAY_SIZE(a->ti) ? a->nr_tenants :
+		     ARRAY_SIZE(a->ti);
+
+	if (a->nr_tenants != b->nr_tenants)
+		return "nr_tenants";
+	for (i = 0; i < n; i++) {
+		if (a->ti[i].tenant_id != b->ti[i].tenant_id)
+			return "tenant_id";
+		if (a->ti[i].max_pages != b->ti[i].max_pages)
+			return "max_pages";
+		if (a->ti[i].min_pages != b->ti[i].min_pages)
+			return "min_pages";
+		if (a->ti[i].max_rows != b->ti[i].max_rows)
+			return "max_rows";
+		if (memcmp(a->ti[i].label, b->ti[i].label,
+			   sizeof(a->ti[i].label)))
+			return "label";
+	}
+	return "";
 }
 
 /*
@@ -448,6 +672,9 @@ static unsigned char abi_copy[BIG_PAGES * KVP_PAGE_SIZE];
 	abi_snap(self, &__now);						\
 	EXPECT_STREQ("", kvp_stats_diff(&(before)->st, &__now.st));	\
 	EXPECT_EQ((before)->pools, __now.pools);			\
+	EXPECT_STREQ("", abi_tenants_diff((before), &__now));		\
+	EXPECT_EQ((before)->low_wmark, __now.low_wmark);		\
+	EXPECT_EQ((before)->high_wmark, __now.high_wmark);		\
 } while (0)
 
 /* The struct exactly as built: accepted, nothing written past it. */
@@ -520,11 +747,12 @@ TEST_F(abi, zero_tail)
 TEST_F(abi, nonzero_tail)
 {
 	const struct abi_op *op = variant->op;
+	/* Unknown bytes start where the kernel's struct ends. */
 	const struct { __u32 size, pos; } cases[] = {
-		{ op->size + 8, op->size },
-		{ op->size + 8, op->size + 7 },
-		{ op->size + 1, op->size },
-		{ op->size + 100, op->size + 57 },
+		{ op->ksize + 8, op->ksize },
+		{ op->ksize + 8, op->ksize + 7 },
+		{ op->ksize + 1, op->ksize },
+		{ op->ksize + 100, op->ksize + 57 },
 	};
 	unsigned char *buf = self->big;
 	struct abi_snap before;
@@ -684,8 +912,8 @@ TEST_F(abi, validation_order)
 	EXPECT_EQ(EINVAL, abi_call(self, variant, buf));
 
 	abi_prep(_metadata, self, variant, buf, KVP_PAGE_SIZE);
-	abi_set_size(buf, op->size + 8);
-	buf[op->size + 3] = 1;
+	abi_set_size(buf, op->ksize + 8);
+	buf[op->ksize + 3] = 1;
 	abi_set_flags(buf, 1u << 31);
 	EXPECT_EQ(E2BIG, abi_call(self, variant, buf));
 

@@ -495,17 +495,89 @@ TEST_F(ctl, device_modes)
 }
 
 /*
+ * Every control op, each with arguments that would succeed: EPERM without
+ * CAP_SYS_ADMIN, and the struct is left as it was (the capability is
+ * checked before anything is read or written). Returns true if all five
+ * were refused so. For a child: no ASSERT/EXPECT.
+ */
+static bool ctl_all_eperm(int c, __u32 id)
+{
+	struct kvpool_ctl_tenant t = {
+		.size = sizeof(t), .pool_id = id, .cgroup_id = 1,
+		.uid = 4242, .max_pages = 8, .min_pages = 2, .max_rows = 2,
+		.label = "eperm",
+	};
+	struct kvpool_ctl_tenant tid = {
+		.size = sizeof(tid), .flags = KVPOOL_TENANT_BY_ID,
+		.pool_id = id, .tenant_id = 0, .max_pages = 8,
+	};
+	struct kvpool_tenant_info ti[4];
+	struct kvpool_ctl_tenant_list l = {
+		.size = sizeof(l), .pool_id = id, .count = ARRAY_SIZE(ti),
+		.tenants = kvp_ptr(ti), .out_nr_tenants = 0xdeadbeef,
+	};
+	struct kvpool_ctl_wmark w = {
+		.size = sizeof(w), .pool_id = id, .low_wmark = 4,
+		.high_wmark = 8,
+	};
+	__u32 nid = 0xdeadbeef;
+	bool ok = true;
+
+	memset(ti, 0xa5, sizeof(ti));
+	ok &= kvp_create(c, 0, 16, 1, 4, 16, &nid) == EPERM;
+	ok &= nid == 0;	/* kvp_create() passes out_pool_id = 0 */
+	ok &= kvp_destroy(c, id) == EPERM;
+	ok &= kvp_destroy(c, ~0u) == EPERM;
+	ok &= kvp_ioctl(c, KVPOOL_CTL_TENANT_SET, &t) == EPERM;
+	ok &= t.tenant_id == 0 && t.uid == 4242;
+	ok &= kvp_ioctl(c, KVPOOL_CTL_TENANT_SET, &tid) == EPERM;
+	ok &= kvp_ioctl(c, KVPOOL_CTL_TENANT_LIST, &l) == EPERM;
+	ok &= l.out_nr_tenants == 0xdeadbeef;
+	ok &= ((unsigned char *)ti)[0] == 0xa5;
+	ok &= kvp_ioctl(c, KVPOOL_CTL_SET_WMARK, &w) == EPERM;
+	/* Not even a bad struct is looked at. */
+	ok &= kvp_ioctl(c, KVPOOL_CTL_TENANT_SET, NULL) == EPERM;
+	ok &= kvp_ioctl(c, KVPOOL_CTL_TENANT_LIST, NULL) == EPERM;
+	ok &= kvp_ioctl(c, KVPOOL_CTL_SET_WMARK, NULL) == EPERM;
+	return ok;
+}
+
+/* Pool @id's tenant count and watermarks, as root sees them. */
+static void ctl_pool_state(struct __test_metadata *_metadata, int ctl,
+			   __u32 id, __u32 *nr_tenants, __u32 *low,
+			   __u32 *high)
+{
+	struct kvpool_ctl_tenant_list l = {
+		.size = sizeof(l), .pool_id = id,
+	};
+	struct kvpool_pressure p = { .size = sizeof(p) };
+	int fd;
+
+	ASSERT_EQ(0, kvp_ioctl(ctl, KVPOOL_CTL_TENANT_LIST, &l));
+	*nr_tenants = l.out_nr_tenants;
+	fd = kvp_open_id(id, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, kvp_ioctl(fd, KVPOOL_PRESSURE, &p));
+	close(fd);
+	*low = p.out_low_wmark;
+	*high = p.out_high_wmark;
+}
+
+/*
  * A root process without CAP_SYS_ADMIN may open the control device (it is
- * the owner of a 0600 node) but both ops fail with EPERM; pool ops need no
- * capability.
+ * the owner of a 0600 node) but every control op (CREATE, DESTROY,
+ * TENANT_SET, TENANT_LIST, SET_WMARK) fails with EPERM and changes
+ * nothing; pool ops need no capability.
  */
 TEST_F(ctl, eperm_without_cap_sys_admin)
 {
+	__u32 nt0, low0, high0, nt1, low1, high1;
 	int before, status;
 	__u32 id;
 	pid_t pid;
 
-	ASSERT_EQ(0, ctl_create(self, 0, 16, 1, 4, 16, &id));
+	ASSERT_EQ(0, ctl_create(self, 0, 64, 1, 4, 16, &id));
+	ctl_pool_state(_metadata, self->ctl, id, &nt0, &low0, &high0);
 	before = kvp_count_pools();
 	fflush(NULL);
 	pid = fork();
@@ -519,11 +591,13 @@ TEST_F(ctl, eperm_without_cap_sys_admin)
 		/* The inherited control fd: the op is checked, not the open. */
 		CHILD_CHECK(kvp_create(self->ctl, 0, 16, 1, 4, 16, &nid) == EPERM);
 		CHILD_CHECK(kvp_destroy(self->ctl, id) == EPERM);
+		CHILD_CHECK(ctl_all_eperm(self->ctl, id));
 		c = kvp_ctl_open();
 		CHILD_CHECK(c >= 0);
 		CHILD_CHECK(kvp_create(c, 0, 16, 1, 4, 16, &nid) == EPERM);
 		CHILD_CHECK(kvp_destroy(c, id) == EPERM);
 		CHILD_CHECK(kvp_destroy(c, ~0u) == EPERM);
+		CHILD_CHECK(ctl_all_eperm(c, id));
 		p = kvp_open_id(id, O_RDWR | O_CLOEXEC);
 		CHILD_CHECK(p >= 0);
 		CHILD_CHECK(kvp_info(p, &info) == 0);
@@ -533,6 +607,11 @@ TEST_F(ctl, eperm_without_cap_sys_admin)
 	status = wait_child(pid);
 	EXPECT_TRUE(KVP_CHILD_OK(status)) TH_LOG("child status %#x", status);
 	EXPECT_EQ(before, kvp_count_pools());
+	/* No tenant was made or set, the watermarks are as they were. */
+	ctl_pool_state(_metadata, self->ctl, id, &nt1, &low1, &high1);
+	EXPECT_EQ(nt0, nt1);
+	EXPECT_EQ(low0, low1);
+	EXPECT_EQ(high0, high1);
 	/* The pool the child tried to destroy is still there. */
 	EXPECT_EQ(0, ctl_destroy(self, id));
 }
@@ -598,6 +677,7 @@ TEST_F(ctl, nobody)
 			    errno == EACCES);
 		CHILD_CHECK(kvp_create(self->ctl, 0, 16, 1, 4, 16, &nid) == EPERM);
 		CHILD_CHECK(kvp_destroy(self->ctl, id) == EPERM);
+		CHILD_CHECK(ctl_all_eperm(self->ctl, id));
 		CHILD_CHECK(kvp_row_alloc(pfd, 1, &h, NULL) == 0);
 		CHILD_CHECK(kvp_release1(pfd, h, NULL) == 0);
 		_exit(0);

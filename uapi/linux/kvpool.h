@@ -667,6 +667,7 @@ struct kvpool_ctl_destroy {
  * @__reserved: must be 0
  * @label: a name for status output, NUL-terminated (EINVAL otherwise);
  *         empty keeps the current one
+ * @__reserved2: must be 0
  *
  * A client's tenant is fixed at open: the opener's cgroup v2 and uid. A
  * limit set below current use takes nothing from anyone: it refuses growth
@@ -684,6 +685,7 @@ struct kvpool_ctl_tenant {
 	__u32 max_rows;
 	__u32 __reserved;
 	char label[KVPOOL_LABEL_LEN];
+	__u32 __reserved2;
 };
 
 #define KVPOOL_CTL_TENANT_SET _IO(KVPOOL_TYPE, KVPOOL_CMD_CTL_TENANT_SET)
