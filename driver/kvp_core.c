@@ -230,10 +230,11 @@ static int kvp_tenant_get(struct kvp_pool *pool, u64 cgroup_id, u32 uid,
 /* Forgets @t once nothing refers to it. */
 static void kvp_tenant_put(struct kvp_pool *pool, struct kvp_tenant *t)
 {
+	/* No client of it is waiting for pages any more. */
+	if (!t->nr_clients && pool->blocked_tenant == t->id)
+		pool->blocked_tenant = KVP_NIL;
 	if (t->nr_clients || t->configured)
 		return;
-	if (pool->blocked_tenant == t->id)
-		pool->blocked_tenant = KVP_NIL;
 	pool->tenants[t->id] = NULL;
 	pool->nr_tenants--;
 	kvfree(t);
@@ -297,10 +298,18 @@ static struct kvp_client *kvp_cache_client(struct kvp_pool *pool, u32 id)
 /* Counts a cache page of @c going from unpinned to pinned (@d = 1) or back. */
 static void kvp_pinned(struct kvp_client *c, int d)
 {
+	struct kvp_pool *pool = c->pool;
+	struct kvp_tenant *t = c->tenant;
+
 	c->nr_cache_pinned += d;
-	c->tenant->cache_pinned += d;
-	c->pool->cache_pinned += d;
-	c->pool->cache_evictable -= d;
+	t->cache_pinned += d;
+	pool->cache_pinned += d;
+	pool->cache_evictable -= d;
+	/* Under pressure, a page @c could give back makes its ask grow. */
+	if (d < 0 && (pool->free_pages < pool->low_wmark ||
+		      pool->blocked_tenant != KVP_NIL ||
+		      (t->max_pages && t->pages > t->max_pages)))
+		pool->pressure_seq++;
 }
 
 static void kvp_pin(struct kvp_pool *pool, u32 id)
@@ -714,7 +723,7 @@ int kvp_extend_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 		return -ENOBUFS;
 	}
 	t = c->tenant;
-	if (t->max_pages && t->pages + need > t->max_pages) {
+	if (need && t->max_pages && t->pages + need > t->max_pages) {
 		res->shortfall = (u32)(t->pages + need - t->max_pages);
 		kvp_refused(pool, t, false);
 		return -EDQUOT;
@@ -1468,7 +1477,7 @@ int kvp_import_locked(struct kvp_client *c, u32 idx,
 	if (r->state != KVP_ROW_EXPORTED)
 		return -EALREADY;
 	owned = kvp_row_owned(pool, r);
-	if ((t->max_pages && t->pages + owned > t->max_pages) ||
+	if ((owned && t->max_pages && t->pages + owned > t->max_pages) ||
 	    (t->max_rows && t->rows + 1 > t->max_rows)) {
 		kvp_refused(pool, t, false);
 		return -EDQUOT;

@@ -78,7 +78,7 @@
  * - EPERM:      a control op without CAP_SYS_ADMIN.
  * - EBUSY:      (control) destroying a pool that still has clients.
  * - EMFILE:     (open) the pool has 65536 clients already, or 4096
- *               tenants.
+ *               tenants; (control) TENANT_SET of a 4097th tenant.
  * - EBADF:      IMPORT: @fd is not an open file.
  * - EXDEV:      IMPORT: the export file belongs to another pool.
  * - ENODEV:     (control) no pool with that id; (open) the pool is going.
@@ -86,7 +86,10 @@
 
 #define KVPOOL_TYPE		0xb7	/* Documentation/userspace-api/ioctl */
 
-/* Version of this ABI; bumped when ops or fields are added. */
+/*
+ * Version of this ABI: 1 is the first release, all of this header. It is
+ * bumped when a later release adds ops or fields; test out_features.
+ */
 #define KVPOOL_ABI_VERSION	1
 
 /* Returned in kvpool_info.out_features. */

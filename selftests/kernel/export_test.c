@@ -1,0 +1,1099 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kvpool selftests: KVPOOL_EXPORT and KVPOOL_IMPORT (KVPOOL_FEAT_EXPORT).
+ *
+ * EXPORT turns a held row or a slot into an O_CLOEXEC file
+ * ("anon_inode:[kvpool-row]") that belongs to no client and no tenant;
+ * IMPORT takes it, once, into any client of the same pool, under that
+ * client's tenant limits, with the next generation. Files travel between
+ * processes with SCM_RIGHTS (the agents of kvpool_tenant_util.h, of other
+ * uids, so other tenants): the pages and lengths arrive unchanged, and a
+ * row survives its sender's SIGKILL in the file, in flight or received.
+ * An export file closed unimported gives the row back; while one lives
+ * the pool cannot be destroyed.
+ *
+ * Copyright (C) 2026 The kvpool authors
+ */
+#include "kvpool_tenant_util.h"
+
+#include <sys/resource.h>
+
+#define NR_PAGES	513	/* page 0 reserved: 512 usable */
+#define USABLE		512
+#define PT		4
+#define NR_ROWS		33	/* row 0 reserved: 32 usable */
+#define ROW_TOKENS	1024
+#define T(n)		((n) * PT)
+
+#define UID_S		1001	/* sender */
+#define UID_R		1002	/* receiver */
+
+FIXTURE(export) {
+	struct kvp_tenv e;
+};
+
+FIXTURE_SETUP(export)
+{
+	kvp_tenv_init(_metadata, &self->e, KVPOOL_CREATE_RESERVE_ZERO,
+		      NR_PAGES, PT, NR_ROWS, ROW_TOKENS, 0);
+}
+
+FIXTURE_TEARDOWN(export)
+{
+	kvp_tenv_fini(_metadata, &self->e);
+}
+
+static __u64 sysfs_val(__u32 id, const char *name)
+{
+	__u64 v = ~0ull;
+
+	if (kvp_sysfs_u64(id, name, &v))
+		return ~0ull;
+	return v;
+}
+
+/* A row of the test's own client: @len tokens allocated, @committed. */
+static struct kvpool_handle local_row(struct __test_metadata *_metadata,
+				      int fd, __u32 len, __u32 committed)
+{
+	struct kvpool_handle h = { 0, 0 };
+
+	EXPECT_EQ(0, kvp_row_alloc(fd, 1, &h, NULL));
+	if (len)
+		EXPECT_EQ(0, kvp_grow(fd, h, len));
+	if (committed)
+		EXPECT_EQ(0, kvp_commit1(fd, h, committed));
+	return h;
+}
+
+/* STATS of the test's client, which must work. */
+#define STATS(fd, s) ASSERT_EQ(0, kvp_stats((fd), (s)))
+
+/* Wait up to 2 s for the pool's export_rows to be @want. */
+static __u32 wait_export_rows(int fd, __u32 want)
+{
+	struct kvpool_stats s;
+	int i;
+
+	for (i = 0; i < 200; i++) {
+		if (kvp_stats(fd, &s))
+			return ~0u;
+		if (s.out_export_rows == want)
+			break;
+		kvp_sleep_ms(10);
+	}
+	return s.out_export_rows;
+}
+
+/*
+ * Across processes: the sender's row leaves it (handle dead, its and its
+ * tenant's figures drop, the pool counts it as exported); the receiver,
+ * another tenant, imports it with the same index and the next generation,
+ * the same pages and lengths, and its figures rise by it.
+ */
+TEST_F(export, across_processes)
+{
+	struct kvp_tenv *e = &self->e;
+	struct kvp_row_snap *before, *after;
+	struct kvpool_stats st, ss, sr;
+	struct kvpool_row_query q;
+	struct kvpool_handle h, nh;
+	struct kvp_agent *s, *r;
+	__u32 nr = 0, nr2 = 0, pages[4];
+	int xfd = -1, fl = -1;
+
+	before = calloc(2, sizeof(*before));
+	ASSERT_NE(NULL, before);
+	after = before + 1;
+	s = kvp_tenv_client(_metadata, e, 0, -1, UID_S);
+	r = kvp_tenv_client(_metadata, e, 1, -1, UID_R);
+	ASSERT_EQ(0, ag_alloc1(s, 0, &h));
+	ASSERT_EQ(0, ag_grow(s, 0, h, 37));	/* 10 pages */
+	ASSERT_EQ(0, ag_commit1(s, 0, h, 30));
+	ag_snap_row(s, 0, h, before);
+	ASSERT_EQ(0, before->err);
+	ASSERT_EQ(10, before->nr_pages);
+
+	ASSERT_EQ(0, ag_export(s, 0, 0, h, 0, &xfd, &nr, &fl));
+	ASSERT_LE(0, xfd);
+	EXPECT_EQ(10, nr);
+	EXPECT_TRUE(fl >= 0 && (fl & FD_CLOEXEC)) TH_LOG("fd flags %#x", fl);
+	EXPECT_TRUE(kvp_is_export_fd(xfd));
+
+	ASSERT_EQ(0, ag_stats(s, 0, &ss));
+	EXPECT_EQ(0, ss.out_client_rows);
+	EXPECT_EQ(0, ss.out_client_pages);
+	EXPECT_EQ(0, ss.out_tenant_pages);
+	EXPECT_EQ(0, ss.out_tenant_rows);
+	STATS(e->fd, &st);
+	EXPECT_EQ(1, st.out_export_rows);
+	EXPECT_EQ(10, st.out_export_pages);
+	EXPECT_EQ(0, st.out_held_rows);
+	EXPECT_EQ(0, st.out_row_pages);
+	EXPECT_EQ(USABLE - 10, st.out_free_pages);
+	kvp_check_identities_x(_metadata, &e->pool, &st);
+	EXPECT_EQ(1, sysfs_val(e->pool.id, "export_rows"));
+	EXPECT_EQ(10, sysfs_val(e->pool.id, "export_pages"));
+	/* The sender's handle is dead. */
+	EXPECT_EQ(ENOENT, ag_query(s, 0, h, pages, 4, &q));
+	EXPECT_EQ(ENOENT, ag_release1(s, 0, h, 0, NULL));
+	EXPECT_EQ(ENOENT, ag_export(s, 0, 0, h, 0, NULL, NULL, NULL));
+
+	ASSERT_EQ(0, ag_import(r, 0, xfd, &nh, &nr2));
+	EXPECT_EQ(h.req_pool_idx, nh.req_pool_idx);
+	EXPECT_EQ(h.generation + 1, nh.generation);
+	EXPECT_EQ(10, nr2);
+	ag_snap_row(r, 0, nh, after);
+	ASSERT_EQ(0, after->err);
+	EXPECT_EQ(KVPOOL_ROW_HELD, after->state);
+	EXPECT_EQ(before->nr_pages, after->nr_pages);
+	EXPECT_EQ(0, memcmp(before->pages, after->pages, 10 * sizeof(__u32)));
+	EXPECT_EQ(h.req_pool_idx, after->idx);
+	EXPECT_EQ(37, after->alloc);
+	EXPECT_EQ(30, after->committed);
+	EXPECT_EQ(0, after->protected_len);
+	EXPECT_EQ(0, after->swa);
+	ASSERT_EQ(0, ag_stats(r, 0, &sr));
+	EXPECT_EQ(1, sr.out_client_rows);
+	EXPECT_EQ(10, sr.out_client_pages);
+	EXPECT_EQ(10, sr.out_tenant_pages);
+	EXPECT_EQ(1, sr.out_tenant_rows);
+	STATS(e->fd, &st);
+	EXPECT_EQ(0, st.out_export_rows);
+	EXPECT_EQ(0, st.out_export_pages);
+	EXPECT_EQ(1, st.out_held_rows);
+	EXPECT_EQ(10, st.out_row_pages);
+	kvp_check_identities_x(_metadata, &e->pool, &st);
+	EXPECT_EQ(0, sysfs_val(e->pool.id, "export_rows"));
+	EXPECT_EQ(ENOENT, ag_query(s, 0, h, pages, 4, &q));
+	EXPECT_EQ(ESTALE, ag_query(r, 0, h, pages, 4, &q))
+		TH_LOG("the receiver holds the row under the next generation");
+
+	/* Closing the imported file changes nothing. */
+	close(xfd);
+	STATS(e->fd, &ss);
+	EXPECT_STREQ("", kvp_stats_diff_pool(&st, &ss));
+
+	/* The receiver owns it like any row of its own. */
+	EXPECT_EQ(0, ag_commit1(r, 0, nh, 37));
+	EXPECT_EQ(0, ag_grow(r, 0, nh, 40));
+	EXPECT_EQ(0, ag_grow(r, 0, nh, 41));
+	EXPECT_EQ(0, ag_release1(r, 0, nh, 0, &nr));
+	EXPECT_EQ(11, nr);
+	free(before);
+}
+
+/* A client may import its own export: next generation, the old is stale. */
+TEST_F(export, import_own)
+{
+	struct kvp_tenv *e = &self->e;
+	struct kvpool_handle h, nh;
+	struct kvp_row_snap *a, *b;
+	struct kvpool_stats st;
+	__u32 nr = 0;
+	int xfd;
+
+	a = calloc(2, sizeof(*a));
+	ASSERT_NE(NULL, a);
+	b = a + 1;
+	h = local_row(_metadata, e->fd, T(5) + 1, T(3));
+	kvp_snap_row(e->fd, h, a);
+	ASSERT_EQ(0, kvp_export_row(e->fd, h, &xfd, &nr));
+	EXPECT_EQ(6, nr);
+	STATS(e->fd, &st);
+	EXPECT_EQ(0, st.out_client_rows);
+	EXPECT_EQ(0, st.out_tenant_pages);
+	EXPECT_EQ(ENOENT, kvp_commit1(e->fd, h, T(3)));
+	ASSERT_EQ(0, kvp_import(e->fd, xfd, &nh, &nr));
+	EXPECT_EQ(6, nr);
+	EXPECT_EQ(h.req_pool_idx, nh.req_pool_idx);
+	EXPECT_EQ(h.generation + 1, nh.generation);
+	EXPECT_EQ(ESTALE, kvp_commit1(e->fd, h, T(3)));
+	kvp_snap_row(e->fd, nh, b);
+	a->idx = b->idx;
+	EXPECT_STREQ("", kvp_row_diff(a, b));
+	STATS(e->fd, &st);
+	EXPECT_EQ(1, st.out_client_rows);
+	EXPECT_EQ(6, st.out_client_pages);
+	EXPECT_EQ(6, st.out_tenant_pages);
+	close(xfd);
+	free(a);
+}
+
+/*
+ * The sender is SIGKILLed after the file reached the receiver: its other
+ * rows go back, the exported one lives on in the file and is importable.
+ */
+TEST_F(export, sender_killed_after_send)
+{
+	struct kvp_tenv *e = &self->e;
+	struct kvp_row_snap *before, *after;
+	struct kvpool_handle h, other, nh;
+	struct kvpool_stats st;
+	struct kvp_agent *s, *r;
+	int xfd = -1, status;
+	__u32 nr;
+
+	before = calloc(2, sizeof(*before));
+	ASSERT_NE(NULL, before);
+	after = before + 1;
+	s = kvp_tenv_client(_metadata, e, 0, -1, UID_S);
+	r = kvp_tenv_client(_metadata, e, 1, -1, UID_R);
+	ASSERT_EQ(0, ag_alloc1(s, 0, &h));
+	ASSERT_EQ(0, ag_grow(s, 0, h, T(12)));
+	ASSERT_EQ(0, ag_alloc1(s, 0, &other));
+	ASSERT_EQ(0, ag_grow(s, 0, other, T(5)));
+	ag_snap_row(s, 0, h, before);
+	ASSERT_EQ(0, ag_export(s, 0, 0, h, 0, &xfd, &nr, NULL));
+	ASSERT_LE(0, xfd);
+	status = kvp_agent_kill(&e->pool, s);
+	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+
+	STATS(e->fd, &st);
+	EXPECT_EQ(1, st.out_export_rows);
+	EXPECT_EQ(12, st.out_export_pages);
+	EXPECT_EQ(0, st.out_held_rows);
+	EXPECT_EQ(USABLE - 12, st.out_free_pages);
+	EXPECT_EQ(2, st.out_nr_clients);
+	ASSERT_EQ(0, ag_import(r, 0, xfd, &nh, &nr));
+	EXPECT_EQ(12, nr);
+	ag_snap_row(r, 0, nh, after);
+	EXPECT_EQ(before->nr_pages, after->nr_pages);
+	EXPECT_EQ(0, memcmp(before->pages, after->pages, 12 * sizeof(__u32)));
+	EXPECT_EQ(T(12), after->alloc);
+	close(xfd);
+	free(before);
+}
+
+/*
+ * The sender is SIGKILLed while the file is in flight (sent, not yet
+ * received): the row lives on in the socket's queue and is importable.
+ */
+TEST_F(export, sender_killed_in_flight)
+{
+	struct kvp_tenv *e = &self->e;
+	struct kvpool_export x = {
+		.size = sizeof(x),
+		.out_fd = -2,
+	};
+	struct kvpool_handle h, nh;
+	struct kvpool_stats st;
+	struct kvp_agent *s, *r;
+	struct pollfd pfd;
+	__u32 qpages[8], qpages2[8], nr;
+	struct kvpool_row_query q;
+	int xfd = -1, status;
+
+	s = kvp_tenv_client(_metadata, e, 0, -1, UID_S);
+	r = kvp_tenv_client(_metadata, e, 1, -1, UID_R);
+	ASSERT_EQ(0, ag_alloc1(s, 0, &h));
+	ASSERT_EQ(0, ag_grow(s, 0, h, T(8)));
+	ASSERT_EQ(0, ag_query(s, 0, h, qpages, 8, &q));
+	x.handle = h;
+
+	/* Ask for the export, wait until the answer (and file) is queued. */
+	kvp_ag_req_init(KVP_AG_IOCTL, 0);
+	kvp_ag_rq.cmd = KVPOOL_EXPORT;
+	kvp_ag_rq.st_len = sizeof(x);
+	kvp_ag_rq.fd_out_off = offsetof(struct kvpool_export, out_fd);
+	memcpy(kvp_ag_rq.st, &x, sizeof(x));
+	ASSERT_EQ(0, kvp_ag_send(s, -1));
+	pfd.fd = s->sock;
+	pfd.events = POLLIN;
+	ASSERT_EQ(1, poll(&pfd, 1, 10000));
+	ASSERT_EQ(0, kill(s->pid, SIGKILL));
+	status = kvp_pool_wait(&e->pool, s->pid);
+	s->pid = -1;
+	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	STATS(e->fd, &st);
+	EXPECT_EQ(1, st.out_export_rows);
+	EXPECT_EQ(8, st.out_export_pages);
+	EXPECT_EQ(2, st.out_nr_clients);
+
+	ASSERT_EQ(0, kvp_ag_recv(s, 1000, &xfd));
+	ASSERT_EQ(0, kvp_ag_rp.err);
+	ASSERT_LE(0, xfd);
+	EXPECT_TRUE(kvp_is_export_fd(xfd));
+	ASSERT_EQ(0, ag_import(r, 0, xfd, &nh, &nr));
+	EXPECT_EQ(8, nr);
+	ASSERT_EQ(0, ag_query(r, 0, nh, qpages2, 8, &q));
+	EXPECT_EQ(0, memcmp(qpages, qpages2, sizeof(qpages)));
+	close(xfd);
+}
+
+/*
+ * Closed without an import, the row and its pages go back to the pool: at
+ * the last close (dup), at the exit of a process that held it, when the
+ * socket it was in flight in goes.
+ */
+TEST_F(export, close_unimported)
+{
+	struct kvp_tenv *e = &self->e;
+	struct kvpool_handle h, hs;
+	struct kvpool_stats st;
+	struct kvp_agent *r;
+	int xfd, xfd2, sv[2], slot;
+	__u32 nr;
+
+	r = kvp_tenv_agent(_metadata, e, 0, -1, UID_R);
+	h = local_row(_metadata, e->fd, T(10), 0);
+	ASSERT_EQ(0, kvp_export_row(e->fd, h, &xfd, &nr));
+	STATS(e->fd, &st);
+	EXPECT_EQ(USABLE - 10, st.out_free_pages);
+	close(xfd);
+	kvp_expect_pool_full(_metadata, &e->pool, e->fd, 1);
+	STATS(e->fd, &st);
+	EXPECT_EQ(0, st.out_export_rows);
+	EXPECT_EQ(0, st.out_export_pages);
+	EXPECT_EQ(USABLE, st.out_free_pages);
+
+	/* A slot, duplicated: the last close counts. */
+	hs = local_row(_metadata, e->fd, T(3), 0);
+	ASSERT_EQ(0, kvp_to_slot(e->fd, 3, hs, NULL));
+	ASSERT_EQ(0, kvp_export(e->fd, KVPOOL_EXPORT_SLOT,
+				(struct kvpool_handle){ 0, 0 }, 3, &xfd, &nr));
+	EXPECT_EQ(3, nr);
+	xfd2 = dup(xfd);
+	ASSERT_LE(0, xfd2);
+	close(xfd);
+	STATS(e->fd, &st);
+	EXPECT_EQ(1, st.out_export_rows);
+	EXPECT_EQ(3, st.out_export_pages);
+	close(xfd2);
+	STATS(e->fd, &st);
+	EXPECT_EQ(0, st.out_export_rows);
+	EXPECT_EQ(USABLE, st.out_free_pages);
+
+	/* Held by a process that exits without importing. */
+	h = local_row(_metadata, e->fd, T(4), 0);
+	ASSERT_EQ(0, kvp_export_row(e->fd, h, &xfd, &nr));
+	ASSERT_EQ(0, ag_take_fd(r, xfd, &slot));
+	close(xfd);
+	STATS(e->fd, &st);
+	EXPECT_EQ(1, st.out_export_rows);
+	kvp_agent_kill(&e->pool, r);
+	EXPECT_EQ(0, wait_export_rows(e->fd, 0));
+	kvp_expect_pool_full(_metadata, &e->pool, e->fd, 1);
+
+	/* In flight in a socket whose both ends close. */
+	h = local_row(_metadata, e->fd, T(7), 0);
+	ASSERT_EQ(0, kvp_export_row(e->fd, h, &xfd, &nr));
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv));
+	ASSERT_EQ(0, kvp_send_fds(sv[0], "x", 1, &xfd, 1, 0));
+	close(xfd);
+	STATS(e->fd, &st);
+	EXPECT_EQ(1, st.out_export_rows);
+	close(sv[0]);
+	close(sv[1]);
+	EXPECT_EQ(0, wait_export_rows(e->fd, 0));
+	STATS(e->fd, &st);
+	EXPECT_EQ(USABLE, st.out_free_pages);
+}
+
+/*
+ * An export file is imported once: EALREADY after that, for anyone,
+ * even once the row has been released and taken by someone else.
+ */
+TEST_F(export, double_import)
+{
+	struct kvp_tenv *e = &self->e;
+	struct kvpool_stats s0, s1;
+	struct kvp_row_snap *x0, *x1;
+	struct kvpool_handle h, nh, nh2, mine;
+	struct kvp_agent *r, *s;
+	__u32 nr;
+	int xfd;
+
+	x0 = calloc(2, sizeof(*x0));
+	ASSERT_NE(NULL, x0);
+	x1 = x0 + 1;
+	r = kvp_tenv_client(_metadata, e, 0, -1, UID_R);
+	s = kvp_tenv_client(_metadata, e, 1, -1, UID_S);
+	h = local_row(_metadata, e->fd, T(6), T(2));
+	ASSERT_EQ(0, kvp_export_row(e->fd, h, &xfd, &nr));
+	ASSERT_EQ(0, ag_import(r, 0, xfd, &nh, &nr));
+
+	STATS(e->fd, &s0);
+	ag_snap_row(r, 0, nh, x0);
+	EXPECT_EQ(EALREADY, ag_import(r, 0, xfd, &nh2, &nr));
+	EXPECT_EQ(EALREADY, ag_import(s, 0, xfd, &nh2, &nr));
+	EXPECT_EQ(EALREADY, kvp_import(e->fd, xfd, &nh2, &nr));
+	STATS(e->fd, &s1);
+	ag_snap_row(r, 0, nh, x1);
+	EXPECT_STREQ("", kvp_stats_diff_x(&s0, &s1));
+	EXPECT_STREQ("", kvp_row_diff(x0, x1));
+
+	/* Released and taken again (LIFO: the same row): still EALREADY. */
+	ASSERT_EQ(0, ag_release1(r, 0, nh, 0, NULL));
+	mine = local_row(_metadata, e->fd, T(1), 0);
+	EXPECT_EQ(h.req_pool_idx, mine.req_pool_idx);
+	kvp_snap_row(e->fd, mine, x0);
+	EXPECT_EQ(EALREADY, ag_import(s, 0, xfd, &nh2, &nr));
+	EXPECT_EQ(EALREADY, kvp_import(e->fd, xfd, &nh2, &nr));
+	kvp_snap_row(e->fd, mine, x1);
+	EXPECT_STREQ("", kvp_row_diff(x0, x1));
+	EXPECT_EQ(0, x1->err);
+	close(xfd);
+	free(x0);
+}
+
+/* Another pool's export file is EXDEV, both ways; nothing changes. */
+TEST_F(export, import_other_pool)
+{
+	struct kvp_tenv *e = &self->e;
+	struct kvpool_stats a0, a1, b0, b1;
+	struct kvpool_handle h, h2, nh;
+	__u32 id2, nr;
+	int fd2, xfd, xfd2;
+
+	ASSERT_EQ(0, kvp_create(e->pool.ctl, KVPOOL_CREATE_RESERVE_ZERO,
+				NR_PAGES, PT, NR_ROWS, ROW_TOKENS, &id2));
+	fd2 = kvp_open_id(id2, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd2);
+	h = local_row(_metadata, e->fd, T(3), 0);
+	h2 = local_row(_metadata, fd2, T(2), 0);
+	ASSERT_EQ(0, kvp_export_row(e->fd, h, &xfd, &nr));
+	ASSERT_EQ(0, kvp_export_row(fd2, h2, &xfd2, &nr));
+
+	STATS(e->fd, &a0);
+	STATS(fd2, &b0);
+	EXPECT_EQ(EXDEV, kvp_import(fd2, xfd, &nh, &nr));
+	EXPECT_EQ(EXDEV, kvp_import(e->fd, xfd2, &nh, &nr));
+	STATS(e->fd, &a1);
+	STATS(fd2, &b1);
+	EXPECT_STREQ("", kvp_stats_diff_x(&a0, &a1));
+	EXPECT_STREQ("", kvp_stats_diff_x(&b0, &b1));
+	EXPECT_EQ(1, a1.out_export_rows);
+	EXPECT_EQ(1, b1.out_export_rows);
+
+	EXPECT_EQ(0, kvp_import(e->fd, xfd, &nh, &nr));
+	EXPECT_EQ(3, nr);
+	EXPECT_EQ(0, kvp_import(fd2, xfd2, &nh, &nr));
+	EXPECT_EQ(2, nr);
+	close(xfd);
+	close(xfd2);
+	close(fd2);
+	EXPECT_EQ(0, kvp_destroy(e->pool.ctl, id2));
+}
+
+/*
+ * IMPORT of a file that is not an export file is EINVAL; of an fd number
+ * that is not open, EBADF. Nothing changes.
+ */
+TEST_F(export, import_not_export)
+{
+	struct kvp_tenv *e = &self->e;
+	struct kvpool_stats s0, s1;
+	struct kvpool_handle nh;
+	int p[2], other, dn, sock[2], closed, i;
+	__u32 nr;
+
+	ASSERT_EQ(0, pipe(p));
+	other = kvp_open_id(e->pool.id, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, other);
+	dn = open("/dev/null", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, dn);
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sock));
+	closed = open("/dev/null", O_RDONLY);
+	ASSERT_LE(0, closed);
+	close(closed);
+	local_row(_metadata, e->fd, T(2), 0);
+
+	STATS(e->fd, &s0);
+	EXPECT_EQ(EINVAL, kvp_import(e->fd, p[0], &nh, &nr));
+	EXPECT_EQ(EINVAL, kvp_import(e->fd, p[1], &nh, &nr));
+	EXPECT_EQ(EINVAL, kvp_import(e->fd, e->fd, &nh, &nr));
+	EXPECT_EQ(EINVAL, kvp_import(e->fd, other, &nh, &nr));
+	EXPECT_EQ(EINVAL, kvp_import(e->fd, e->pool.ctl, &nh, &nr));
+	EXPECT_EQ(EINVAL, kvp_import(e->fd, dn, &nh, &nr));
+	EXPECT_EQ(EINVAL, kvp_import(e->fd, sock[0], &nh, &nr));
+	EXPECT_EQ(EBADF, kvp_import(e->fd, closed, &nh, &nr));
+	EXPECT_EQ(EBADF, kvp_import(e->fd, -1, &nh, &nr));
+	EXPECT_EQ(EBADF, kvp_import(e->fd, INT_MAX, &nh, &nr));
+	EXPECT_EQ(EBADF, kvp_import(e->fd, INT_MIN, &nh, &nr));
+	STATS(e->fd, &s1);
+	EXPECT_STREQ("", kvp_stats_diff_x(&s0, &s1));
+	for (i = 0; i < 2; i++) {
+		close(p[i]);
+		close(sock[i]);
+	}
+	close(dn);
+	close(other);
+}
+
+/* IMPORT's flags and reserved fields come before the file is looked at. */
+TEST_F(export, import_validation)
+{
+	struct kvp_tenv *e = &self->e;
+	struct kvpool_import im;
+	struct kvpool_handle h;
+	struct kvpool_stats s0, s1;
+	int xfd, i;
+	__u32 nr;
+
+	h = local_row(_metadata, e->fd, T(2), 0);
+	ASSERT_EQ(0, kvp_export_row(e->fd, h, &xfd, &nr));
+	STATS(e->fd, &s0);
+	for (i = 0; i < 8; i++) {
+		int want = EINVAL;
+
+		memset(&im, 0, sizeof(im));
+		im.size = sizeof(im);
+		im.fd = i < 4 ? xfd : -1;
+		switch (i % 4) {
+		case 0:
+			im.flags = 1;
+			want = EOPNOTSUPP;
+			break;
+		case 1:
+			im.flags = 0x80000000u;
+			want = EOPNOTSUPP;
+			break;
+		case 2:
+			im.__reserved = 1;
+			break;
+		case 3:
+			im.__reserved2 = 1;
+			break;
+		}
+		EXPECT_EQ(want, kvp_ioctl(e->fd, KVPOOL_IMPORT, &im))
+			TH_LOG("case %d", i);
+	}
+	memset(&im, 0, sizeof(im));
+	im.size = offsetof(struct kvpool_import, __reserved2);
+	im.fd = xfd;
+	EXPECT_EQ(EINVAL, kvp_ioctl(e->fd, KVPOOL_IMPORT, &im));
+	STATS(e->fd, &s1);
+	EXPECT_STREQ("", kvp_stats_diff_x(&s0, &s1));
+	EXPECT_EQ(1, s1.out_export_rows);
+	/* Still importable. */
+	EXPECT_EQ(0, kvp_import(e->fd, xfd, &h, &nr));
+	EXPECT_EQ(2, nr);
+	close(xfd);
+}
+
+/* EXPORT's errors: each with its errno, nothing changed, no file made. */
+TEST_F(export, export_validation)
+{
+	struct kvp_tenv *e = &self->e;
+	struct kvpool_handle h, hs, gone, theirs;
+	struct kvp_row_snap *x0, *x1;
+	struct kvpool_row_query q;
+	struct kvpool_stats s0, s1;
+	struct kvpool_export x;
+	struct kvp_agent *a;
+	int nfds, i;
+	__u32 pg[4];
+
+	x0 = calloc(2, sizeof(*x0));
+	ASSERT_NE(NULL, x0);
+	x1 = x0 + 1;
+	a = kvp_tenv_client(_metadata, e, 0, -1, UID_S);
+	ASSERT_EQ(0, ag_alloc1(a, 0, &theirs));
+	ASSERT_EQ(0, ag_grow(a, 0, theirs, T(1)));
+	ASSERT_EQ(0, ag_alloc1(a, 0, &hs));
+	ASSERT_EQ(0, ag_to_slot(a, 0, 5, hs));	/* their slot 5 */
+	h = local_row(_metadata, e->fd, T(3), 0);
+	hs = local_row(_metadata, e->fd, T(2), 0);
+	ASSERT_EQ(0, kvp_to_slot(e->fd, 6, hs, NULL));	/* my slot 6 */
+	gone = local_row(_metadata, e->fd, T(1), 0);
+	ASSERT_EQ(0, kvp_release1(e->fd, gone, NULL));	/* a free row */
+
+	STATS(e->fd, &s0);
+	kvp_snap_row(e->fd, h, x0);
+	nfds = kvp_count_fds();
+	for (i = 0; i < 11; i++) {
+		int want = ENOENT;
+
+		memset(&x, 0, sizeof(x));
+		x.size = sizeof(x);
+		x.handle = h;
+		x.out_fd = -2;
+		switch (i) {
+		case 0:
+			x.flags = 2;
+			want = EOPNOTSUPP;
+			break;
+		case 1:
+			x.flags = 0x80000000u;
+			want = EOPNOTSUPP;
+			break;
+		case 2:	/* a session without the SLOT flag */
+			x.session_id = 6;
+			want = EINVAL;
+			break;
+		case 3:
+			x.flags = KVPOOL_EXPORT_SLOT;
+			x.session_id = 6;
+			want = EINVAL;
+			break;
+		case 4:
+			x.handle.req_pool_idx = 9999;
+			break;
+		case 5:
+			x.handle = gone;
+			break;
+		case 6:
+			x.handle.generation--;
+			want = ESTALE;
+			break;
+		case 7:
+			x.handle = theirs;
+			break;
+		case 8:
+			x.flags = KVPOOL_EXPORT_SLOT;
+			x.handle = (struct kvpool_handle){ 0, 0 };
+			x.session_id = 5;
+			break;
+		case 9:
+			x.flags = KVPOOL_EXPORT_SLOT;
+			x.handle = (struct kvpool_handle){ 0, 0 };
+			x.session_id = 7;
+			break;
+		case 10:
+			x.size = offsetof(struct kvpool_export, out_nr_pages);
+			want = EINVAL;
+			break;
+		}
+		EXPECT_EQ(want, kvp_ioctl(e->fd, KVPOOL_EXPORT, &x))
+			TH_LOG("case %d", i);
+		EXPECT_EQ(nfds, kvp_count_fds()) TH_LOG("case %d made a file", i);
+	}
+	STATS(e->fd, &s1);
+	kvp_snap_row(e->fd, h, x1);
+	EXPECT_STREQ("", kvp_stats_diff_x(&s0, &s1));
+	EXPECT_STREQ("", kvp_row_diff(x0, x1));
+	EXPECT_EQ(0, kvp_query_slot(e->fd, 6, pg, 4, &q));
+	ASSERT_EQ(0, ag_query(a, 0, theirs, pg, 4, &q));
+	free(x0);
+}
+
+/*
+ * A slot exported: gone from the client (its session id free again),
+ * imported as a held row with the slot's lengths and pages.
+ */
+TEST_F(export, export_slot)
+{
+	struct kvp_tenv *e = &self->e;
+	struct kvpool_handle h, h2, nh;
+	struct kvp_row_snap *x0, *x1;
+	struct kvpool_row_query q;
+	struct kvpool_stats st;
+	struct kvp_agent *r;
+	__u32 nr = 0, pg[8];
+	int xfd = -1;
+
+	x0 = calloc(2, sizeof(*x0));
+	ASSERT_NE(NULL, x0);
+	x1 = x0 + 1;
+	r = kvp_tenv_client(_metadata, e, 0, -1, UID_R);
+	h = local_row(_metadata, e->fd, 21, 17);	/* 6 pages */
+	kvp_snap_row(e->fd, h, x0);
+	ASSERT_EQ(0, kvp_to_slot(e->fd, 77, h, NULL));
+	ASSERT_EQ(0, kvp_export(e->fd, KVPOOL_EXPORT_SLOT,
+				(struct kvpool_handle){ 0, 0 }, 77, &xfd, &nr));
+	EXPECT_EQ(6, nr);
+	STATS(e->fd, &st);
+	EXPECT_EQ(0, st.out_slot_rows);
+	EXPECT_EQ(0, st.out_slot_pages);
+	EXPECT_EQ(0, st.out_client_slots);
+	EXPECT_EQ(0, st.out_client_pages);
+	EXPECT_EQ(1, st.out_export_rows);
+	EXPECT_EQ(6, st.out_export_pages);
+	kvp_check_identities_x(_metadata, &e->pool, &st);
+	EXPECT_EQ(ENOENT, kvp_query_slot(e->fd, 77, pg, 8, &q));
+	EXPECT_EQ(ENOENT, kvp_slot_release(e->fd, 77, NULL));
+	EXPECT_EQ(ENOENT, kvp_export(e->fd, KVPOOL_EXPORT_SLOT,
+				     (struct kvpool_handle){ 0, 0 }, 77, NULL,
+				     NULL));
+	EXPECT_EQ(ENOENT, kvp_from_slot(e->fd, 77, &h2, NULL));
+	/* The session id is free again. */
+	h2 = local_row(_metadata, e->fd, T(1), 0);
+	EXPECT_EQ(0, kvp_to_slot(e->fd, 77, h2, NULL));
+
+	ASSERT_EQ(0, ag_import(r, 0, xfd, &nh, &nr));
+	EXPECT_EQ(6, nr);
+	EXPECT_EQ(h.req_pool_idx, nh.req_pool_idx);
+	EXPECT_EQ(h.generation + 1, nh.generation);
+	ag_snap_row(r, 0, nh, x1);
+	EXPECT_EQ(KVPOOL_ROW_HELD, x1->state);
+	EXPECT_STREQ("", kvp_row_diff(x0, x1));
+	close(xfd);
+	free(x0);
+}
+
+/*
+ * A row that borrows cache pages takes them along as its own (they leave
+ * the exporter's cache, protected drops to 0); EBUSY, and nothing
+ * changed, while another row borrows one of them too.
+ */
+TEST_F(export, export_borrowed)
+{
+	struct kvp_tenv *e = &self->e;
+	struct kvpool_handle d, a1, a2, b1, b2, nh;
+	struct kvp_row_snap *x0, *x1, *y0, *y1;
+	struct kvpool_row_query q;
+	struct kvpool_stats st, s0, s1;
+	__u32 ids[8], aid[4], bid[4], nr = 0, rel = 0;
+	struct kvp_agent *r;
+	int xfd, nfds;
+
+	x0 = calloc(4, sizeof(*x0));
+	ASSERT_NE(NULL, x0);
+	x1 = x0 + 1;
+	y0 = x0 + 2;
+	y1 = x0 + 3;
+	r = kvp_tenv_client(_metadata, e, 0, -1, UID_R);
+
+	/* The donor borrows 6 of its 8 pages after DONATE. */
+	d = local_row(_metadata, e->fd, T(8), T(8));
+	ASSERT_EQ(0, kvp_query(e->fd, d, ids, 8, &q));
+	ASSERT_EQ(0, kvp_donate1(e->fd, d, T(6) + 1, &nr));
+	EXPECT_EQ(6, nr);
+	STATS(e->fd, &st);
+	EXPECT_EQ(6, st.out_cache_pinned);
+	EXPECT_EQ(6, st.out_client_cache_pages);
+	EXPECT_EQ(8, st.out_tenant_pages);
+	ASSERT_EQ(0, kvp_export_row(e->fd, d, &xfd, &nr));
+	EXPECT_EQ(8, nr);
+	STATS(e->fd, &st);
+	EXPECT_EQ(0, st.out_cache_pinned);
+	EXPECT_EQ(0, st.out_cache_evictable);
+	EXPECT_EQ(0, st.out_client_cache_pages);
+	EXPECT_EQ(0, st.out_tenant_pages);
+	EXPECT_EQ(8, st.out_export_pages);
+	kvp_check_identities_x(_metadata, &e->pool, &st);
+	EXPECT_EQ(ENOENT, kvp_evict(e->fd, ids, 1, NULL))
+		TH_LOG("the page left the cache with the row");
+	ASSERT_EQ(0, ag_import(r, 0, xfd, &nh, &nr));
+	close(xfd);
+	EXPECT_EQ(8, nr);
+	ASSERT_EQ(0, ag_query(r, 0, nh, aid, 4, &q));
+	EXPECT_EQ(0, q.out_protected_len);
+	EXPECT_EQ(T(8), q.out_committed_len);
+	EXPECT_EQ(0, memcmp(ids, aid, sizeof(aid)));
+	ASSERT_EQ(0, ag_release1(r, 0, nh, 0, &rel));
+	EXPECT_EQ(8, rel) TH_LOG("the borrowed pages are the row's own now");
+
+	/* Attached, and borrowed by that row only: fine. */
+	a1 = local_row(_metadata, e->fd, T(4), T(4));
+	ASSERT_EQ(0, kvp_query(e->fd, a1, aid, 4, &q));
+	ASSERT_EQ(0, kvp_release_donate1(e->fd, a1, NULL));
+	a2 = local_row(_metadata, e->fd, 0, 0);
+	ASSERT_EQ(0, kvp_attach(e->fd, a2, aid, 4));
+	ASSERT_EQ(0, kvp_grow(e->fd, a2, T(5)));
+	ASSERT_EQ(0, kvp_export_row(e->fd, a2, &xfd, &nr));
+	EXPECT_EQ(5, nr);
+	STATS(e->fd, &st);
+	EXPECT_EQ(0, st.out_client_cache_pages);
+	EXPECT_EQ(5, st.out_export_pages);
+	close(xfd);
+	kvp_expect_pool_full(_metadata, &e->pool, e->fd, 2);
+
+	/* Two borrowers of the same pages: neither may leave. */
+	b1 = local_row(_metadata, e->fd, T(4), T(4));
+	ASSERT_EQ(0, kvp_query(e->fd, b1, bid, 4, &q));
+	ASSERT_EQ(0, kvp_donate1(e->fd, b1, T(4), NULL));
+	b2 = local_row(_metadata, e->fd, 0, 0);
+	ASSERT_EQ(0, kvp_attach(e->fd, b2, bid + 1, 2));
+	STATS(e->fd, &s0);
+	kvp_snap_row(e->fd, b1, x0);
+	kvp_snap_row(e->fd, b2, y0);
+	nfds = kvp_count_fds();
+	EXPECT_EQ(EBUSY, kvp_export_row(e->fd, b1, &xfd, &nr));
+	EXPECT_EQ(EBUSY, kvp_export_row(e->fd, b2, &xfd, &nr));
+	EXPECT_EQ(nfds, kvp_count_fds());
+	STATS(e->fd, &s1);
+	kvp_snap_row(e->fd, b1, x1);
+	kvp_snap_row(e->fd, b2, y1);
+	EXPECT_STREQ("", kvp_stats_diff_x(&s0, &s1));
+	EXPECT_STREQ("", kvp_row_diff(x0, x1));
+	EXPECT_STREQ("", kvp_row_diff(y0, y1));
+	/* Once b1 lets go, b2 is the only borrower. */
+	ASSERT_EQ(0, kvp_release1(e->fd, b1, NULL));
+	ASSERT_EQ(0, kvp_export_row(e->fd, b2, &xfd, &nr));
+	EXPECT_EQ(2, nr);
+	STATS(e->fd, &st);
+	EXPECT_EQ(2, st.out_client_cache_pages);	/* bid[0], bid[3] */
+	EXPECT_EQ(2, st.out_cache_evictable);
+	EXPECT_EQ(0, st.out_cache_pinned);
+	close(xfd);
+	free(x0);
+}
+
+/* Sliding-window holes and lengths travel as they are. */
+TEST_F(export, export_swa_holes)
+{
+	struct kvp_tenv *e = &self->e;
+	struct kvpool_handle h, nh;
+	struct kvp_row_snap *x0, *x1;
+	struct kvp_agent *r;
+	__u32 nr = 0, i;
+	int xfd;
+
+	x0 = calloc(2, sizeof(*x0));
+	ASSERT_NE(NULL, x0);
+	x1 = x0 + 1;
+	r = kvp_tenv_client(_metadata, e, 0, -1, UID_R);
+	h = local_row(_metadata, e->fd, T(10), T(10));
+	ASSERT_EQ(0, kvp_swa_free1(e->fd, h, T(6) + 2, &nr));
+	EXPECT_EQ(6, nr);
+	kvp_snap_row(e->fd, h, x0);
+	ASSERT_EQ(0, kvp_export_row(e->fd, h, &xfd, &nr));
+	EXPECT_EQ(4, nr);
+	ASSERT_EQ(0, ag_import(r, 0, xfd, &nh, &nr));
+	close(xfd);
+	EXPECT_EQ(4, nr);
+	ag_snap_row(r, 0, nh, x1);
+	EXPECT_STREQ("", kvp_row_diff(x0, x1));
+	for (i = 0; i < 6; i++)
+		EXPECT_EQ(KVPOOL_PAGE_NONE, x1->pages[i]);
+	EXPECT_EQ(T(6), x1->swa);
+	EXPECT_EQ(0, ag_swa_free1(r, 0, nh, T(8), &nr));
+	EXPECT_EQ(2, nr);
+	free(x0);
+}
+
+/*
+ * The importer's tenant limits apply (EDQUOT, the file keeps the row);
+ * nothing is taken from the free pages, so others' guarantees do not.
+ */
+TEST_F(export, import_limits)
+{
+	struct kvp_tenv *e = &self->e;
+	struct kvpool_stats s0, s1, sr;
+	struct kvpool_handle h, other, nh;
+	struct kvp_agent *r;
+	__u32 nr = 0;
+	int xfd;
+
+	r = kvp_tenv_client(_metadata, e, 0, -1, UID_R);
+	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
+				       UID_R, 7, 0, 0, NULL));
+	h = local_row(_metadata, e->fd, T(8), 0);
+	ASSERT_EQ(0, kvp_export_row(e->fd, h, &xfd, &nr));
+	STATS(e->fd, &s0);
+	EXPECT_EQ(EDQUOT, ag_import(r, 0, xfd, &nh, &nr));
+	STATS(e->fd, &s1);
+	EXPECT_STREQ("", kvp_stats_diff_x(&s0, &s1));
+	ASSERT_EQ(0, ag_stats(r, 0, &sr));
+	EXPECT_EQ(0, sr.out_tenant_pages);
+	EXPECT_EQ(0, sr.out_tenant_rows);
+
+	/* Rows too: at max_rows, one more is refused. */
+	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
+				       UID_R, 0, 0, 1, NULL));
+	ASSERT_EQ(0, ag_alloc1(r, 0, &other));
+	EXPECT_EQ(EDQUOT, ag_import(r, 0, xfd, &nh, &nr));
+	STATS(e->fd, &s1);
+	EXPECT_EQ(1, s1.out_export_rows);
+
+	/*
+	 * At the limits exactly, with all free pages guaranteed to another
+	 * tenant: the import takes no free page, so it is not refused.
+	 */
+	ASSERT_EQ(0, ag_release1(r, 0, other, 0, NULL));
+	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
+				       UID_R, 8, 0, 1, NULL));
+	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
+				       UID_S, 0, s1.out_free_pages, 0, NULL));
+	EXPECT_EQ(0, ag_import(r, 0, xfd, &nh, &nr));
+	EXPECT_EQ(8, nr);
+	ASSERT_EQ(0, ag_stats(r, 0, &sr));
+	EXPECT_EQ(8, sr.out_tenant_pages);
+	EXPECT_EQ(1, sr.out_tenant_rows);
+	close(xfd);
+}
+
+/*
+ * A tenant over max_pages (lowered below use) may still import a row that
+ * owns no page: it takes the tenant no further past max. One with pages
+ * is refused.
+ */
+TEST_F(export, import_empty_row_over_max)
+{
+	struct kvp_tenv *e = &self->e;
+	struct kvpool_handle h, h2, nh, mine;
+	struct kvp_agent *r;
+	__u32 nr = ~0u;
+	int xfd, xfd2;
+
+	r = kvp_tenv_client(_metadata, e, 0, -1, UID_R);
+	ASSERT_EQ(0, ag_alloc1(r, 0, &mine));
+	ASSERT_EQ(0, ag_grow(r, 0, mine, T(6)));
+	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
+				       UID_R, 5, 0, 0, NULL));
+	h = local_row(_metadata, e->fd, 0, 0);
+	ASSERT_EQ(0, kvp_export_row(e->fd, h, &xfd, &nr));
+	EXPECT_EQ(0, nr);
+	h2 = local_row(_metadata, e->fd, 1, 0);
+	ASSERT_EQ(0, kvp_export_row(e->fd, h2, &xfd2, &nr));
+	EXPECT_EQ(1, nr);
+	EXPECT_EQ(EDQUOT, ag_import(r, 0, xfd2, &nh, &nr));
+	EXPECT_EQ(0, ag_import(r, 0, xfd, &nh, &nr))
+		TH_LOG("a row of no pages takes the tenant no further past max");
+	close(xfd);
+	close(xfd2);
+}
+
+/*
+ * An export file keeps its pool: destroy is EBUSY while one lives, with
+ * no client left, even in flight; after its last close the pool goes.
+ */
+TEST_F(export, destroy_with_export)
+{
+	struct kvp_tenv *e = &self->e;
+	struct kvpool_handle h;
+	char path[32];
+	int fd, xfd, sv[2], nfd, got = -1;
+	__u32 id, nr;
+	char c;
+
+	ASSERT_EQ(0, kvp_create(e->pool.ctl, 0, 64, 1, 4, 64, &id));
+	fd = kvp_open_id(id, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	h = local_row(_metadata, fd, 10, 0);
+	ASSERT_EQ(0, kvp_export_row(fd, h, &xfd, &nr));
+	EXPECT_EQ(EBUSY, kvp_destroy(e->pool.ctl, id));
+	close(fd);
+	EXPECT_EQ(0, sysfs_val(id, "nr_clients"));
+	EXPECT_EQ(1, sysfs_val(id, "export_rows"));
+	EXPECT_EQ(EBUSY, kvp_destroy(e->pool.ctl, id));
+	kvp_dev_path(path, sizeof(path), id);
+	EXPECT_EQ(0, access(path, F_OK));
+
+	/* In flight only. */
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv));
+	ASSERT_EQ(0, kvp_send_fds(sv[0], "x", 1, &xfd, 1, 0));
+	close(xfd);
+	EXPECT_EQ(EBUSY, kvp_destroy(e->pool.ctl, id));
+	ASSERT_EQ(1, kvp_recv_fds(sv[1], &c, 1, &got, 1, &nfd, 0));
+	ASSERT_EQ(1, nfd);
+	EXPECT_EQ(EBUSY, kvp_destroy(e->pool.ctl, id));
+	/* Importable still, by a new client. */
+	fd = kvp_open_id(id, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, kvp_import(fd, got, &h, &nr));
+	EXPECT_EQ(10, nr);
+	close(fd);
+	EXPECT_EQ(EBUSY, kvp_destroy(e->pool.ctl, id))
+		TH_LOG("the imported file is still open");
+	close(got);
+	close(sv[0]);
+	close(sv[1]);
+	EXPECT_EQ(0, kvp_destroy(e->pool.ctl, id));
+	EXPECT_NE(0, access(path, F_OK));
+}
+
+/* The exporting client closes: the export lives on; others go back. */
+TEST_F(export, exporter_closes)
+{
+	struct kvp_tenv *e = &self->e;
+	struct kvpool_handle h, h2, nh;
+	struct kvpool_stats st;
+	struct kvp_agent *r;
+	int c, xfd;
+	__u32 nr;
+
+	r = kvp_tenv_client(_metadata, e, 0, -1, UID_R);
+	c = kvp_open_id(e->pool.id, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, c);
+	h = local_row(_metadata, c, T(9), 0);
+	h2 = local_row(_metadata, c, T(4), 0);
+	(void)h2;
+	ASSERT_EQ(0, kvp_export_row(c, h, &xfd, &nr));
+	close(c);
+	STATS(e->fd, &st);
+	EXPECT_EQ(USABLE - 9, st.out_free_pages);
+	EXPECT_EQ(1, st.out_export_rows);
+	EXPECT_EQ(9, st.out_export_pages);
+	EXPECT_EQ(0, st.out_held_rows);
+	EXPECT_EQ(0, ag_import(r, 0, xfd, &nh, &nr));
+	EXPECT_EQ(9, nr);
+	close(xfd);
+}
+
+/* Many rows handed over one by one: all arrive. */
+TEST_F(export, many)
+{
+	struct kvp_tenv *e = &self->e;
+	struct kvpool_handle h[16], nh;
+	struct kvpool_stats st, sr;
+	struct kvp_agent *r;
+	__u32 nr, i, total = 0;
+	int xfd;
+
+	r = kvp_tenv_client(_metadata, e, 0, -1, UID_R);
+	ASSERT_EQ(0, kvp_row_alloc(e->fd, 16, h, NULL));
+	for (i = 0; i < 16; i++) {
+		ASSERT_EQ(0, kvp_grow(e->fd, h[i], T(i + 1)));
+		total += i + 1;
+	}
+	for (i = 0; i < 16; i++) {
+		ASSERT_EQ(0, kvp_export_row(e->fd, h[i], &xfd, &nr));
+		EXPECT_EQ(i + 1, nr);
+		ASSERT_EQ(0, ag_import(r, 0, xfd, &nh, &nr));
+		EXPECT_EQ(i + 1, nr);
+		EXPECT_EQ(h[i].req_pool_idx, nh.req_pool_idx);
+		close(xfd);
+	}
+	STATS(e->fd, &st);
+	EXPECT_EQ(0, st.out_client_rows);
+	EXPECT_EQ(0, st.out_export_rows);
+	EXPECT_EQ(16, st.out_held_rows);
+	ASSERT_EQ(0, ag_stats(r, 0, &sr));
+	EXPECT_EQ(16, sr.out_client_rows);
+	EXPECT_EQ(total, sr.out_client_pages);
+	EXPECT_EQ(total, sr.out_tenant_pages);
+}
+
+/*
+ * No file can be made (RLIMIT_NOFILE): the export fails and nothing
+ * changed; the row is still the client's.
+ */
+TEST_F(export, export_no_fd)
+{
+	struct kvp_tenv *e = &self->e;
+	struct rlimit old, lim;
+	struct kvpool_stats s0, s1;
+	struct kvp_row_snap *x0, *x1;
+	struct kvpool_handle h;
+	int dummies[64], n = 0, xfd = -1, ret;
+	__u32 nr;
+
+	x0 = calloc(2, sizeof(*x0));
+	ASSERT_NE(NULL, x0);
+	x1 = x0 + 1;
+	h = local_row(_metadata, e->fd, T(3), 0);
+	STATS(e->fd, &s0);
+	kvp_snap_row(e->fd, h, x0);
+	ASSERT_EQ(0, getrlimit(RLIMIT_NOFILE, &old));
+	lim = old;
+	lim.rlim_cur = 64;
+	ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &lim));
+	while (n < 64) {
+		int d = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+		if (d < 0)
+			break;
+		dummies[n++] = d;
+	}
+	ret = kvp_export_row(e->fd, h, &xfd, &nr);
+	if (n)
+		close(dummies[--n]);
+	EXPECT_EQ(EMFILE, ret);
+	STATS(e->fd, &s1);
+	kvp_snap_row(e->fd, h, x1);
+	EXPECT_STREQ("", kvp_stats_diff_x(&s0, &s1));
+	EXPECT_STREQ("", kvp_row_diff(x0, x1));
+	/* One fd free: it works. */
+	EXPECT_EQ(0, kvp_export_row(e->fd, h, &xfd, &nr));
+	EXPECT_EQ(3, nr);
+	while (n)
+		close(dummies[--n]);
+	EXPECT_EQ(0, setrlimit(RLIMIT_NOFILE, &old));
+	close(xfd);
+	free(x0);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,711 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kvpool selftests: pressure (KVPOOL_FEAT_PRESSURE).
+ *
+ * Nothing is ever taken from a client: it is asked (KVPOOL_PRESSURE, poll()
+ * EPOLLPRI) to evict unpinned prefix-cache pages, in proportion to them
+ * and never more than it has, when free pages fall below the low watermark
+ * (its share of high - free), when its tenant is over max_pages (its share
+ * of the excess within the tenant), or when another tenant was refused
+ * below its guarantee and its own tenant is above its own (its share of
+ * the refused one's unmet guarantee among the tenants above theirs); the
+ * largest applies (docs/design.md, "Pressure"). The numbers below are those
+ * shares, computed by hand: ceil(need * mine / all).
+ *
+ * The askees are agents (kvpool_tenant_util.h): processes of other uids,
+ * so other tenants. A poll() runs in an agent while the test acts: it must
+ * stay blocked while nothing is asked and come back promptly with POLLPRI
+ * when another process's op crosses the low watermark, when limits or
+ * watermarks change, or when an allocation is refused.
+ *
+ * Copyright (C) 2026 The kvpool authors
+ */
+#include "kvpool_tenant_util.h"
+
+#include <pthread.h>
+#include <sys/epoll.h>
+
+#define NR_PAGES	1024
+#define NR_ROWS		64
+#define ROW_TOKENS	1024
+#define LOW		32	/* the defaults: nr_pages / 32 */
+#define HIGH		64	/* and nr_pages / 16 */
+
+#define UID_1		1001
+#define UID_2		1002
+#define UID_3		1003
+
+/* A poll() that must not return before this did not block. */
+#define BLOCKED_MS	300
+/* A wake-up must come well within this. */
+#define PROMPT_MS	5000
+
+FIXTURE(pressure) {
+	struct kvp_tenv e;
+};
+
+FIXTURE_SETUP(pressure)
+{
+	/* page_tokens 1: pages and tokens are the same numbers. */
+	kvp_tenv_init(_metadata, &self->e, 0, NR_PAGES, 1, NR_ROWS,
+		      ROW_TOKENS, 0);
+}
+
+FIXTURE_TEARDOWN(pressure)
+{
+	kvp_tenv_fini(_metadata, &self->e);
+}
+
+static __u64 sysfs_val(__u32 id, const char *name)
+{
+	__u64 v = ~0ull;
+
+	if (kvp_sysfs_u64(id, name, &v))
+		return ~0ull;
+	return v;
+}
+
+/* Take @n pages with a new row of the test's own client; the handle. */
+static struct kvpool_handle hog(struct __test_metadata *_metadata,
+				struct kvp_tenv *e, __u32 n)
+{
+	struct kvpool_handle h = { 0, 0 };
+
+	EXPECT_EQ(0, kvp_row_alloc(e->fd, 1, &h, NULL));
+	EXPECT_EQ(0, kvp_grow(e->fd, h, n));
+	return h;
+}
+
+static int tenant_ask(struct kvp_tenv *e, __u32 tid, __u32 *ask)
+{
+	struct kvpool_tenant_info ti;
+	int ret = kvp_tenant_get(e->pool.ctl, e->pool.id, tid, &ti);
+
+	*ask = ti.ask_pages;
+	return ret;
+}
+
+static __u32 ag_tid(struct kvp_agent *a, int slot)
+{
+	struct kvpool_stats s;
+
+	return ag_stats(a, slot, &s) ? KVP_BAD_IDX : s.out_tenant_id;
+}
+
+/* KVPOOL_PRESSURE of an agent's client must be exactly (ask, reasons). */
+#define EXPECT_ASK(a, slot, ask, why) do {				\
+	struct kvpool_pressure __p;					\
+	EXPECT_EQ(0, ag_pressure((a), (slot), &__p));			\
+	EXPECT_EQ((ask), __p.out_ask_pages) TH_LOG("ask of %s", #a);	\
+	EXPECT_EQ((why), __p.out_reasons) TH_LOG("reasons of %s", #a); \
+} while (0)
+
+/* poll() with timeout 0 in an agent: 1 and POLLPRI when @asked, else 0. */
+#define EXPECT_POLL0(a, slot, asked) do {				\
+	int __r = -1, __ev = -1;					\
+	EXPECT_EQ(0, ag_poll((a), (slot), 0, &__r, &__ev));		\
+	EXPECT_EQ((asked) ? 1 : 0, __r) TH_LOG("poll of %s", #a);	\
+	if (asked)							\
+		EXPECT_EQ(POLLPRI, __ev);				\
+} while (0)
+
+/* Start a long poll() in an agent and check that it blocks. */
+#define START_BLOCKED_POLL(a, slot) do {				\
+	int __r, __ev;							\
+	ASSERT_EQ(0, ag_poll_start((a), (slot), 10 * PROMPT_MS));	\
+	ASSERT_EQ(ETIMEDOUT, ag_poll_wait((a), BLOCKED_MS, &__r, &__ev, \
+					  NULL))			\
+		TH_LOG("%s's poll() returned %d (events %#x) with nothing asked", \
+		       #a, __r, __ev);					\
+} while (0)
+
+/* ... and that it comes back with POLLPRI, promptly. */
+#define EXPECT_WOKEN(a) do {						\
+	long long __t0 = kvp_now_ms();					\
+	int __r = -1, __ev = -1;					\
+	long __spent = -1;						\
+	EXPECT_EQ(0, ag_poll_wait((a), PROMPT_MS, &__r, &__ev, &__spent)) \
+		TH_LOG("%s's poll() not woken within %d ms", #a, PROMPT_MS); \
+	EXPECT_EQ(1, __r);						\
+	EXPECT_EQ(POLLPRI, __ev);					\
+	EXPECT_GT(5 * PROMPT_MS, __spent);				\
+	EXPECT_GT(PROMPT_MS, kvp_now_ms() - __t0);			\
+} while (0)
+
+/* New pools start at nr_pages / 32 and nr_pages / 16. */
+TEST_F(pressure, wmark_defaults)
+{
+	struct kvp_tenv *e = &self->e;
+	static const __u32 sizes[] = { 100, 31, 32, 65536 };
+	struct kvpool_pressure p;
+	unsigned int i;
+
+	EXPECT_EQ(LOW, sysfs_val(e->pool.id, "low_wmark"));
+	EXPECT_EQ(HIGH, sysfs_val(e->pool.id, "high_wmark"));
+	ASSERT_EQ(0, kvp_pressure(e->fd, &p));
+	EXPECT_EQ(0, p.out_ask_pages);
+	EXPECT_EQ(0, p.out_reasons);
+	EXPECT_EQ(NR_PAGES, p.out_free_pages);
+	EXPECT_EQ(LOW, p.out_low_wmark);
+	EXPECT_EQ(HIGH, p.out_high_wmark);
+	EXPECT_EQ(0, p.__reserved);
+
+	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+		__u32 id;
+		int fd;
+
+		ASSERT_EQ(0, kvp_create(e->pool.ctl, 0, sizes[i], 1, 4, 16, &id));
+		EXPECT_EQ(sizes[i] / 32, sysfs_val(id, "low_wmark"));
+		EXPECT_EQ(sizes[i] / 16, sysfs_val(id, "high_wmark"));
+		fd = kvp_open_id(id, O_RDWR | O_CLOEXEC);
+		EXPECT_LE(0, fd);
+		if (fd >= 0) {
+			EXPECT_EQ(0, kvp_pressure(fd, &p));
+			EXPECT_EQ(sizes[i] / 32, p.out_low_wmark);
+			EXPECT_EQ(sizes[i] / 16, p.out_high_wmark);
+			EXPECT_EQ(sizes[i], p.out_free_pages);
+			close(fd);
+		}
+		EXPECT_EQ(0, kvp_destroy(e->pool.ctl, id));
+	}
+}
+
+/* CTL_SET_WMARK: each bad argument with its errno, nothing changed. */
+TEST_F(pressure, wmark_validation)
+{
+	struct kvp_tenv *e = &self->e;
+	struct kvpool_ctl_wmark w, ok;
+	struct kvpool_pressure p;
+	unsigned char big[KVP_PAGE_SIZE + 8];
+	int i;
+
+	memset(&ok, 0, sizeof(ok));
+	ok.size = sizeof(ok);
+	ok.pool_id = e->pool.id;
+	ok.low_wmark = 10;
+	ok.high_wmark = 20;
+	for (i = 0; i < 9; i++) {
+		const char *what = "";
+		int want = EINVAL;
+
+		w = ok;
+		switch (i) {
+		case 0:
+			w.flags = 1;
+			want = EOPNOTSUPP;
+			what = "flags";
+			break;
+		case 1:
+			w.flags = 0x80000000u;
+			want = EOPNOTSUPP;
+			what = "flag 31";
+			break;
+		case 2:
+			w.__reserved = 1;
+			what = "__reserved";
+			break;
+		case 3:
+			w.low_wmark = 21;
+			what = "high < low";
+			break;
+		case 4:
+			w.high_wmark = NR_PAGES + 1;
+			what = "high > nr_pages";
+			break;
+		case 5:
+			w.low_wmark = w.high_wmark = 0xffffffffu;
+			what = "~0";
+			break;
+		case 6:
+			w.pool_id = 64;
+			want = ENODEV;
+			what = "pool 64";
+			break;
+		case 7:
+			w.pool_id = 0xffffffffu;
+			want = ENODEV;
+			what = "pool ~0";
+			break;
+		case 8:
+			w.size = offsetof(struct kvpool_ctl_wmark, __reserved);
+			what = "short";
+			break;
+		}
+		EXPECT_EQ(want, kvp_ioctl(e->pool.ctl, KVPOOL_CTL_SET_WMARK, &w))
+			TH_LOG("%s", what);
+		EXPECT_EQ(LOW, sysfs_val(e->pool.id, "low_wmark")) TH_LOG("%s", what);
+		EXPECT_EQ(HIGH, sysfs_val(e->pool.id, "high_wmark")) TH_LOG("%s", what);
+	}
+	memset(big, 0, sizeof(big));
+	memcpy(big, &ok, sizeof(ok));
+	((struct kvpool_ctl_wmark *)big)->size = sizeof(ok) + 8;
+	big[sizeof(ok) + 1] = 1;
+	EXPECT_EQ(E2BIG, kvp_ioctl(e->pool.ctl, KVPOOL_CTL_SET_WMARK, big));
+	((struct kvpool_ctl_wmark *)big)->size = KVP_PAGE_SIZE + 1;
+	EXPECT_EQ(E2BIG, kvp_ioctl(e->pool.ctl, KVPOOL_CTL_SET_WMARK, big));
+	EXPECT_EQ(LOW, sysfs_val(e->pool.id, "low_wmark"));
+
+	/* The edges that are fine, and their effect. */
+	EXPECT_EQ(0, kvp_set_wmark(e->pool.ctl, e->pool.id, 0, 0));
+	EXPECT_EQ(0, sysfs_val(e->pool.id, "low_wmark"));
+	EXPECT_EQ(0, sysfs_val(e->pool.id, "high_wmark"));
+	EXPECT_EQ(0, kvp_set_wmark(e->pool.ctl, e->pool.id, NR_PAGES, NR_PAGES));
+	EXPECT_EQ(0, kvp_set_wmark(e->pool.ctl, e->pool.id, 7, 7));
+	EXPECT_EQ(0, kvp_set_wmark(e->pool.ctl, e->pool.id, 5, NR_PAGES));
+	EXPECT_EQ(5, sysfs_val(e->pool.id, "low_wmark"));
+	EXPECT_EQ(NR_PAGES, sysfs_val(e->pool.id, "high_wmark"));
+	ASSERT_EQ(0, kvp_pressure(e->fd, &p));
+	EXPECT_EQ(5, p.out_low_wmark);
+	EXPECT_EQ(NR_PAGES, p.out_high_wmark);
+	/* a larger size with a zero tail */
+	big[sizeof(ok) + 1] = 0;
+	((struct kvpool_ctl_wmark *)big)->size = sizeof(ok) + 8;
+	EXPECT_EQ(0, kvp_ioctl(e->pool.ctl, KVPOOL_CTL_SET_WMARK, big));
+	EXPECT_EQ(10, sysfs_val(e->pool.id, "low_wmark"));
+	EXPECT_EQ(20, sysfs_val(e->pool.id, "high_wmark"));
+}
+
+/* KVPOOL_PRESSURE's own checks; out fields are outputs only. */
+TEST_F(pressure, pressure_validation)
+{
+	struct kvp_tenv *e = &self->e;
+	struct kvpool_pressure p;
+
+	memset(&p, 0, sizeof(p));
+	p.size = sizeof(p);
+	p.flags = 1;
+	EXPECT_EQ(EOPNOTSUPP, kvp_ioctl(e->fd, KVPOOL_PRESSURE, &p));
+	p.flags = 0;
+	p.__reserved = 1;
+	EXPECT_EQ(EINVAL, kvp_ioctl(e->fd, KVPOOL_PRESSURE, &p));
+	p.__reserved = 0;
+	p.size = offsetof(struct kvpool_pressure, __reserved);
+	EXPECT_EQ(EINVAL, kvp_ioctl(e->fd, KVPOOL_PRESSURE, &p));
+	memset(&p, 0xff, sizeof(p));
+	p.size = sizeof(p);
+	p.flags = 0;
+	p.__reserved = 0;
+	EXPECT_EQ(0, kvp_ioctl(e->fd, KVPOOL_PRESSURE, &p));
+	EXPECT_EQ(0, p.out_ask_pages);
+	EXPECT_EQ(0, p.out_reasons);
+	EXPECT_EQ(NR_PAGES, p.out_free_pages);
+}
+
+/*
+ * Below the low watermark each client with unpinned cache pages is asked
+ * its share of (high - free); never more than it has, pinned pages not
+ * counted; evicting the ask clears it; low 0 never asks.
+ */
+TEST_F(pressure, low_wmark_shares)
+{
+	struct kvp_tenv *e = &self->e;
+	struct kvp_agent *c1, *c2;
+	struct kvpool_pressure p;
+	struct kvpool_handle h;
+	__u32 ids1[40], ids2[24], ask;
+
+	c1 = kvp_tenv_client(_metadata, e, 0, -1, UID_1);
+	c2 = kvp_tenv_client(_metadata, e, 1, -1, UID_2);
+	ASSERT_EQ(0, ag_make_cache(c1, 0, 1, 40, ids1));
+	ASSERT_EQ(0, ag_make_cache(c2, 0, 1, 24, ids2));
+	EXPECT_ASK(c1, 0, 0, 0);
+	EXPECT_ASK(c2, 0, 0, 0);
+
+	hog(_metadata, e, NR_PAGES - 64 - 20);	/* 20 free */
+	/* 64 - 20 = 44 wanted: 44 * 40 / 64 and 44 * 24 / 64, rounded up. */
+	EXPECT_ASK(c1, 0, 28, KVPOOL_PRESSURE_LOW);
+	EXPECT_ASK(c2, 0, 17, KVPOOL_PRESSURE_LOW);
+	ASSERT_EQ(0, ag_pressure(c1, 0, &p));
+	EXPECT_EQ(20, p.out_free_pages);
+	EXPECT_EQ(LOW, p.out_low_wmark);
+	EXPECT_EQ(HIGH, p.out_high_wmark);
+	/* No cache, nothing to ask. */
+	ASSERT_EQ(0, kvp_pressure(e->fd, &p));
+	EXPECT_EQ(0, p.out_ask_pages);
+	EXPECT_EQ(0, p.out_reasons);
+	ASSERT_EQ(0, tenant_ask(e, ag_tid(c1, 0), &ask));
+	EXPECT_EQ(28, ask);
+	ASSERT_EQ(0, tenant_ask(e, ag_tid(c2, 0), &ask));
+	EXPECT_EQ(17, ask);
+	EXPECT_POLL0(c1, 0, true);
+	EXPECT_POLL0(c2, 0, true);
+	{
+		struct pollfd pfd = { .fd = e->fd, .events = POLLPRI };
+
+		EXPECT_EQ(0, poll(&pfd, 1, 0));
+	}
+
+	/* c1 gives its 28: 48 free, above low: nobody is asked. */
+	ASSERT_EQ(0, ag_evict(c1, 0, ids1, 28, NULL));
+	EXPECT_ASK(c1, 0, 0, 0);
+	EXPECT_ASK(c2, 0, 0, 0);
+	EXPECT_POLL0(c1, 0, false);
+	EXPECT_POLL0(c2, 0, false);
+
+	/* Wanting far more than there is: each is asked all it has. */
+	ASSERT_EQ(0, kvp_set_wmark(e->pool.ctl, e->pool.id, 100, NR_PAGES));
+	EXPECT_ASK(c1, 0, 12, KVPOOL_PRESSURE_LOW);
+	EXPECT_ASK(c2, 0, 24, KVPOOL_PRESSURE_LOW);
+	/* Pinned pages are not asked for: c2 has 14 unpinned of 24. */
+	ASSERT_EQ(0, ag_alloc1(c2, 0, &h));
+	ASSERT_EQ(0, ag_attach(c2, 0, h, ids2, 10));
+	EXPECT_ASK(c1, 0, 12, KVPOOL_PRESSURE_LOW);
+	EXPECT_ASK(c2, 0, 14, KVPOOL_PRESSURE_LOW);
+	/* 976 * 14 / 26 > 14 and 976 * 12 / 26 > 12 */
+	EXPECT_EQ(EBUSY, ag_evict(c2, 0, ids2, 1, NULL));
+
+	/* low 0: never. */
+	ASSERT_EQ(0, kvp_set_wmark(e->pool.ctl, e->pool.id, 0, 0));
+	EXPECT_ASK(c1, 0, 0, 0);
+	EXPECT_ASK(c2, 0, 0, 0);
+	EXPECT_POLL0(c2, 0, false);
+	/* high == low, 1 above the 48 free: 1 wanted, rounded up for each. */
+	ASSERT_EQ(0, kvp_set_wmark(e->pool.ctl, e->pool.id, 49, 49));
+	EXPECT_ASK(c1, 0, 1, KVPOOL_PRESSURE_LOW);	/* ceil(1*12/26) */
+	EXPECT_ASK(c2, 0, 1, KVPOOL_PRESSURE_LOW);	/* ceil(1*14/26) */
+}
+
+/*
+ * poll() blocks while nothing is asked (its timeout runs out, no event)
+ * and wakes promptly with POLLPRI when another process's extend takes the
+ * pool below the low watermark; a client without cache pages sleeps on.
+ * Evicting the ask clears it.
+ */
+TEST_F(pressure, poll_wakes_on_low_crossing)
+{
+	struct kvp_tenv *e = &self->e;
+	struct kvp_agent *c1, *z;
+	__u32 ids[40];
+	long spent = 0;
+	int r = -1, ev = -1;
+
+	c1 = kvp_tenv_client(_metadata, e, 0, -1, UID_1);
+	z = kvp_tenv_client(_metadata, e, 1, -1, UID_2);
+	ASSERT_EQ(0, ag_make_cache(c1, 0, 1, 40, ids));
+
+	/* Nothing asked: the timeout runs out. */
+	ASSERT_EQ(0, ag_poll_start(c1, 0, 400));
+	ASSERT_EQ(0, ag_poll_wait(c1, PROMPT_MS, &r, &ev, &spent));
+	EXPECT_EQ(0, r);
+	EXPECT_LE(350, spent);
+
+	START_BLOCKED_POLL(c1, 0);
+	ASSERT_EQ(0, ag_poll_start(z, 0, 1500));
+	hog(_metadata, e, NR_PAGES - 40 - 20);	/* 20 free: crossed */
+	EXPECT_WOKEN(c1);
+	/* z has nothing to give: it sleeps until its timeout. */
+	ASSERT_EQ(0, ag_poll_wait(z, PROMPT_MS, &r, &ev, &spent));
+	EXPECT_EQ(0, r) TH_LOG("events %#x", ev);
+	EXPECT_LE(1400, spent);
+
+	/* Asked for all 40 (44 wanted); giving them clears it. */
+	EXPECT_ASK(c1, 0, 40, KVPOOL_PRESSURE_LOW);
+	ASSERT_EQ(0, ag_evict(c1, 0, ids, 40, NULL));
+	EXPECT_ASK(c1, 0, 0, 0);
+	EXPECT_POLL0(c1, 0, false);
+}
+
+/* A poller wakes when the administrator moves the watermarks. */
+TEST_F(pressure, poll_wakes_on_wmark_change)
+{
+	struct kvp_tenv *e = &self->e;
+	struct kvp_agent *c1;
+
+	c1 = kvp_tenv_client(_metadata, e, 0, -1, UID_1);
+	ASSERT_EQ(0, ag_make_cache(c1, 0, 1, 40, NULL));
+	START_BLOCKED_POLL(c1, 0);
+	ASSERT_EQ(0, kvp_set_wmark(e->pool.ctl, e->pool.id, 1000, 1010));
+	EXPECT_WOKEN(c1);
+	/* 984 free: 26 wanted, all of it c1's to give. */
+	EXPECT_ASK(c1, 0, 26, KVPOOL_PRESSURE_LOW);
+	ASSERT_EQ(0, kvp_set_wmark(e->pool.ctl, e->pool.id, LOW, HIGH));
+	EXPECT_ASK(c1, 0, 0, 0);
+	EXPECT_POLL0(c1, 0, false);
+}
+
+/*
+ * OVER_MAX: lowering a tenant's max_pages below use wakes its clients'
+ * pollers; each is asked its share of the excess within the tenant; other
+ * tenants are not asked; evicting the shares clears it.
+ */
+TEST_F(pressure, over_max)
+{
+	struct kvp_tenv *e = &self->e;
+	struct kvp_agent *t1, *t2, *u;
+	struct kvpool_handle h;
+	__u32 ids1[40], ids2[20], ask, sh = 0, tid;
+
+	t1 = kvp_tenv_client(_metadata, e, 0, -1, UID_1);
+	t2 = kvp_tenv_client(_metadata, e, 1, -1, UID_1);	/* same tenant */
+	u = kvp_tenv_client(_metadata, e, 2, -1, UID_2);
+	tid = ag_tid(t1, 0);
+	ASSERT_EQ(tid, ag_tid(t2, 0));
+	ASSERT_EQ(0, ag_alloc1(t1, 0, &h));
+	ASSERT_EQ(0, ag_grow(t1, 0, h, 100));
+	ASSERT_EQ(0, ag_make_cache(t1, 0, 1, 40, ids1));
+	ASSERT_EQ(0, ag_make_cache(t2, 0, 1, 20, ids2));
+	ASSERT_EQ(0, ag_make_cache(u, 0, 1, 30, NULL));
+
+	START_BLOCKED_POLL(t1, 0);
+	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
+				       UID_1, 130, 0, 0, NULL));
+	EXPECT_WOKEN(t1);
+	/* 160 held, 30 over: 30 * 40 / 60 and 30 * 20 / 60. */
+	EXPECT_ASK(t1, 0, 20, KVPOOL_PRESSURE_OVER_MAX);
+	EXPECT_ASK(t2, 0, 10, KVPOOL_PRESSURE_OVER_MAX);
+	EXPECT_ASK(u, 0, 0, 0);
+	EXPECT_POLL0(u, 0, false);
+	ASSERT_EQ(0, tenant_ask(e, tid, &ask));
+	EXPECT_EQ(30, ask);
+	EXPECT_EQ(EDQUOT, ag_extend1(t1, 0, h, 101, &sh, NULL, NULL, 0));
+	EXPECT_EQ(31, sh);
+
+	/* t1 gives its share only: t2 still owes its own. */
+	ASSERT_EQ(0, ag_evict(t1, 0, ids1, 20, NULL));
+	EXPECT_ASK(t1, 0, 5, KVPOOL_PRESSURE_OVER_MAX);	/* 10 * 20 / 40 */
+	EXPECT_ASK(t2, 0, 5, KVPOOL_PRESSURE_OVER_MAX);	/* 10 * 20 / 40 */
+	ASSERT_EQ(0, ag_evict(t2, 0, ids2, 10, NULL));
+	EXPECT_ASK(t1, 0, 0, 0);
+	EXPECT_ASK(t2, 0, 0, 0);
+	EXPECT_POLL0(t1, 0, false);
+	ASSERT_EQ(0, tenant_ask(e, tid, &ask));
+	EXPECT_EQ(0, ask);
+}
+
+/*
+ * GUARANTEE: a tenant refused (ENOSPC) below its min wakes the others'
+ * pollers; every other tenant above its own min is asked its share of the
+ * refused one's unmet guarantee; a tenant at or below its min is not; it
+ * ends when the guarantee is met.
+ */
+TEST_F(pressure, guarantee)
+{
+	struct kvp_tenv *e = &self->e;
+	struct kvp_agent *g, *h1, *h2, *k;
+	struct kvpool_handle hg;
+	__u32 ids[100], ask, sh = 0;
+
+	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
+				       UID_1, 0, 100, 0, NULL));
+	g = kvp_tenv_client(_metadata, e, 0, -1, UID_1);
+	h1 = kvp_tenv_client(_metadata, e, 1, -1, UID_2);
+	h2 = kvp_tenv_client(_metadata, e, 2, -1, UID_2);
+	k = kvp_tenv_client(_metadata, e, 3, -1, UID_3);
+	ASSERT_EQ(0, ag_make_cache(h1, 0, 1, 100, ids));
+	ASSERT_EQ(0, ag_make_cache(h2, 0, 1, 50, NULL));
+	ASSERT_EQ(0, ag_make_cache(k, 0, 1, 50, NULL));
+	hog(_metadata, e, 704);		/* 120 free */
+	EXPECT_ASK(h1, 0, 0, 0);
+
+	START_BLOCKED_POLL(h1, 0);
+	ASSERT_EQ(0, ag_alloc1(g, 0, &hg));
+	EXPECT_EQ(ENOSPC, ag_extend1(g, 0, hg, 150, &sh, NULL, NULL, 0));
+	EXPECT_EQ(30, sh);
+	EXPECT_WOKEN(h1);
+	/* 100 unmet, 200 evictable above their mins: 100/200 each. */
+	EXPECT_ASK(h1, 0, 50, KVPOOL_PRESSURE_GUARANTEE);
+	EXPECT_ASK(h2, 0, 25, KVPOOL_PRESSURE_GUARANTEE);
+	EXPECT_ASK(k, 0, 25, KVPOOL_PRESSURE_GUARANTEE);
+	EXPECT_ASK(g, 0, 0, 0);
+	ASSERT_EQ(0, tenant_ask(e, ag_tid(h1, 0), &ask));
+	EXPECT_EQ(75, ask);
+	ASSERT_EQ(0, tenant_ask(e, ag_tid(k, 0), &ask));
+	EXPECT_EQ(25, ask);
+	ASSERT_EQ(0, tenant_ask(e, ag_tid(g, 0), &ask));
+	EXPECT_EQ(0, ask);
+
+	/* K below its own min (50 of 60) is not asked; H shares it all. */
+	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
+				       UID_3, 0, 60, 0, NULL));
+	EXPECT_ASK(k, 0, 0, 0);
+	EXPECT_ASK(h1, 0, 67, KVPOOL_PRESSURE_GUARANTEE);
+	EXPECT_ASK(h2, 0, 34, KVPOOL_PRESSURE_GUARANTEE);
+	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
+				       UID_3, 0, 0, 0, NULL));
+
+	/* Evicting does not meet G's guarantee: still asked, less. */
+	ASSERT_EQ(0, ag_evict(h1, 0, ids, 50, NULL));
+	EXPECT_ASK(h1, 0, 34, KVPOOL_PRESSURE_GUARANTEE);	/* 100*50/150 */
+	/* G takes its 100 (170 free): met, nobody is asked. */
+	EXPECT_EQ(0, ag_grow(g, 0, hg, 100));
+	EXPECT_ASK(h1, 0, 0, 0);
+	EXPECT_ASK(h2, 0, 0, 0);
+	EXPECT_ASK(k, 0, 0, 0);
+	EXPECT_POLL0(h1, 0, false);
+}
+
+/* The administrator lowering the refused tenant's min ends it too. */
+TEST_F(pressure, guarantee_withdrawn)
+{
+	struct kvp_tenv *e = &self->e;
+	struct kvp_agent *g, *h;
+	struct kvpool_handle hg;
+	__u32 sh = 0;
+
+	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
+				       UID_1, 0, 100, 0, NULL));
+	g = kvp_tenv_client(_metadata, e, 0, -1, UID_1);
+	h = kvp_tenv_client(_metadata, e, 1, -1, UID_2);
+	ASSERT_EQ(0, ag_make_cache(h, 0, 1, 40, NULL));
+	hog(_metadata, e, NR_PAGES - 40 - 100 - 50);	/* 150 free */
+	ASSERT_EQ(0, ag_alloc1(g, 0, &hg));
+	EXPECT_EQ(ENOSPC, ag_extend1(g, 0, hg, 151, &sh, NULL, NULL, 0));
+	EXPECT_EQ(1, sh);
+	EXPECT_ASK(h, 0, 40, KVPOOL_PRESSURE_GUARANTEE);	/* 100 of 40 */
+	EXPECT_POLL0(h, 0, true);
+	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
+				       UID_1, 0, 0, 0, NULL));
+	EXPECT_ASK(h, 0, 0, 0);
+	EXPECT_POLL0(h, 0, false);
+}
+
+/*
+ * GUARANTEE follows a refusal for want of pages (ENOSPC). A tenant refused
+ * by its own quota (EDQUOT on max_rows or max_pages) is not helped by
+ * others evicting: nobody is asked.
+ */
+TEST_F(pressure, guarantee_not_on_edquot)
+{
+	struct kvp_tenv *e = &self->e;
+	struct kvpool_handle hg[2];
+	struct kvp_agent *g, *h;
+	__u32 sh = 0;
+
+	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
+				       UID_1, 50, 50, 1, NULL));
+	g = kvp_tenv_client(_metadata, e, 0, -1, UID_1);
+	h = kvp_tenv_client(_metadata, e, 1, -1, UID_2);
+	ASSERT_EQ(0, ag_make_cache(h, 0, 1, 40, NULL));
+	ASSERT_EQ(0, ag_alloc1(g, 0, &hg[0]));
+	EXPECT_EQ(EDQUOT, ag_alloc(g, 0, 1, &hg[1], &sh));
+	EXPECT_EQ(1, sh);
+	EXPECT_ASK(h, 0, 0, 0);
+	EXPECT_EQ(EDQUOT, ag_extend1(g, 0, hg[0], 60, &sh, NULL, NULL, 0));
+	EXPECT_EQ(10, sh);
+	EXPECT_ASK(h, 0, 0, 0);
+	EXPECT_POLL0(h, 0, false);
+}
+
+/* Several reasons: all are reported, the largest ask applies. */
+TEST_F(pressure, reasons_combined)
+{
+	struct kvp_tenv *e = &self->e;
+	struct kvpool_handle h;
+	struct kvp_agent *t;
+	__u32 ids[40];
+
+	t = kvp_tenv_client(_metadata, e, 0, -1, UID_1);
+	ASSERT_EQ(0, ag_alloc1(t, 0, &h));
+	ASSERT_EQ(0, ag_grow(t, 0, h, 100));
+	ASSERT_EQ(0, ag_make_cache(t, 0, 1, 40, ids));
+	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
+				       UID_1, 130, 0, 0, NULL));
+	EXPECT_ASK(t, 0, 10, KVPOOL_PRESSURE_OVER_MAX);
+	hog(_metadata, e, NR_PAGES - 140 - 50);		/* 50 free */
+	EXPECT_ASK(t, 0, 10, KVPOOL_PRESSURE_OVER_MAX);
+	hog(_metadata, e, 30);				/* 20 free */
+	/* LOW wants 44 (capped at 40), OVER_MAX 10. */
+	EXPECT_ASK(t, 0, 40, KVPOOL_PRESSURE_LOW | KVPOOL_PRESSURE_OVER_MAX);
+	ASSERT_EQ(0, kvp_set_wmark(e->pool.ctl, e->pool.id, 21, 25));
+	/* LOW wants 5, OVER_MAX 10. */
+	EXPECT_ASK(t, 0, 10, KVPOOL_PRESSURE_LOW | KVPOOL_PRESSURE_OVER_MAX);
+	ASSERT_EQ(0, ag_evict(t, 0, ids, 10, NULL));
+	EXPECT_ASK(t, 0, 0, 0);
+}
+
+/*
+ * The same from a thread of the polling process, with epoll: another
+ * process's extend crossing the low watermark wakes epoll_wait().
+ */
+struct epoll_arg {
+	int fd;
+	int ret;
+	__u32 events;
+	long long spent;
+	int started;	/* __atomic */
+};
+
+static void *epoll_thread(void *p)
+{
+	struct epoll_arg *a = p;
+	struct epoll_event ev = { .events = EPOLLPRI };
+	long long t0;
+	int ep;
+
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, a->fd, &ev)) {
+		a->ret = -2;
+		__atomic_store_n(&a->started, 1, __ATOMIC_RELEASE);
+		return NULL;
+	}
+	memset(&ev, 0, sizeof(ev));
+	t0 = kvp_now_ms();
+	__atomic_store_n(&a->started, 1, __ATOMIC_RELEASE);
+	a->ret = epoll_wait(ep, &ev, 1, 10 * PROMPT_MS);
+	a->events = ev.events;
+	a->spent = kvp_now_ms() - t0;
+	close(ep);
+	return NULL;
+}
+
+TEST_F(pressure, epoll_thread_wakes_on_low_crossing)
+{
+	struct kvp_tenv *e = &self->e;
+	struct epoll_arg arg = { .ret = -1 };
+	struct kvpool_handle h, hh;
+	struct kvp_agent *z;
+	pthread_t th;
+	int c;
+
+	z = kvp_tenv_client(_metadata, e, 0, -1, UID_2);
+	c = kvp_pool_open(_metadata, &e->pool);
+	ASSERT_EQ(0, kvp_row_alloc(c, 1, &h, NULL));
+	ASSERT_EQ(0, kvp_grow(c, h, 40));
+	ASSERT_EQ(0, kvp_commit1(c, h, 40));
+	ASSERT_EQ(0, kvp_release_donate1(c, h, NULL));
+	arg.fd = c;
+	ASSERT_EQ(0, pthread_create(&th, NULL, epoll_thread, &arg));
+	while (!__atomic_load_n(&arg.started, __ATOMIC_ACQUIRE))
+		kvp_sleep_ms(1);
+	kvp_sleep_ms(BLOCKED_MS);
+	EXPECT_EQ(-1, arg.ret) TH_LOG("epoll_wait returned with nothing asked");
+	ASSERT_EQ(0, ag_alloc1(z, 0, &hh));
+	ASSERT_EQ(0, ag_grow(z, 0, hh, NR_PAGES - 40 - 20));	/* 20 free */
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	EXPECT_EQ(1, arg.ret);
+	EXPECT_EQ(EPOLLPRI, arg.events);
+	EXPECT_GT(PROMPT_MS, arg.spent - BLOCKED_MS);
+}
+
+/*
+ * A client's own evictable cache pages appearing while the pool is below
+ * the low watermark (RELEASE with DONATE) make its ask non-zero: a poller
+ * on that client (another process holding the same file, or another
+ * thread) must see EPOLLPRI then, not at its timeout.
+ */
+TEST_F(pressure, poll_wakes_when_own_cache_appears)
+{
+	struct kvp_tenv *e = &self->e;
+	struct kvpool_pressure p;
+	struct kvpool_handle h;
+	struct kvp_agent *pa;
+	int c, slot;
+
+	c = kvp_pool_open(_metadata, &e->pool);
+	hog(_metadata, e, NR_PAGES - 20);	/* 20 free: below low */
+	pa = kvp_tenv_agent(_metadata, e, 0, -1, UID_2);
+	ASSERT_EQ(0, ag_take_fd(pa, c, &slot));	/* the same client */
+	ASSERT_EQ(0, kvp_pressure(c, &p));
+	EXPECT_EQ(0, p.out_ask_pages);
+	START_BLOCKED_POLL(pa, slot);
+	ASSERT_EQ(0, kvp_row_alloc(c, 1, &h, NULL));
+	ASSERT_EQ(0, kvp_grow(c, h, 10));	/* no crossing: below already */
+	ASSERT_EQ(0, kvp_commit1(c, h, 10));
+	ASSERT_EQ(0, kvp_release_donate1(c, h, NULL));
+	ASSERT_EQ(0, kvp_pressure(c, &p));
+	EXPECT_EQ(10, p.out_ask_pages);
+	EXPECT_EQ(KVPOOL_PRESSURE_LOW, p.out_reasons);
+	EXPECT_WOKEN(pa);
+}
+
+TEST_HARNESS_MAIN
