@@ -195,7 +195,8 @@ int kvpool_alloc_rows(struct kvpool *kp, struct kvpool_handle *handles,
 	int ret;
 
 	ret = kvp_ioctl(kp->fd, KVPOOL_ROW_ALLOC, &arg);
-	kvp_set_result(res, KVPOOL_NO_INDEX, ret == -ENOSPC ? arg.out_short : 0,
+	kvp_set_result(res, KVPOOL_NO_INDEX,
+		       (ret == -ENOSPC || ret == -EDQUOT) ? arg.out_short : 0,
 		       0);
 	/* Success means count was within out_max_batch, so it fits an int. */
 	return ret ? ret : (int)count;
@@ -220,10 +221,11 @@ int kvpool_extend(struct kvpool *kp, struct kvpool_extend_entry *entries,
 	index = kvp_error_index(kp, ret, count, arg.out_error_index);
 	/*
 	 * out_nr_pages means something on success and on -ENOBUFS (the room
-	 * needed), out_short only on -ENOSPC. After -EFAULT the struct may
-	 * not have been copied back at all, so nothing is reported.
+	 * needed), out_short only on -ENOSPC and -EDQUOT. After -EFAULT the
+	 * struct may not have been copied back at all, so nothing is reported.
 	 */
-	kvp_set_result(res, index, ret == -ENOSPC ? arg.out_short : 0,
+	kvp_set_result(res, index,
+		       (ret == -ENOSPC || ret == -EDQUOT) ? arg.out_short : 0,
 		       (!ret || ret == -ENOBUFS) ? arg.out_nr_pages : 0);
 	/* At most nr_pages (<= 2^27) new pages exist, so this fits an int. */
 	return ret ? ret : (int)arg.out_nr_pages;

@@ -45,8 +45,9 @@ struct kvpool;
  *
  * @error_index: the first entry the kernel refused, or KVPOOL_NO_INDEX
  *               when the error was not about one entry (or no error);
- * @nr_missing:  on -ENOSPC, how many rows (kvpool_alloc_rows()) or pages
- *               (kvpool_extend()) were missing; 0 otherwise;
+ * @nr_missing:  on -ENOSPC or -EDQUOT, how many rows (kvpool_alloc_rows())
+ *               or pages (kvpool_extend()) were missing or over the
+ *               tenant's limit; 0 otherwise;
  * @nr_pages:    kvpool_extend(): new page ids written, or on -ENOBUFS the
  *               room needed in the page array; kvpool_trim(),
  *               kvpool_release(), kvpool_release_donate(),
