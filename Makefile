@@ -7,7 +7,8 @@
 #   make check-unit      the core in userspace under ASan/UBSan
 #   make check-vm        kselftests in QEMU (KERNELS="6.1 6.12")
 #   make lint            checkpatch --strict, W=1 and sparse per kernel
-#   make demo            the README's demonstration, in a VM
+#   make sim             the README's first command: tenants sharing a pool
+#   make demo            a two-client demonstration, in a VM
 #   make install         library, headers, tools, man pages (PREFIX, DESTDIR)
 #   make modules_install the module, into the running kernel's tree
 
@@ -33,6 +34,8 @@ userlib:
 
 tools: userlib
 	$(MAKE) -C tools
+	$(MAKE) -C tools/kvpool-replay
+	$(MAKE) -C tools/kvpool-sim
 
 check:
 	KERNELS="$(KERNELS)" tools/check.sh
@@ -46,6 +49,9 @@ check-vm:
 demo:
 	tools/demo.sh
 
+sim:
+	tools/sim.sh
+
 lint:
 	KERNELS="$(KERNELS)" tools/lint.sh
 
@@ -57,8 +63,10 @@ clean:
 	@if [ -d "$(KDIR)" ]; then $(MAKE) -C "$(KDIR)" M="$(CURDIR)" clean; fi
 	$(MAKE) -C userlib clean
 	$(MAKE) -C tools clean
+	$(MAKE) -C tools/kvpool-replay clean
+	$(MAKE) -C tools/kvpool-sim clean
 	$(MAKE) -C selftests/unit clean
 	-$(MAKE) -C selftests/kernel clean
 
 .PHONY: all module modules_install userlib tools check check-unit check-vm \
-	demo lint install clean
+	demo sim lint install clean
