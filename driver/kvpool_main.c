@@ -600,6 +600,13 @@ static int kvpool_export(void *ctx, struct kvpool_ucmd *ucmd)
 		return -EINVAL;
 	}
 
+	/*
+	 * The fd number reaches the caller only through the struct: make
+	 * sure it can be written before the row leaves the client.
+	 */
+	if (put_user(-1, &((struct kvpool_export __user *)ucmd->ubuffer)->out_fd))
+		return -EFAULT;
+
 	x = kzalloc(sizeof(*x), GFP_KERNEL_ACCOUNT);
 	if (!x)
 		return -ENOMEM;

@@ -28,8 +28,9 @@
  *
  * Every batched op is all-or-nothing: the whole batch is validated before
  * any state changes, and if one entry is bad, nothing changes and
- * ``out_error_index`` names the first bad entry (it is ~0U when the error
- * was not about one entry).
+ * ``out_error_index`` names the bad entry found first (it is ~0U when the
+ * error was not about one entry): the handles of the whole batch are
+ * checked, in order, before the other fields of any entry.
  *
  * Once the struct has been read, it is written back (so its out_* fields
  * reach the caller) on success and on every error except EFAULT; errors
@@ -295,7 +296,7 @@ struct kvpool_extend_entry {
  *         entry 0's first, in row position order, then entry 1's, ...
  * @out_nr_pages: new page ids written (on ENOBUFS: needed)
  * @out_short: on ENOSPC, how many pages were missing
- * @out_error_index: first bad entry, or ~0U
+ * @out_error_index: the bad entry found first, or ~0U
  * @__reserved: must be 0
  *
  * A row's last partial page is filled before whole pages are taken, so a
@@ -336,7 +337,7 @@ struct kvpool_len_entry {
  * @size: sizeof(struct kvpool_batch)
  * @flags: must be 0; RELEASE: KVPOOL_RELEASE_*
  * @count: entries, 1..out_max_batch
- * @out_error_index: first bad entry, or ~0U
+ * @out_error_index: the bad entry found first, or ~0U
  * @entries: COMMIT, DONATE, SWA_FREE: struct kvpool_len_entry[count];
  *           TRIM, RELEASE: struct kvpool_handle[count];
  *           CACHE_EVICT: __u32 page ids[count]
