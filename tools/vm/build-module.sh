@@ -19,6 +19,11 @@
 #
 # Fails (exit 1) on a build error and on any warning: W=1 compiler
 # warnings, sparse warnings, modpost warnings ("warning:" in any case).
+#
+# For a debug kernel (6.1-debug: tools/vm/debug-kernel.sh, built from
+# source) the tree is that kernel's own source tree, and the module also
+# gets -g, so that a KASAN or lockdep report's "func+0x12/0x80 [kvpool]"
+# can be turned into a source line with the tree's scripts/faddr2line.
 set -euo pipefail
 VM_PROG=build-module
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -60,6 +65,9 @@ tar -C "$src" -c \
 	"${parts[@]}" | tar -C "$stage" -x
 
 margs=(-C "$kdir/build" "M=$stage" W=1 -j"${JOBS:-$(nproc)}")
+if [[ $name == *-debug ]]; then
+	margs+=("KCFLAGS=-g${KCFLAGS:+ $KCFLAGS}")
+fi
 if [[ ${SPARSE:-0} == 1 ]]; then
 	margs+=(C=2 CHECK=sparse)
 fi

@@ -7,6 +7,9 @@
 #   NAME: 6.1      Debian 12's own kernel (the system apt sources)
 #         6.12     whatever 6.12.x bookworm-backports has now
 #         6.1-rt, 6.12-rt   the PREEMPT_RT flavours of the same
+#         6.1-debug  KASAN/lockdep/kmemleak/fail-nth kernel built here from
+#                  linux-source-6.1 (tools/vm/debug-kernel.sh: ~15 min the
+#                  first time, then cached; its own lock, not this one's)
 #         all      6.1 and 6.12
 #
 # Env:
@@ -54,6 +57,19 @@ for n in "${names[@]}"; do
 		expanded+=("$n")
 	fi
 done
+
+# Built, not fetched: before taking the fetch lock, so that a long build
+# never holds up another job's fetch of a Debian kernel.
+fetched=()
+for n in "${expanded[@]}"; do
+	case $n in
+	*-debug)	[[ $n == 6.1-debug ]] ||
+				vm_die "unknown kernel '$n' (the debug kernel is 6.1-debug)"
+			"$VM_DIR/debug-kernel.sh" ;;
+	*)		fetched+=("$n") ;;
+	esac
+done
+expanded=("${fetched[@]}")
 
 mkdir -p "$KVPOOL_CACHE/kernels"
 # One fetcher at a time: two CI jobs sharing a cache must not unpack the same
@@ -240,7 +256,7 @@ fetch_one() {
 	case $name in
 	6.1|6.12)	series=$name; flavour=amd64 ;;
 	6.1-rt|6.12-rt)	series=${name%-rt}; flavour=rt-amd64 ;;
-	*)		vm_die "unknown kernel '$name' (want 6.1, 6.12, 6.1-rt, 6.12-rt, all)" ;;
+	*)		vm_die "unknown kernel '$name' (want 6.1, 6.12, 6.1-rt, 6.12-rt, 6.1-debug, all)" ;;
 	esac
 	dest=$(vm_kernel_dir "$name")
 
@@ -388,6 +404,6 @@ note() {
 		"$KNAME" "$KREL" "$KVER" "$KSUITE" "$1"
 }
 
-for n in "${expanded[@]}"; do
+for n in ${expanded[@]+"${expanded[@]}"}; do
 	fetch_one "$n"
 done

@@ -14,13 +14,22 @@
 # $KVPOOL_CACHE/results), KVPOOL_TEST_TIMEOUT (seconds per test binary,
 # default 120), KVPOOL_TESTS_DIR (test binaries; default selftests/kernel,
 # built here with `make -C selftests/kernel` when that has a Makefile),
-# SPARSE=1 (sparse in the module build).
+# SPARSE=1 (sparse in the module build), KVPOOL_DEBUG_TEST_TIMEOUT (the
+# same limit on debug kernels, default 600).
 #
 # Per kernel it prints "vm KERNEL: N passed, N failed, N skipped" and leaves
 # in $RESULTS/KERNEL/: summary ("PASSED FAILED SKIPPED"), tests.tsv, tap.log,
 # tap/, kmsg/, dmesg, console.log (see guest-tests.sh and vm-run.sh). A
 # kernel whose module did not build, whose VM did not boot or died, or
 # whose final kernel log was bad gets one more failure in its summary.
+#
+# Debug kernels (names ending in -debug, i.e. 6.1-debug from
+# tools/vm/debug-kernel.sh; tools/vm/debug-lane.sh is the short way) run
+# tools/vm/guest-debug.sh instead: the same selftests/kernel binaries, then
+# selftests/debug/*_test (fault injection; built here with make -C
+# selftests/debug), then kmemleak and an rmmod check (rows "kmemleak",
+# "rmmod" in tests.tsv; kmemleak.*.txt). Their per-binary limit is
+# $KVPOOL_DEBUG_TEST_TIMEOUT (default 600 s: KASAN under TCG is slow).
 #
 # Exit status: 0 only when every kernel ran, passed at least one test case
 # and failed none.
@@ -61,6 +70,25 @@ nbins=${#bins[@]}
 # Whole-VM limit: boot, plus every binary at its own limit.
 vm_timeout=$((90 + nbins * (tmo + 15)))
 
+# Debug kernels also run selftests/debug (guest-debug.sh), slower.
+is_debug() { [[ $1 == *-debug ]]; }
+ddir=$REPO_ROOT/selftests/debug
+dtmo=${KVPOOL_DEBUG_TEST_TIMEOUT:-600}
+ndbins=0
+for k in "${klist[@]}"; do
+	is_debug "$k" || continue
+	if [[ -f $ddir/Makefile ]]; then
+		make -s -C "$ddir" || vm_die "building selftests/debug failed"
+	fi
+	shopt -s nullglob
+	dbins=("$ddir"/*_test)
+	shopt -u nullglob
+	ndbins=${#dbins[@]}
+	break
+done
+# Boot, every binary at its limit, two kmemleak rounds and the unload.
+debug_timeout=$((150 + (nbins + ndbins) * (dtmo + 15) + 300))
+
 status=0
 lines=()
 for k in "${klist[@]}"; do
@@ -73,19 +101,23 @@ for k in "${klist[@]}"; do
 		cat "$out/build.log" >&2
 		why="module build failed (log: $out/build.log)"
 	else
+		guest=guest-tests.sh ktmo=$tmo limit=$vm_timeout
+		if is_debug "$k"; then
+			guest=guest-debug.sh ktmo=$dtmo limit=$debug_timeout
+		fi
 		set +e
 		(cd "$REPO_ROOT" && "$VM_DIR/vm-run.sh" --kernel "$k" --module "$ko" \
-			--params "$params" --timeout "$vm_timeout" --results "$out" \
-			--env "KVPOOL_TEST_TIMEOUT=$tmo" \
+			--params "$params" --timeout "$limit" --results "$out" \
+			--env "KVPOOL_TEST_TIMEOUT=$ktmo" \
 			${KVPOOL_TESTS_DIR:+--env "KVPOOL_TESTS_DIR=$KVPOOL_TESTS_DIR"} \
-			-- "$VM_DIR/guest-tests.sh")
+			-- "$VM_DIR/$guest")
 		rc=$?
 		set -e
 		case $rc in
-		0|1)	;;	# guest-tests' own verdict; counts say the rest
+		0|1)	;;	# the guest script's own verdict; counts say the rest
 		122)	why="bad lines in the final kernel log ($out/dmesg)" ;;
 		123)	why="module did not load" ;;
-		124)	why="VM timed out after ${vm_timeout}s" ;;
+		124)	why="VM timed out after ${limit}s" ;;
 		125)	why="VM did not boot or died (see $out/console.log)" ;;
 		*)	why="vm-run/guest-tests exited $rc" ;;
 		esac
