@@ -23,8 +23,9 @@
 # (RECIPE below); kernels/6.1-debug is a symlink to the current one, so
 # every other tool (get-kernels, build-module, vm-run, run-tests) takes
 # "6.1-debug" as a kernel name like any other. A cached kernel is reused
-# in well under a second; a changed fragment means one cold build
-# (~15 min wall with -j2 on 2 cores; see tools/vm/README.md). A newer
+# in well under a second (0.01 s); a changed fragment means one cold
+# build: 8 min wall with -j2 on 2 idle cores, up to 25 min on a busy
+# machine (650-800 CPU-seconds; see tools/vm/README.md). A newer
 # linux-source-6.1 package does not by itself trigger a rebuild (the cached
 # tree is complete and consistent); KVPOOL_DEBUG_REBUILD=1 forces one.
 #
@@ -179,7 +180,7 @@ extract "$stage/src"
 configure "$stage/src"
 cp "$FRAGMENT" "$stage/fragment"
 
-vm_log "building $NAME ($hash) with make -j$JOBS; takes ~15 min on 2 cores;" \
+vm_log "building $NAME ($hash) with make -j$JOBS; 8-25 min on 2 cores;" \
 	"log: $stage/build.log"
 set +e
 # `modules` with nothing =m still writes Module.symvers, which external

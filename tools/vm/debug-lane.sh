@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# debug-lane.sh: the debug-kernel lane. Builds (first time, ~15 min) or
+# debug-lane.sh: the debug-kernel lane. Builds (first time, 8-25 min) or
 # reuses the 6.1-debug kernel (KASAN, lockdep, kmemleak, UBSAN,
 # DEBUG_LIST, failslab + fail-nth; tools/vm/debug-kernel.sh), builds
 # kvpool.ko against it, boots it once and runs, with the module loaded:
@@ -22,6 +22,7 @@
 # console.log, kmemleak.{loaded,unloaded,kvpool,other}.txt. Last, a line
 # with the lane's wall time (and the kernel build's, when there was one).
 # Exit status: run-tests.sh's (0: something passed, nothing failed).
+# Takes ~6 min with the kernel cached (2 cores; tools/vm/README.md).
 set -euo pipefail
 VM_PROG=debug-lane
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

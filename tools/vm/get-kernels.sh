@@ -8,8 +8,8 @@
 #         6.12     whatever 6.12.x bookworm-backports has now
 #         6.1-rt, 6.12-rt   the PREEMPT_RT flavours of the same
 #         6.1-debug  KASAN/lockdep/kmemleak/fail-nth kernel built here from
-#                  linux-source-6.1 (tools/vm/debug-kernel.sh: ~15 min the
-#                  first time, then cached; its own lock, not this one's)
+#                  linux-source-6.1 (tools/vm/debug-kernel.sh: 8-25 min
+#                  the first time, then cached; its own lock, not this one's)
 #         all      6.1 and 6.12
 #
 # Env:
