@@ -3,7 +3,8 @@
 #
 # The maintainers' checkers on the kernel code: checkpatch.pl --strict
 # (taken from Debian's linux-source-6.1 at run time) on driver/ and uapi/,
-# and a W=1 + sparse (C=2) build against each kernel of $KERNELS. Prints
+# cppcheck on the userspace C, and a W=1 + sparse (C=2) build against each
+# kernel of $KERNELS. Prints
 # "PASS name" or "FAIL name" per check; exits non-zero if any failed.
 set -uo pipefail
 
@@ -21,6 +22,20 @@ if out=$(perl "$ksrc/scripts/checkpatch.pl" --strict --no-tree --terse \
 else
 	echo "$out" | grep -E '(ERROR|WARNING|CHECK):'
 	echo "FAIL lint: checkpatch --strict"
+	rc=1
+fi
+
+# Userspace C: the core as the unit test builds it, the library, the tools.
+user=(driver/kvp_core.c selftests/unit/*.c userlib/kvpool.c
+      tools/kvpoolctl/*.c tools/kvpool-demo/*.c tools/kvpool-replay/*.c
+      tools/kvpool-sim/*.c)
+if out=$(cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
+		--std=c11 --inline-suppr -Iuapi -Idriver -Iselftests/unit \
+		-Iuserlib "${user[@]}" 2>&1) && [[ -z $out ]]; then
+	echo "PASS lint: cppcheck (${#user[@]} files)"
+else
+	echo "$out"
+	echo "FAIL lint: cppcheck"
 	rc=1
 fi
 

@@ -1373,7 +1373,8 @@ static void test_lock_assert(void)
 	if (pid == 0) {
 		struct kvpool_handle h;
 
-		freopen("/dev/null", "w", stderr);
+		if (!freopen("/dev/null", "w", stderr))
+			_exit(2);
 		mutex_unlock(&t.pool.lock);
 		alloc1(&t.c[0], &h);
 		_exit(0);

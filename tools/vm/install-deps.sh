@@ -24,6 +24,8 @@ pkgs=(
 	xz-utils		# 6.12 ships its modules as .ko.xz
 	dwarves			# pahole: 6.12 module builds generate BTF
 	sparse			# SPARSE=1 builds (C=2 CHECK=sparse)
+	cppcheck		# tools/lint.sh on the userspace C
+	g++			# userlib's header check compiles it as C++
 	gcc make libc6-dev	# module and kselftest builds
 	gcc-12			# the compiler both Debian kernels were built with
 	libelf1 libssl3 zlib1g	# runtime libs of the unpacked (not installed)
