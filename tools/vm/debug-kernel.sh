@@ -19,10 +19,11 @@
 #   KVPOOL_KSRC_TARBALL   source (default /usr/src/linux-source-6.1.tar.xz)
 #
 # The kernel is cached in $KVPOOL_CACHE/kernels/6.1-debug-HASH/, HASH being
-# a hash of the config fragment and of this script's build recipe
-# (RECIPE below); kernels/6.1-debug is a symlink to the current one, so
-# every other tool (get-kernels, build-module, vm-run, run-tests) takes
-# "6.1-debug" as a kernel name like any other. A cached kernel is reused
+# a hash of the config fragment's settings (its CONFIG_ lines; comments do
+# not count) and of this script's build recipe (RECIPE below);
+# kernels/6.1-debug is a symlink to the current one, so every other tool
+# (get-kernels, build-module, vm-run, run-tests) takes "6.1-debug" as a
+# kernel name like any other. A cached kernel is reused
 # in well under a second (0.01 s); a changed fragment means one cold
 # build: 8 min wall with -j2 on 2 idle cores, up to 25 min on a busy
 # machine (650-800 CPU-seconds; see tools/vm/README.md). A newer
@@ -69,7 +70,14 @@ while (($#)); do
 done
 
 [[ -f $FRAGMENT ]] || vm_die "$FRAGMENT: missing"
-hash=$({ echo "$RECIPE"; cat "$FRAGMENT"; } | sha256sum | cut -c1-12)
+# The cache key: the recipe and the fragment's settings, sorted. Comments
+# and blank lines do not change the kernel, so editing them rebuilds
+# nothing.
+fragment_settings() {
+	grep -E '^(CONFIG_[A-Za-z0-9_]+=|# CONFIG_[A-Za-z0-9_]+ is not set)' \
+		"$FRAGMENT" | sed 's/[[:space:]]*$//' | LC_ALL=C sort
+}
+hash=$({ echo "$RECIPE"; fragment_settings; } | sha256sum | cut -c1-12)
 kroot=$KVPOOL_CACHE/kernels
 dest=$kroot/$NAME-$hash
 link=$kroot/$NAME
