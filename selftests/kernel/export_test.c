@@ -131,7 +131,7 @@ TEST_F(export, across_processes)
 	EXPECT_EQ(0, st.out_held_rows);
 	EXPECT_EQ(0, st.out_row_pages);
 	EXPECT_EQ(USABLE - 10, st.out_free_pages);
-	kvp_check_identities_x(_metadata, &e->pool, &st);
+	kvp_check_identities(_metadata, &e->pool, &st);
 	EXPECT_EQ(1, sysfs_val(e->pool.id, "export_rows"));
 	EXPECT_EQ(10, sysfs_val(e->pool.id, "export_pages"));
 	/* The sender's handle is dead. */
@@ -163,7 +163,7 @@ TEST_F(export, across_processes)
 	EXPECT_EQ(0, st.out_export_pages);
 	EXPECT_EQ(1, st.out_held_rows);
 	EXPECT_EQ(10, st.out_row_pages);
-	kvp_check_identities_x(_metadata, &e->pool, &st);
+	kvp_check_identities(_metadata, &e->pool, &st);
 	EXPECT_EQ(0, sysfs_val(e->pool.id, "export_rows"));
 	EXPECT_EQ(ENOENT, ag_query(s, 0, h, pages, 4, &q));
 	EXPECT_EQ(ESTALE, ag_query(r, 0, h, pages, 4, &q))
@@ -700,7 +700,7 @@ TEST_F(export, export_slot)
 	EXPECT_EQ(0, st.out_client_pages);
 	EXPECT_EQ(1, st.out_export_rows);
 	EXPECT_EQ(6, st.out_export_pages);
-	kvp_check_identities_x(_metadata, &e->pool, &st);
+	kvp_check_identities(_metadata, &e->pool, &st);
 	EXPECT_EQ(ENOENT, kvp_query_slot(e->fd, 77, pg, 8, &q));
 	EXPECT_EQ(ENOENT, kvp_slot_release(e->fd, 77, NULL));
 	EXPECT_EQ(ENOENT, kvp_export(e->fd, KVPOOL_EXPORT_SLOT,
@@ -762,7 +762,7 @@ TEST_F(export, export_borrowed)
 	EXPECT_EQ(0, st.out_client_cache_pages);
 	EXPECT_EQ(0, st.out_tenant_pages);
 	EXPECT_EQ(8, st.out_export_pages);
-	kvp_check_identities_x(_metadata, &e->pool, &st);
+	kvp_check_identities(_metadata, &e->pool, &st);
 	EXPECT_EQ(ENOENT, kvp_evict(e->fd, ids, 1, NULL))
 		TH_LOG("the page left the cache with the row");
 	ASSERT_EQ(0, ag_import(r, 0, xfd, &nh, &nr));

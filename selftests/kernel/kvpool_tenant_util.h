@@ -1446,20 +1446,6 @@ static inline void kvp_tenv_expect_full(struct __test_metadata *_metadata,
 	EXPECT_EQ(0, s.out_tenant_rows);
 }
 
-/* The accounting identities, export figures included. */
-static inline void kvp_check_identities_x(struct __test_metadata *_metadata,
-					  struct kvp_pool *p,
-					  const struct kvpool_stats *s)
-{
-	EXPECT_EQ(p->geo.nr_pages,
-		  s->out_free_pages + s->out_row_pages + s->out_slot_pages +
-		  s->out_cache_evictable + s->out_cache_pinned +
-		  s->out_reserved_pages + s->out_export_pages);
-	EXPECT_EQ(p->geo.nr_rows,
-		  s->out_free_rows + s->out_held_rows + s->out_slot_rows +
-		  s->out_reserved_rows + s->out_export_rows);
-}
-
 /*
  * Teardown (EXPECT only): VERIFY with everything in place, kill and reap
  * the agents and any other child, close every file of the pool in this
