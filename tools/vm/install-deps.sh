@@ -32,6 +32,11 @@ pkgs=(
 				# 6.12 linux-kbuild tools (objtool, modpost)
 	linux-headers-amd64	# 6.1 headers for the lead's other scripts
 	linux-source-6.1	# kselftest_harness.h, checkpatch.pl
+	flex bison		# the debug kernel's kconfig lexer and parser
+	bc			# the debug kernel's timeconst.h
+	libelf-dev		# the debug kernel's objtool (gelf.h)
+	libssl-dev		# the debug kernel's sign-file and certs
+	debootstrap		# the 7.x lanes' trixie/sid build roots
 	util-linux		# flock, dmesg (essential, listed for clarity)
 	coreutils		# timeout (essential, listed for clarity)
 	apt dpkg		# apt-get download, dpkg -x (essential)
