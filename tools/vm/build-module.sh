@@ -24,6 +24,12 @@
 # source) the tree is that kernel's own source tree, and the module also
 # gets -g, so that a KASAN or lockdep report's "func+0x12/0x80 [kvpool]"
 # can be turned into a source line with the tree's scripts/faddr2line.
+#
+# For the kernels whose headers want a newer suite's compiler (7.3: trixie's
+# gcc-14; sid: gcc-16; KBUILD_ROOT in the kernel's info) make runs in a
+# debootstrapped root of that suite (tools/vm/build-root.sh; cached, a
+# minute or so the first time), with the cache bound at the same path:
+# the same copy, the same flags, the same warnings-fail rule.
 set -euo pipefail
 VM_PROG=build-module
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -35,6 +41,17 @@ name=$1
 # Cheap when cached; keeps the stdout contract (only the .ko path).
 "$VM_DIR/get-kernels.sh" "$name" >&2
 kdir=$(vm_kernel_dir "$name")
+# Read in a subshell: the info file's other names must not leak in here.
+# shellcheck disable=SC1091 # written by get-kernels.sh
+broot=$(. "$kdir/info" && echo "${KBUILD_ROOT:-}")
+# shellcheck disable=SC1091 # written by get-kernels.sh
+broot_pkgs=$(. "$kdir/info" && echo "${KBUILD_ROOT_PKGS:-}")
+in_root=()
+if [[ -n $broot ]]; then
+	# shellcheck disable=SC2086 # a list of package names
+	root=$("$VM_DIR/build-root.sh" "$broot" $broot_pkgs)
+	in_root=("$VM_DIR/build-root.sh" --run "$root")
+fi
 
 src=${KVPOOL_SRC:-$REPO_ROOT}
 src=$(cd "$src" && pwd)
@@ -58,6 +75,7 @@ mkdir -p "$stage"
 parts=(Kbuild)
 [[ -d $src/driver ]] && parts+=(driver)
 [[ -d $src/uapi ]] && parts+=(uapi)
+[[ -f $src/VERSION ]] && parts+=(VERSION)
 tar -C "$src" -c \
 	--exclude='*.o' --exclude='*.ko' --exclude='*.mod' --exclude='*.mod.c' \
 	--exclude='.*.cmd' --exclude='*.a' --exclude='modules.order' \
@@ -71,10 +89,10 @@ fi
 if [[ ${SPARSE:-0} == 1 ]]; then
 	margs+=(C=2 CHECK=sparse)
 fi
-vm_log "make ${margs[*]} modules"
+vm_log "${in_root:+(in $root) }make ${margs[*]} modules"
 set +e
 # Paths in messages point back into the source folder, not the copy.
-make "${margs[@]}" modules 2>&1 | sed -u "s|$stage/|$src/|g" |
+${in_root[@]+"${in_root[@]}"} make "${margs[@]}" modules 2>&1 | sed -u "s|$stage/|$src/|g" |
 	tee "$stage/build.log" >&2
 rc=${PIPESTATUS[0]}
 set -e

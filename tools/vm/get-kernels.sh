@@ -10,6 +10,9 @@
 #         6.1-debug  KASAN/lockdep/kmemleak/fail-nth kernel built here from
 #                  linux-source-6.1 (tools/vm/debug-kernel.sh: 8-25 min
 #                  the first time, then cached; its own lock, not this one's)
+#         7.3      whatever 7.3.x trixie-backports has now
+#         sid      whatever kernel sid's linux-image-amd64 names now (7.2.x
+#                  on 2026-12-01); no series is pinned: sid moves
 #         all      6.1 and 6.12
 #
 # Env:
@@ -24,14 +27,30 @@
 #   initmods/    the modules that mount a 9p share, decompressed for
 #                busybox insmod, and initmods/order (load order, one a line)
 #   root/        the unpacked packages (image, headers, common, kbuild)
-#   info         KNAME/KREL/KVER/... as shell assignments
+#   info         KNAME/KREL/KVER/... as shell assignments (+ KBUILD_ROOT,
+#                KBUILD_ROOT_PKGS for the kernels built in a root)
 #   .complete    written last; its absence means "not there"
 #
 # Kernel packages are never installed: `apt-get download` + `dpkg -x`, so no
-# postinst hook touches this machine's /boot. Backports is read through a
-# private sources list and private apt state under the cache, so the system's
-# apt configuration is never changed. Versions are resolved from apt's
-# metadata at run time; nothing here names an ABI number.
+# postinst hook touches this machine's /boot. Other suites than the system's
+# (bookworm-backports, trixie-backports, sid) are read through a private
+# sources list and private apt state under the cache ($KVPOOL_CACHE/apt/
+# SUITE/), so the system's apt configuration is never changed. Versions are
+# resolved from apt's metadata at run time; nothing here names an ABI number.
+#
+# The 7.x kernels (7.3, sid) differ in three ways, all handled here:
+#   - linux-image-KREL is an empty package depending on linux-base-KREL,
+#     linux-binary-KREL (the image, in usr/lib/modules/KREL/vmlinuz) and
+#     linux-modules-KREL: whatever KREL packages the image depends on are
+#     unpacked with it.
+#   - the headers' Makefile also names its own folder by absolute path
+#     (KBUILD_OUTPUT=/usr/src/...): pointed into the cache like the include.
+#   - the headers want that suite's compiler (gcc-14-for-host, gcc-16-...)
+#     and kbuild's tools link against its libraries, so modules are built
+#     in a debootstrapped root of that suite (tools/vm/build-root.sh, run
+#     by build-module.sh). info then also holds KBUILD_ROOT (its suites)
+#     and KBUILD_ROOT_PKGS (the headers' and kbuild's Depends, plus make),
+#     read from apt's metadata like the versions.
 set -euo pipefail
 VM_PROG=get-kernels
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -80,67 +99,28 @@ flock 9
 codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
 [[ -n $codename ]] || vm_die "no VERSION_CODENAME in /etc/os-release"
 
-# mirror_of_system: print "URI SIGNED-BY" of the system source that serves
-# the plain release suite (e.g. "bookworm"), from deb822 .sources files or,
-# failing that, one-line sources.list files.
-mirror_of_system() {
-	local f out=
-	for f in /etc/apt/sources.list.d/*.sources; do
-		[[ -f $f ]] || continue
-		# Paragraph mode: one record per stanza; comment lines dropped.
-		out=$(awk -v suite="$codename" '
-			BEGIN { RS = ""; FS = "\n" }
-			{
-				types = ""; uris = ""; suites = ""; key = ""
-				for (i = 1; i <= NF; i++) {
-					if ($i ~ /^#/) continue
-					split($i, kv, /:[ \t]*/)
-					k = tolower(kv[1]); v = substr($i, length(kv[1]) + 2)
-					sub(/^[ \t]+/, "", v)
-					if (k == "types") types = v
-					else if (k == "uris") uris = v
-					else if (k == "suites") suites = v
-					else if (k == "signed-by") key = v
-				}
-				if (types !~ /(^| )deb( |$)/) next
-				n = split(suites, s, /[ \t]+/)
-				for (j = 1; j <= n; j++) if (s[j] == suite) {
-					split(uris, u, /[ \t]+/)
-					print u[1], key; exit
-				}
-			}' "$f")
-		[[ -n $out ]] && { echo "$out"; return; }
-	done
-	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-		[[ -f $f ]] || continue
-		# "deb [opts] URI SUITE COMP..."
-		out=$(sed -E 's/\[[^]]*\]//' "$f" |
-			awk -v suite="$codename" '$1 == "deb" && $3 == suite { print $2; exit }')
-		[[ -n $out ]] && { echo "$out"; return; }
-	done
-	return 1
-}
-
-# Private apt configuration for backports, built once per cache.
-bpo_dir=$KVPOOL_CACHE/apt/$codename-backports
-bpo_opts=(
-	-o "Dir::Etc::SourceList=$bpo_dir/sources.list"
-	-o "Dir::Etc::SourceParts=$bpo_dir/sources.list.d"
-	-o "Dir::State::Lists=$bpo_dir/lists"
-	-o "Dir::Cache=$bpo_dir/cache"
-)
-setup_backports() {
-	local uri key
-	read -r uri key < <(mirror_of_system) ||
+# Private apt configuration for one suite of the system's mirror, built
+# once per cache: sets apt_dir and the apt options that use it.
+apt_dir=
+setup_suite() {
+	local name=$1 uri key
+	read -r uri key < <(vm_mirror_of_system "$codename") ||
 		vm_die "no '$codename' source in /etc/apt to take the mirror from"
-	mkdir -p "$bpo_dir/sources.list.d" "$bpo_dir/lists/partial" \
-		"$bpo_dir/cache/archives/partial"
+	apt_dir=$KVPOOL_CACHE/apt/$name
+	apt_opts=(
+		-o "Dir::Etc::SourceList=$apt_dir/sources.list"
+		-o "Dir::Etc::SourceParts=$apt_dir/sources.list.d"
+		-o "Dir::State::Lists=$apt_dir/lists"
+		-o "Dir::Cache=$apt_dir/cache"
+	)
+	mkdir -p "$apt_dir/sources.list.d" "$apt_dir/lists/partial" \
+		"$apt_dir/cache/archives/partial"
 	key=${key:-/usr/share/keyrings/debian-archive-keyring.gpg}
-	local line="deb [signed-by=$key] $uri $codename-backports main"
-	if [[ ! -f $bpo_dir/sources.list ]] ||
-	   [[ $(cat "$bpo_dir/sources.list") != "$line" ]]; then
-		echo "$line" >"$bpo_dir/sources.list"
-		rm -f "$bpo_dir/lists/"*_Packages* "$bpo_dir/lists/"*Release*
+	local line="deb [signed-by=$key] $uri $name main"
+	if [[ ! -f $apt_dir/sources.list ]] ||
+	   [[ $(cat "$apt_dir/sources.list") != "$line" ]]; then
+		echo "$line" >"$apt_dir/sources.list"
+		rm -f "$apt_dir/lists/"*_Packages* "$apt_dir/lists/"*Release*
 	fi
 }
 
@@ -149,9 +129,11 @@ apt_opts=()
 suite=
 select_suite() {
 	case $1 in
-	6.1)	apt_opts=(); suite="system apt sources" ;;
-	*)	setup_backports; apt_opts=("${bpo_opts[@]}")
-		suite=$codename-backports ;;
+	6.1)		apt_opts=(); suite="system apt sources" ;;
+	6.12)		suite=$codename-backports; setup_suite "$suite" ;;
+	7.3)		suite=trixie-backports; setup_suite "$suite" ;;
+	sid)		suite=sid; setup_suite "$suite" ;;
+	*)		vm_die "select_suite: no suite for '$1'" ;;
 	esac
 }
 apt_update() {
@@ -161,7 +143,7 @@ apt_update() {
 # True when the apt lists in use hold no package index yet.
 lists_empty() {
 	local d=/var/lib/apt/lists
-	((${#apt_opts[@]})) && d=$bpo_dir/lists
+	((${#apt_opts[@]})) && d=$apt_dir/lists
 	! compgen -G "$d/*_Packages*" >/dev/null
 }
 
@@ -181,11 +163,16 @@ origin() {
 # resolve_image SERIES FLAVOUR: print the image package name. The metapackage
 # (linux-image-amd64) names the current ABI; if it has moved past SERIES
 # (say backports went to 6.18), fall back to the newest linux-image-SERIES.*
-# of that flavour that apt can download.
+# of that flavour that apt can download. An empty SERIES takes whatever the
+# metapackage names (sid).
 resolve_image() {
 	local series=$1 flavour=$2 dep p best=
 	dep=$(apt-cache "${apt_opts[@]}" depends "linux-image-$flavour" 2>/dev/null |
 		awk '$1 == "Depends:" && $2 ~ /^linux-image-/ { print $2; exit }')
+	if [[ -z $series ]]; then
+		[[ -n $dep ]] && echo "$dep"
+		return
+	fi
 	if [[ $dep == "linux-image-$series"[.-]*"-$flavour" ]]; then
 		echo "$dep"
 		return
@@ -207,6 +194,38 @@ header_deps() {
 		awk '$1 == "Depends:" && ($2 ~ /^linux-headers-.*-common/ ||
 					  $2 ~ /^linux-kbuild-/) { print $2 }' |
 		sort -u
+}
+
+# image_parts PKG KREL: the packages of this very kernel (names ending in
+# KREL) that the image package depends on. 6.x images hold everything
+# themselves (none); a 7.x image is empty and depends on linux-base-KREL,
+# linux-binary-KREL (the kernel) and linux-modules-KREL.
+image_parts() {
+	apt-cache "${apt_opts[@]}" depends "$1" |
+		awk -v krel="$2" '$1 == "Depends:" && $2 ~ /^linux-/ &&
+			substr($2, length($2) - length(krel) + 1) == krel { print $2 }' |
+		sort -u
+}
+
+# root_pkgs PKG...: what a build root needs to run these packages' files:
+# their Depends (the first of each alternative; no linux-* package, which
+# the cache holds unpacked), plus make and binutils, which the headers take
+# for granted (gcc-N-for-host brings only the x86_64-linux-gnu-as that gcc
+# does not look for: without binutils, "cannot execute 'as'").
+# A backports suite's private lists do not hold the release's packages,
+# which apt-cache then shows as <NAME>: the root's apt has the release too.
+root_pkgs() {
+	{
+		apt-cache "${apt_opts[@]}" depends "$@" | awk '
+			$1 == "Depends:" || $1 == "|Depends:" {
+				p = $2; gsub(/[<>]/, "", p)
+				if (!inalt && p !~ /^linux-/) print p
+				inalt = ($1 == "|Depends:"); next
+			}
+			{ inalt = 0 }'
+		echo make
+		echo binutils
+	} | LC_ALL=C sort -u | tr '\n' ' ' | sed 's/ $//'
 }
 
 # extract_pvh DIR: write DIR/vmlinux.pvh, the uncompressed kernel, when it
@@ -256,7 +275,16 @@ fetch_one() {
 	case $name in
 	6.1|6.12)	series=$name; flavour=amd64 ;;
 	6.1-rt|6.12-rt)	series=${name%-rt}; flavour=rt-amd64 ;;
-	*)		vm_die "unknown kernel '$name' (want 6.1, 6.12, 6.1-rt, 6.12-rt, 6.1-debug, all)" ;;
+	7.3)		series=$name; flavour=amd64 ;;
+	sid)		series=; flavour=amd64 ;;
+	*)		vm_die "unknown kernel '$name' (want 6.1, 6.12, 6.1-rt, 6.12-rt, 6.1-debug, 7.3, sid, all)" ;;
+	esac
+	# The suites of the root to build modules in (build-root.sh): the
+	# kernels whose headers want a compiler Debian 12 does not have.
+	local broot=
+	case $name in
+	7.3)	broot="trixie trixie-backports" ;;
+	sid)	broot=sid ;;
 	esac
 	dest=$(vm_kernel_dir "$name")
 
@@ -267,7 +295,7 @@ fetch_one() {
 		return
 	fi
 
-	select_suite "$series"
+	select_suite "${series:-$name}"
 	if lists_empty || [[ ${KVPOOL_REFRESH:-0} == 1 ]]; then
 		apt_update
 	fi
@@ -277,8 +305,8 @@ fetch_one() {
 	if [[ -z $image ]]; then
 		# Stale or missing lists: refresh once and look again.
 		apt_update
-		image=$(resolve_image "$series" "$flavour") ||
-			vm_die "no linux-image-$series*-$flavour in $suite"
+		image=$(resolve_image "$series" "$flavour") || true
+		[[ -n $image ]] || vm_die "no linux-image-$series*-$flavour in $suite"
 	fi
 	local krel=${image#linux-image-}
 	local kver
@@ -296,6 +324,12 @@ fetch_one() {
 	mapfile -t -O 2 pkgs < <(header_deps "$headers")
 	((${#pkgs[@]} >= 4)) ||
 		vm_die "$headers: expected -common and linux-kbuild deps, got: ${pkgs[*]:2}"
+	local kbuild_pkgs=("${pkgs[@]:1}")
+	mapfile -t -O "${#pkgs[@]}" pkgs < <(image_parts "$image" "$krel")
+	local broot_pkgs=
+	if [[ -n $broot ]]; then
+		broot_pkgs=$(root_pkgs "${kbuild_pkgs[@]}")
+	fi
 
 	local stage=$KVPOOL_CACHE/kernels/.$name.tmp
 	rm -rf "$stage"
@@ -321,11 +355,15 @@ fetch_one() {
 	rm -rf "$stage/debs"
 
 	# The headers' top Makefile includes the -common tree by absolute path
-	# (/usr/src/...): point it into this cache folder instead. The other
-	# links in the trees are relative and work as unpacked.
+	# (/usr/src/...), and 7.x's also sets KBUILD_OUTPUT to its own folder:
+	# point both into this cache folder instead. The other links in the
+	# trees are relative and work as unpacked.
 	local hdir=$stage/root/usr/src/linux-headers-$krel
 	[[ -f $hdir/Makefile ]] || vm_die "$headers: no Makefile in the package"
-	sed -i "s|^include /usr/src/|include $dest/root/usr/src/|" "$hdir/Makefile"
+	sed -i -E "s%^(include |KBUILD_OUTPUT[[:space:]]*:?=[[:space:]]*)/usr/src/%\1$dest/root/usr/src/%" \
+		"$hdir/Makefile"
+	! grep -qE '^[^#]*[[:space:]=]/usr/src/' "$hdir/Makefile" ||
+		vm_die "$hdir/Makefile: a /usr/src path is left: $(grep -E '/usr/src/' "$hdir/Makefile")"
 	grep -q "^include $dest/" "$hdir/Makefile" ||
 		vm_die "$hdir/Makefile: unexpected contents: $(head -c 200 "$hdir/Makefile")"
 
@@ -374,9 +412,17 @@ fetch_one() {
 		echo "$base" >>"$stage/initmods/order"
 	done
 
-	[[ -f $stage/root/boot/vmlinuz-$krel ]] || vm_die "$image: no boot/vmlinuz-$krel"
-	ln -s "root/boot/vmlinuz-$krel" "$stage/vmlinuz"
-	ln -s "root/boot/config-$krel" "$stage/config"
+	# 6.x: /boot/vmlinuz-KREL; 7.x: the modules folder's vmlinuz.
+	local kimg kcfg
+	if [[ -f $stage/root/boot/vmlinuz-$krel ]]; then
+		kimg=root/boot/vmlinuz-$krel kcfg=root/boot/config-$krel
+	elif [[ -f $modbase/lib/modules/$krel/vmlinuz ]]; then
+		kimg=root/lib/modules/$krel/vmlinuz kcfg=root/lib/modules/$krel/config
+	else
+		vm_die "$image: no boot/vmlinuz-$krel nor lib/modules/$krel/vmlinuz"
+	fi
+	ln -s "$kimg" "$stage/vmlinuz"
+	ln -s "$kcfg" "$stage/config"
 	extract_pvh "$stage"
 	ln -s "root/usr/src/linux-headers-$krel" "$stage/build"
 	{
@@ -385,6 +431,10 @@ fetch_one() {
 		printf 'KVER=%q\n' "$kver"
 		printf 'KSUITE=%q\n' "$(origin "$image")"
 		printf 'KIMAGE_PKG=%q\n' "$image"
+		if [[ -n $broot ]]; then
+			printf 'KBUILD_ROOT=%q\n' "$broot"
+			printf 'KBUILD_ROOT_PKGS=%q\n' "$broot_pkgs"
+		fi
 	} >"$stage/info"
 	touch "$stage/.complete"
 

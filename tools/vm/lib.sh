@@ -47,3 +47,46 @@ vm_require_kernel() {
 vm_bad_lines() {
 	grep -n -E -f <(grep -v -e '^#' -e '^[[:space:]]*$' "$VM_BAD_PATTERNS") -- "$1"
 }
+
+# vm_mirror_of_system CODENAME: print "URI SIGNED-BY" of the system source
+# that serves the plain release suite CODENAME (e.g. "bookworm"), from
+# deb822 .sources files or, failing that, one-line sources.list files.
+# Other suites (backports, trixie, sid) are read from the same mirror, so
+# no mirror host is ever written into these scripts.
+vm_mirror_of_system() {
+	local codename=$1 f out=
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[[ -f $f ]] || continue
+		# Paragraph mode: one record per stanza; comment lines dropped.
+		out=$(awk -v suite="$codename" '
+			BEGIN { RS = ""; FS = "\n" }
+			{
+				types = ""; uris = ""; suites = ""; key = ""
+				for (i = 1; i <= NF; i++) {
+					if ($i ~ /^#/) continue
+					split($i, kv, /:[ \t]*/)
+					k = tolower(kv[1]); v = substr($i, length(kv[1]) + 2)
+					sub(/^[ \t]+/, "", v)
+					if (k == "types") types = v
+					else if (k == "uris") uris = v
+					else if (k == "suites") suites = v
+					else if (k == "signed-by") key = v
+				}
+				if (types !~ /(^| )deb( |$)/) next
+				n = split(suites, s, /[ \t]+/)
+				for (j = 1; j <= n; j++) if (s[j] == suite) {
+					split(uris, u, /[ \t]+/)
+					print u[1], key; exit
+				}
+			}' "$f")
+		[[ -n $out ]] && { echo "$out"; return; }
+	done
+	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+		[[ -f $f ]] || continue
+		# "deb [opts] URI SUITE COMP..."
+		out=$(sed -E 's/\[[^]]*\]//' "$f" |
+			awk -v suite="$codename" '$1 == "deb" && $3 == suite { print $2; exit }')
+		[[ -n $out ]] && { echo "$out"; return; }
+	done
+	return 1
+}
