@@ -3,9 +3,9 @@
 # kvpool: kernel module, libkvpool, kvpoolctl and tests.
 #
 #   make                 module (against KDIR), library, tools
-#   make check           unit tests + VM tests on Debian 6.1 and 6.12
+#   make check           the whole suite (tools/check.sh; KERNELS=... to narrow)
 #   make check-unit      the core in userspace under ASan/UBSan
-#   make check-vm        kselftests in QEMU (KERNELS="6.1 6.12")
+#   make check-vm        kselftests in QEMU (KERNELS="6.1 6.12 6.12-rt 7.3 sid")
 #   make lint            checkpatch --strict, W=1 and sparse per kernel
 #   make sim             the README's first command: tenants sharing a pool
 #   make demo            a two-client demonstration, in a VM
@@ -13,18 +13,23 @@
 #   make modules_install the module, into the running kernel's tree
 
 KDIR ?= /lib/modules/$(shell uname -r)/build
-KERNELS ?= 6.1 6.12
+# Empty: each script's own default (every kernel of the matrix).
+KERNELS ?=
 PREFIX ?= /usr/local
 
 all: module userlib tools
 
+# Without headers there is no module to build: say so and fail, so a
+# packaging script or `make && make modules_install` cannot go on
+# without it.
 module:
-	@if [ -d "$(KDIR)" ]; then \
-		$(MAKE) -C "$(KDIR)" M="$(CURDIR)" modules; \
-	else \
+	@if [ ! -d "$(KDIR)" ]; then \
 		echo "kvpool.ko: no kernel headers at $(KDIR);" \
-		     "install them or pass KDIR=/path/to/build (skipped)"; \
+		     "install linux-headers-$$(uname -r) or pass" \
+		     "KDIR=/path/to/build" >&2; \
+		exit 1; \
 	fi
+	$(MAKE) -C "$(KDIR)" M="$(CURDIR)" modules
 
 modules_install:
 	$(MAKE) -C "$(KDIR)" M="$(CURDIR)" modules_install
@@ -38,13 +43,13 @@ tools: userlib
 	$(MAKE) -C tools/kvpool-sim
 
 check:
-	KERNELS="$(KERNELS)" tools/check.sh
+	$(if $(KERNELS),KERNELS="$(KERNELS)") tools/check.sh
 
 check-unit:
 	$(MAKE) -C selftests/unit check
 
 check-vm:
-	KERNELS="$(KERNELS)" tools/check.sh --vm-only
+	$(if $(KERNELS),KERNELS="$(KERNELS)") tools/check.sh --vm-only
 
 demo:
 	tools/demo.sh
@@ -53,7 +58,7 @@ sim:
 	tools/sim.sh
 
 lint:
-	KERNELS="$(KERNELS)" tools/lint.sh
+	$(if $(KERNELS),KERNELS="$(KERNELS)") tools/lint.sh
 
 install: userlib tools
 	$(MAKE) -C userlib install PREFIX="$(PREFIX)"

@@ -162,6 +162,16 @@ static int kvp_table_slot(void ***tab, u32 *cap, u32 used, u32 max, u32 *idx)
 	return 0;
 }
 
+/*
+ * Pollers should look at their ask again. Written under the pool lock and
+ * read without it by the driver (before and after an op, to decide on a
+ * wake-up), hence the _ONCE accesses.
+ */
+static void kvp_pressure_changed(struct kvp_pool *pool)
+{
+	WRITE_ONCE(pool->pressure_seq, pool->pressure_seq + 1);
+}
+
 static u32 kvp_unmet(const struct kvp_tenant *t)
 {
 	return t->min_pages > t->pages ? t->min_pages - t->pages : 0;
@@ -184,6 +194,16 @@ static void kvp_charge(struct kvp_pool *pool, struct kvp_tenant *t,
 	pool->unmet += kvp_unmet(t);
 	if (pool->blocked_tenant == t->id && !kvp_unmet(t))
 		pool->blocked_tenant = KVP_NIL;
+	/*
+	 * Growth can raise the ask of @t's clients: above its guarantee
+	 * while another tenant waits below its own, or over its limit.
+	 * Watermark crossings are the caller's to report.
+	 */
+	if (delta > 0 &&
+	    ((pool->blocked_tenant != KVP_NIL && pool->blocked_tenant != t->id &&
+	      t->pages > t->min_pages) ||
+	     (t->max_pages && t->pages > t->max_pages)))
+		kvp_pressure_changed(pool);
 }
 
 static struct kvp_tenant *kvp_tenant_find(struct kvp_pool *pool,
@@ -264,6 +284,7 @@ int kvp_client_attach_tenant_locked(struct kvp_pool *pool,
 	t->nr_clients++;
 	for (i = 0; i < KVP_SLOT_BUCKETS; i++)
 		c->slot_head[i] = KVP_NIL;
+	c->held_head = KVP_NIL;
 	c->cidx = cidx;
 	pool->clients[cidx] = c;
 	pool->nr_clients++;
@@ -309,7 +330,7 @@ static void kvp_pinned(struct kvp_client *c, int d)
 	if (d < 0 && (pool->free_pages < pool->low_wmark ||
 		      pool->blocked_tenant != KVP_NIL ||
 		      (t->max_pages && t->pages > t->max_pages)))
-		pool->pressure_seq++;
+		kvp_pressure_changed(pool);
 }
 
 static void kvp_pin(struct kvp_pool *pool, u32 id)
@@ -412,6 +433,12 @@ static struct kvp_row *kvp_slot_find(struct kvp_client *c, u64 session,
 	return NULL;
 }
 
+/* The generation a row's next taker gets; 0 is never issued. */
+static u32 kvp_next_gen(u32 gen)
+{
+	return gen + 1 ? gen + 1 : 1;
+}
+
 static u32 kvp_row_index(const struct kvp_pool *pool, const struct kvp_row *r)
 {
 	return (u32)(r - pool->rows);
@@ -453,10 +480,41 @@ static u32 kvp_row_free_pages(struct kvp_pool *pool, struct kvp_row *r)
 	return freed;
 }
 
+/* @r becomes one of the rows @c holds. */
+static void kvp_held_link(struct kvp_client *c, struct kvp_row *r)
+{
+	struct kvp_pool *pool = c->pool;
+	u32 idx = kvp_row_index(pool, r);
+
+	r->prev = KVP_NIL;
+	r->next = c->held_head;
+	if (c->held_head != KVP_NIL)
+		pool->rows[c->held_head].prev = idx;
+	c->held_head = idx;
+}
+
+/* @r stops being held by @c (its owner); next and prev are free again. */
+static void kvp_held_unlink(struct kvp_client *c, struct kvp_row *r)
+{
+	struct kvp_pool *pool = c->pool;
+
+	if (r->prev != KVP_NIL)
+		pool->rows[r->prev].next = r->next;
+	else
+		c->held_head = r->next;
+	if (r->next != KVP_NIL)
+		pool->rows[r->next].prev = r->prev;
+	r->next = KVP_NIL;
+	r->prev = KVP_NIL;
+}
+
 static u32 kvp_row_release(struct kvp_pool *pool, struct kvp_row *r)
 {
 	struct kvp_client *c = r->owner;
-	u32 freed = kvp_row_free_pages(pool, r);
+	u32 freed;
+
+	kvp_held_unlink(c, r);
+	freed = kvp_row_free_pages(pool, r);
 
 	c->nr_rows--;
 	c->nr_pages -= freed;
@@ -487,19 +545,15 @@ void kvp_client_detach_locked(struct kvp_client *c)
 {
 	struct kvp_pool *pool = c->pool;
 	u32 b;
-	u32 i;
 
 	lockdep_assert_held(&pool->lock);
 	for (b = 0; b < KVP_SLOT_BUCKETS; b++)
 		while (c->slot_head[b] != KVP_NIL)
 			kvp_slot_free(pool, &pool->rows[c->slot_head[b]],
 				      &c->slot_head[b]);
-	for (i = 0; i < pool->nr_rows && c->nr_rows; i++) {
-		struct kvp_row *r = &pool->rows[i];
-
-		if (r->state == KVP_ROW_HELD && r->owner == c)
-			kvp_row_release(pool, r);
-	}
+	/* O(what it holds), not O(nr_rows): any client can close at will. */
+	while (c->held_head != KVP_NIL)
+		kvp_row_release(pool, &pool->rows[c->held_head]);
 	/* Only its own rows borrow from its cache: all unpinned by now. */
 	while (c->nr_cache_pages)
 		kvp_cache_free(c, c->cache[c->nr_cache_pages - 1].page);
@@ -553,7 +607,7 @@ static void kvp_refused(struct kvp_pool *pool, struct kvp_tenant *t,
 {
 	if (pages && kvp_unmet(t))
 		pool->blocked_tenant = t->id;
-	pool->pressure_seq++;
+	kvp_pressure_changed(pool);
 }
 
 int kvp_row_alloc_locked(struct kvp_client *c, struct kvpool_handle *out,
@@ -582,11 +636,10 @@ int kvp_row_alloc_locked(struct kvp_client *c, struct kvpool_handle *out,
 
 		pool->free_row_head = r->next;
 		pool->free_rows--;
-		r->next = KVP_NIL;
 		r->state = KVP_ROW_HELD;
 		r->owner = c;
-		if (!++r->gen)
-			r->gen = 1;
+		kvp_held_link(c, r);
+		r->gen = kvp_next_gen(r->gen);
 		out[i].req_pool_idx = idx;
 		out[i].generation = r->gen;
 	}
@@ -628,8 +681,9 @@ static int kvp_lookup(struct kvp_client *c, const struct kvpool_handle *h,
 	r = &pool->rows[h->req_pool_idx];
 	if (r->owner != c || r->state != KVP_ROW_HELD)
 		return -ENOENT;
+	/* A generation not issued yet names nothing; an older one is stale. */
 	if (r->gen != h->generation)
-		return -ESTALE;
+		return (s32)(h->generation - r->gen) > 0 ? -ENOENT : -ESTALE;
 	*out = r;
 	return 0;
 }
@@ -778,7 +832,7 @@ int kvp_extend_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 	res->nr_pages = done;
 	/* Crossing the low watermark wakes pollers (see kvpool_pressure). */
 	if (free_before >= pool->low_wmark && pool->free_pages < pool->low_wmark)
-		pool->pressure_seq++;
+		kvp_pressure_changed(pool);
 	return 0;
 }
 
@@ -861,6 +915,17 @@ static u32 kvp_donate_count(struct kvp_pool *pool, struct kvp_row *r,
 	return n;
 }
 
+/*
+ * SWA_FREE has freed pages above the protected prefix: what is left of
+ * the row's start is not a prefix any more, and a cache entry must be one
+ * (ATTACH_PREFIX maps cached pages at positions 0..k). Such a row donates
+ * nothing.
+ */
+static bool kvp_prefix_holed(const struct kvp_row *r)
+{
+	return r->swa_evicted > r->protected;
+}
+
 /* Moves them into @c's cache, which has room; the row borrows them now. */
 static u32 kvp_row_donate(struct kvp_client *c, struct kvp_row *r, u32 upto)
 {
@@ -902,6 +967,10 @@ int kvp_release_locked(struct kvp_client *c, const struct kvpool_handle *h,
 		for (i = 0; i < count; i++) {
 			struct kvp_row *r = kvp_row_of(c, &h[i]);
 
+			if (kvp_prefix_holed(r)) {
+				*error_index = i;
+				return -EINVAL;
+			}
 			donate += kvp_donate_count(pool, r, r->committed);
 		}
 		ret = kvp_cache_reserve(c, donate);
@@ -937,7 +1006,8 @@ int kvp_donate_locked(struct kvp_client *c,
 	for (i = 0; i < count; i++) {
 		struct kvp_row *r = kvp_row_of(c, &e[i].handle);
 
-		if (e[i].__reserved || e[i].len > r->committed)
+		if (e[i].__reserved || e[i].len > r->committed ||
+		    kvp_prefix_holed(r))
 			ret = -EINVAL;
 		else if (e[i].len <= r->protected)
 			ret = -EALREADY;
@@ -1136,6 +1206,7 @@ int kvp_to_slot_locked(struct kvp_client *c, const struct kvpool_handle *h,
 		return -EEXIST;
 
 	n = kvp_row_owned(pool, r);
+	kvp_held_unlink(c, r);
 	r->state = KVP_ROW_SLOT;
 	r->session = session;
 	b = kvp_slot_bucket(session);
@@ -1148,6 +1219,24 @@ int kvp_to_slot_locked(struct kvp_client *c, const struct kvpool_handle *h,
 	pool->row_pages -= n;
 	pool->slot_pages += n;
 	*nr_pages = n;
+	return 0;
+}
+
+int kvp_from_slot_peek_locked(struct kvp_client *c, u64 session,
+			      struct kvpool_handle *out, u32 *nr_pages)
+{
+	struct kvp_pool *pool = c->pool;
+	struct kvp_row *r;
+	u32 *link;
+
+	lockdep_assert_held(&pool->lock);
+	*nr_pages = 0;
+	r = kvp_slot_find(c, session, &link);
+	if (!r)
+		return -ENOENT;
+	out->req_pool_idx = kvp_row_index(pool, r);
+	out->generation = kvp_next_gen(r->gen);
+	*nr_pages = kvp_row_owned(pool, r);
 	return 0;
 }
 
@@ -1167,11 +1256,10 @@ int kvp_from_slot_locked(struct kvp_client *c, u64 session,
 
 	*link = r->next;
 	n = kvp_row_owned(pool, r);
-	r->next = KVP_NIL;
 	r->session = 0;
 	r->state = KVP_ROW_HELD;
-	if (!++r->gen)
-		r->gen = 1;
+	kvp_held_link(c, r);
+	r->gen = kvp_next_gen(r->gen);
 	c->nr_slots--;
 	c->nr_rows++;
 	pool->slot_rows--;
@@ -1282,7 +1370,7 @@ int kvp_tenant_set_locked(struct kvp_pool *pool, struct kvpool_ctl_tenant *a)
 		memcpy(t->label, a->label, sizeof(t->label));
 	if (pool->blocked_tenant == t->id && !kvp_unmet(t))
 		pool->blocked_tenant = KVP_NIL;
-	pool->pressure_seq++;
+	kvp_pressure_changed(pool);
 	a->tenant_id = t->id;
 	a->cgroup_id = t->cgroup_id;
 	a->uid = t->uid;
@@ -1297,7 +1385,7 @@ int kvp_set_wmark_locked(struct kvp_pool *pool, u32 low, u32 high)
 		return -EINVAL;
 	pool->low_wmark = low;
 	pool->high_wmark = high;
-	pool->pressure_seq++;
+	kvp_pressure_changed(pool);
 	return 0;
 }
 
@@ -1398,20 +1486,20 @@ u32 kvp_tenant_list_locked(struct kvp_pool *pool,
 
 /* ---- export and import ---- */
 
-int kvp_export_locked(struct kvp_client *c, const struct kvpool_export *x,
-		      u32 *idx, u32 *nr_pages)
+/*
+ * The row EXPORT would take, and the pages it would carry; nothing
+ * changes. @link is where a slot's row hangs, for the unlink.
+ */
+static int kvp_export_find(struct kvp_client *c, const struct kvpool_export *x,
+			   struct kvp_row **out, u32 **link, u32 *nr_pages)
 {
 	struct kvp_pool *pool = c->pool;
-	struct kvp_tenant *t = c->tenant;
 	struct kvp_row *r = NULL;
-	u32 *link = NULL;
-	u32 i, end, owned, borrowed = 0;
+	u32 i, end, borrowed = 0;
 	int ret;
 
-	lockdep_assert_held(&pool->lock);
-	*nr_pages = 0;
 	if (x->flags & KVPOOL_EXPORT_SLOT) {
-		r = kvp_slot_find(c, x->session_id, &link);
+		r = kvp_slot_find(c, x->session_id, link);
 		if (!r)
 			return -ENOENT;
 	} else {
@@ -1422,11 +1510,46 @@ int kvp_export_locked(struct kvp_client *c, const struct kvpool_export *x,
 
 	/* What it borrows becomes its own: only if no other row borrows. */
 	end = r->protected / pool->page_tokens;
-	for (i = 0; i < end; i++)
-		if (r->pages[i] != KVPOOL_PAGE_NONE &&
-		    kvp_cache_ent(pool, r->pages[i])->pins != 1)
+	for (i = 0; i < end; i++) {
+		if (r->pages[i] == KVPOOL_PAGE_NONE)
+			continue;
+		if (kvp_cache_ent(pool, r->pages[i])->pins != 1)
 			return -EBUSY;
+		borrowed++;
+	}
+	*out = r;
+	*nr_pages = kvp_row_owned(pool, r) + borrowed;
+	return 0;
+}
 
+int kvp_export_peek_locked(struct kvp_client *c,
+			   const struct kvpool_export *x, u32 *nr_pages)
+{
+	struct kvp_row *r;
+	u32 *link = NULL;
+
+	lockdep_assert_held(&c->pool->lock);
+	*nr_pages = 0;
+	return kvp_export_find(c, x, &r, &link, nr_pages);
+}
+
+int kvp_export_locked(struct kvp_client *c, const struct kvpool_export *x,
+		      u32 *idx, u32 *nr_pages)
+{
+	struct kvp_pool *pool = c->pool;
+	struct kvp_tenant *t = c->tenant;
+	struct kvp_row *r = NULL;
+	u32 *link = NULL;
+	u32 i, end, owned, borrowed = 0, total;
+	int ret;
+
+	lockdep_assert_held(&pool->lock);
+	*nr_pages = 0;
+	ret = kvp_export_find(c, x, &r, &link, &total);
+	if (ret)
+		return ret;
+
+	end = r->protected / pool->page_tokens;
 	owned = kvp_row_owned(pool, r);
 	for (i = 0; i < end; i++) {
 		u32 id = r->pages[i];
@@ -1446,6 +1569,7 @@ int kvp_export_locked(struct kvp_client *c, const struct kvpool_export *x,
 		pool->slot_rows--;
 		pool->slot_pages -= owned;
 	} else {
+		kvp_held_unlink(c, r);
 		c->nr_rows--;
 		pool->held_rows--;
 		pool->row_pages -= owned;
@@ -1461,6 +1585,22 @@ int kvp_export_locked(struct kvp_client *c, const struct kvpool_export *x,
 	pool->export_pages += owned + borrowed;
 	*idx = kvp_row_index(pool, r);
 	*nr_pages = owned + borrowed;
+	return 0;
+}
+
+int kvp_import_peek_locked(struct kvp_client *c, u32 idx,
+			   struct kvpool_handle *out, u32 *nr_pages)
+{
+	struct kvp_pool *pool = c->pool;
+	struct kvp_row *r = &pool->rows[idx];
+
+	lockdep_assert_held(&pool->lock);
+	*nr_pages = 0;
+	if (r->state != KVP_ROW_EXPORTED)
+		return -EALREADY;
+	out->req_pool_idx = idx;
+	out->generation = kvp_next_gen(r->gen);
+	*nr_pages = kvp_row_owned(pool, r);
 	return 0;
 }
 
@@ -1484,8 +1624,8 @@ int kvp_import_locked(struct kvp_client *c, u32 idx,
 	}
 	r->state = KVP_ROW_HELD;
 	r->owner = c;
-	if (!++r->gen)
-		r->gen = 1;
+	kvp_held_link(c, r);
+	r->gen = kvp_next_gen(r->gen);
 	pool->export_rows--;
 	pool->export_pages -= owned;
 	pool->held_rows++;
@@ -1683,6 +1823,41 @@ static void kvp_verify_pages(struct kvp_pool *pool, struct kvp_vstate *vs)
 			      pool->cache_pinned);
 }
 
+/*
+ * @c's list of held rows: each entry held by @c, back-linked, and as many
+ * as it holds (bounded by that, so a cycle is found too).
+ */
+static void kvp_verify_held(struct kvp_pool *pool, struct kvp_client *c,
+			    struct kvp_vstate *vs)
+{
+	u32 n = 0, prev = KVP_NIL, id;
+
+	for (id = c->held_head; id != KVP_NIL; id = pool->rows[id].next) {
+		struct kvp_row *r;
+
+		if (n == c->nr_rows || id >= pool->nr_rows) {
+			kvp_violation(pool, &vs->bad,
+				      "client %u: held list runs past %u rows",
+				      c->id, c->nr_rows);
+			return;
+		}
+		r = &pool->rows[id];
+		if (r->state != KVP_ROW_HELD || r->owner != c ||
+		    r->prev != prev) {
+			kvp_violation(pool, &vs->bad,
+				      "client %u: held list: bad row %u",
+				      c->id, id);
+			return;
+		}
+		prev = id;
+		n++;
+	}
+	if (n != c->nr_rows)
+		kvp_violation(pool, &vs->bad,
+			      "client %u: %u rows on its held list, holds %u",
+			      c->id, n, c->nr_rows);
+}
+
 /* Each cache entry: its page points back, its pins are its borrowers. */
 static void kvp_verify_caches(struct kvp_pool *pool, struct kvp_vstate *vs)
 {
@@ -1701,6 +1876,7 @@ static void kvp_verify_caches(struct kvp_pool *pool, struct kvp_vstate *vs)
 				      "client %u: rows %u/%u slots %u/%u pages %u/%u (counted/kept)",
 				      c->id, c->v_rows, c->nr_rows, c->v_slots,
 				      c->nr_slots, c->v_pages, c->nr_pages);
+		kvp_verify_held(pool, c, vs);
 		c->tenant->v_pages += c->nr_cache_pages;
 		for (j = 0; j < c->nr_cache_pages; j++) {
 			struct kvp_cache_ent *ent = &c->cache[j];

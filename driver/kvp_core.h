@@ -60,7 +60,9 @@ struct kvp_client;
  * @owner: the client holding the row (held or slot); NULL when free or
  *         exported
  * @session: the slot's session id while state is KVP_ROW_SLOT
- * @next: free: next free row; slot: next row in the client's slot bucket
+ * @next: free: next free row; slot: next row in the client's slot bucket;
+ *        held: next row the client holds (KVP_NIL ends each list)
+ * @prev: held: the previous row the client holds, so any can be unlinked
  * @mark: batch epoch, to refuse a row named twice in one batch
  * @gen: generation of the current (or last) handle; never 0
  */
@@ -75,6 +77,7 @@ struct kvp_row {
 	u32 protected;
 	u32 swa_evicted;
 	u32 next;
+	u32 prev;
 	u32 mark;
 	u32 gen;
 	u8 state;
@@ -135,6 +138,8 @@ struct kvp_client {
 	struct kvp_cache_ent *cache;
 	struct kvp_tenant *tenant;
 	u32 slot_head[KVP_SLOT_BUCKETS];	/* row index chains, by session */
+	/* its held rows, linked by next/prev: close walks only these */
+	u32 held_head;
 	/* verify's scratch tallies */
 	u32 v_rows, v_slots, v_pages, v_base;
 };
@@ -239,6 +244,9 @@ int kvp_to_slot_locked(struct kvp_client *c, const struct kvpool_handle *h,
 		       u64 session, u32 *nr_pages);
 int kvp_from_slot_locked(struct kvp_client *c, u64 session,
 			 struct kvpool_handle *out, u32 *nr_pages);
+/* What FROM_SLOT would give (handle, pages) without doing it. */
+int kvp_from_slot_peek_locked(struct kvp_client *c, u64 session,
+			      struct kvpool_handle *out, u32 *nr_pages);
 int kvp_slot_release_locked(struct kvp_client *c, u64 session,
 			    u32 *nr_freed);
 
@@ -268,6 +276,14 @@ int kvp_export_locked(struct kvp_client *c, const struct kvpool_export *x,
 int kvp_import_locked(struct kvp_client *c, u32 idx,
 		      struct kvpool_handle *out, u32 *nr_pages);
 void kvp_export_drop_locked(struct kvp_pool *pool, u32 idx);
+/*
+ * What EXPORT and IMPORT would report (pages, the new handle) without
+ * doing it, so the driver can write its answer before the op takes effect.
+ */
+int kvp_export_peek_locked(struct kvp_client *c,
+			   const struct kvpool_export *x, u32 *nr_pages);
+int kvp_import_peek_locked(struct kvp_client *c, u32 idx,
+			   struct kvpool_handle *out, u32 *nr_pages);
 
 /*
  * Sets *@violations to the number of broken invariants, each also

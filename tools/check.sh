@@ -8,7 +8,8 @@
 #   2. fuzz: libFuzzer over the core, the corpus then a short run
 #   3. lint: checkpatch --strict, W=1 and sparse per kernel
 #   4. vm: every selftests/kernel/*_test in QEMU on each kernel of $KERNELS
-#      (Debian 6.1, 6.12 and 6.12 PREEMPT_RT), module loaded
+#      (Debian 6.1, 6.12, 6.12 PREEMPT_RT, trixie-backports' 7.3 and sid's
+#      newest, the last two built in debootstrapped roots), module loaded
 #   5. debug: the same tests and fail-nth injection on a KASAN, lockdep,
 #      kmemleak, UBSAN kernel built from Debian's linux-source-6.1
 #      (when CI is set or KVPOOL_DEBUG_LANE=1; KVPOOL_DEBUG_LANE=0 skips)
@@ -21,7 +22,7 @@ set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root" || exit 1
-KERNELS=${KERNELS:-6.1 6.12 6.12-rt}
+KERNELS=${KERNELS:-6.1 6.12 6.12-rt 7.3 sid}
 KVPOOL_CACHE=${KVPOOL_CACHE:-/var/cache/kvpool}
 RESULTS=${RESULTS:-$KVPOOL_CACHE/results}
 export KVPOOL_CACHE RESULTS

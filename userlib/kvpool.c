@@ -35,12 +35,23 @@
 
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
-/* Where the pool devices show up; a test build may point them elsewhere. */
+/*
+ * sysfs's class folder: the pools are devices of their own class,
+ * /sys/class/kvpool/kvpoolN; a test build may point it elsewhere. The
+ * class folder exists from the module's load to its unload, pools or no
+ * pools, so it alone says whether the module is there (the control device
+ * is a misc device, /sys/class/misc/kvpool-control, and is not looked at).
+ */
 #ifndef KVPOOL_SYSFS_DIR
-#define KVPOOL_SYSFS_DIR	"/sys/class/misc"
+#define KVPOOL_SYSFS_DIR	"/sys/class"
 #endif
+#define KVPOOL_CLASS_DIR	KVPOOL_SYSFS_DIR "/kvpool"
 #define KVPOOL_DEV_PREFIX	"kvpool"
-#define KVPOOL_CONTROL_NAME	"kvpool-control"
+
+/* The top-level VERSION file, passed in by the Makefile. */
+#ifndef KVPOOL_VERSION
+#error "build with -DKVPOOL_VERSION='\"x.y.z\"' (userlib/Makefile reads ../VERSION)"
+#endif
 
 struct kvpool {
 	int fd;
@@ -82,7 +93,7 @@ static __u32 kvp_error_index(const struct kvpool *kp, int ret,
 		/* fall through */
 	case -ENOENT:
 	case -ESTALE:
-	case -EOVERFLOW:
+	case -E2BIG:		/* an entry's bytes past those the kernel knows */
 	case -EALREADY:		/* DONATE: the prefix is donated already */
 	case -EBUSY:		/* CACHE_EVICT: the page is pinned */
 		return index < count ? index : KVPOOL_NO_INDEX;
@@ -190,6 +201,7 @@ int kvpool_alloc_rows(struct kvpool *kp, struct kvpool_handle *handles,
 	struct kvpool_row_alloc arg = {
 		.size = sizeof(arg),
 		.count = count,
+		.entry_len = sizeof(*handles),
 		.handles = kvp_ptr(handles),
 	};
 	int ret;
@@ -210,8 +222,10 @@ int kvpool_extend(struct kvpool *kp, struct kvpool_extend_entry *entries,
 	struct kvpool_extend arg = {
 		.size = sizeof(arg),
 		.count = count,
-		.pages_cap = pages_cap,
+		.entry_len = sizeof(*entries),
 		.entries = kvp_ptr(entries),
+		.pages_cap = pages_cap,
+		.page_entry_len = sizeof(*pages),
 		.pages = kvp_ptr(pages),
 	};
 	__u32 index;
@@ -234,15 +248,18 @@ int kvpool_extend(struct kvpool *kp, struct kvpool_extend_entry *entries,
 /*
  * COMMIT, TRIM, RELEASE, DONATE, SWA_FREE and CACHE_EVICT share struct
  * kvpool_batch; out_nr_pages is pages freed (DONATE: moved to the cache).
+ * @entry_len is the op's element: a kvpool_len_entry, a kvpool_handle or
+ * a __u32 page id.
  */
 static int kvp_batch(struct kvpool *kp, unsigned long cmd, __u32 flags,
-		     const void *entries, unsigned int count,
+		     const void *entries, __u32 entry_len, unsigned int count,
 		     struct kvpool_batch_result *res)
 {
 	struct kvpool_batch arg = {
 		.size = sizeof(arg),
 		.flags = flags,
 		.count = count,
+		.entry_len = entry_len,
 		.entries = kvp_ptr(entries),
 	};
 	__u32 index;
@@ -258,7 +275,8 @@ KVP_PUBLIC
 int kvpool_commit(struct kvpool *kp, const struct kvpool_len_entry *entries,
 		  unsigned int count, struct kvpool_batch_result *res)
 {
-	int ret = kvp_batch(kp, KVPOOL_COMMIT, 0, entries, count, res);
+	int ret = kvp_batch(kp, KVPOOL_COMMIT, 0, entries,
+			    sizeof(*entries), count, res);
 
 	/* A commit frees nothing; a kernel saying otherwise is ignored. */
 	return ret < 0 ? ret : 0;
@@ -268,14 +286,16 @@ KVP_PUBLIC
 int kvpool_trim(struct kvpool *kp, const struct kvpool_handle *handles,
 		unsigned int count, struct kvpool_batch_result *res)
 {
-	return kvp_batch(kp, KVPOOL_TRIM, 0, handles, count, res);
+	return kvp_batch(kp, KVPOOL_TRIM, 0, handles, sizeof(*handles),
+			 count, res);
 }
 
 KVP_PUBLIC
 int kvpool_release(struct kvpool *kp, const struct kvpool_handle *handles,
 		   unsigned int count, struct kvpool_batch_result *res)
 {
-	return kvp_batch(kp, KVPOOL_RELEASE, 0, handles, count, res);
+	return kvp_batch(kp, KVPOOL_RELEASE, 0, handles, sizeof(*handles),
+			 count, res);
 }
 
 KVP_PUBLIC
@@ -284,14 +304,15 @@ int kvpool_release_donate(struct kvpool *kp,
 			  unsigned int count, struct kvpool_batch_result *res)
 {
 	return kvp_batch(kp, KVPOOL_RELEASE, KVPOOL_RELEASE_DONATE, handles,
-			 count, res);
+			 sizeof(*handles), count, res);
 }
 
 KVP_PUBLIC
 int kvpool_donate(struct kvpool *kp, const struct kvpool_len_entry *entries,
 		  unsigned int count, struct kvpool_batch_result *res)
 {
-	return kvp_batch(kp, KVPOOL_DONATE, 0, entries, count, res);
+	return kvp_batch(kp, KVPOOL_DONATE, 0, entries, sizeof(*entries),
+			 count, res);
 }
 
 KVP_PUBLIC
@@ -302,6 +323,7 @@ int kvpool_attach_prefix(struct kvpool *kp, struct kvpool_handle handle,
 		.size = sizeof(arg),
 		.handle = handle,
 		.nr_pages = nr_pages,
+		.page_entry_len = sizeof(*pages),
 		.pages = kvp_ptr(pages),
 	};
 
@@ -312,14 +334,16 @@ KVP_PUBLIC
 int kvpool_cache_evict(struct kvpool *kp, const uint32_t *pages,
 		       unsigned int count, struct kvpool_batch_result *res)
 {
-	return kvp_batch(kp, KVPOOL_CACHE_EVICT, 0, pages, count, res);
+	return kvp_batch(kp, KVPOOL_CACHE_EVICT, 0, pages, sizeof(*pages),
+			 count, res);
 }
 
 KVP_PUBLIC
 int kvpool_swa_free(struct kvpool *kp, const struct kvpool_len_entry *entries,
 		    unsigned int count, struct kvpool_batch_result *res)
 {
-	return kvp_batch(kp, KVPOOL_SWA_FREE, 0, entries, count, res);
+	return kvp_batch(kp, KVPOOL_SWA_FREE, 0, entries, sizeof(*entries),
+			 count, res);
 }
 
 KVP_PUBLIC
@@ -375,6 +399,8 @@ static int kvp_query(struct kvpool *kp, struct kvpool_row_query *arg,
 
 	arg->size = sizeof(*arg);
 	arg->pages_cap = pages_cap;
+	/* Checked even when pages_cap is 0: always the real length. */
+	arg->page_entry_len = sizeof(*pages);
 	arg->pages = kvp_ptr(pages);
 	ret = kvp_ioctl(kp->fd, KVPOOL_ROW_QUERY, arg);
 	if (ret)
@@ -429,7 +455,7 @@ static int kvp_export(struct kvpool *kp, struct kvpool_export *arg)
 
 	arg->size = sizeof(*arg);
 	ret = kvp_ioctl(kp->fd, KVPOOL_EXPORT, arg);
-	/* The kernel installed out_fd only on success. */
+	/* The kernel installed out_fd only on success (it is -1 otherwise). */
 	return ret ? ret : arg->out_fd;
 }
 
@@ -684,6 +710,8 @@ int kvpool_tenant_list(unsigned int pool_id, struct kvpool_tenant_info *out,
 		.size = sizeof(arg),
 		.pool_id = pool_id,
 		.count = out ? count : 0,
+		/* Checked even when count is 0: always the real length. */
+		.entry_len = sizeof(*out),
 		.tenants = kvp_ptr(out),
 	};
 	int ret;
@@ -708,8 +736,7 @@ int kvpool_set_wmark(unsigned int pool_id, unsigned int low,
 
 /*
  * Parse "kvpoolN" (N decimal, no sign, no leading zero unless N is 0) into
- * *id. Anything else in /sys/class/misc, kvpool-control included, is not
- * a pool.
+ * *id. Anything else in the class folder is not a pool.
  */
 static bool kvp_parse_pool_name(const char *name, unsigned int *id)
 {
@@ -743,12 +770,12 @@ KVP_PUBLIC
 int kvpool_pool_list(unsigned int *ids, unsigned int cap)
 {
 	unsigned int *all = NULL, nr = 0, alloc = 0, id;
-	bool control = false;
 	struct dirent *de;
 	DIR *dir;
 	int ret;
 
-	dir = opendir(KVPOOL_SYSFS_DIR);
+	/* No class folder: the module is not loaded (or is gone by now). */
+	dir = opendir(KVPOOL_CLASS_DIR);
 	if (!dir)
 		return errno == ENOENT ? -ENODEV : -errno;
 
@@ -761,10 +788,6 @@ int kvpool_pool_list(unsigned int *ids, unsigned int cap)
 			if (ret)
 				goto out;
 			break;
-		}
-		if (!strcmp(de->d_name, KVPOOL_CONTROL_NAME)) {
-			control = true;
-			continue;
 		}
 		if (!kvp_parse_pool_name(de->d_name, &id))
 			continue;
@@ -782,10 +805,6 @@ int kvpool_pool_list(unsigned int *ids, unsigned int cap)
 		all[nr++] = id;
 	}
 
-	if (!nr && !control) {
-		ret = -ENODEV;
-		goto out;
-	}
 	if (nr > INT_MAX) {
 		ret = -EOVERFLOW;
 		goto out;
@@ -909,10 +928,10 @@ int kvpool_pool_status(unsigned int pool_id, struct kvpool_info *info,
 {
 	struct kvpool_info i = { .size = sizeof(i) };
 	struct kvpool_stats s = { .size = sizeof(s) };
-	char path[sizeof(KVPOOL_SYSFS_DIR "/" KVPOOL_DEV_PREFIX) + 16];
+	char path[sizeof(KVPOOL_CLASS_DIR "/" KVPOOL_DEV_PREFIX) + 16];
 	int dirfd, ret = 0;
 
-	snprintf(path, sizeof(path), "%s/%s%u", KVPOOL_SYSFS_DIR,
+	snprintf(path, sizeof(path), "%s/%s%u", KVPOOL_CLASS_DIR,
 		 KVPOOL_DEV_PREFIX, pool_id);
 	dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0)
@@ -944,32 +963,37 @@ struct kvp_errtext {
  * One line per errno of the "General ioctl format" table in
  * <linux/kvpool.h>, worded for someone reading a log, plus EACCES, which
  * open(2) gives for the root-only (0600) device nodes. EMFILE comes from
- * open(2) either way: the process's descriptor limit or the pool's client
- * limit.
+ * open(2) (the process's descriptor limit or the pool's client limit) and
+ * from KVPOOL_EXPORT (no descriptor free for the export file).
  */
 static const struct kvp_errtext kvp_errtexts[] = {
 	{ ENOTTY, "not a kvpool device, or an ioctl this kernel does not know" },
 	{ EFAULT, "bad address passed to the kernel" },
-	{ EINVAL, "invalid argument: a count, length, field, limit or duplicate row the pool refuses, or not an export file" },
-	{ E2BIG, "request struct too new for this kernel (non-zero unknown tail)" },
+	{ EINVAL, "invalid argument: a count, length, element length, field, limit or duplicate row the pool refuses, a donate of a row whose window was freed past its cached prefix, or not an export file" },
+	{ E2BIG, "request struct or array element too new for this kernel (non-zero unknown tail, or longer than a page)" },
 	{ EOPNOTSUPP, "flag or operation not supported by this kernel" },
-	{ ENOENT, "no such row, slot or prefix-cache page held by this client, or no such device node" },
-	{ ESTALE, "stale handle: the row was released and reused" },
+	{ ENOENT, "no such row, slot or prefix-cache page held by this client (or a handle generation never issued), or no such device node" },
+	{ ESTALE, "stale handle: the row was released and reused (an older generation)" },
 	{ ENOSPC, "pool exhausted: not enough free pages or rows (pages guaranteed to other tenants are not free)" },
 	{ EDQUOT, "tenant limit reached: the request would take the tenant past its max_pages or max_rows" },
 	{ ENOBUFS, "output array too small" },
 	{ EEXIST, "session id already names a slot of this client" },
 	{ EALREADY, "already done: that prefix is in the cache already (length not past the row's protected part), or the export was imported already" },
-	{ EOVERFLOW, "arithmetic overflow in the request" },
 	{ ENOMEM, "out of kernel memory" },
-	{ EPERM, "operation needs CAP_SYS_ADMIN" },
+	{ EPERM, "operation needs CAP_SYS_ADMIN (control operations and verify)" },
 	{ EACCES, "permission denied on the kvpool device (root only by default)" },
 	{ EBUSY, "busy: a cache page is pinned by a row that borrows it (evict, export), or the pool still has clients or export files" },
-	{ EMFILE, "too many open files, or the pool has its maximum of clients (65536) or tenants" },
-	{ ENODEV, "no such pool, or the pool is being destroyed" },
+	{ EMFILE, "too many open files (no descriptor free, e.g. for an export), or the pool has its maximum of clients (65536) or tenants" },
+	{ ENODEV, "no such pool, the pool is being destroyed, or the module is still loading" },
 	{ EBADF, "bad file descriptor: not an open file" },
 	{ EXDEV, "the export file belongs to another pool" },
 };
+
+KVP_PUBLIC
+const char *kvpool_version(void)
+{
+	return KVPOOL_VERSION;
+}
 
 KVP_PUBLIC
 const char *kvpool_strerror(int err)

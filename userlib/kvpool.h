@@ -10,7 +10,8 @@
  * - every function that can fail returns >= 0 on success and a negative
  *   errno on failure; none of them sets errno as part of its API;
  * - the library fills every struct it passes to the kernel itself: size is
- *   sizeof() of the struct this library was built against and every other
+ *   sizeof() of the struct this library was built against, so is every
+ *   array's element length (entry_len, page_entry_len), and every other
  *   field the caller does not name is zero;
  * - a struct kvpool is only read after kvpool_open(), so calls on one
  *   struct kvpool may come from several threads at once (the kernel
@@ -190,9 +191,11 @@ int kvpool_release(struct kvpool *kp, const struct kvpool_handle *handles,
  * caller's prefix cache with one KVPOOL_DONATE (len: the entry's len, at
  * most the committed length and above the part already cached, else
  * -EINVAL or -EALREADY). The row keeps mapping them, borrowed and pinned;
- * its protected length rises to len rounded down to a page. All or
- * nothing. @res may be NULL. Returns the number of pages moved into the
- * cache, or -errno.
+ * its protected length rises to len rounded down to a page. A prefix is
+ * cached whole or not at all: a row whose pages above its protected length
+ * kvpool_swa_free() has freed is -EINVAL (donate before the window
+ * slides). All or nothing. @res may be NULL. Returns the number of pages
+ * moved into the cache, or -errno.
  */
 int kvpool_donate(struct kvpool *kp, const struct kvpool_len_entry *entries,
 		  unsigned int count, struct kvpool_batch_result *res);
@@ -201,9 +204,11 @@ int kvpool_donate(struct kvpool *kp, const struct kvpool_len_entry *entries,
  * kvpool_release() with KVPOOL_RELEASE_DONATE: each row's full committed
  * pages go to the caller's prefix cache first (as kvpool_donate() to the
  * committed length would), then the rest of its pages and the row itself
- * go back to the pool and its pins are dropped. All or nothing. @res may
- * be NULL. Returns the number of pages freed (not those donated), or
- * -errno.
+ * go back to the pool and its pins are dropped. -EINVAL, as for
+ * kvpool_donate(), for a row kvpool_swa_free() freed pages of above its
+ * protected length: release it with kvpool_release(). All or nothing.
+ * @res may be NULL. Returns the number of pages freed (not those donated),
+ * or -errno.
  */
 int kvpool_release_donate(struct kvpool *kp,
 			  const struct kvpool_handle *handles,
@@ -291,7 +296,8 @@ int kvpool_slot_query(struct kvpool *kp, uint64_t session_id,
  * rows), under the pool's lock: a debugging aid, not for a hot path). The
  * kernel logs each violation as "kvpool: pool N: invariant: ...". The full
  * answer goes to *@v if @v is not NULL. Returns the number of violations
- * (0: the pool is sound), or -errno.
+ * (0: the pool is sound), or -errno (-EPERM: the caller lacks
+ * CAP_SYS_ADMIN, which VERIFY needs since it holds the whole pool's lock).
  */
 int kvpool_verify(struct kvpool *kp, struct kvpool_verify *v);
 
@@ -311,7 +317,8 @@ int kvpool_verify(struct kvpool *kp, struct kvpool_verify *v);
  * some client imports it, the row counts in the pool's out_export_rows and
  * out_export_pages, and to no client or tenant; if the file is closed
  * unimported, the row goes back to the pool. Returns the new descriptor,
- * or -errno (-EBUSY: a borrowed cache page is borrowed by another row too).
+ * or -errno (-EBUSY: a borrowed cache page is borrowed by another row too;
+ * -EMFILE: the caller has no free descriptor; the row stays the caller's).
  */
 int kvpool_export(struct kvpool *kp, struct kvpool_handle handle);
 
@@ -389,16 +396,17 @@ int kvpool_pool_create(const struct kvpool_pool_params *params,
 int kvpool_pool_destroy(unsigned int pool_id);
 
 /*
- * List the pools that exist, from sysfs (/sys/class/misc/kvpoolN): the
+ * List the pools that exist, from sysfs (/sys/class/kvpool/kvpoolN): the
  * first @cap ids in ascending order go to @ids (may be NULL if @cap is 0).
  * Returns the number of pools, which may exceed @cap, or -errno (-ENODEV:
- * the kvpool module is not loaded).
+ * the kvpool module is not loaded: no /sys/class/kvpool).
  */
 int kvpool_pool_list(unsigned int *ids, unsigned int cap);
 
 /*
- * Read pool @pool_id's figures from sysfs without becoming a client of it
- * (so without keeping it from being destroyed). *@info, if not NULL, gets
+ * Read pool @pool_id's figures from sysfs (/sys/class/kvpool/kvpoolN/)
+ * without becoming a client of it (so without keeping it from being
+ * destroyed). *@info, if not NULL, gets
  * the geometry (out_pool_id, out_nr_pages, out_page_tokens, out_nr_rows,
  * out_row_tokens, out_create_flags; the rest 0); *@stats, if not NULL,
  * gets the pool's counts (the out_client_* and out_tenant_* fields 0;
@@ -452,11 +460,17 @@ int kvpool_set_wmark(unsigned int pool_id, unsigned int low,
 
 /*
  * A short description of @err (negative or positive errno) as the kvpool
- * ioctls use it, e.g. "stale handle: the row was released and reused" for
- * ESTALE; strerror(3) for errnos kvpool gives no meaning of its own. The
+ * ioctls use it, e.g. "stale handle: the row was released and reused (an
+ * older generation)" for ESTALE; strerror(3) for errnos kvpool gives no meaning of its own. The
  * string is static and must not be modified.
  */
 const char *kvpool_strerror(int err);
+
+/*
+ * This library's version, "MAJOR.MINOR.PATCH" (the kvpool release it came
+ * with; the file is libkvpool.so.MAJOR.MINOR.PATCH). The string is static.
+ */
+const char *kvpool_version(void);
 
 #ifdef __cplusplus
 }

@@ -10,8 +10,10 @@
  * fails here with a name instead of somewhere else with a riddle:
  * dynamically linked binaries and #! scripts, fork, threads (futex),
  * AF_UNIX with SCM_RIGHTS, /proc/self/fdinfo of a kvpool fd, fail-nth,
- * the misc devices in sysfs and /dev, epoll/eventfd/timerfd/signalfd,
- * POSIX shm, file locks, ptys, TCP on loopback.
+ * the control device (misc) and the pools' own class (kvpool) in sysfs
+ * and /dev, a root process dropping CAP_SYS_ADMIN (capset; the tests of
+ * the control ops and of VERIFY's EPERM do it), epoll/eventfd/timerfd/
+ * signalfd, POSIX shm, file locks, ptys, TCP on loopback.
  *
  * Copyright (C) 2026 The kvpool authors
  */
@@ -34,11 +36,13 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/timerfd.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <linux/capability.h>
 #include <linux/kvpool.h>
 
 #pragma GCC diagnostic push
@@ -51,6 +55,8 @@
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 
 #define CTL_PATH "/dev/kvpool-control"
+/* Pools are devices of their own class; only the control device is misc. */
+#define POOL_CLASS "/sys/class/kvpool"
 
 static int read_text(const char *path, char *buf, size_t len)
 {
@@ -129,15 +135,139 @@ TEST(fork_and_threads)
 	ASSERT_EQ(42, (long)ret);
 }
 
-TEST(misc_devices_in_sysfs_and_dev)
+/* Creates a small pool; its id, or -1. */
+static int make_pool(int ctl)
 {
+	struct kvpool_ctl_create cr = {
+		.size = sizeof(cr), .nr_pages = 16, .page_tokens = 1,
+		.nr_rows = 4, .row_tokens = 16,
+	};
+
+	if (ioctl(ctl, KVPOOL_CTL_CREATE, &cr))
+		return -1;
+	return cr.out_pool_id;
+}
+
+static int destroy_pool(int ctl, int id)
+{
+	struct kvpool_ctl_destroy de = { .size = sizeof(de), .pool_id = id };
+
+	return ioctl(ctl, KVPOOL_CTL_DESTROY, &de);
+}
+
+/* "MAJ:MIN\n" of a sysfs dev file matches the node's rdev. */
+static int same_dev(const char *sysfs, const char *node)
+{
+	unsigned int maj, min;
+	struct stat st;
 	char txt[64];
+
+	if (read_text(sysfs, txt, sizeof(txt)) ||
+	    sscanf(txt, "%u:%u", &maj, &min) != 2)
+		return -1;
+	if (stat(node, &st) || !S_ISCHR(st.st_mode))
+		return -2;
+	return st.st_rdev == makedev(maj, min) ? 0 : -3;
+}
+
+TEST(devices_in_sysfs_and_dev)
+{
+	char p[96], node[32], txt[64];
+	int ctl, id;
 
 	if (access(CTL_PATH, F_OK))
 		SKIP(return, "kvpool.ko not loaded");
-	ASSERT_EQ(0, read_text("/sys/class/misc/kvpool-control/dev", txt,
-			       sizeof(txt)));
-	ASSERT_NE(NULL, strchr(txt, ':'));
+	/* The control device stays a misc device. */
+	ASSERT_EQ(0, same_dev("/sys/class/misc/kvpool-control/dev", CTL_PATH));
+
+	/* A pool is in the kvpool class, not misc, with its attributes. */
+	ctl = open(CTL_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, ctl);
+	id = make_pool(ctl);
+	ASSERT_LE(0, id);
+	snprintf(p, sizeof(p), POOL_CLASS "/kvpool%d/dev", id);
+	snprintf(node, sizeof(node), "/dev/kvpool%d", id);
+	EXPECT_EQ(0, same_dev(p, node)) {
+		TH_LOG("%s does not name %s (no devtmpfs node?)", p, node);
+	}
+	snprintf(p, sizeof(p), POOL_CLASS "/kvpool%d/nr_pages", id);
+	EXPECT_EQ(0, read_text(p, txt, sizeof(txt)));
+	EXPECT_STREQ("16\n", txt);
+	snprintf(p, sizeof(p), POOL_CLASS "/kvpool%d/nr_clients", id);
+	EXPECT_EQ(0, read_text(p, txt, sizeof(txt)));
+	EXPECT_STREQ("0\n", txt);
+	snprintf(p, sizeof(p), "/sys/class/misc/kvpool%d", id);
+	EXPECT_NE(0, access(p, F_OK));
+	EXPECT_EQ(0, destroy_pool(ctl, id));
+	snprintf(p, sizeof(p), POOL_CLASS "/kvpool%d", id);
+	EXPECT_NE(0, access(p, F_OK));
+	close(ctl);
+}
+
+/* Drop CAP_SYS_ADMIN from every set, staying uid 0. */
+static int drop_cap_sys_admin(void)
+{
+	struct __user_cap_header_struct h = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+	int i = CAP_TO_INDEX(CAP_SYS_ADMIN);
+
+	if (syscall(SYS_capget, &h, d))
+		return -1;
+	d[i].effective &= ~CAP_TO_MASK(CAP_SYS_ADMIN);
+	d[i].permitted &= ~CAP_TO_MASK(CAP_SYS_ADMIN);
+	d[i].inheritable &= ~CAP_TO_MASK(CAP_SYS_ADMIN);
+	return syscall(SYS_capset, &h, d);
+}
+
+/*
+ * A root child without CAP_SYS_ADMIN is refused VERIFY (EPERM) and the
+ * control ops, while its parent, with it, is not: the kernel must check
+ * capabilities for uid 0 (CONFIG_MULTIUSER) and let capset drop one.
+ */
+TEST(cap_sys_admin_dropped)
+{
+	struct kvpool_verify v = { .size = sizeof(v) };
+	char node[32];
+	int ctl, id, fd, st;
+	pid_t pid;
+
+	if (access(CTL_PATH, F_OK))
+		SKIP(return, "kvpool.ko not loaded");
+	if (geteuid())
+		SKIP(return, "needs root");
+	ctl = open(CTL_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, ctl);
+	id = make_pool(ctl);
+	ASSERT_LE(0, id);
+	snprintf(node, sizeof(node), "/dev/kvpool%d", id);
+	fd = open(node, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, ioctl(fd, KVPOOL_VERIFY, &v));
+	EXPECT_EQ(0, v.out_violations);
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct kvpool_verify cv = { .size = sizeof(cv) };
+
+		if (drop_cap_sys_admin())
+			_exit(10);
+		if (!ioctl(fd, KVPOOL_VERIFY, &cv) || errno != EPERM)
+			_exit(11);
+		if (make_pool(ctl) >= 0 || errno != EPERM)
+			_exit(12);
+		_exit(0);
+	}
+	EXPECT_EQ(pid, waitpid(pid, &st, 0));
+	EXPECT_TRUE(WIFEXITED(st));
+	EXPECT_EQ(0, WEXITSTATUS(st)) {
+		TH_LOG("child: 10 capset failed, 11 VERIFY not EPERM, 12 CTL_CREATE not EPERM");
+	}
+	close(fd);
+	EXPECT_EQ(0, destroy_pool(ctl, id));
+	close(ctl);
 }
 
 /* A pool fd crosses to a child over SCM_RIGHTS; fdinfo names it there. */

@@ -9,8 +9,8 @@
  * kmem_cache_alloc, and the kmalloc half of kvmalloc), so an injected
  * failure is an allocation failure somewhere in the syscall: the module's
  * own, the VFS's (open, close, fd tables) or the driver core's (creating a
- * misc device). The kernel counts down only in this task, so nothing else
- * running is affected.
+ * pool's device in the kvpool class). The kernel counts down only in this
+ * task, so nothing else running is affected.
  *
  * A sequence is a list of steps (ioctls, open, close); the setup steps run
  * plainly and the armed ones under fail-nth = N, for N = 1, 2, ... until a
@@ -27,8 +27,10 @@
  *    EFAULT either: every buffer is locked in memory, so no copy can fail);
  *  - after an ENOMEM the pool, the client and the process look exactly as
  *    before the step: STATS, ROW_QUERY of every row and slot the client
- *    holds, the fd's fdinfo, the pool's sysfs counts, the process's open
- *    fds, and the kvpool devices in /sys/class/misc and /dev;
+ *    holds, the fd's fdinfo, the pool's sysfs counts
+ *    (/sys/class/kvpool/kvpoolN/), the process's open fds, and the kvpool
+ *    devices in /sys/class/kvpool, /sys/class/misc (the control device)
+ *    and /dev;
  *  - a step that was not injected succeeds, and so do the steps after an
  *    absorbed failure;
  *  - afterwards VERIFY finds 0 violations, and once the client is closed a
@@ -41,6 +43,11 @@
  * to take its snapshots, then re-arms it with what was left: the checks'
  * own syscalls never use up a failure point. While armed, the test makes
  * no syscall but the step's own, allocates nothing and prints nothing.
+ *
+ * Every array is passed with its element length (entry_len,
+ * page_entry_len) at the header's sizeof(); the wide_elements sequence
+ * passes longer ones (zero tails in, zeroed tails out). VERIFY needs
+ * CAP_SYS_ADMIN, as does the control device: the test runs as root.
  *
  * Env: FAILNTH_VERBOSE=1 logs every injected run (N, step, errno).
  *
@@ -89,11 +96,18 @@
 #define SESSION		7
 #define CTL_PATH	"/dev/kvpool-control"
 #define FAILSLAB	"/sys/kernel/debug/failslab"
+/* Pools are devices of their own class; the control device is a misc one. */
+#define POOL_CLASS	"/sys/class/kvpool"
+#define MISC_CLASS	"/sys/class/misc"
+/* An element length past every struct here, for the wide steps. */
+#define WIDE		8
 
 /* A step's verdict that is no errno: VERIFY found violations. */
 #define E_VIOLATIONS	10000
 /* ioctl returned a positive value: no documented outcome. */
 #define E_POSITIVE	10001
+/* An element the kernel writes came back with a non-zero tail. */
+#define E_TAIL		10002
 
 enum { A, B, C, D, NR_LETTERS };
 
@@ -257,7 +271,7 @@ static __u32 lowest_free_id(void)
 	__u32 id;
 
 	for (id = 0; id < 64; id++) {
-		snprintf(p, sizeof(p), "/sys/class/misc/kvpool%u", id);
+		snprintf(p, sizeof(p), POOL_CLASS "/kvpool%u", id);
 		if (access(p, F_OK))
 			break;
 	}
@@ -314,43 +328,71 @@ static int st_close(struct ctx *c)
 	return e;
 }
 
-static int row_alloc(struct ctx *c, int first, int n)
+/*
+ * Handles of @wide extra bytes each: the kernel writes the known part and
+ * zeroes the rest (a tail it left alone is E_TAIL).
+ */
+static int row_alloc(struct ctx *c, int first, int n, unsigned int wide)
 {
-	struct kvpool_handle h[NR_LETTERS] = {};
+	struct {
+		struct kvpool_handle h;
+		__u8 tail[WIDE];
+	} w[NR_LETTERS];
+	size_t len = sizeof(struct kvpool_handle) + wide;
+	__u8 buf[sizeof(w)];
 	struct kvpool_row_alloc a = {
-		.size = sizeof(a), .count = n, .handles = uptr(h),
+		.size = sizeof(a), .count = n, .entry_len = len,
+		.handles = uptr(buf),
 	};
-	int e = xioctl(c->fd, KVPOOL_ROW_ALLOC, &a);
-	int i;
+	int e, i;
+	size_t k;
 
+	memset(buf, 0xa5, sizeof(buf));
+	e = xioctl(c->fd, KVPOOL_ROW_ALLOC, &a);
 	if (e)
 		return e;
 	for (i = 0; i < n; i++) {
+		memcpy(&w[i], buf + i * len, len);
 		memset(&c->r[first + i], 0, sizeof(c->r[0]));
 		c->r[first + i].live = true;
-		c->r[first + i].h = h[i];
+		c->r[first + i].h = w[i].h;
+		for (k = 0; k < wide; k++)
+			if (w[i].tail[k])
+				return E_TAIL;
 	}
 	return 0;
 }
 
-static int st_alloc_abc(struct ctx *c) { return row_alloc(c, A, 3); }
-static int st_alloc_d(struct ctx *c) { return row_alloc(c, D, 1); }
+static int st_alloc_abc(struct ctx *c) { return row_alloc(c, A, 3, 0); }
+static int st_alloc_d(struct ctx *c) { return row_alloc(c, D, 1, 0); }
+static int st_alloc_abc_wide(struct ctx *c) { return row_alloc(c, A, 3, WIDE); }
 
-static int st_extend_abc(struct ctx *c)
+/* Entries and page ids @wide bytes longer than the header's, zero tails. */
+static int extend_abc(struct ctx *c, unsigned int wide)
 {
 	struct kvpool_extend_entry e[3] = {
 		{ .handle = c->r[A].h, .new_len = 12 },	/* 3 pages */
 		{ .handle = c->r[B].h, .new_len = 10 },	/* 3 pages */
 		{ .handle = c->r[C].h, .new_len = 16 },	/* 4 pages */
 	};
-	__u32 pages[3 * G_MAXP];
+	size_t elen = sizeof(e[0]) + wide, plen = sizeof(__u32) + wide;
+	__u8 ebuf[3 * (sizeof(e[0]) + WIDE)];
+	__u8 pbuf[3 * G_MAXP * (sizeof(__u32) + WIDE)];
 	struct kvpool_extend x = {
-		.size = sizeof(x), .count = 3, .pages_cap = ARRAY_SIZE(pages),
-		.entries = uptr(e), .pages = uptr(pages),
+		.size = sizeof(x), .count = 3, .entry_len = elen,
+		.entries = uptr(ebuf), .pages_cap = 3 * G_MAXP,
+		.page_entry_len = plen, .pages = uptr(pbuf),
 	};
+	int i;
 
+	memset(ebuf, 0, sizeof(ebuf));
+	for (i = 0; i < 3; i++)
+		memcpy(ebuf + i * elen, &e[i], sizeof(e[i]));
 	return xioctl(c->fd, KVPOOL_EXTEND, &x);
 }
+
+static int st_extend_abc(struct ctx *c) { return extend_abc(c, 0); }
+static int st_extend_abc_wide(struct ctx *c) { return extend_abc(c, WIDE); }
 
 /* A struct kvpool_batch op over @n len entries. */
 static int len_batch(struct ctx *c, unsigned long cmd, const int *who,
@@ -358,7 +400,8 @@ static int len_batch(struct ctx *c, unsigned long cmd, const int *who,
 {
 	struct kvpool_len_entry e[NR_LETTERS] = {};
 	struct kvpool_batch b = {
-		.size = sizeof(b), .count = n, .entries = uptr(e),
+		.size = sizeof(b), .count = n, .entry_len = sizeof(e[0]),
+		.entries = uptr(e),
 	};
 	int i, ret;
 
@@ -379,7 +422,7 @@ static int handle_batch(struct ctx *c, unsigned long cmd, __u32 flags,
 	struct kvpool_handle h[NR_LETTERS] = {};
 	struct kvpool_batch b = {
 		.size = sizeof(b), .flags = flags, .count = n,
-		.entries = uptr(h),
+		.entry_len = sizeof(h[0]), .entries = uptr(h),
 	};
 	int i;
 
@@ -469,7 +512,7 @@ static int st_attach_d(struct ctx *c)
 	__u32 pages[2] = { c->r[A].pages[0], c->r[A].pages[1] };
 	struct kvpool_attach a = {
 		.size = sizeof(a), .handle = c->r[D].h, .nr_pages = 2,
-		.pages = uptr(pages),
+		.page_entry_len = sizeof(pages[0]), .pages = uptr(pages),
 	};
 
 	return xioctl(c->fd, KVPOOL_ATTACH_PREFIX, &a);
@@ -519,7 +562,8 @@ static int st_evict(struct ctx *c)
 {
 	__u32 pages[G_PAGES];
 	struct kvpool_batch b = {
-		.size = sizeof(b), .count = c->nr_cache, .entries = uptr(pages),
+		.size = sizeof(b), .count = c->nr_cache,
+		.entry_len = sizeof(pages[0]), .entries = uptr(pages),
 	};
 	int e;
 
@@ -534,11 +578,34 @@ static int st_query_c(struct ctx *c)
 {
 	__u32 pages[G_MAXP];
 	struct kvpool_row_query q = {
-		.size = sizeof(q), .handle = c->r[C].h,
-		.pages_cap = G_MAXP, .pages = uptr(pages),
+		.size = sizeof(q), .handle = c->r[C].h, .pages_cap = G_MAXP,
+		.page_entry_len = sizeof(pages[0]), .pages = uptr(pages),
 	};
 
 	return xioctl(c->fd, KVPOOL_ROW_QUERY, &q);
+}
+
+/* Page ids of sizeof(__u32) + WIDE bytes: each tail comes back zeroed. */
+static int st_query_c_wide(struct ctx *c)
+{
+	const size_t len = sizeof(__u32) + WIDE;
+	__u8 buf[G_MAXP * (sizeof(__u32) + WIDE)];
+	struct kvpool_row_query q = {
+		.size = sizeof(q), .handle = c->r[C].h, .pages_cap = G_MAXP,
+		.page_entry_len = len, .pages = uptr(buf),
+	};
+	__u32 i, k;
+	int e;
+
+	memset(buf, 0xa5, sizeof(buf));
+	e = xioctl(c->fd, KVPOOL_ROW_QUERY, &q);
+	if (e)
+		return e;
+	for (i = 0; i < q.out_nr_pages && i < G_MAXP; i++)
+		for (k = sizeof(__u32); k < len; k++)
+			if (buf[i * len + k])
+				return E_TAIL;
+	return 0;
 }
 
 static int st_stats(struct ctx *c)
@@ -622,7 +689,7 @@ static int tenant_list(struct ctx *c, struct kvpool_tenant_info *info,
 {
 	struct kvpool_ctl_tenant_list l = {
 		.size = sizeof(l), .pool_id = c->id, .count = count,
-		.tenants = uptr(info),
+		.entry_len = sizeof(*info), .tenants = uptr(info),
 	};
 	int e = xioctl(c->ctl, KVPOOL_CTL_TENANT_LIST, &l);
 
@@ -702,7 +769,8 @@ struct snap {
 #endif
 	char fdinfo[512];
 	char sysfs[256];
-	char misc[512];
+	char pools[512];	/* POOL_CLASS */
+	char misc[512];		/* MISC_CLASS: the control device */
 	char dev[512];
 };
 
@@ -717,6 +785,7 @@ static int query(struct ctx *c, int w, struct kvpool_row_query *q,
 	memset(q, 0, sizeof(*q));
 	q->size = sizeof(*q);
 	q->pages_cap = G_MAXP;
+	q->page_entry_len = sizeof(pages[0]);
 	q->pages = uptr(pages);
 	if (c->r[w].slot) {
 		q->flags = KVPOOL_QUERY_BY_SLOT;
@@ -755,7 +824,7 @@ static void snap_take(struct ctx *c, struct snap *s)
 #endif
 	if (c->pool) {
 		for (i = 0; i < ARRAY_SIZE(sysfs_attrs); i++) {
-			snprintf(p, sizeof(p), "/sys/class/misc/kvpool%u/%s",
+			snprintf(p, sizeof(p), POOL_CLASS "/kvpool%u/%s",
 				 c->id, sysfs_attrs[i]);
 			if (read_text(p, v, sizeof(v)))
 				snprintf(v, sizeof(v), "-\n");
@@ -766,7 +835,8 @@ static void snap_take(struct ctx *c, struct snap *s)
 		}
 	}
 	s->nfds = count_fds();
-	list_dir("/sys/class/misc", "kvpool", s->misc, sizeof(s->misc));
+	list_dir(POOL_CLASS, "kvpool", s->pools, sizeof(s->pools));
+	list_dir(MISC_CLASS, "kvpool", s->misc, sizeof(s->misc));
 	list_dir("/dev", "kvpool", s->dev, sizeof(s->dev));
 }
 
@@ -828,10 +898,11 @@ static bool snap_same(struct ctx *c, const struct snap *a,
 			 "open fds changed: %u -> %u", a->nfds, b->nfds);
 		return false;
 	}
-	if (strcmp(a->misc, b->misc) || strcmp(a->dev, b->dev)) {
+	if (strcmp(a->pools, b->pools) || strcmp(a->misc, b->misc) ||
+	    strcmp(a->dev, b->dev)) {
 		snprintf(c->note, sizeof(c->note),
-			 "kvpool devices changed: misc [%.400s] -> [%.400s], dev [%.400s] -> [%.400s]",
-			 a->misc, b->misc, a->dev, b->dev);
+			 "kvpool devices changed: class [%.300s] -> [%.300s], misc [%.200s] -> [%.200s], dev [%.300s] -> [%.300s]",
+			 a->pools, b->pools, a->misc, b->misc, a->dev, b->dev);
 		return false;
 	}
 	return true;
@@ -863,7 +934,7 @@ static bool settle(struct __test_metadata *_metadata, struct ctx *c)
 		}
 	}
 	if (c->pool && !c->path[0]) {
-		snprintf(p, sizeof(p), "/sys/class/misc/kvpool%u/dev", c->id);
+		snprintf(p, sizeof(p), POOL_CLASS "/kvpool%u/dev", c->id);
 		if (read_text(p, v, sizeof(v)) ||
 		    sscanf(v, "%u:%u", &maj, &min) != 2) {
 			snprintf(c->note, sizeof(c->note),
@@ -962,7 +1033,7 @@ static void finish(struct __test_metadata *_metadata, struct ctx *c)
 			EXPECT_EQ(0, v.out_violations);
 			EXPECT_EQ(0, close(fd));
 		}
-		snprintf(p, sizeof(p), "/sys/class/misc/kvpool%u/nr_clients",
+		snprintf(p, sizeof(p), POOL_CLASS "/kvpool%u/nr_clients",
 			 c->id);
 		EXPECT_EQ(0, read_text(p, txt, sizeof(txt)));
 		EXPECT_STREQ("0\n", txt);
@@ -987,6 +1058,7 @@ static const char *ename(int e)
 	switch (e) {
 	case E_VIOLATIONS:	return "VERIFY found violations";
 	case E_POSITIVE:	return "ioctl returned a positive value";
+	case E_TAIL:		return "an element's tail was not zeroed";
 	default:		return strerror(e);
 	}
 }
@@ -1191,6 +1263,10 @@ SEQ(verify, ROWS_SETUP, SETUP(st_donate_a8), SETUP(st_alloc_d),
 SEQ(close, ROWS_SETUP, SETUP(st_to_slot_c), SETUP(st_donate_a8),
     SETUP(st_alloc_d), SETUP(st_attach_d), ARMED(st_close))
 SEQ(ctl_destroy, SETUP(st_create), ARMED(st_destroy))
+/* Element lengths past the header's: the same ops, the same rules. */
+SEQ(wide_elements, SETUP(st_create), SETUP(st_open),
+    ARMED(st_alloc_abc_wide), ARMED(st_extend_abc_wide), SETUP(st_commit_abc),
+    ARMED(st_query_c_wide))
 #if HAVE_EXPORT
 SEQ(export, ROWS_SETUP, SETUP(st_donate_a8), ARMED_X(st_export_a))
 SEQ(import, ROWS_SETUP, SETUP(st_donate_a8), SETUP_X(st_export_a),

@@ -12,14 +12,17 @@
  * administrator's tenant limits and guarantees, watermarks, tenant list;
  * pressure; the geometry check), a client closing (detach, then attach
  * again as a new client), clients in one tenant or two, and allocation
- * failure injected into the next op (kvp_user_fail_nth). Arguments are mostly plausible (live handles of the
- * caller, lengths next to the row's current ones, pages of its cache) and
- * often not: stale, other clients' and garbage handles, lengths around
- * every boundary, rows and pages named twice in a batch, random page ids
- * and session ids, unknown flags, counts of 0 and past the batch limit.
+ * failure injected into the next op (kvp_user_fail_nth). Arguments are
+ * mostly plausible (live handles of the caller, lengths next to the row's
+ * current ones, pages of its cache) and often not: stale, not yet issued
+ * (a generation ahead of the row's), other clients' and garbage handles,
+ * lengths around every boundary, rows and pages named twice in a batch,
+ * random page ids and session ids, unknown flags, counts of 0 and past
+ * the batch limit.
  *
  * Checked after every op; any failure is a finding and abort()s:
- * - kvp_verify_locked() reports 0 violations;
+ * - kvp_verify_locked() reports 0 violations, and no row has a hole
+ *   (a page SWA_FREE freed) below its protected length;
  * - an op that failed left the whole pool exactly as it was (page table,
  *   rows and their page lists, clients, caches and pins, slot chains), so
  *   also every client's STATS; its errno is one the ABI documents for the
@@ -469,8 +472,10 @@ static int fz_nth_held(struct fz *f, int ci, u32 i)
 /*
  * A handle. m & 7: 0-3 a row the caller holds, 4-5 any handle seen so
  * far (others', released, stale), 6 any held row of any client, 7 garbage
- * (m & 0x80: two raw u32, else two bytes). (m >> 3) & 15 of 14 / 15 bumps
- * the generation up / down.
+ * (m & 0x80: two raw u32, else two bytes). (m >> 3) & 15 moves the
+ * generation: 14 +1 and 12 +5 (not issued yet), 11 +2^31 - 1 (the
+ * farthest ahead the wrap-around compare sees), 15 -1 (stale), 13 +2^31
+ * (as far behind as ahead: stale).
  */
 static struct kvpool_handle dec_handle(struct fz *f, struct fz_in *in)
 {
@@ -506,10 +511,23 @@ static struct kvpool_handle dec_handle(struct fz *f, struct fz_in *in)
 		h.req_pool_idx = i % (f->pool.nr_rows + 1);
 		h.generation = 1;
 	}
-	if (tweak == 14)
+	switch (tweak) {
+	case 11:
+		h.generation += 0x7fffffffU;
+		break;
+	case 12:
+		h.generation += 5;
+		break;
+	case 13:
+		h.generation += 0x80000000U;
+		break;
+	case 14:
 		h.generation++;
-	else if (tweak == 15)
+		break;
+	case 15:
 		h.generation--;
+		break;
+	}
 	return h;
 }
 
@@ -757,7 +775,12 @@ static struct kvp_client *fz_cur(struct fz *f)
 	return &f->cli[f->ci];
 }
 
-/* ENOENT / ESTALE / 0 for handle @h of the current client, from before. */
+/*
+ * ENOENT / ESTALE / 0 for handle @h of the current client, from before.
+ * A generation newer than the row's (with wrap-around: up to 2^31 - 1
+ * ahead) was never issued and names nothing, ENOENT; an older one is an
+ * earlier use of the row, ESTALE.
+ */
 static int model_lookup(struct fz *f, struct kvpool_handle h)
 {
 	const struct fz_rsnap *r;
@@ -768,8 +791,17 @@ static int model_lookup(struct fz *f, struct kvpool_handle h)
 	if (r->state != KVP_ROW_HELD || r->owner != f->ci)
 		return -ENOENT;
 	if (r->gen != h.generation)
-		return -ESTALE;
+		return (s32)(h.generation - r->gen) > 0 ? -ENOENT : -ESTALE;
 	return 0;
+}
+
+/*
+ * SWA_FREE freed pages above protected: the row's start has holes, is no
+ * prefix, and may not be donated (DONATE, RELEASE_DONATE: EINVAL).
+ */
+static bool model_holed(const struct fz_rsnap *r)
+{
+	return r->swa > r->protected;
 }
 
 /*
@@ -896,12 +928,26 @@ static void fz_check_stats(struct fz *f, const struct fz_delta *d)
 
 static void fz_verify(struct fz *f)
 {
-	u32 bad = ~0U;
+	u32 bad = ~0U, i, p;
 	int ret = kvp_verify_locked(&f->pool, &bad);
 
 	if (ret || bad)
 		fz_finding(f, "kvp_verify_locked: ret %d, %u violations%s",
 			   ret, bad, kvp_user_verbose ? " (above)" : "");
+	/*
+	 * A prefix is cached whole or not at all: SWA_FREE never frees below
+	 * protected and a holed row donates nothing, so no row has a hole
+	 * among the pages it protects (what ATTACH_PREFIX would map).
+	 */
+	for (i = 0; i < f->pool.nr_rows; i++) {
+		const struct kvp_row *r = &f->pool.rows[i];
+
+		for (p = 0; p < r->protected / f->pool.page_tokens &&
+		     p < r->nr; p++)
+			if (r->pages[p] == KVPOOL_PAGE_NONE)
+				fz_finding(f, "row %u: protected %u, page %u is a hole",
+					   i, r->protected, p);
+	}
 }
 
 static const char *fz_err(int ret)
@@ -912,7 +958,7 @@ static const char *fz_err(int ret)
 		{ -ENOBUFS, "ENOBUFS" }, { -EEXIST, "EEXIST" },
 		{ -EALREADY, "EALREADY" }, { -EBUSY, "EBUSY" },
 		{ -EOPNOTSUPP, "EOPNOTSUPP" }, { -ENOMEM, "ENOMEM" },
-		{ -EOVERFLOW, "EOVERFLOW" }, { -EDQUOT, "EDQUOT" },
+		{ -EDQUOT, "EDQUOT" },
 	};
 	static char buf[16];
 	size_t i;
@@ -1167,7 +1213,8 @@ static int len_value(struct fz *f, enum fz_len_op op,
 		return e->__reserved || e->len < r->committed ||
 		       e->len > r->allocated ? -EINVAL : 0;
 	case LEN_DONATE:
-		if (e->__reserved || e->len > r->committed)
+		/* A holed row is EINVAL whatever the length. */
+		if (e->__reserved || e->len > r->committed || model_holed(r))
 			return -EINVAL;
 		return e->len <= r->protected ? -EALREADY : 0;
 	default:
@@ -1256,9 +1303,11 @@ static void op_len(struct fz *f, struct fz_in *in, enum fz_len_op op)
 			for (p = lo; p < hi; p++) {
 				u32 id = b->pages[p];
 
+				/* The model let no holed row through. */
+				FZ_CHECK(f, id != KVPOOL_PAGE_NONE,
+					 "row %u: donated a hole at page %u",
+					 ri, p);
 				FZ_EQ(f, r->pages[p], id);
-				if (id == KVPOOL_PAGE_NONE)
-					continue;
 				FZ_EQ(f, f->pool.pages[id].owner,
 				      KVP_OWNER_CACHE | fz_cur(f)->cidx);
 			}
@@ -1342,6 +1391,14 @@ static void op_handles(struct fz *f, struct fz_in *in, bool release)
 	} else {
 		want = model_lookup_batch(f, h, sizeof(*h), count, &idx);
 	}
+	/* Every handle is good: RELEASE_DONATE refuses the first holed row. */
+	for (i = 0; release && !want && (flags & KVPOOL_RELEASE_DONATE) &&
+	     i < count; i++) {
+		if (model_holed(fz_brow(f, h[i]))) {
+			want = -EINVAL;
+			idx = i;
+		}
+	}
 	if (release)
 		ret = kvp_release_locked(fz_cur(f), h, count, flags, &out,
 					 &eidx);
@@ -1379,9 +1436,12 @@ static void op_handles(struct fz *f, struct fz_in *in, bool release)
 		}
 		FZ_EQ(f, r->state, KVP_ROW_FREE);
 		FZ_CHECK(f, !r->owner && !r->nr && !r->pages, "row %u", ri);
-		if (flags & KVPOOL_RELEASE_DONATE)
+		if (flags & KVPOOL_RELEASE_DONATE) {
+			FZ_CHECK(f, !model_holed(b), "row %u: holed, donated",
+				 ri);
 			dn = fz_owned(f, ri, b->protected / pt,
 				      b->committed / pt);
+		}
 		donated += dn;
 		freed += fz_owned(f, ri, 0, b->nr) - dn;
 	}
@@ -2089,6 +2149,7 @@ static void op_tenant_list(struct fz *f, struct fz_in *in)
 		FZ_EQ(f, out[i].min_pages, t->min_pages);
 		FZ_EQ(f, out[i].max_rows, t->max_rows);
 		FZ_EQ(f, out[i].__reserved, 0);
+		FZ_EQ(f, out[i].__reserved2, 0);
 	}
 	/* Nothing past the room it was given. */
 	for (k = 0; k < sizeof(*out); k++)

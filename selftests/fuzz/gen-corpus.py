@@ -45,8 +45,10 @@ def header(pt=1, pages=64, rows=8, rt_pages=16, rt_adj=0, reserve=False,
 # ---- arguments ----
 
 def h_live(i=0, tweak=None):
-    """The i-th row the caller holds; tweak +1 / -1 makes it stale."""
-    t = {None: 0, +1: 14, -1: 15}[tweak]
+    """The i-th row the caller holds, its generation moved by tweak:
+    +1, +5, 'far' (+2^31 - 1): not issued yet (ENOENT); -1, 'half'
+    (+2^31, as far behind as ahead): stale (ESTALE)."""
+    t = {None: 0, +1: 14, -1: 15, +5: 12, 'far': 11, 'half': 13}[tweak]
     return bytes([0 | (t << 3), i])
 
 
@@ -342,6 +344,55 @@ def scenarios():
         release(0, [h_known(0)]) + query(0, h_known(0)) + \
         to_slot(0, h_live(0, -1), sess(1)) + release(0, [h_known(1)]) + \
         release(0, [h_known(1)])
+
+    # Generations ahead of the row's name nothing (ENOENT), behind are
+    # stale (ESTALE), for every op that takes a handle; the second run
+    # starts the rows' generations just below 2^32, so they wrap.
+    for name, wrap in (('future-generations', False),
+                       ('future-generations-wrap', True)):
+        g = header(pt=4, pages=64, rows=6, rt_pages=16, gen_wrap=wrap) + \
+            alloc(0, 3) + extend(0, [(h_live(0), tok(16)), (h_live(1), tok(16))]) + \
+            commit(0, [(h_live(0), tok(8)), (h_live(1), tok(8))]) + \
+            donate(0, [(h_live(0), tok(4))])
+        for tw in (+1, +5, 'far', -1, 'half'):
+            g += commit(0, [(h_live(0), tok(12)), (h_live(1, tw), tok(12))]) + \
+                trim(0, [h_live(0), h_live(1, tw)]) + \
+                release(0, [h_live(0), h_live(1, tw)]) + \
+                release(0, [h_live(0), h_live(1, tw)], flags=1) + \
+                extend(0, [(h_live(0), tok(20)), (h_live(1, tw), tok(20))]) + \
+                donate(0, [(h_live(0), tok(8)), (h_live(1, tw), tok(8))]) + \
+                swa(0, [(h_live(0), tok(4)), (h_live(1, tw), tok(4))]) + \
+                to_slot(0, h_live(1, tw), sess(3)) + \
+                attach(0, h_live(2, tw), 1) + export_row(0, h_live(1, tw)) + \
+                query(0, h_live(1, tw))
+        g += to_slot(0, h_live(1), sess(3)) + from_slot(0, sess(3)) + \
+            commit(0, [(h_live(1, +1), tok(12))]) + \
+            commit(0, [(h_live(1, -1), tok(12))]) + \
+            export_row(0, h_live(1)) + import_(0, 0) + \
+            trim(0, [h_live(1, +1)]) + trim(0, [h_live(1, -1)]) + \
+            attach(0, h_live(2), 1)
+        s[name] = g
+
+    # The case an outside model found: page_tokens 16, committed 64,
+    # SWA_FREE to 32 with protected 0, then DONATE 64 succeeded with
+    # protected 64 over two holes. A holed row donates nothing now
+    # (EINVAL, naming the entry), alone or in a batch, nor with
+    # RELEASE_DONATE; without the flag it releases, and a row donated
+    # before its window slid keeps a whole prefix.
+    s['donate-after-swa'] = header(pt=16, pages=32, rows=4, rt_pages=8) + \
+        alloc(0, 3) + \
+        extend(0, [(h_live(0), tok(64)), (h_live(1), tok(64)), (h_live(2), tok(64))]) + \
+        commit(0, [(h_live(0), tok(64)), (h_live(1), tok(64)), (h_live(2), tok(64))]) + \
+        swa(0, [(h_live(1), tok(32))]) + donate(0, [(h_live(1), tok(64))]) + \
+        donate(0, [(h_live(1), tok(0))]) + donate(0, [(h_live(1), tok(48))]) + \
+        donate(0, [(h_live(0), tok(64)), (h_live(1), tok(64))]) + \
+        release(0, [h_live(0), h_live(1)], flags=1) + \
+        donate(0, [(h_live(2), tok(32))]) + swa(0, [(h_live(2), tok(32))]) + \
+        donate(0, [(h_live(2), tok(48))]) + swa(0, [(h_live(2), tok(64))]) + \
+        donate(0, [(h_live(2), tok(64))]) + release(0, [h_live(2)], flags=1) + \
+        query(0, h_live(1)) + release(0, [h_live(1)]) + \
+        alloc(0) + attach(0, h_live(1), 3) + \
+        release(0, [h_live(0)], flags=1) + stats(0) + reopen(0)
 
     s['cross-client'] = header(pt=4, pages=64, rows=8, rt_pages=8, four=True) + \
         alloc(0, 2) + alloc(1, 1) + extend(0, [(h_live(0), tok(8))]) + \

@@ -12,16 +12,18 @@
  * Fixture "info" checks discovery and accounting: INFO, STATS, VERIFY,
  * fdinfo, sysfs, ENOTTY.
  *
+ * Fixture "elen" runs the element-length checks on each array (one variant
+ * per array): entry_len and page_entry_len below the element (EINVAL),
+ * above PAGE_SIZE (E2BIG), longer with a zero tail (the same as exact), a
+ * non-zero tail (E2BIG on the element in an array the kernel reads,
+ * zeroed in one it writes). Fixture "misc": lengths checked with nothing
+ * to copy, STATS sizes, VERIFY's CAP_SYS_ADMIN (EPERM).
+ *
  * Copyright (C) 2026 The kvpool authors
  */
-#include "kvpool_util.h"
+#include "kvpool_tenant_util.h"
 
 #define BIG_PAGES 3
-
-#ifndef offsetofend
-#define offsetofend(type, member) \
-	(offsetof(type, member) + sizeof(((type *)0)->member))
-#endif
 
 FIXTURE(abi) {
 	struct kvp_pool pool;
@@ -92,26 +94,6 @@ static void prep_stats(struct __test_metadata __maybe_unused *_metadata,
 	memcpy(buf, &s, sizeof(s));
 }
 
-/*
- * struct kvpool_stats as its first release had it (up to and including
- * __reserved, 72 bytes); later fields were appended after it. A client
- * built then still passes this size.
- */
-struct kvp_stats_v1 {
-	__u32 size;
-	__u32 flags;
-	__u32 out[15];
-	__u32 __reserved;
-};
-
-static void prep_stats_v1(struct __test_metadata __maybe_unused *_metadata,
-			  FIXTURE_DATA(abi) __maybe_unused *self, void *buf)
-{
-	struct kvp_stats_v1 s = { .size = sizeof(s) };
-
-	memcpy(buf, &s, sizeof(s));
-}
-
 static void prep_verify(struct __test_metadata __maybe_unused *_metadata,
 			FIXTURE_DATA(abi) __maybe_unused *self, void *buf)
 {
@@ -125,6 +107,7 @@ static void prep_row_alloc(struct __test_metadata __maybe_unused *_metadata,
 {
 	struct kvpool_row_alloc s = {
 		.size = sizeof(s), .count = 1,
+		.entry_len = sizeof(struct kvpool_handle),
 		.handles = kvp_ptr(self->handles),
 	};
 
@@ -136,7 +119,9 @@ static void prep_extend(struct __test_metadata __maybe_unused *_metadata,
 {
 	struct kvpool_extend s = {
 		.size = sizeof(s), .count = 1,
+		.entry_len = sizeof(struct kvpool_extend_entry),
 		.pages_cap = ARRAY_SIZE(self->pages),
+		.page_entry_len = sizeof(__u32),
 		.entries = kvp_ptr(self->ext), .pages = kvp_ptr(self->pages),
 	};
 
@@ -150,7 +135,9 @@ static void prep_commit(struct __test_metadata __maybe_unused *_metadata,
 			FIXTURE_DATA(abi) __maybe_unused *self, void *buf)
 {
 	struct kvpool_batch s = {
-		.size = sizeof(s), .count = 1, .entries = kvp_ptr(self->len),
+		.size = sizeof(s), .count = 1,
+		.entry_len = sizeof(struct kvpool_len_entry),
+		.entries = kvp_ptr(self->len),
 	};
 
 	self->len[0].handle = abi_row(_metadata, self, 20);
@@ -163,7 +150,9 @@ static void prep_trim_release(struct __test_metadata __maybe_unused *_metadata,
 			      FIXTURE_DATA(abi) __maybe_unused *self, void *buf)
 {
 	struct kvpool_batch s = {
-		.size = sizeof(s), .count = 1, .entries = kvp_ptr(self->h),
+		.size = sizeof(s), .count = 1,
+		.entry_len = sizeof(struct kvpool_handle),
+		.entries = kvp_ptr(self->h),
 	};
 
 	self->h[0] = abi_row(_metadata, self, 40);
@@ -188,6 +177,7 @@ static void prep_donate(struct __test_metadata __maybe_unused *_metadata,
 {
 	struct kvpool_batch s = {
 		.size = sizeof(s), .count = 1,
+		.entry_len = sizeof(struct kvpool_len_entry),
 		.entries = kvp_ptr(self->donate),
 	};
 
@@ -203,7 +193,9 @@ static void prep_swa_free(struct __test_metadata __maybe_unused *_metadata,
 			  FIXTURE_DATA(abi) __maybe_unused *self, void *buf)
 {
 	struct kvpool_batch s = {
-		.size = sizeof(s), .count = 1, .entries = kvp_ptr(self->swa),
+		.size = sizeof(s), .count = 1,
+		.entry_len = sizeof(struct kvpool_len_entry),
+		.entries = kvp_ptr(self->swa),
 	};
 
 	self->swa[0].handle = abi_row(_metadata, self, 40);
@@ -236,7 +228,8 @@ static void prep_cache_evict(struct __test_metadata __maybe_unused *_metadata,
 			     FIXTURE_DATA(abi) __maybe_unused *self, void *buf)
 {
 	struct kvpool_batch s = {
-		.size = sizeof(s), .count = 1, .entries = kvp_ptr(self->evict),
+		.size = sizeof(s), .count = 1, .entry_len = sizeof(__u32),
+		.entries = kvp_ptr(self->evict),
 	};
 	__u32 ids[2];
 
@@ -250,6 +243,7 @@ static void prep_attach(struct __test_metadata __maybe_unused *_metadata,
 {
 	struct kvpool_attach s = {
 		.size = sizeof(s), .nr_pages = 2,
+		.page_entry_len = sizeof(__u32),
 		.pages = kvp_ptr(self->attach),
 	};
 
@@ -276,6 +270,7 @@ static void prep_row_query(struct __test_metadata __maybe_unused *_metadata,
 {
 	struct kvpool_row_query s = {
 		.size = sizeof(s), .pages_cap = ARRAY_SIZE(self->pages),
+		.page_entry_len = sizeof(__u32),
 		.pages = kvp_ptr(self->pages),
 	};
 
@@ -392,6 +387,7 @@ static void prep_tenant_list(struct __test_metadata __maybe_unused *_metadata,
 	struct kvpool_ctl_tenant_list s = {
 		.size = sizeof(s), .pool_id = self->pool.id,
 		.count = ARRAY_SIZE(self->tinfo),
+		.entry_len = sizeof(struct kvpool_tenant_info),
 		.tenants = kvp_ptr(self->tinfo),
 	};
 
@@ -430,46 +426,47 @@ static void prep_set_wmark(struct __test_metadata __maybe_unused *_metadata,
 
 OP(info, KVPOOL_INFO, struct kvpool_info, false,
    ROFF(struct kvpool_info), 1, prep_info);
-/* STATS grew (export and tenant figures): sizes from 72 bytes are valid. */
-OP_MIN(stats, KVPOOL_STATS, struct kvpool_stats, sizeof(struct kvp_stats_v1),
-       false, ROFF(struct kvpool_stats), 1, prep_stats);
-/* An old caller: the bytes past its struct are ones the kernel knows. */
-OP_KMIN(stats_v1, KVPOOL_STATS, struct kvp_stats_v1,
-	sizeof(struct kvp_stats_v1), sizeof(struct kvpool_stats), false,
-	ROFF(struct kvp_stats_v1), 1, prep_stats_v1);
+/*
+ * STATS: this release is the first, so its first size is the whole struct
+ * (104 bytes); the 72-byte struct of the development series is EINVAL
+ * (short_size checks 100 and 103, info.stats_sizes 72).
+ */
+OP(stats, KVPOOL_STATS, struct kvpool_stats, false,
+   ROFF(struct kvpool_stats), 1, prep_stats);
 OP(row_alloc, KVPOOL_ROW_ALLOC, struct kvpool_row_alloc, false,
-   -1, 1, prep_row_alloc);
+   ROFF(struct kvpool_row_alloc), 1, prep_row_alloc);
 OP(extend, KVPOOL_EXTEND, struct kvpool_extend, false,
    ROFF(struct kvpool_extend), 1, prep_extend);
-OP(commit, KVPOOL_COMMIT, struct kvpool_batch, false,
-   ROFF(struct kvpool_batch), 1, prep_commit);
-OP(trim, KVPOOL_TRIM, struct kvpool_batch, false,
-   ROFF(struct kvpool_batch), 1, prep_trim_release);
+/*
+ * struct kvpool_batch has no must-be-zero field (-1): reserved_nonzero
+ * checks instead that what the caller left in out_error_index is ignored.
+ */
+OP(commit, KVPOOL_COMMIT, struct kvpool_batch, false, -1, 1, prep_commit);
+OP(trim, KVPOOL_TRIM, struct kvpool_batch, false, -1, 1, prep_trim_release);
 /* Bit 0 is KVPOOL_RELEASE_DONATE. */
-OP(release, KVPOOL_RELEASE, struct kvpool_batch, false,
-   ROFF(struct kvpool_batch), KVPOOL_RELEASE_DONATE << 1, prep_trim_release);
+OP(release, KVPOOL_RELEASE, struct kvpool_batch, false, -1,
+   KVPOOL_RELEASE_DONATE << 1, prep_trim_release);
 OP(to_slot, KVPOOL_TO_SLOT, struct kvpool_slot, false,
    ROFF(struct kvpool_slot), 1, prep_to_slot);
 OP(from_slot, KVPOOL_FROM_SLOT, struct kvpool_slot, false,
    ROFF(struct kvpool_slot), 1, prep_slot);
 OP(slot_release, KVPOOL_SLOT_RELEASE, struct kvpool_slot, false,
    ROFF(struct kvpool_slot), 1, prep_slot);
-/*
- * kvpool_row_query has no __reserved member:
- * session_id, which must be 0 without KVPOOL_QUERY_BY_SLOT, stands in.
- */
 OP(row_query, KVPOOL_ROW_QUERY, struct kvpool_row_query, false,
+   ROFF(struct kvpool_row_query), 2, prep_row_query);
+/* session_id must be 0 without KVPOOL_QUERY_BY_SLOT, like a reserved field. */
+OP(row_query_session, KVPOOL_ROW_QUERY, struct kvpool_row_query, false,
    (int)offsetof(struct kvpool_row_query, session_id), 2, prep_row_query);
 OP(verify, KVPOOL_VERIFY, struct kvpool_verify, false,
    ROFF(struct kvpool_verify), 1, prep_verify);
-OP(donate, KVPOOL_DONATE, struct kvpool_batch, false,
-   ROFF(struct kvpool_batch), 1, prep_donate);
-OP(attach_prefix, KVPOOL_ATTACH_PREFIX, struct kvpool_attach, false,
-   ROFF(struct kvpool_attach), 1, prep_attach);
-OP(cache_evict, KVPOOL_CACHE_EVICT, struct kvpool_batch, false,
-   ROFF(struct kvpool_batch), 1, prep_cache_evict);
-OP(swa_free, KVPOOL_SWA_FREE, struct kvpool_batch, false,
-   ROFF(struct kvpool_batch), 1, prep_swa_free);
+OP(donate, KVPOOL_DONATE, struct kvpool_batch, false, -1, 1, prep_donate);
+/* No must-be-zero field and no output: the struct must come back as is. */
+OP(attach_prefix, KVPOOL_ATTACH_PREFIX, struct kvpool_attach, false, -1, 1,
+   prep_attach);
+OP(cache_evict, KVPOOL_CACHE_EVICT, struct kvpool_batch, false, -1, 1,
+   prep_cache_evict);
+OP(swa_free, KVPOOL_SWA_FREE, struct kvpool_batch, false, -1, 1,
+   prep_swa_free);
 OP(ctl_create, KVPOOL_CTL_CREATE, struct kvpool_ctl_create, true,
    ROFF(struct kvpool_ctl_create), 2, prep_ctl_create);
 OP(ctl_destroy, KVPOOL_CTL_DESTROY, struct kvpool_ctl_destroy, true,
@@ -501,15 +498,13 @@ OP(ctl_tenant_set, KVPOOL_CTL_TENANT_SET, struct kvpool_ctl_tenant, true,
 OP(ctl_tenant_set_by_id, KVPOOL_CTL_TENANT_SET, struct kvpool_ctl_tenant,
    true, ROFF(struct kvpool_ctl_tenant), KVPOOL_TENANT_BY_ID << 1,
    prep_tenant_set_id);
-/*
- * struct kvpool_ctl_tenant ends in 4 bytes of padding after label (76 to
- * 80): padding must be zero like a reserved field.
- */
-OP(ctl_tenant_set_padding, KVPOOL_CTL_TENANT_SET, struct kvpool_ctl_tenant,
-   true, (int)offsetofend(struct kvpool_ctl_tenant, label),
+/* struct kvpool_ctl_tenant ends in __reserved2, after label. */
+OP(ctl_tenant_set_reserved2, KVPOOL_CTL_TENANT_SET, struct kvpool_ctl_tenant,
+   true, (int)offsetof(struct kvpool_ctl_tenant, __reserved2),
    KVPOOL_TENANT_BY_ID << 1, prep_tenant_set);
+/* No must-be-zero field: out_nr_tenants's input must be ignored. */
 OP(ctl_tenant_list, KVPOOL_CTL_TENANT_LIST, struct kvpool_ctl_tenant_list,
-   true, ROFF(struct kvpool_ctl_tenant_list), 1, prep_tenant_list);
+   true, -1, 1, prep_tenant_list);
 OP(ctl_set_wmark, KVPOOL_CTL_SET_WMARK, struct kvpool_ctl_wmark, true,
    ROFF(struct kvpool_ctl_wmark), 1, prep_set_wmark);
 
@@ -614,7 +609,9 @@ static void abi_snap(FIXTURE_DATA(abi) *self, struct abi_snap *s)
 {
 	struct kvpool_ctl_tenant_list l = {
 		.size = sizeof(l), .pool_id = self->pool.id,
-		.count = ARRAY_SIZE(s->ti), .tenants = kvp_ptr(s->ti),
+		.count = ARRAY_SIZE(s->ti),
+		.entry_len = sizeof(struct kvpool_tenant_info),
+		.tenants = kvp_ptr(s->ti),
 	};
 	struct kvpool_pressure p = { .size = sizeof(p) };
 
@@ -866,6 +863,48 @@ TEST_F(abi, unknown_flags)
 	}
 }
 
+/*
+ * An op whose struct has no must-be-zero field: its words that are not
+ * inputs must be ignored on the way in and written on the way out, and
+ * ATTACH_PREFIX, which has none, must come back as it went in.
+ */
+static void abi_no_reserved(struct __test_metadata *_metadata,
+			    FIXTURE_DATA(abi) *self,
+			    const FIXTURE_VARIANT(abi) *variant,
+			    unsigned char *buf)
+{
+	const __u32 junk = 0xdeadbeef;
+	unsigned long cmd = variant->op->cmd;
+	unsigned char copy[256];
+	__u32 v;
+
+	abi_prep(_metadata, self, variant, buf, KVP_PAGE_SIZE);
+	if (cmd == KVPOOL_ATTACH_PREFIX) {
+		memcpy(copy, buf, variant->op->size);
+		ASSERT_EQ(0, abi_call(self, variant, buf));
+		EXPECT_EQ(0, memcmp(copy, buf, variant->op->size));
+	} else if (cmd == KVPOOL_CTL_TENANT_LIST) {
+		size_t off = offsetof(struct kvpool_ctl_tenant_list,
+				      out_nr_tenants);
+
+		memcpy(buf + off, &junk, 4);
+		ASSERT_EQ(0, abi_call(self, variant, buf));
+		memcpy(&v, buf + off, 4);
+		/* The fixture's own client made one tenant. */
+		EXPECT_LE(1, v);
+		EXPECT_GE(ARRAY_SIZE(self->tinfo), v);
+	} else {
+		size_t off = offsetof(struct kvpool_batch, out_error_index);
+
+		ASSERT_NE(0, kvp_batch_entry_len(cmd)) TH_LOG("%s",
+							   variant->op->name);
+		memcpy(buf + off, &junk, 4);
+		ASSERT_EQ(0, abi_call(self, variant, buf));
+		memcpy(&v, buf + off, 4);
+		EXPECT_EQ(KVP_ERR_NONE, v);
+	}
+}
+
 TEST_F(abi, reserved_nonzero)
 {
 	const __u32 vals[] = { 1, 0x80000000u, ~0u };
@@ -874,19 +913,7 @@ TEST_F(abi, reserved_nonzero)
 	unsigned int i;
 
 	if (variant->op->reserved_off < 0) {
-		/*
-		 * ROW_ALLOC has no must-be-zero field. Its one word that is
-		 * not an input, out_short, must then be ignored on the way in
-		 * and written on the way out.
-		 */
-		const __u32 junk = 0xdeadbeef;
-		size_t off = offsetof(struct kvpool_row_alloc, out_short);
-
-		ASSERT_EQ(KVPOOL_ROW_ALLOC, variant->op->cmd);
-		abi_prep(_metadata, self, variant, buf, KVP_PAGE_SIZE);
-		memcpy(buf + off, &junk, 4);
-		EXPECT_EQ(0, abi_call(self, variant, buf));
-		EXPECT_EQ(0, ((struct kvpool_row_alloc *)buf)->out_short);
+		abi_no_reserved(_metadata, self, variant, buf);
 		return;
 	}
 	for (i = 0; i < ARRAY_SIZE(vals); i++) {
@@ -1300,17 +1327,26 @@ TEST_F(info, enotty)
 {
 	const unsigned long cmds[] = {
 		_IO(KVPOOL_TYPE, 0x7f),
-		/* 0x8c..0x92 are real ops; 0x93..0x9f are not (yet). */
+		/* 0x00..0x12 are pool ops; 0x13..0x1f are kept for later. */
 		_IO(KVPOOL_TYPE, KVPOOL_CMD_PRESSURE + 1),
-		_IO(KVPOOL_TYPE, 0x93),
-		_IO(KVPOOL_TYPE, 0x9e),
-		_IO(KVPOOL_TYPE, 0x9f),
-		/* Control ops are not pool ops. */
+		_IO(KVPOOL_TYPE, 0x13),
+		_IO(KVPOOL_TYPE, 0x1e),
+		_IO(KVPOOL_TYPE, 0x1f),
+		/* Control ops (0x20..0x24) are not pool ops. */
 		_IO(KVPOOL_TYPE, KVPOOL_CMD_CTL_CREATE),
 		_IO(KVPOOL_TYPE, KVPOOL_CMD_CTL_SET_WMARK),
-		_IO(KVPOOL_TYPE, 0xa2),
+		_IO(KVPOOL_TYPE, 0x22),
+		_IO(KVPOOL_TYPE, 0x25),
+		/* 0x30..0x3f are kept; nothing above is ours. */
+		_IO(KVPOOL_TYPE, 0x30),
+		_IO(KVPOOL_TYPE, 0x3f),
+		_IO(KVPOOL_TYPE, 0x40),
 		_IO(KVPOOL_TYPE, 0xff),
-		_IO(KVPOOL_TYPE, 0x00),
+		/* The development series' numbers: type 0xb7, ops from 0x80. */
+		_IO(KVPOOL_TYPE, 0x80),
+		_IO(0xb7, 0x80),
+		_IO(0xb7, 0x81),
+		_IO(0xb7, KVPOOL_CMD_INFO),
 		_IO(KVPOOL_TYPE - 1, KVPOOL_CMD_INFO),
 		_IO(KVPOOL_TYPE + 1, KVPOOL_CMD_INFO),
 		/* The right number with a size/direction encoded. */
@@ -1336,6 +1372,1012 @@ TEST_F(info, enotty)
 	}
 	ASSERT_EQ(0, kvp_stats(self->fd, &after));
 	EXPECT_STREQ("", kvp_stats_diff(&before, &after));
+}
+
+/* ---- element lengths: entry_len and page_entry_len ---------------------- */
+
+/*
+ * Fixture "elen" runs the checks of the struct sizes above on each array
+ * of the ABI (one variant per array): an element length below the
+ * element's first release, 0 included (EINVAL), above PAGE_SIZE (E2BIG),
+ * longer than this header's element with a zero tail (accepted, the same
+ * as the exact length), and with a non-zero tail: E2BIG with
+ * out_error_index on the element in an array the kernel reads, ignored and
+ * zeroed in one it writes. Every refused call changes nothing: STATS, the
+ * rows involved, the array, and VERIFY stays clean.
+ */
+#define ELEN_ARR_BYTES	(10 * KVP_PAGE_SIZE)	/* 8 elements of 4096, slack */
+#define ELEN_MAX_NR	8
+
+enum elen_dir {
+	ELEN_READ,	/* the kernel reads the elements */
+	ELEN_WRITE,	/* the kernel writes them */
+	ELEN_RW,	/* it reads them and writes their out_* fields */
+};
+
+FIXTURE(elen) {
+	struct kvp_pool pool;
+	int fd;
+	unsigned char *arr;		/* the array under test */
+	unsigned char copy[ELEN_ARR_BYTES];
+	unsigned char st[256];		/* the op's struct */
+	struct kvpool_handle rows[KVP_SNAP_ROWS];	/* rows prep made */
+	int nr_rows;
+	struct kvpool_extend_entry ext[2];	/* EXTEND's other array */
+	__u32 pages[64];
+	__u32 cache[2];			/* prefix-cache page ids */
+};
+
+typedef void (*elen_prep_fn)(struct __test_metadata *_metadata,
+			     FIXTURE_DATA(elen) *self, __u32 stride);
+/* After a call that succeeded: check the results; returns elements written. */
+typedef __u32 (*elen_check_fn)(struct __test_metadata *_metadata,
+			       FIXTURE_DATA(elen) *self, __u32 stride);
+
+struct elen_op {
+	const char *name;
+	unsigned long cmd;
+	bool ctl;		/* issued on /dev/kvpool-control */
+	__u32 esize;		/* sizeof the element in this header */
+	__u32 len_off;		/* the element length field in the struct */
+	enum elen_dir dir;
+	int err_off;		/* out_error_index in the struct, or -1 */
+	__u32 nr;		/* elements the call reads or has room for */
+	elen_prep_fn prep;	/* the struct in st, elements at stride */
+	elen_check_fn check;
+};
+
+FIXTURE_VARIANT(elen) {
+	const struct elen_op *op;
+};
+
+FIXTURE_SETUP(elen)
+{
+	kvp_pool_init(_metadata, &self->pool, KVPOOL_CREATE_RESERVE_ZERO,
+		      512, 16, 64, 1024);
+	self->fd = kvp_pool_open(_metadata, &self->pool);
+	self->arr = mmap(NULL, ELEN_ARR_BYTES, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, self->arr);
+}
+
+FIXTURE_TEARDOWN(elen)
+{
+	if (self->arr && self->arr != MAP_FAILED)
+		munmap(self->arr, ELEN_ARR_BYTES);
+	kvp_pool_fini(_metadata, &self->pool);
+}
+
+static unsigned char *elen_elem(FIXTURE_DATA(elen) *self, __u32 i,
+				__u32 stride)
+{
+	return self->arr + (size_t)i * stride;
+}
+
+/* A held row of @tokens (pt 16), @committed of them committed. */
+static struct kvpool_handle elen_row(struct __test_metadata *_metadata,
+				     FIXTURE_DATA(elen) *self, __u32 tokens,
+				     __u32 committed)
+{
+	struct kvpool_handle h;
+
+	ASSERT_EQ(0, kvp_row_alloc(self->fd, 1, &h, NULL));
+	if (tokens)
+		ASSERT_EQ(0, kvp_grow(self->fd, h, tokens));
+	if (committed)
+		ASSERT_EQ(0, kvp_commit1(self->fd, h, committed));
+	ASSERT_GT(KVP_SNAP_ROWS, self->nr_rows);
+	self->rows[self->nr_rows++] = h;
+	return h;
+}
+
+/* Two len entries { a, la }, { b, lb } at @stride in the array. */
+static void elen_len_entries(FIXTURE_DATA(elen) *self, __u32 stride,
+			     struct kvpool_handle a, __u32 la,
+			     struct kvpool_handle b, __u32 lb)
+{
+	struct kvpool_len_entry e[2] = {
+		{ .handle = a, .len = la }, { .handle = b, .len = lb },
+	};
+
+	memcpy(elen_elem(self, 0, stride), &e[0], sizeof(e[0]));
+	memcpy(elen_elem(self, 1, stride), &e[1], sizeof(e[1]));
+}
+
+static void elen_batch_st(FIXTURE_DATA(elen) *self, __u32 stride)
+{
+	struct kvpool_batch b = {
+		.size = sizeof(b), .count = 2, .entry_len = stride,
+		.entries = kvp_ptr(self->arr), .out_error_index = 0xdeadbeef,
+		.out_nr_pages = 0xdeadbeef,
+	};
+
+	memcpy(self->st, &b, sizeof(b));
+}
+
+static __u32 elen_batch_pages(FIXTURE_DATA(elen) *self)
+{
+	return ((struct kvpool_batch *)self->st)->out_nr_pages;
+}
+
+/* The row's state as ROW_QUERY reports it (with the pages, stride 4). */
+static void elen_query(struct __test_metadata *_metadata,
+		       FIXTURE_DATA(elen) *self, struct kvpool_handle h,
+		       struct kvp_row_snap *s)
+{
+	kvp_snap_row(self->fd, h, s);
+	ASSERT_EQ(0, s->err);
+}
+
+static void prep_e_row_alloc(struct __test_metadata __maybe_unused *_metadata,
+			     FIXTURE_DATA(elen) *self, __u32 stride)
+{
+	struct kvpool_row_alloc s = {
+		.size = sizeof(s), .count = 2, .entry_len = stride,
+		.handles = kvp_ptr(self->arr), .out_short = 0xdeadbeef,
+	};
+
+	memcpy(self->st, &s, sizeof(s));
+}
+
+static __u32 check_e_row_alloc(struct __test_metadata *_metadata,
+			       FIXTURE_DATA(elen) *self, __u32 stride)
+{
+	static struct kvp_row_snap s;
+	struct kvpool_handle h[2];
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		memcpy(&h[i], elen_elem(self, i, stride), sizeof(h[i]));
+		elen_query(_metadata, self, h[i], &s);
+		EXPECT_EQ(KVPOOL_ROW_HELD, s.state);
+		EXPECT_EQ(h[i].req_pool_idx, s.idx);
+		EXPECT_EQ(0, s.alloc);
+		EXPECT_NE(0, h[i].req_pool_idx);	/* row 0 is reserved */
+	}
+	EXPECT_NE(h[0].req_pool_idx, h[1].req_pool_idx);
+	EXPECT_EQ(0, ((struct kvpool_row_alloc *)self->st)->out_short);
+	return 2;
+}
+
+/* EXTEND of two empty rows to 20 and 40 tokens: 2 + 3 pages. */
+static void prep_e_extend_entries(struct __test_metadata *_metadata,
+				  FIXTURE_DATA(elen) *self, __u32 stride)
+{
+	struct kvpool_extend s = {
+		.size = sizeof(s), .count = 2, .entry_len = stride,
+		.entries = kvp_ptr(self->arr),
+		.pages_cap = ARRAY_SIZE(self->pages),
+		.page_entry_len = sizeof(__u32), .pages = kvp_ptr(self->pages),
+		.out_error_index = 0xdeadbeef,
+	};
+	struct kvpool_extend_entry e[2] = {
+		{ .handle = elen_row(_metadata, self, 0, 0), .new_len = 20 },
+		{ .handle = elen_row(_metadata, self, 0, 0), .new_len = 40 },
+	};
+
+	memcpy(elen_elem(self, 0, stride), &e[0], sizeof(e[0]));
+	memcpy(elen_elem(self, 1, stride), &e[1], sizeof(e[1]));
+	memcpy(self->st, &s, sizeof(s));
+}
+
+static __u32 check_e_extend_entries(struct __test_metadata *_metadata,
+				    FIXTURE_DATA(elen) *self, __u32 stride)
+{
+	const struct kvpool_extend *x = (void *)self->st;
+	static struct kvp_row_snap a, b;
+	struct kvpool_extend_entry e[2];
+
+	memcpy(&e[0], elen_elem(self, 0, stride), sizeof(e[0]));
+	memcpy(&e[1], elen_elem(self, 1, stride), sizeof(e[1]));
+	EXPECT_EQ(2, e[0].out_nr_new);
+	EXPECT_EQ(3, e[1].out_nr_new);
+	/* The inputs are as given. */
+	EXPECT_EQ(20, e[0].new_len);
+	EXPECT_EQ(40, e[1].new_len);
+	EXPECT_EQ(5, x->out_nr_pages);
+	EXPECT_EQ(KVP_ERR_NONE, x->out_error_index);
+	elen_query(_metadata, self, e[0].handle, &a);
+	elen_query(_metadata, self, e[1].handle, &b);
+	EXPECT_EQ(20, a.alloc);
+	EXPECT_EQ(40, b.alloc);
+	EXPECT_EQ(0, memcmp(self->pages, a.pages, 2 * sizeof(__u32)));
+	EXPECT_EQ(0, memcmp(self->pages + 2, b.pages, 3 * sizeof(__u32)));
+	return 2;
+}
+
+/* The same EXTEND, the page id array under test (room for 8). */
+static void prep_e_extend_pages(struct __test_metadata *_metadata,
+				FIXTURE_DATA(elen) *self, __u32 stride)
+{
+	struct kvpool_extend s = {
+		.size = sizeof(s), .count = 2,
+		.entry_len = sizeof(struct kvpool_extend_entry),
+		.entries = kvp_ptr(self->ext), .pages_cap = ELEN_MAX_NR,
+		.page_entry_len = stride, .pages = kvp_ptr(self->arr),
+		.out_error_index = 0xdeadbeef,
+	};
+
+	self->ext[0] = (struct kvpool_extend_entry){
+		.handle = elen_row(_metadata, self, 0, 0), .new_len = 20 };
+	self->ext[1] = (struct kvpool_extend_entry){
+		.handle = elen_row(_metadata, self, 0, 0), .new_len = 40 };
+	memcpy(self->st, &s, sizeof(s));
+}
+
+static __u32 check_e_extend_pages(struct __test_metadata *_metadata,
+				  FIXTURE_DATA(elen) *self, __u32 stride)
+{
+	const struct kvpool_extend *x = (void *)self->st;
+	static struct kvp_row_snap a, b;
+	__u32 i, id;
+
+	EXPECT_EQ(5, x->out_nr_pages);
+	EXPECT_EQ(2, self->ext[0].out_nr_new);
+	EXPECT_EQ(3, self->ext[1].out_nr_new);
+	elen_query(_metadata, self, self->ext[0].handle, &a);
+	elen_query(_metadata, self, self->ext[1].handle, &b);
+	for (i = 0; i < 5; i++) {
+		memcpy(&id, elen_elem(self, i, stride), sizeof(id));
+		EXPECT_EQ(i < 2 ? a.pages[i] : b.pages[i - 2], id)
+			TH_LOG("page %u at stride %u", i, stride);
+	}
+	return 5;
+}
+
+/* COMMIT of two rows of 40 tokens to 10 and 33. */
+static void prep_e_commit(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(elen) *self, __u32 stride)
+{
+	struct kvpool_handle a = elen_row(_metadata, self, 40, 0);
+	struct kvpool_handle b = elen_row(_metadata, self, 40, 0);
+
+	elen_len_entries(self, stride, a, 10, b, 33);
+	elen_batch_st(self, stride);
+}
+
+static __u32 check_e_commit(struct __test_metadata *_metadata,
+			    FIXTURE_DATA(elen) *self,
+			    __u32 __maybe_unused stride)
+{
+	static struct kvp_row_snap a, b;
+
+	elen_query(_metadata, self, self->rows[0], &a);
+	elen_query(_metadata, self, self->rows[1], &b);
+	EXPECT_EQ(10, a.committed);
+	EXPECT_EQ(33, b.committed);
+	EXPECT_EQ(40, a.alloc);
+	return 0;
+}
+
+static void elen_handles(FIXTURE_DATA(elen) *self, __u32 stride)
+{
+	memcpy(elen_elem(self, 0, stride), &self->rows[0],
+	       sizeof(self->rows[0]));
+	memcpy(elen_elem(self, 1, stride), &self->rows[1],
+	       sizeof(self->rows[1]));
+	elen_batch_st(self, stride);
+}
+
+/* TRIM of rows of 40 tokens committed to 17 and 1: 1 + 2 pages freed. */
+static void prep_e_trim(struct __test_metadata *_metadata,
+			FIXTURE_DATA(elen) *self, __u32 stride)
+{
+	elen_row(_metadata, self, 40, 17);
+	elen_row(_metadata, self, 40, 1);
+	elen_handles(self, stride);
+}
+
+static __u32 check_e_trim(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(elen) *self,
+			  __u32 __maybe_unused stride)
+{
+	static struct kvp_row_snap a, b;
+
+	EXPECT_EQ(3, elen_batch_pages(self));
+	elen_query(_metadata, self, self->rows[0], &a);
+	elen_query(_metadata, self, self->rows[1], &b);
+	EXPECT_EQ(17, a.alloc);
+	EXPECT_EQ(1, b.alloc);
+	EXPECT_EQ(2, a.nr_pages);
+	EXPECT_EQ(1, b.nr_pages);
+	return 0;
+}
+
+/* RELEASE of rows of 40 and 20 tokens: 3 + 2 pages. */
+static void prep_e_release(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(elen) *self, __u32 stride)
+{
+	elen_row(_metadata, self, 40, 0);
+	elen_row(_metadata, self, 20, 0);
+	elen_handles(self, stride);
+}
+
+static __u32 check_e_release(struct __test_metadata *_metadata,
+			     FIXTURE_DATA(elen) *self,
+			     __u32 __maybe_unused stride)
+{
+	struct kvpool_row_query q;
+
+	EXPECT_EQ(5, elen_batch_pages(self));
+	EXPECT_EQ(ENOENT, kvp_query(self->fd, self->rows[0], NULL, 0, &q));
+	EXPECT_EQ(ENOENT, kvp_query(self->fd, self->rows[1], NULL, 0, &q));
+	return 0;
+}
+
+/* DONATE of two committed rows of 40 tokens up to 32 and 16. */
+static void prep_e_donate(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(elen) *self, __u32 stride)
+{
+	struct kvpool_handle a = elen_row(_metadata, self, 40, 40);
+	struct kvpool_handle b = elen_row(_metadata, self, 40, 40);
+
+	elen_len_entries(self, stride, a, 32, b, 16);
+	elen_batch_st(self, stride);
+}
+
+static __u32 check_e_donate(struct __test_metadata *_metadata,
+			    FIXTURE_DATA(elen) *self,
+			    __u32 __maybe_unused stride)
+{
+	static struct kvp_row_snap a, b;
+
+	EXPECT_EQ(3, elen_batch_pages(self));
+	elen_query(_metadata, self, self->rows[0], &a);
+	elen_query(_metadata, self, self->rows[1], &b);
+	EXPECT_EQ(32, a.protected_len);
+	EXPECT_EQ(16, b.protected_len);
+	return 0;
+}
+
+/* SWA_FREE of two committed rows of 40 tokens at edges 33 and 17. */
+static void prep_e_swa_free(struct __test_metadata *_metadata,
+			    FIXTURE_DATA(elen) *self, __u32 stride)
+{
+	struct kvpool_handle a = elen_row(_metadata, self, 40, 40);
+	struct kvpool_handle b = elen_row(_metadata, self, 40, 40);
+
+	elen_len_entries(self, stride, a, 33, b, 17);
+	elen_batch_st(self, stride);
+}
+
+static __u32 check_e_swa_free(struct __test_metadata *_metadata,
+			      FIXTURE_DATA(elen) *self,
+			      __u32 __maybe_unused stride)
+{
+	static struct kvp_row_snap a, b;
+
+	EXPECT_EQ(3, elen_batch_pages(self));
+	elen_query(_metadata, self, self->rows[0], &a);
+	elen_query(_metadata, self, self->rows[1], &b);
+	EXPECT_EQ(32, a.swa);
+	EXPECT_EQ(16, b.swa);
+	EXPECT_EQ(KVPOOL_PAGE_NONE, a.pages[0]);
+	EXPECT_EQ(KVPOOL_PAGE_NONE, a.pages[1]);
+	EXPECT_NE(KVPOOL_PAGE_NONE, a.pages[2]);
+	return 0;
+}
+
+/* Two unpinned pages of the prefix cache, ids in self->cache. */
+static void elen_cache_pages(struct __test_metadata *_metadata,
+			     FIXTURE_DATA(elen) *self)
+{
+	struct kvpool_row_query q;
+	struct kvpool_handle h;
+	__u32 n = ~0u;
+
+	ASSERT_EQ(0, kvp_row_alloc(self->fd, 1, &h, NULL));
+	ASSERT_EQ(0, kvp_grow(self->fd, h, 32));
+	ASSERT_EQ(0, kvp_commit1(self->fd, h, 32));
+	ASSERT_EQ(0, kvp_query(self->fd, h, self->cache, 2, &q));
+	ASSERT_EQ(2, q.out_nr_pages);
+	ASSERT_EQ(0, kvp_release_donate1(self->fd, h, &n));
+	ASSERT_EQ(0, n);
+}
+
+static void prep_e_cache_evict(struct __test_metadata *_metadata,
+			       FIXTURE_DATA(elen) *self, __u32 stride)
+{
+	elen_cache_pages(_metadata, self);
+	memcpy(elen_elem(self, 0, stride), &self->cache[0], sizeof(__u32));
+	memcpy(elen_elem(self, 1, stride), &self->cache[1], sizeof(__u32));
+	elen_batch_st(self, stride);
+}
+
+static __u32 check_e_cache_evict(struct __test_metadata *_metadata,
+				 FIXTURE_DATA(elen) *self,
+				 __u32 __maybe_unused stride)
+{
+	EXPECT_EQ(2, elen_batch_pages(self));
+	/* Gone from the cache: evicting them again names no cache page. */
+	EXPECT_EQ(ENOENT, kvp_evict(self->fd, &self->cache[0], 1, NULL));
+	EXPECT_EQ(ENOENT, kvp_evict(self->fd, &self->cache[1], 1, NULL));
+	return 0;
+}
+
+/* ATTACH_PREFIX of two cache pages to a fresh row. */
+static void prep_e_attach(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(elen) *self, __u32 stride)
+{
+	struct kvpool_attach s = {
+		.size = sizeof(s), .nr_pages = 2, .page_entry_len = stride,
+		.pages = kvp_ptr(self->arr),
+	};
+
+	elen_cache_pages(_metadata, self);
+	s.handle = elen_row(_metadata, self, 0, 0);
+	memcpy(elen_elem(self, 0, stride), &self->cache[0], sizeof(__u32));
+	memcpy(elen_elem(self, 1, stride), &self->cache[1], sizeof(__u32));
+	memcpy(self->st, &s, sizeof(s));
+}
+
+static __u32 check_e_attach(struct __test_metadata *_metadata,
+			    FIXTURE_DATA(elen) *self,
+			    __u32 __maybe_unused stride)
+{
+	static struct kvp_row_snap a;
+
+	elen_query(_metadata, self, self->rows[0], &a);
+	EXPECT_EQ(32, a.alloc);
+	EXPECT_EQ(32, a.committed);
+	EXPECT_EQ(32, a.protected_len);
+	EXPECT_EQ(self->cache[0], a.pages[0]);
+	EXPECT_EQ(self->cache[1], a.pages[1]);
+	return 0;
+}
+
+/* ROW_QUERY of a row of 40 tokens (3 pages) with room for 8. */
+static void prep_e_row_query(struct __test_metadata *_metadata,
+			     FIXTURE_DATA(elen) *self, __u32 stride)
+{
+	struct kvpool_row_query s = {
+		.size = sizeof(s), .pages_cap = ELEN_MAX_NR,
+		.page_entry_len = stride, .pages = kvp_ptr(self->arr),
+	};
+
+	s.handle = elen_row(_metadata, self, 40, 0);
+	memcpy(self->st, &s, sizeof(s));
+}
+
+static __u32 check_e_row_query(struct __test_metadata *_metadata,
+			       FIXTURE_DATA(elen) *self, __u32 stride)
+{
+	const struct kvpool_row_query *q = (void *)self->st;
+	static struct kvp_row_snap a;
+	__u32 i, id;
+
+	elen_query(_metadata, self, self->rows[0], &a);
+	EXPECT_EQ(3, q->out_nr_pages);
+	EXPECT_EQ(40, q->out_allocated_len);
+	EXPECT_EQ(KVPOOL_ROW_HELD, q->out_state);
+	for (i = 0; i < 3; i++) {
+		memcpy(&id, elen_elem(self, i, stride), sizeof(id));
+		EXPECT_EQ(a.pages[i], id) TH_LOG("page %u at stride %u", i,
+						 stride);
+	}
+	return 3;
+}
+
+/* TENANT_LIST with room for 8: the pool has one tenant, the fixture's. */
+static void prep_e_tenant_list(struct __test_metadata __maybe_unused *_metadata,
+			       FIXTURE_DATA(elen) *self, __u32 stride)
+{
+	struct kvpool_ctl_tenant_list s = {
+		.size = sizeof(s), .pool_id = self->pool.id,
+		.count = ELEN_MAX_NR, .entry_len = stride,
+		.tenants = kvp_ptr(self->arr), .out_nr_tenants = 0xdeadbeef,
+	};
+
+	memcpy(self->st, &s, sizeof(s));
+}
+
+static __u32 check_e_tenant_list(struct __test_metadata *_metadata,
+				 FIXTURE_DATA(elen) *self, __u32 stride)
+{
+	const struct kvpool_ctl_tenant_list *l = (void *)self->st;
+	struct kvpool_tenant_info ti;
+	struct kvpool_stats s;
+
+	ASSERT_EQ(0, kvp_stats(self->fd, &s));
+	EXPECT_EQ(1, l->out_nr_tenants);
+	memcpy(&ti, elen_elem(self, 0, stride), sizeof(ti));
+	EXPECT_EQ(s.out_tenant_id, ti.tenant_id);
+	EXPECT_EQ(getuid(), ti.uid);
+	EXPECT_EQ(1, ti.nr_clients);
+	EXPECT_EQ(s.out_tenant_pages, ti.pages);
+	EXPECT_EQ(0, ti.__reserved);
+	EXPECT_EQ(0, ti.__reserved2);
+	return l->out_nr_tenants < ELEN_MAX_NR ? l->out_nr_tenants :
+	       ELEN_MAX_NR;
+}
+
+#define ELEN(_name, _cmd, _ctl, _esize, _type, _lenf, _dir, _erroff, _nr) \
+	static const struct elen_op elen_##_name = {			\
+		.name = #_name, .cmd = _cmd, .ctl = _ctl,		\
+		.esize = _esize, .len_off = offsetof(_type, _lenf),	\
+		.dir = _dir, .err_off = _erroff, .nr = _nr,		\
+		.prep = prep_e_##_name, .check = check_e_##_name,	\
+	};								\
+	FIXTURE_VARIANT_ADD(elen, _name) { .op = &elen_##_name }
+
+#define BATCH_ERR ((int)offsetof(struct kvpool_batch, out_error_index))
+
+ELEN(row_alloc, KVPOOL_ROW_ALLOC, false, sizeof(struct kvpool_handle),
+     struct kvpool_row_alloc, entry_len, ELEN_WRITE, -1, 2);
+ELEN(extend_entries, KVPOOL_EXTEND, false, sizeof(struct kvpool_extend_entry),
+     struct kvpool_extend, entry_len, ELEN_RW,
+     (int)offsetof(struct kvpool_extend, out_error_index), 2);
+ELEN(extend_pages, KVPOOL_EXTEND, false, sizeof(__u32),
+     struct kvpool_extend, page_entry_len, ELEN_WRITE, -1, ELEN_MAX_NR);
+ELEN(commit, KVPOOL_COMMIT, false, sizeof(struct kvpool_len_entry),
+     struct kvpool_batch, entry_len, ELEN_READ, BATCH_ERR, 2);
+ELEN(trim, KVPOOL_TRIM, false, sizeof(struct kvpool_handle),
+     struct kvpool_batch, entry_len, ELEN_READ, BATCH_ERR, 2);
+ELEN(release, KVPOOL_RELEASE, false, sizeof(struct kvpool_handle),
+     struct kvpool_batch, entry_len, ELEN_READ, BATCH_ERR, 2);
+ELEN(donate, KVPOOL_DONATE, false, sizeof(struct kvpool_len_entry),
+     struct kvpool_batch, entry_len, ELEN_READ, BATCH_ERR, 2);
+ELEN(swa_free, KVPOOL_SWA_FREE, false, sizeof(struct kvpool_len_entry),
+     struct kvpool_batch, entry_len, ELEN_READ, BATCH_ERR, 2);
+ELEN(cache_evict, KVPOOL_CACHE_EVICT, false, sizeof(__u32),
+     struct kvpool_batch, entry_len, ELEN_READ, BATCH_ERR, 2);
+ELEN(attach, KVPOOL_ATTACH_PREFIX, false, sizeof(__u32),
+     struct kvpool_attach, page_entry_len, ELEN_READ, -1, 2);
+ELEN(row_query, KVPOOL_ROW_QUERY, false, sizeof(__u32),
+     struct kvpool_row_query, page_entry_len, ELEN_WRITE, -1, ELEN_MAX_NR);
+ELEN(tenant_list, KVPOOL_CTL_TENANT_LIST, true,
+     sizeof(struct kvpool_tenant_info), struct kvpool_ctl_tenant_list,
+     entry_len, ELEN_WRITE, -1, ELEN_MAX_NR);
+
+/*
+ * Fill the array (@fill: what a written array holds beforehand; an array
+ * the kernel reads gets zeros, so that the tails are zero), then let the
+ * variant build its struct and elements at @stride.
+ */
+static void elen_prep(struct __test_metadata *_metadata,
+		      FIXTURE_DATA(elen) *self,
+		      const FIXTURE_VARIANT(elen) *variant, __u32 stride,
+		      unsigned char fill)
+{
+	const struct elen_op *op = variant->op;
+
+	memset(self->arr, op->dir == ELEN_WRITE ? fill : 0, ELEN_ARR_BYTES);
+	memset(self->st, 0, sizeof(self->st));
+	self->nr_rows = 0;
+	op->prep(_metadata, self, stride);
+}
+
+static void elen_set_len(FIXTURE_DATA(elen) *self,
+			 const FIXTURE_VARIANT(elen) *variant, __u32 len)
+{
+	memcpy(self->st + variant->op->len_off, &len, sizeof(len));
+}
+
+static int elen_call(FIXTURE_DATA(elen) *self,
+		     const FIXTURE_VARIANT(elen) *variant)
+{
+	return kvp_ioctl(variant->op->ctl ? self->pool.ctl : self->fd,
+			 variant->op->cmd, self->st);
+}
+
+static __u32 elen_err_index(FIXTURE_DATA(elen) *self,
+			    const FIXTURE_VARIANT(elen) *variant)
+{
+	__u32 v;
+
+	memcpy(&v, self->st + variant->op->err_off, sizeof(v));
+	return v;
+}
+
+/*
+ * The call was refused with @err and changed nothing: STATS and the rows
+ * prep made are as in @before, the array is as it went in (self->copy),
+ * VERIFY is clean; @index is the out_error_index it must report.
+ */
+static void elen_expect_refused(struct __test_metadata *_metadata,
+				FIXTURE_DATA(elen) *self,
+				const FIXTURE_VARIANT(elen) *variant,
+				const struct kvp_state *before, int err,
+				__u32 index, __u32 len)
+{
+	static struct kvp_state after;
+	const struct elen_op *op = variant->op;
+
+	EXPECT_EQ(err, elen_call(self, variant))
+		TH_LOG("%s with element length %u", op->name, len);
+	if (op->err_off >= 0) {
+		EXPECT_EQ(index, elen_err_index(self, variant))
+			TH_LOG("%s with element length %u: out_error_index",
+			       op->name, len);
+	}
+	kvp_snap(self->fd, self->rows, self->nr_rows, &after);
+	EXPECT_STREQ("", kvp_state_diff(before, &after))
+		TH_LOG("%s with element length %u", op->name, len);
+	EXPECT_EQ(0, memcmp(self->copy, self->arr, ELEN_ARR_BYTES))
+		TH_LOG("%s with element length %u changed the array",
+		       op->name, len);
+	kvp_expect_verify(_metadata, &self->pool, self->fd);
+}
+
+/* Shorter than the element, 0 included: EINVAL, nothing changed. */
+TEST_F(elen, short_len)
+{
+	const struct elen_op *op = variant->op;
+	const __u32 lens[] = { 0, 1, op->esize - 1, op->esize / 2 };
+	static struct kvp_state before;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(lens); i++) {
+		elen_prep(_metadata, self, variant, op->esize, 0xff);
+		elen_set_len(self, variant, lens[i]);
+		memcpy(self->copy, self->arr, ELEN_ARR_BYTES);
+		kvp_snap(self->fd, self->rows, self->nr_rows, &before);
+		/* Not about one element: out_error_index stays ~0U. */
+		elen_expect_refused(_metadata, self, variant, &before, EINVAL,
+				    KVP_ERR_NONE, lens[i]);
+	}
+}
+
+/* Above PAGE_SIZE: E2BIG without a look at the elements. */
+TEST_F(elen, above_page_size)
+{
+	const struct elen_op *op = variant->op;
+	const __u32 lens[] = {
+		KVP_PAGE_SIZE + 1, KVP_PAGE_SIZE + op->esize,
+		2 * KVP_PAGE_SIZE, 1u << 16, 1u << 31, ~0u,
+	};
+	static struct kvp_state before;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(lens); i++) {
+		elen_prep(_metadata, self, variant, op->esize, 0xff);
+		elen_set_len(self, variant, lens[i]);
+		memcpy(self->copy, self->arr, ELEN_ARR_BYTES);
+		kvp_snap(self->fd, self->rows, self->nr_rows, &before);
+		elen_expect_refused(_metadata, self, variant, &before, E2BIG,
+				    KVP_ERR_NONE, lens[i]);
+	}
+}
+
+/* STATS after minus STATS before, field by field. */
+static void elen_delta(const struct kvpool_stats *a,
+		       const struct kvpool_stats *b, struct kvpool_stats *d)
+{
+	const __u32 *pa = (const __u32 *)a, *pb = (const __u32 *)b;
+	__u32 *pd = (__u32 *)d;
+	size_t i;
+
+	for (i = 0; i < sizeof(*d) / sizeof(__u32); i++)
+		pd[i] = pb[i] - pa[i];
+}
+
+/*
+ * One accepted call at element length @stride on an array prefilled with
+ * @fill: the variant's results are right, its effect on STATS is @want
+ * (when given; else it is stored there), and the array is as the header
+ * says: in a written element, the bytes past the known ones are zeroed and
+ * the elements past those written are untouched; in a read element (or
+ * the tails of read-and-written ones) nothing is written.
+ */
+static void elen_accepted(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(elen) *self,
+			  const FIXTURE_VARIANT(elen) *variant, __u32 stride,
+			  unsigned char fill, struct kvpool_stats *want,
+			  bool have_want)
+{
+	const struct elen_op *op = variant->op;
+	struct kvpool_stats s0, s1, d;
+	__u32 i, j, nw;
+	size_t end;
+
+	elen_prep(_metadata, self, variant, stride, fill);
+	memcpy(self->copy, self->arr, ELEN_ARR_BYTES);
+	ASSERT_EQ(0, kvp_stats(self->fd, &s0));
+	ASSERT_EQ(0, elen_call(self, variant))
+		TH_LOG("%s with element length %u", op->name, stride);
+	ASSERT_EQ(0, kvp_stats(self->fd, &s1));
+	nw = op->check(_metadata, self, stride);
+	elen_delta(&s0, &s1, &d);
+	if (have_want) {
+		EXPECT_STREQ("", kvp_stats_diff(want, &d))
+			TH_LOG("%s: element length %u did not act as %u",
+			       op->name, stride, op->esize);
+	} else {
+		*want = d;
+	}
+
+	end = (size_t)op->nr * stride;
+	if (op->dir == ELEN_READ) {
+		EXPECT_EQ(0, memcmp(self->copy, self->arr, ELEN_ARR_BYTES))
+			TH_LOG("%s wrote to an array it only reads", op->name);
+		return;
+	}
+	for (i = 0; i < op->nr; i++) {
+		unsigned char *e = elen_elem(self, i, stride);
+
+		for (j = op->esize; j < stride; j++) {
+			if (op->dir == ELEN_WRITE && i < nw) {
+				ASSERT_EQ(0, e[j])
+					TH_LOG("%s: element %u, byte %u not zeroed",
+					       op->name, i, j);
+			} else {
+				ASSERT_EQ(self->copy[e - self->arr + j], e[j])
+					TH_LOG("%s: element %u, byte %u written",
+					       op->name, i, j);
+			}
+		}
+		if (op->dir == ELEN_WRITE && i >= nw) {
+			ASSERT_EQ(0, memcmp(self->copy + (e - self->arr), e,
+					    op->esize))
+				TH_LOG("%s: element %u of %u written",
+				       op->name, i, nw);
+		}
+	}
+	EXPECT_EQ(0, memcmp(self->copy + end, self->arr + end,
+			    ELEN_ARR_BYTES - end))
+		TH_LOG("%s wrote past its array", op->name);
+}
+
+/*
+ * Longer elements with a zero tail are accepted and act as this header's
+ * (exact length first, then +8 and PAGE_SIZE). A written array comes in
+ * full of 0xff: every tail written must come back zeroed.
+ */
+TEST_F(elen, zero_tail)
+{
+	const struct elen_op *op = variant->op;
+	struct kvpool_stats want;
+
+	elen_accepted(_metadata, self, variant, op->esize, 0xff, &want, false);
+	elen_accepted(_metadata, self, variant, op->esize + 8, 0xff, &want,
+		      true);
+	elen_accepted(_metadata, self, variant, op->esize + 1, 0xff, &want,
+		      true);
+	elen_accepted(_metadata, self, variant, KVP_PAGE_SIZE, 0xff, &want,
+		      true);
+}
+
+/*
+ * A non-zero byte past the known part of an element: in an array the
+ * kernel reads, E2BIG naming that element, nothing changed; in an array
+ * it only writes, nothing was read there: accepted and zeroed.
+ */
+TEST_F(elen, nonzero_tail)
+{
+	const struct elen_op *op = variant->op;
+	const struct { __u32 len, elem, byte; } cases[] = {
+		{ op->esize + 8, 0, op->esize },
+		{ op->esize + 8, 1, op->esize + 7 },
+		{ op->esize + 8, 1, op->esize + 3 },
+		{ op->esize + 1, 1, op->esize },
+		{ KVP_PAGE_SIZE, 1, KVP_PAGE_SIZE - 1 },
+		{ KVP_PAGE_SIZE, 0, op->esize + 100 },
+	};
+	static struct kvp_state before;
+	struct kvpool_stats want;
+	unsigned char *e;
+	unsigned int i;
+
+	if (op->dir == ELEN_WRITE) {
+		elen_accepted(_metadata, self, variant, op->esize, 0x5a,
+			      &want, false);
+		for (i = 0; i < ARRAY_SIZE(cases); i++)
+			elen_accepted(_metadata, self, variant, cases[i].len,
+				      0x5a, &want, true);
+		return;
+	}
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		elen_prep(_metadata, self, variant, cases[i].len, 0);
+		elen_set_len(self, variant, cases[i].len);
+		e = elen_elem(self, cases[i].elem, cases[i].len);
+		e[cases[i].byte] = 0x80;
+		memcpy(self->copy, self->arr, ELEN_ARR_BYTES);
+		kvp_snap(self->fd, self->rows, self->nr_rows, &before);
+		elen_expect_refused(_metadata, self, variant, &before, E2BIG,
+				    cases[i].elem, cases[i].len);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Fixture "misc": one pool; the checks that need no variant: element
+ * lengths with nothing to copy, STATS sizes, VERIFY's capability.
+ */
+FIXTURE(misc) {
+	struct kvp_pool pool;
+	int fd;
+};
+
+FIXTURE_SETUP(misc)
+{
+	kvp_pool_init(_metadata, &self->pool, KVPOOL_CREATE_RESERVE_ZERO,
+		      256, 16, 16, 1024);
+	self->fd = kvp_pool_open(_metadata, &self->pool);
+}
+
+FIXTURE_TEARDOWN(misc)
+{
+	kvp_pool_fini(_metadata, &self->pool);
+}
+
+/*
+ * An element length is checked even when no element is copied: ROW_QUERY
+ * with pages_cap 0, TENANT_LIST with count 0, EXTEND that needs no new
+ * page.
+ */
+TEST_F(misc, elen_without_elements)
+{
+	const __u32 bad[] = { 0, 3, KVP_PAGE_SIZE + 1, ~0u };
+	const int want[] = { EINVAL, EINVAL, E2BIG, E2BIG };
+	struct kvpool_ctl_tenant_list l;
+	struct kvpool_extend_entry e;
+	struct kvpool_row_query q;
+	struct kvpool_stats s0, s1;
+	struct kvpool_extend x;
+	struct kvpool_handle h;
+	unsigned int i;
+
+	ASSERT_EQ(0, kvp_row_alloc(self->fd, 1, &h, NULL));
+	ASSERT_EQ(0, kvp_grow(self->fd, h, 5));
+	ASSERT_EQ(0, kvp_stats(self->fd, &s0));
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		memset(&q, 0, sizeof(q));
+		q.size = sizeof(q);
+		q.handle = h;
+		q.page_entry_len = bad[i];
+		q.out_nr_pages = 0xdeadbeef;
+		EXPECT_EQ(want[i], kvp_ioctl(self->fd, KVPOOL_ROW_QUERY, &q))
+			TH_LOG("ROW_QUERY, pages_cap 0, page_entry_len %u",
+			       bad[i]);
+
+		memset(&l, 0, sizeof(l));
+		l.size = sizeof(l);
+		l.pool_id = self->pool.id;
+		l.entry_len = bad[i];
+		EXPECT_EQ(want[i], kvp_ioctl(self->pool.ctl,
+					     KVPOOL_CTL_TENANT_LIST, &l))
+			TH_LOG("TENANT_LIST, count 0, entry_len %u", bad[i]);
+
+		/* 5 -> 9 tokens stays in the row's first page. */
+		e = (struct kvpool_extend_entry){ .handle = h, .new_len = 9 };
+		memset(&x, 0, sizeof(x));
+		x.size = sizeof(x);
+		x.count = 1;
+		x.entry_len = sizeof(e);
+		x.entries = kvp_ptr(&e);
+		x.page_entry_len = bad[i];
+		EXPECT_EQ(want[i], kvp_ioctl(self->fd, KVPOOL_EXTEND, &x))
+			TH_LOG("EXTEND, pages_cap 0, page_entry_len %u",
+			       bad[i]);
+	}
+	ASSERT_EQ(0, kvp_stats(self->fd, &s1));
+	EXPECT_STREQ("", kvp_stats_diff(&s0, &s1));
+	ASSERT_EQ(0, kvp_query(self->fd, h, NULL, 0, &q));
+	EXPECT_EQ(5, q.out_allocated_len);
+
+	/* With a valid length the same calls work. */
+	memset(&q, 0, sizeof(q));
+	q.size = sizeof(q);
+	q.handle = h;
+	q.page_entry_len = sizeof(__u32);
+	EXPECT_EQ(0, kvp_ioctl(self->fd, KVPOOL_ROW_QUERY, &q));
+	EXPECT_EQ(1, q.out_nr_pages);
+	memset(&l, 0, sizeof(l));
+	l.size = sizeof(l);
+	l.pool_id = self->pool.id;
+	l.entry_len = sizeof(struct kvpool_tenant_info);
+	l.out_nr_tenants = 0xdeadbeef;
+	EXPECT_EQ(0, kvp_ioctl(self->pool.ctl, KVPOOL_CTL_TENANT_LIST, &l));
+	EXPECT_EQ(1, l.out_nr_tenants);
+	x.page_entry_len = sizeof(__u32);
+	EXPECT_EQ(0, kvp_ioctl(self->fd, KVPOOL_EXTEND, &x));
+	EXPECT_EQ(0, x.out_nr_pages);
+	EXPECT_EQ(0, e.out_nr_new);
+}
+
+/*
+ * STATS: 104 bytes is the first release's size. The 72-byte struct of
+ * the development series (up to __reserved) and anything short of 104
+ * are EINVAL and written nothing.
+ */
+TEST_F(misc, stats_sizes)
+{
+	const __u32 bad[] = {
+		72, 76, 88, 103,
+		offsetof(struct kvpool_stats, out_tenant_max_rows),
+	};
+	unsigned char buf[2 * sizeof(struct kvpool_stats)];
+	struct kvpool_stats *s = (void *)buf;
+	unsigned int i;
+	__u32 size;
+
+	ASSERT_EQ(104, sizeof(struct kvpool_stats));
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		memset(buf, 0, sizeof(buf));
+		s->size = bad[i];
+		s->out_free_pages = 0xdeadbeef;
+		EXPECT_EQ(EINVAL, kvp_ioctl(self->fd, KVPOOL_STATS, buf))
+			TH_LOG("STATS with size %u", bad[i]);
+		EXPECT_EQ(0xdeadbeef, s->out_free_pages);
+	}
+	memset(buf, 0xa5, sizeof(buf));
+	size = sizeof(struct kvpool_stats);
+	memset(buf, 0, size);
+	s->size = size;
+	ASSERT_EQ(0, kvp_ioctl(self->fd, KVPOOL_STATS, buf));
+	EXPECT_EQ(self->pool.usable_pages, s->out_free_pages);
+	EXPECT_EQ(1, s->out_nr_clients);
+	EXPECT_EQ(0, s->out_tenant_max_rows);
+	EXPECT_EQ(0xa5, buf[size]);
+	kvp_check_identities(_metadata, &self->pool, s);
+}
+
+/* ROW_ALLOC's out_short is an output: what the caller left is ignored. */
+TEST_F(misc, row_alloc_out_short_ignored)
+{
+	struct kvpool_row_alloc a = {
+		.size = sizeof(a), .count = 1,
+		.entry_len = sizeof(struct kvpool_handle),
+		.out_short = 0xdeadbeef,
+	};
+	struct kvpool_handle h = { 0, 0 };
+
+	a.handles = kvp_ptr(&h);
+	ASSERT_EQ(0, kvp_ioctl(self->fd, KVPOOL_ROW_ALLOC, &a));
+	EXPECT_EQ(0, a.out_short);
+	EXPECT_NE(0, h.req_pool_idx);
+	EXPECT_NE(0, h.generation);
+}
+
+/*
+ * VERIFY needs CAP_SYS_ADMIN: a client without it (root that dropped the
+ * capability, and nobody through a file root opened) gets EPERM, the
+ * struct is not filled, and nothing else of the client changes; the
+ * other ops still work for it. Run in forked children (CHILD_CHECK).
+ */
+static void misc_verify_child(FIXTURE_DATA(misc) *self, bool drop_cap)
+{
+	struct kvpool_verify v;
+	struct kvpool_stats s0, s1;
+	struct kvpool_handle h;
+
+	CHILD_CHECK((drop_cap ? kvp_drop_sys_admin() : kvp_become(KVP_NOBODY))
+		    == 0);
+	CHILD_CHECK(kvp_stats(self->fd, &s0) == 0);
+	memset(&v, 0, sizeof(v));
+	v.size = sizeof(v);
+	v.out_violations = v.out_pages_checked = v.out_rows_checked = 0xa5a5;
+	CHILD_CHECK(kvp_ioctl(self->fd, KVPOOL_VERIFY, &v) == EPERM);
+	CHILD_CHECK(v.out_violations == 0xa5a5);
+	CHILD_CHECK(v.out_pages_checked == 0xa5a5);
+	CHILD_CHECK(v.out_rows_checked == 0xa5a5);
+	CHILD_CHECK(kvp_ioctl(self->fd, KVPOOL_VERIFY, NULL) == EPERM);
+	CHILD_CHECK(kvp_stats(self->fd, &s1) == 0);
+	CHILD_CHECK(!*kvp_stats_diff(&s0, &s1));
+	CHILD_CHECK(kvp_row_alloc(self->fd, 1, &h, NULL) == 0);
+	CHILD_CHECK(kvp_grow(self->fd, h, 17) == 0);
+	CHILD_CHECK(kvp_release1(self->fd, h, NULL) == 0);
+	_exit(0);
+}
+
+TEST_F(misc, verify_eperm)
+{
+	int i, status;
+	pid_t pid;
+
+	for (i = 0; i < 2; i++) {
+		pid = kvp_pool_fork(_metadata, &self->pool);
+		if (pid == 0)
+			misc_verify_child(self, i == 0);
+		status = kvp_pool_wait(&self->pool, pid);
+		EXPECT_TRUE(KVP_CHILD_OK(status))
+			TH_LOG("%s: child status %#x",
+			       i == 0 ? "without CAP_SYS_ADMIN" : "as nobody",
+			       status);
+	}
+	/* Root still may. */
+	kvp_expect_verify(_metadata, &self->pool, self->fd);
 }
 
 TEST_HARNESS_MAIN

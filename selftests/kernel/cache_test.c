@@ -7,8 +7,12 @@
  * moves (STATS, ROW_QUERY's lengths and page lists, KVPOOL_PAGE_NONE
  * holes), every errno of the header with out_error_index on the first bad
  * entry, all-or-nothing (a refused call leaves STATS and every row as they
- * were), pins (shared prefixes, slots, release), isolation between two
- * clients of one pool, and a client killed while it holds cache pages.
+ * were), element lengths (entry_len, page_entry_len), pins (shared
+ * prefixes, slots, release), isolation between two clients of one pool,
+ * and a client killed while it holds cache pages. A prefix is cached whole
+ * or not at all: a row whose window has slid past its protected prefix
+ * (swa_evicted > protected) donates nothing (EINVAL), and a donated prefix
+ * never gets a hole.
  *
  * After every step the accounting identities hold: free + row + slot +
  * cache_evictable + cache_pinned + reserved == nr_pages, sysfs and fdinfo
@@ -257,6 +261,47 @@ static struct kvpool_handle released_row(struct __test_metadata *_metadata,
 static struct kvpool_len_entry len_entry(struct kvpool_handle h, __u32 len)
 {
 	return (struct kvpool_len_entry){ .handle = h, .len = len };
+}
+
+/* @h with a generation @ahead of it: never issued, so it names nothing. */
+static struct kvpool_handle future(struct kvpool_handle h, __u32 ahead)
+{
+	h.generation += ahead;
+	return h;
+}
+
+/* A struct kvpool_batch op with the entry length given, not the header's. */
+static int batch_elen(int fd, unsigned long cmd, __u32 flags, void *entries,
+		      __u32 count, __u32 entry_len, struct kvpool_batch *out)
+{
+	struct kvpool_batch b = {
+		.size = sizeof(b),
+		.flags = flags,
+		.count = count,
+		.entry_len = entry_len,
+		.entries = kvp_ptr(entries),
+		.out_error_index = 0xdeadbeef,
+		.out_nr_pages = 0xdeadbeef,
+	};
+	int ret = kvp_ioctl(fd, cmd, &b);
+
+	*out = b;
+	return ret;
+}
+
+/* ATTACH_PREFIX with the page-id length given. */
+static int attach_elen(int fd, struct kvpool_handle h, const void *ids,
+		       __u32 nr_pages, __u32 page_entry_len)
+{
+	struct kvpool_attach a = {
+		.size = sizeof(a),
+		.handle = h,
+		.nr_pages = nr_pages,
+		.page_entry_len = page_entry_len,
+		.pages = kvp_ptr(ids),
+	};
+
+	return kvp_ioctl(fd, KVPOOL_ATTACH_PREFIX, &a);
 }
 
 /* ---- the fresh figures ------------------------------------------------- */
@@ -529,6 +574,13 @@ TEST_F(cache, donate_errors)
 	e[1] = len_entry(stale, 0);
 	EXPECT_EQ(ESTALE, kvp_batch(self->fd, KVPOOL_DONATE, 0, e, 3, &b));
 	EXPECT_EQ(1, b.out_error_index);
+	/* A generation not issued yet names nothing: ENOENT, not ESTALE. */
+	e[1] = len_entry(future(h[1], 1), 3 * pt);
+	EXPECT_EQ(ENOENT, kvp_batch(self->fd, KVPOOL_DONATE, 0, e, 3, &b));
+	EXPECT_EQ(1, b.out_error_index);
+	e[1] = len_entry(future(h[1], 5), 3 * pt);
+	EXPECT_EQ(ENOENT, kvp_batch(self->fd, KVPOOL_DONATE, 0, e, 3, &b));
+	EXPECT_EQ(1, b.out_error_index);
 	e[1] = len_entry(parked, pt);
 	EXPECT_EQ(ENOENT, kvp_batch(self->fd, KVPOOL_DONATE, 0, e, 3, &b));
 	EXPECT_EQ(1, b.out_error_index);
@@ -607,6 +659,140 @@ TEST_F(cache, batch_shape)
 	}
 	EXPECT_UNCHANGED(self->fd, &h, 1);
 	munmap(g, 2 * KVP_PAGE_SIZE);
+	ACCT();
+}
+
+/*
+ * entry_len of DONATE, SWA_FREE, CACHE_EVICT and RELEASE: shorter than the
+ * header's entry is EINVAL, past PAGE_SIZE E2BIG, both before any entry
+ * counts (out_error_index ~0U); longer entries work when the bytes the
+ * kernel does not know are zero, and are E2BIG naming the entry when not.
+ * Nothing changes on a refusal.
+ */
+TEST_F(cache, element_lengths)
+{
+	const __u32 pt = self->pt;
+	const unsigned long cmds[] = {
+		KVPOOL_DONATE, KVPOOL_SWA_FREE, KVPOOL_CACHE_EVICT,
+		KVPOOL_RELEASE,
+	};
+	const __u32 known[] = {
+		sizeof(struct kvpool_len_entry),
+		sizeof(struct kvpool_len_entry), sizeof(__u32),
+		sizeof(struct kvpool_handle),
+	};
+	struct {
+		struct kvpool_len_entry e;
+		__u64 tail;
+	} w[2];
+	unsigned char odd[2 * 20];
+	struct kvpool_handle h[3];
+	struct kvp_row_snap *r = &self->row;
+	struct kvpool_batch b;
+	__u32 p[3], ev[4], i;
+
+	cache_pages(_metadata, self, self->fd, 3, p);
+	h[0] = new_row(_metadata, self->fd, 4 * pt, 4 * pt);
+	h[1] = new_row(_metadata, self->fd, 4 * pt, 4 * pt);
+	h[2] = new_row(_metadata, self->fd, 4 * pt, 4 * pt);
+	memset(w, 0, sizeof(w));
+	w[0].e = len_entry(h[0], 2 * pt);
+	w[1].e = len_entry(h[1], 3 * pt);
+	kvp_snap(self->fd, h, 3, &self->before);
+
+	for (i = 0; i < ARRAY_SIZE(cmds); i++) {
+		EXPECT_EQ(EINVAL, batch_elen(self->fd, cmds[i], 0, w, 1, 0, &b))
+			TH_LOG("cmd %u, entry_len 0", i);
+		EXPECT_EQ(KVP_ERR_NONE, b.out_error_index);
+		EXPECT_EQ(EINVAL, batch_elen(self->fd, cmds[i], 0, w, 1,
+					     known[i] - 1, &b))
+			TH_LOG("cmd %u, entry_len %u", i, known[i] - 1);
+		EXPECT_EQ(KVP_ERR_NONE, b.out_error_index);
+		EXPECT_EQ(E2BIG, batch_elen(self->fd, cmds[i], 0, w, 1,
+					    KVP_PAGE_SIZE + 1, &b))
+			TH_LOG("cmd %u, entry_len past PAGE_SIZE", i);
+		EXPECT_EQ(E2BIG, batch_elen(self->fd, cmds[i], 0, w, 1, ~0u,
+					    &b))
+			TH_LOG("cmd %u, entry_len ~0", i);
+	}
+	EXPECT_UNCHANGED(self->fd, h, 3);
+
+	/* DONATE, 24-byte entries: a non-zero tail names its entry. */
+	w[1].tail = 1;
+	EXPECT_EQ(E2BIG, batch_elen(self->fd, KVPOOL_DONATE, 0, w, 2,
+				    sizeof(w[0]), &b));
+	EXPECT_EQ(1, b.out_error_index);
+	w[1].tail = 0;
+	w[0].tail = 1ull << 63;
+	EXPECT_EQ(E2BIG, batch_elen(self->fd, KVPOOL_DONATE, 0, w, 2,
+				    sizeof(w[0]), &b));
+	EXPECT_EQ(0, b.out_error_index);
+	w[0].tail = 0;
+	EXPECT_UNCHANGED(self->fd, h, 3);
+	ASSERT_EQ(0, batch_elen(self->fd, KVPOOL_DONATE, 0, w, 2,
+				sizeof(w[0]), &b));
+	EXPECT_EQ(2 + 3, b.out_nr_pages);
+	EXPECT_EQ(KVP_ERR_NONE, b.out_error_index);
+	kvp_snap_row(self->fd, h[0], r);
+	EXPECT_EQ(2 * pt, r->protected_len);
+	kvp_snap_row(self->fd, h[1], r);
+	EXPECT_EQ(3 * pt, r->protected_len);
+	ACCT();
+
+	/* SWA_FREE, 20-byte entries (an odd stride is fine). */
+	memset(odd, 0, sizeof(odd));
+	w[0].e = len_entry(h[2], 2 * pt);
+	memcpy(odd, &w[0].e, sizeof(w[0].e));
+	w[0].e = len_entry(h[0], 3 * pt);
+	memcpy(odd + 20, &w[0].e, sizeof(w[0].e));
+	odd[20 + 17] = 1;
+	kvp_snap(self->fd, h, 3, &self->before);
+	EXPECT_EQ(E2BIG, batch_elen(self->fd, KVPOOL_SWA_FREE, 0, odd, 2, 20,
+				    &b));
+	EXPECT_EQ(1, b.out_error_index);
+	EXPECT_UNCHANGED(self->fd, h, 3);
+	odd[20 + 17] = 0;
+	ASSERT_EQ(0, batch_elen(self->fd, KVPOOL_SWA_FREE, 0, odd, 2, 20, &b));
+	/* h[2]: pages 0 and 1; h[0]: page 2 only, 0 and 1 are protected. */
+	EXPECT_EQ(2 + 1, b.out_nr_pages);
+	kvp_snap_row(self->fd, h[2], r);
+	EXPECT_EQ(2 * pt, r->swa);
+	kvp_snap_row(self->fd, h[0], r);
+	EXPECT_EQ(3 * pt, r->swa);
+	ACCT();
+
+	/* CACHE_EVICT, 8-byte page ids. */
+	ev[0] = p[0];
+	ev[1] = 0;
+	ev[2] = p[1];
+	ev[3] = 0x100;
+	kvp_snap(self->fd, h, 3, &self->before);
+	EXPECT_EQ(E2BIG, batch_elen(self->fd, KVPOOL_CACHE_EVICT, 0, ev, 2, 8,
+				    &b));
+	EXPECT_EQ(1, b.out_error_index);
+	EXPECT_UNCHANGED(self->fd, h, 3);
+	ev[3] = 0;
+	ASSERT_EQ(0, batch_elen(self->fd, KVPOOL_CACHE_EVICT, 0, ev, 2, 8, &b));
+	EXPECT_EQ(2, b.out_nr_pages);
+	ACCT();
+
+	/* RELEASE, 16-byte handles. */
+	{
+		struct kvpool_handle hw[6] = {
+			h[0], { 0, 0 }, h[1], { 0, 0 }, h[2], { 0, 1 },
+		};
+
+		kvp_snap(self->fd, h, 3, &self->before);
+		EXPECT_EQ(E2BIG, batch_elen(self->fd, KVPOOL_RELEASE, 0, hw, 3,
+					    16, &b));
+		EXPECT_EQ(2, b.out_error_index);
+		EXPECT_UNCHANGED(self->fd, h, 3);
+		hw[5].generation = 0;
+		ASSERT_EQ(0, batch_elen(self->fd, KVPOOL_RELEASE, 0, hw, 3, 16,
+					&b));
+		/* Own pages: h[0] its page 3, h[1] its 3, h[2] its 2 and 3. */
+		EXPECT_EQ(1 + 1 + 2, b.out_nr_pages);
+	}
 	ACCT();
 }
 
@@ -758,6 +944,7 @@ TEST_F(cache, attach_errors)
 			     done, hs[5];
 	struct kvpool_attach a;
 	__u32 mine[2], theirs[1], own_id, fr_id, freed, bad[3], notmine[7];
+	__u32 wide[4];
 	unsigned int i;
 	char *g;
 
@@ -796,6 +983,8 @@ TEST_F(cache, attach_errors)
 	EXPECT_EQ(EINVAL, kvp_attach(self->fd, done, mine, 1));
 	/* Handles that are not the caller's held rows. */
 	EXPECT_EQ(ESTALE, kvp_attach(self->fd, stale, mine, 1));
+	EXPECT_EQ(ENOENT, kvp_attach(self->fd, future(h, 1), mine, 1));
+	EXPECT_EQ(ENOENT, kvp_attach(self->fd, future(h, 5), mine, 1));
 	EXPECT_EQ(ENOENT, kvp_attach(self->fd, fr, mine, 1));
 	EXPECT_EQ(ENOENT, kvp_attach(self->fd, released, mine, 1));
 	EXPECT_EQ(ENOENT, kvp_attach(self->fd, parked, mine, 1));
@@ -838,15 +1027,30 @@ TEST_F(cache, attach_errors)
 	memcpy((__u32 *)kvp_fault_edge(g) - 1, mine, 4);
 	EXPECT_EQ(EFAULT, kvp_attach(self->fd, h,
 				     (__u32 *)kvp_fault_edge(g) - 1, 2));
-	/* Reserved and flags. */
+	/*
+	 * page_entry_len: shorter than a page id (0 too) is EINVAL, past
+	 * PAGE_SIZE E2BIG, and a longer id with a non-zero byte past the
+	 * first four E2BIG: the kernel does not know what that byte means.
+	 */
+	EXPECT_EQ(EINVAL, attach_elen(self->fd, h, mine, 2, 0));
+	EXPECT_EQ(EINVAL, attach_elen(self->fd, h, mine, 2, 3));
+	EXPECT_EQ(E2BIG, attach_elen(self->fd, h, mine, 2,
+				     KVP_PAGE_SIZE + 1));
+	wide[0] = mine[0];
+	wide[1] = 0;
+	wide[2] = mine[1];
+	wide[3] = 1;
+	EXPECT_EQ(E2BIG, attach_elen(self->fd, h, wide, 2, 8));
+	wide[3] = 0;
+	wide[1] = 1u << 24;
+	EXPECT_EQ(E2BIG, attach_elen(self->fd, h, wide, 2, 8));
+	/* Flags. */
 	memset(&a, 0, sizeof(a));
 	a.size = sizeof(a);
 	a.handle = h;
 	a.nr_pages = 2;
+	a.page_entry_len = sizeof(__u32);
 	a.pages = kvp_ptr(mine);
-	a.__reserved = 1;
-	EXPECT_EQ(EINVAL, kvp_ioctl(self->fd, KVPOOL_ATTACH_PREFIX, &a));
-	a.__reserved = 0;
 	a.flags = 1;
 	EXPECT_EQ(EOPNOTSUPP, kvp_ioctl(self->fd, KVPOOL_ATTACH_PREFIX, &a));
 	EXPECT_UNCHANGED(self->fd, hs, 5);
@@ -859,6 +1063,19 @@ TEST_F(cache, attach_errors)
 	EXPECT_EQ(pt, self->row.protected_len);
 	EXPECT_EQ(mine[0], self->row.pages[0]);
 	munmap(g, 2 * KVP_PAGE_SIZE);
+	ACCT();
+
+	/* 8-byte page ids with zero tails: accepted. */
+	h = new_row(_metadata, self->fd, 0, 0);
+	wide[0] = mine[1];
+	wide[1] = 0;
+	wide[2] = mine[0];
+	wide[3] = 0;
+	ASSERT_EQ(0, attach_elen(self->fd, h, wide, 2, 8));
+	kvp_snap_row(self->fd, h, &self->row);
+	EXPECT_EQ(2 * pt, self->row.protected_len);
+	EXPECT_EQ(mine[1], self->row.pages[0]);
+	EXPECT_EQ(mine[0], self->row.pages[1]);
 	ACCT();
 }
 
@@ -1399,44 +1616,59 @@ TEST_F(cache, swa_protected)
 	EXPECT_EQ(7 - 2 - 2, s.out_client_pages);
 	ACCT();
 
-	/* Donating over the holes moves only the pages still there. */
-	ASSERT_EQ(0, kvp_donate1(self->fd, h, 6 * pt, &n));
-	EXPECT_EQ(2, n);
-	kvp_snap_row(self->fd, h, r);
-	EXPECT_EQ(6 * pt, r->protected_len);
-	EXPECT_EQ(4 * pt, r->swa);
-	ASSERT_EQ(0, kvp_stats(self->fd, &s));
-	EXPECT_EQ(4, s.out_cache_pinned);
-	EXPECT_EQ(4, s.out_client_cache_pages);
-	EXPECT_EQ(1, s.out_client_pages);
+	/*
+	 * The window slid past protected (4 pt > 2 pt): what is left of the
+	 * row's start is no prefix any more, so DONATE and RELEASE with
+	 * KVPOOL_RELEASE_DONATE are EINVAL and change nothing.
+	 */
+	kvp_snap(self->fd, &h, 1, &self->before);
+	EXPECT_EQ(EINVAL, kvp_donate1(self->fd, h, 6 * pt, &n));
+	EXPECT_EQ(EINVAL, kvp_donate1(self->fd, h, 5 * pt, &n));
+	EXPECT_EQ(EINVAL, kvp_release_donate1(self->fd, h, &n));
+	EXPECT_UNCHANGED(self->fd, &h, 1);
 	ACCT();
-	EXPECT_EQ(EINVAL, kvp_swa_free1(self->fd, h, 5 * pt, NULL));
-	ASSERT_EQ(0, kvp_swa_free1(self->fd, h, 6 * pt, &n));
-	EXPECT_EQ(0, n);
+	/* SWA_FREE goes on from where it was. */
+	EXPECT_EQ(EINVAL, kvp_swa_free1(self->fd, h, 4 * pt - 1, NULL));
+	ASSERT_EQ(0, kvp_swa_free1(self->fd, h, 5 * pt, &n));
+	EXPECT_EQ(1, n);
 	kvp_snap_row(self->fd, h, r);
-	EXPECT_EQ(6 * pt, r->swa);
-	EXPECT_EQ(ids[4], r->pages[4]);
+	EXPECT_EQ(5 * pt, r->swa);
+	EXPECT_EQ(2 * pt, r->protected_len);
+	EXPECT_EQ(p[0], r->pages[0]);
+	EXPECT_EQ(p[1], r->pages[1]);
+	EXPECT_EQ(KVPOOL_PAGE_NONE, r->pages[4]);
 	EXPECT_EQ(ids[5], r->pages[5]);
 	ACCT();
 
+	/* A plain release: its own pages 5 and 6 go, the prefix unpins. */
 	ASSERT_EQ(0, kvp_release1(self->fd, h, &n));
-	EXPECT_EQ(1, n);
+	EXPECT_EQ(2, n);
 	ASSERT_EQ(0, kvp_stats(self->fd, &s));
 	EXPECT_EQ(0, s.out_cache_pinned);
-	EXPECT_EQ(4, s.out_cache_evictable);
+	EXPECT_EQ(2, s.out_cache_evictable);
 	ACCT();
 
 	/* A donor: protected from its own donation. */
 	d = new_row(_metadata, self->fd, 4 * pt, 4 * pt);
+	ASSERT_EQ(4, row_ids(_metadata, self->fd, d, ids, 4));
 	ASSERT_EQ(0, kvp_donate1(self->fd, d, 2 * pt, &n));
 	EXPECT_EQ(EINVAL, kvp_swa_free1(self->fd, d, pt, NULL));
 	ASSERT_EQ(0, kvp_swa_free1(self->fd, d, 3 * pt, &n));
 	EXPECT_EQ(1, n);
-	/* Release-donate after a window free: the hole is not donated. */
-	ASSERT_EQ(0, kvp_release_donate1(self->fd, d, &n));
-	EXPECT_EQ(0, n);
+	/* The donated prefix is whole; the hole is above it. */
+	kvp_snap_row(self->fd, d, r);
+	EXPECT_EQ(ids[0], r->pages[0]);
+	EXPECT_EQ(ids[1], r->pages[1]);
+	EXPECT_EQ(KVPOOL_PAGE_NONE, r->pages[2]);
+	EXPECT_EQ(ids[3], r->pages[3]);
+	/* Release-donate after the window passed protected: refused. */
+	kvp_snap(self->fd, &d, 1, &self->before);
+	EXPECT_EQ(EINVAL, kvp_release_donate1(self->fd, d, &n));
+	EXPECT_UNCHANGED(self->fd, &d, 1);
+	ASSERT_EQ(0, kvp_release1(self->fd, d, &n));
+	EXPECT_EQ(1, n);
 	ASSERT_EQ(0, kvp_stats(self->fd, &s));
-	EXPECT_EQ(4 + 3, s.out_cache_evictable);
+	EXPECT_EQ(2 + 2, s.out_cache_evictable);
 	ACCT();
 }
 
@@ -1515,6 +1747,12 @@ TEST_F(cache, swa_errors)
 	e[1] = len_entry(stale, 0);
 	EXPECT_EQ(ESTALE, kvp_batch(self->fd, KVPOOL_SWA_FREE, 0, e, 2, &b));
 	EXPECT_EQ(1, b.out_error_index);
+	e[1] = len_entry(future(h[1], 1), 2 * pt);
+	EXPECT_EQ(ENOENT, kvp_batch(self->fd, KVPOOL_SWA_FREE, 0, e, 2, &b));
+	EXPECT_EQ(1, b.out_error_index);
+	e[1] = len_entry(future(h[1], 5), 2 * pt);
+	EXPECT_EQ(ENOENT, kvp_batch(self->fd, KVPOOL_SWA_FREE, 0, e, 2, &b));
+	EXPECT_EQ(1, b.out_error_index);
 	e[1] = len_entry((struct kvpool_handle){ NR_ROWS, 1 }, 0);
 	EXPECT_EQ(ENOENT, kvp_batch(self->fd, KVPOOL_SWA_FREE, 0, e, 2, &b));
 	EXPECT_EQ(1, b.out_error_index);
@@ -1538,6 +1776,162 @@ TEST_F(cache, swa_errors)
 	ASSERT_EQ(0, kvp_batch(self->fd, KVPOOL_SWA_FREE, 0, e, 2, &b));
 	EXPECT_EQ(5, b.out_nr_pages);
 	EXPECT_EQ(KVP_ERR_NONE, b.out_error_index);
+	ACCT();
+}
+
+/*
+ * The case an outside reference model found: a row whose window was slid
+ * past its (empty) protected prefix: protected 0, swa_evicted 2 pages,
+ * committed 4 (at page_tokens 16: 0, 32, 64). DONATE used to succeed and
+ * leave the cache a "prefix" of [NONE, NONE, id, id] with protected 64,
+ * which no ATTACH_PREFIX could map. Now DONATE and RELEASE with
+ * KVPOOL_RELEASE_DONATE are EINVAL for it, out_error_index names it, and
+ * nothing changes, the other rows of the batch included; a plain RELEASE
+ * still works.
+ */
+TEST_F(cache, donate_after_window_slid)
+{
+	const __u32 pt = self->pt;
+	struct kvp_row_snap *r = &self->row;
+	struct kvpool_handle h[2], hr[2];
+	struct kvpool_len_entry e[2];
+	struct kvpool_row_query q;
+	struct kvpool_stats s;
+	struct kvpool_batch b;
+	__u32 ids[4], n = ~0u, i;
+
+	h[0] = new_row(_metadata, self->fd, 4 * pt, 4 * pt);	/* a good one */
+	h[1] = new_row(_metadata, self->fd, 4 * pt, 4 * pt);
+	ASSERT_EQ(4, row_ids(_metadata, self->fd, h[1], ids, 4));
+	ASSERT_EQ(0, kvp_swa_free1(self->fd, h[1], 2 * pt, &n));
+	ASSERT_EQ(2, n);
+	kvp_snap_row(self->fd, h[1], r);
+	ASSERT_EQ(0, r->protected_len);
+	ASSERT_EQ(2 * pt, r->swa);
+	ASSERT_EQ(4 * pt, r->committed);
+	ACCT();
+	kvp_snap(self->fd, h, 2, &self->before);
+
+	/* DONATE to committed, or to anywhere above protected. */
+	EXPECT_EQ(EINVAL, kvp_donate1(self->fd, h[1], 4 * pt, &n));
+	EXPECT_EQ(EINVAL, kvp_donate1(self->fd, h[1], 3 * pt, &n));
+	EXPECT_EQ(EINVAL, kvp_donate1(self->fd, h[1], 2 * pt + 1, &n));
+	e[0] = len_entry(h[0], 4 * pt);
+	e[1] = len_entry(h[1], 4 * pt);
+	EXPECT_EQ(EINVAL, kvp_batch(self->fd, KVPOOL_DONATE, 0, e, 2, &b));
+	EXPECT_EQ(1, b.out_error_index);
+	EXPECT_EQ(0, b.out_nr_pages);
+	e[0] = len_entry(h[1], 4 * pt);
+	e[1] = len_entry(h[0], 4 * pt);
+	EXPECT_EQ(EINVAL, kvp_batch(self->fd, KVPOOL_DONATE, 0, e, 2, &b));
+	EXPECT_EQ(0, b.out_error_index);
+	EXPECT_UNCHANGED(self->fd, h, 2);
+
+	/* RELEASE with KVPOOL_RELEASE_DONATE: the same, nothing released. */
+	EXPECT_EQ(EINVAL, kvp_release_donate1(self->fd, h[1], &n));
+	hr[0] = h[0];
+	hr[1] = h[1];
+	EXPECT_EQ(EINVAL, kvp_batch(self->fd, KVPOOL_RELEASE,
+				    KVPOOL_RELEASE_DONATE, hr, 2, &b));
+	EXPECT_EQ(1, b.out_error_index);
+	EXPECT_EQ(0, b.out_nr_pages);
+	hr[0] = h[1];
+	hr[1] = h[0];
+	EXPECT_EQ(EINVAL, kvp_batch(self->fd, KVPOOL_RELEASE,
+				    KVPOOL_RELEASE_DONATE, hr, 2, &b));
+	EXPECT_EQ(0, b.out_error_index);
+	EXPECT_UNCHANGED(self->fd, h, 2);
+
+	/* What the reference model saw must not be: no such cache entry. */
+	kvp_snap_row(self->fd, h[1], r);
+	EXPECT_EQ(0, r->protected_len);
+	for (i = 0; i < 4; i++)
+		EXPECT_EQ(i < 2 ? KVPOOL_PAGE_NONE : ids[i], r->pages[i])
+			TH_LOG("position %u", i);
+	ASSERT_EQ(0, kvp_stats(self->fd, &s));
+	EXPECT_EQ(0, s.out_client_cache_pages);
+	EXPECT_EQ(0, s.out_cache_pinned + s.out_cache_evictable);
+	EXPECT_EQ(ENOENT, kvp_evict(self->fd, &ids[2], 1, &b))
+		TH_LOG("a page of the holed row went to the cache");
+	ACCT();
+
+	/* The good row of the batch still donates; the holed one releases. */
+	ASSERT_EQ(0, kvp_donate1(self->fd, h[0], 4 * pt, &n));
+	EXPECT_EQ(4, n);
+	ASSERT_EQ(0, kvp_release1(self->fd, h[1], &n));
+	EXPECT_EQ(2, n);
+	EXPECT_EQ(ENOENT, kvp_query(self->fd, h[1], NULL, 0, &q));
+	ASSERT_EQ(0, kvp_release_donate1(self->fd, h[0], &n));
+	EXPECT_EQ(0, n);
+	ASSERT_EQ(0, kvp_stats(self->fd, &s));
+	EXPECT_EQ(4, s.out_client_cache_pages);
+	EXPECT_EQ(4, s.out_cache_evictable);
+	ACCT();
+}
+
+/*
+ * Donate first, then slide the window: SWA_FREE never frees below
+ * protected, so the donated prefix stays whole (no KVPOOL_PAGE_NONE below
+ * protected) and another row can attach it. With swa_evicted == protected
+ * the row is still a prefix: it may donate on; once the window passes
+ * protected it may not.
+ */
+TEST_F(cache, donated_prefix_stays_whole)
+{
+	const __u32 pt = self->pt;
+	struct kvp_row_snap *r = &self->row;
+	struct kvpool_handle d, a;
+	struct kvpool_stats s;
+	__u32 ids[6], n = ~0u, i;
+
+	d = new_row(_metadata, self->fd, 6 * pt, 6 * pt);
+	ASSERT_EQ(6, row_ids(_metadata, self->fd, d, ids, 6));
+	ASSERT_EQ(0, kvp_donate1(self->fd, d, 2 * pt, &n));
+	ASSERT_EQ(2, n);
+
+	/* Window at protected exactly: nothing freed, still a prefix. */
+	ASSERT_EQ(0, kvp_swa_free1(self->fd, d, 2 * pt, &n));
+	EXPECT_EQ(0, n);
+	ASSERT_EQ(0, kvp_donate1(self->fd, d, 3 * pt, &n));
+	EXPECT_EQ(1, n);
+	kvp_snap_row(self->fd, d, r);
+	EXPECT_EQ(3 * pt, r->protected_len);
+	EXPECT_EQ(2 * pt, r->swa);
+	ACCT();
+
+	/* Past it: pages 3 and 4 go, 0..2 stay. */
+	ASSERT_EQ(0, kvp_swa_free1(self->fd, d, 5 * pt, &n));
+	EXPECT_EQ(2, n);
+	kvp_snap_row(self->fd, d, r);
+	EXPECT_EQ(3 * pt, r->protected_len);
+	EXPECT_EQ(5 * pt, r->swa);
+	for (i = 0; i < r->protected_len / pt; i++)
+		EXPECT_NE(KVPOOL_PAGE_NONE, r->pages[i])
+			TH_LOG("a hole at %u, below protected %u", i,
+			       r->protected_len);
+	for (i = 0; i < 6; i++)
+		EXPECT_EQ(i == 3 || i == 4 ? KVPOOL_PAGE_NONE : ids[i],
+			  r->pages[i]) TH_LOG("position %u", i);
+	/* No more donating from it, with or without release. */
+	EXPECT_EQ(EINVAL, kvp_donate1(self->fd, d, 6 * pt, &n));
+	kvp_snap(self->fd, &d, 1, &self->before);
+	EXPECT_EQ(EINVAL, kvp_release_donate1(self->fd, d, &n));
+	EXPECT_UNCHANGED(self->fd, &d, 1);
+	ACCT();
+
+	/* The cached prefix is whole: another row maps it. */
+	a = new_row(_metadata, self->fd, 0, 0);
+	ASSERT_EQ(0, kvp_attach(self->fd, a, ids, 3));
+	kvp_snap_row(self->fd, a, r);
+	EXPECT_EQ(3 * pt, r->protected_len);
+	EXPECT_EQ(0, memcmp(ids, r->pages, 3 * sizeof(__u32)));
+	ASSERT_EQ(0, kvp_release1(self->fd, d, &n));
+	EXPECT_EQ(1, n);	/* page 5; 3 and 4 were freed already */
+	ASSERT_EQ(0, kvp_release1(self->fd, a, &n));
+	EXPECT_EQ(0, n);
+	ASSERT_EQ(0, kvp_stats(self->fd, &s));
+	EXPECT_EQ(3, s.out_cache_evictable);
+	EXPECT_EQ(0, s.out_cache_pinned);
 	ACCT();
 }
 
@@ -1734,6 +2128,7 @@ TEST_F(cache, accounting_walk)
 {
 	const __u32 pt = self->pt, half = self->half;
 	struct kvpool_handle h[4], g;
+	struct kvpool_batch b;
 	__u32 p[4], q[3], n;
 	int round;
 
@@ -1772,8 +2167,19 @@ TEST_F(cache, accounting_walk)
 		ASSERT_EQ(0, kvp_release1(self->fd, h[0], &n));
 		ASSERT_EQ(half > 0, n);
 		ACCT();
-		ASSERT_EQ(0, kvp_batch(self->fd, KVPOOL_RELEASE,
-				       KVPOOL_RELEASE_DONATE, &h[1], 2, NULL));
+		/*
+		 * Both have freed pages above their protected prefix (h[1]
+		 * 2 pt > 0, h[2] 5 pt > 3 pt): no release-donate for either,
+		 * the first of them named, nothing released.
+		 */
+		kvp_snap(self->fd, &h[1], 2, &self->before);
+		ASSERT_EQ(EINVAL, kvp_batch(self->fd, KVPOOL_RELEASE,
+					    KVPOOL_RELEASE_DONATE, &h[1], 2,
+					    &b));
+		EXPECT_EQ(0, b.out_error_index);
+		EXPECT_UNCHANGED(self->fd, &h[1], 2);
+		ASSERT_EQ(0, kvp_batch(self->fd, KVPOOL_RELEASE, 0, &h[1], 2,
+				       NULL));
 		ACCT();
 		/* The other client does its own thing meanwhile. */
 		cache_pages(_metadata, self, self->fd2, 3, q);

@@ -8,25 +8,30 @@
  * worker issues mostly-valid random sequences of every ioctl of
  * <linux/kvpool.h> (and the control device's), with random struct sizes
  * (too short, the v1 size, exact, longer with a zero or a non-zero tail,
- * past PAGE_SIZE), garbage flags and reserved fields, and bad pointers
- * (NULL, unmapped, kernel, straddling a PROT_NONE page) for the struct and
- * for every array, and structs in a read-only page (the kernel reads them,
- * may act, and cannot write them back). Workers get their clients three ways: opened
- * themselves, inherited over fork() from the parent, or passed over a
- * socketpair with SCM_RIGHTS; they pass clients and export fds back up,
- * the parent hands them to other workers, and workers fork grandchildren
- * that share their files. The parent SIGKILLs random workers at random
- * moments and starts new ones, and runs VERIFY while all this goes on.
+ * past PAGE_SIZE), garbage flags and reserved fields, bad pointers (NULL,
+ * unmapped, kernel, straddling a PROT_NONE page) for the struct and for
+ * every array, structs in a read-only page (the kernel reads them and
+ * cannot write them back: EXPORT, IMPORT, FROM_SLOT and CTL_CREATE then
+ * change nothing, the others may have acted), and element lengths
+ * (entry_len, page_entry_len) too short or past PAGE_SIZE, which no call
+ * may get through, or longer, which the kernel zero-fills where it writes.
+ * Workers get their clients three ways: opened themselves, inherited over
+ * fork() from the parent, or passed over a socketpair with SCM_RIGHTS;
+ * they pass clients and export fds back up, the parent hands them to
+ * other workers, and workers fork grandchildren that share their files.
+ * The parent SIGKILLs random workers at random moments and starts new
+ * ones, and runs VERIFY while all this goes on.
  *
  * Every ioctl's result is checked against what the header allows: only
  * documented errnos, EFAULT only when a pointer was bad, EINVAL for a size
  * below the first release, E2BIG for a non-zero tail or a size past
- * PAGE_SIZE, ENOTTY for unknown numbers, the struct untouched on size
- * errors, EFAULT for a read-only struct, never EINTR; successful results are sane (handles, page ids,
- * STATS identities, VERIFY finds nothing). At the end every child is
- * reaped, the pool is whole again and VERIFY finds nothing broken, and
- * the pool can be destroyed. The VM runner also fails the run on any
- * WARN, BUG or oops in the kernel log.
+ * PAGE_SIZE, ENOTTY for unknown numbers (the old type 0xb7's too), the
+ * struct untouched on size errors, EFAULT for a read-only struct, never
+ * EINTR; successful results are sane (handles, page ids, STATS
+ * identities, VERIFY finds nothing). At the end every child is reaped,
+ * the pool is whole again and VERIFY finds nothing broken, and the pool
+ * can be destroyed. The VM runner also fails the run on any WARN, BUG or
+ * oops in the kernel log.
  *
  * Env: KVPOOL_SEED (the run prints its seed; the same seed replays the
  * same choices, though the interleaving of processes differs),
@@ -58,10 +63,12 @@
 #define EX_ARR		4096	/* u32 of scratch for arrays */
 #define EX_GRANDKIDS	2
 
-#ifndef KVPOOL_STATS_V1_SIZE
-/* STATS as ABI version 1 first shipped it: up to __reserved. */
-#define KVPOOL_STATS_V1_SIZE	(offsetof(struct kvpool_stats, __reserved) + 4)
-#endif
+/*
+ * STATS's first release is the whole struct (104 bytes): the 72-byte
+ * struct of the drafts before it, up to __reserved, is refused (EINVAL).
+ */
+#define EX_STATS_V1_SIZE	sizeof(struct kvpool_stats)
+#define EX_STATS_DRAFT_SIZE	(offsetof(struct kvpool_stats, __reserved) + 4)
 
 /* ---- shared counters (MAP_SHARED, atomic) ------------------------------- */
 
@@ -159,6 +166,7 @@ struct ex_worker {
 	__u32 *arr;		/* EX_ARR u32 for arrays */
 	__u32 *arr2;
 	bool planted;		/* a bad pointer went into this call */
+	bool bad_elen;		/* ... or an element length to refuse */
 	bool normal;		/* the last call passed a sane struct */
 	bool v1;		/* ... of its first release's size */
 };
@@ -210,8 +218,8 @@ static bool ex_errno_ok(int err, bool planted, unsigned long cmd)
 	switch (err) {
 	case 0: case EINVAL: case E2BIG: case EOPNOTSUPP: case ENOENT:
 	case ESTALE: case ENOSPC: case ENOBUFS: case EEXIST: case EALREADY:
-	case EBUSY: case EOVERFLOW: case ENOMEM: case EDQUOT:
-		return true;
+	case EBUSY: case ENOMEM: case EDQUOT:
+		return true;	/* EOVERFLOW is in no errno list any more */
 	case EFAULT:
 		return planted;
 	case EBADF: case EXDEV:
@@ -248,8 +256,8 @@ static const char *ex_cmd_name(unsigned long cmd)
 	static char buf[24];
 	unsigned int nr = _IOC_NR(cmd);
 
-	if (nr >= KVPOOL_CMD_BASE && nr - KVPOOL_CMD_BASE < ARRAY_SIZE(pool))
-		return pool[nr - KVPOOL_CMD_BASE];
+	if (nr < ARRAY_SIZE(pool))
+		return pool[nr];
 	if (nr >= KVPOOL_CMD_CTL_CREATE &&
 	    nr - KVPOOL_CMD_CTL_CREATE < ARRAY_SIZE(ctl))
 		return ctl[nr - KVPOOL_CMD_CTL_CREATE];
@@ -275,7 +283,10 @@ static int ex_ioctl(int fd, unsigned long cmd, void *st, size_t len, size_t v1)
 	size_t tail = 0;
 	int ret, err;
 
+	bool bad_elen = ex_w.bad_elen;
+
 	ex_w.planted = false;
+	ex_w.bad_elen = false;
 	if (r >= 880)
 		mode = (enum ex_size_mode)(1 + (r - 880) / 20);	/* 1..6 */
 	else if (r >= 870)
@@ -312,11 +323,22 @@ static int ex_ioctl(int fd, unsigned long cmd, void *st, size_t len, size_t v1)
 	memcpy(save, buf, len < 512 ? len : 512);
 
 	if (mode == M_RO) {
+		/* The lowest free fd: where an export file would go. */
+		int low = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+		if (low >= 0)
+			close(low);
 		memcpy(ex_w.ro, buf, len);
 		if (mprotect(ex_w.ro, KVP_PAGE_SIZE, PROT_READ))
 			ex_fail("mprotect: %s", strerror(errno));
 		ret = ioctl(fd, cmd, ex_w.ro);
+		err = ret < 0 ? errno : 0;
 		mprotect(ex_w.ro, KVP_PAGE_SIZE, PROT_READ | PROT_WRITE);
+		/* EXPORT could not say which fd: it must not install one. */
+		if (cmd == KVPOOL_EXPORT && low >= 0 && fcntl(low, F_GETFD) >= 0)
+			ex_fail("EXPORT with a read-only struct (%s) installed fd %d",
+				strerror(err), low);
+		errno = err;
 	} else if (mode == M_BADPTR) {
 		__u64 p = ex_bad_ptr(len);
 
@@ -364,7 +386,11 @@ static int ex_ioctl(int fd, unsigned long cmd, void *st, size_t len, size_t v1)
 				ex_cmd_name(cmd), strerror(err));
 		break;
 	case M_RO:
-		/* The write-back always faults; the op may have happened. */
+		/*
+		 * The write-back always faults. EXPORT, IMPORT, FROM_SLOT
+		 * (checked above for EXPORT's fd) then did nothing; any
+		 * other op may have happened.
+		 */
 		if (err != EFAULT)
 			ex_fail("%s with a read-only struct: %s, not EFAULT",
 				ex_cmd_name(cmd), strerror(err));
@@ -390,6 +416,10 @@ static int ex_ioctl(int fd, unsigned long cmd, void *st, size_t len, size_t v1)
 				ex_fail("%s: the kernel wrote past the struct",
 					ex_cmd_name(cmd));
 	}
+	/* Shorter than the element, or past PAGE_SIZE: always refused. */
+	if (bad_elen && !err)
+		ex_fail("%s with an element length to refuse: succeeded",
+			ex_cmd_name(cmd));
 	if (ex_w.normal)
 		memcpy(st, buf, mode == M_V1 ? v1 : len);
 	if (!err)
@@ -504,6 +534,25 @@ static __u32 ex_resv(void)
 	return ex_chance(2) ? 1 + ex_below(0xffff) : 0;
 }
 
+/*
+ * An element length (entry_len, page_entry_len): mostly @known, the
+ * header's sizeof(); sometimes one the kernel must refuse whatever else
+ * the call holds: shorter (0 too: EINVAL) or past PAGE_SIZE (E2BIG).
+ */
+static __u32 ex_pick_elen(__u32 known)
+{
+	__u32 v = ex_below(1000);
+
+	if (v < 985)
+		return known;
+	ex_w.bad_elen = true;
+	if (v < 990)
+		return 0;
+	if (v < 995)
+		return ex_below(known);
+	return KVP_PAGE_SIZE + 1 + ex_below(1u << 20);
+}
+
 static __u64 ex_pick_session(struct ex_client *c, int *si)
 {
 	*si = -1;
@@ -533,22 +582,33 @@ static void op_handles(struct ex_client *c, bool release);
 static void op_alloc(struct ex_client *c)
 {
 	struct kvpool_row_alloc a = { 0 };
-	__u32 i, j, n;
+	struct kvpool_handle h[EX_ROWS + 2];
+	__u32 i, j, k, n, el;
+	unsigned char *out = (void *)ex_w.arr;
 	int err;
 
 	a.flags = ex_pick_flags(0);
 	a.count = ex_pick_count(3);
 	n = ex_fill(a.count);
-	a.handles = ex_arr_ptr(ex_w.arr, n * sizeof(struct kvpool_handle));
-	memset(ex_w.arr, 0xa5, n * sizeof(struct kvpool_handle));
+	/* Sometimes handles of a later release: 12 or 16 bytes. */
+	a.entry_len = ex_chance(3) ? 12 + 4 * ex_below(2) :
+		      ex_pick_elen(sizeof(struct kvpool_handle));
+	el = a.entry_len >= 8 && a.entry_len <= 16 ? a.entry_len : 8;
+	a.handles = ex_arr_ptr(ex_w.arr, n * el);
+	a.__reserved = ex_resv();
+	memset(ex_w.arr, 0xa5, n * el + 16);
 	err = EX_IOCTL(c->fd, KVPOOL_ROW_ALLOC, a, sizeof(a));
 	if (err == ENOSPC && c->nrows && ex_chance(50))
 		op_handles(c, true);	/* make room, as a scheduler would */
 	if (err || !ex_w.normal)
 		return;
 	for (i = 0; i < a.count; i++) {
-		struct kvpool_handle *h = (void *)ex_w.arr;
-
+		memcpy(&h[i], out + i * el, sizeof(h[i]));
+		/* The kernel zeroes what it does not know of each element. */
+		for (k = sizeof(h[i]); k < el; k++)
+			if (out[i * el + k])
+				ex_fail("ROW_ALLOC: entry_len %u: byte %u of handle %u is %#x",
+					el, k, i, out[i * el + k]);
 		if (!h[i].req_pool_idx || h[i].req_pool_idx >= EX_ROWS ||
 		    !h[i].generation)
 			ex_fail("ROW_ALLOC: handle %u@%u", h[i].req_pool_idx,
@@ -558,6 +618,9 @@ static void op_alloc(struct ex_client *c)
 				ex_fail("ROW_ALLOC: row %u twice", h[i].req_pool_idx);
 		ex_row_add(c, h[i]);
 	}
+	if (out[a.count * el] != 0xa5)
+		ex_fail("ROW_ALLOC: wrote past %u handles of %u bytes", a.count,
+			el);
 }
 
 static void op_extend(struct ex_client *c)
@@ -583,6 +646,8 @@ static void op_extend(struct ex_client *c)
 						EX_ROW_TOKENS) : EX_ROW_TOKENS);
 	}
 	x.pages_cap = ex_chance(90) ? EX_ARR : ex_below(8);
+	x.entry_len = ex_pick_elen(sizeof(*e));
+	x.page_entry_len = ex_pick_elen(sizeof(__u32));
 	x.entries = ex_arr_ptr(e, n * sizeof(*e));
 	x.pages = ex_arr_ptr(ex_w.arr2, 4);
 	x.__reserved = ex_resv();
@@ -633,8 +698,8 @@ static void op_len(struct ex_client *c, enum ex_len_op op)
 					       r ? r->committed : 0);
 		e[i].__reserved = ex_resv();
 	}
+	b.entry_len = ex_pick_elen(sizeof(*e));
 	b.entries = ex_arr_ptr(e, n * sizeof(*e));
-	b.__reserved = ex_resv();
 	err = EX_IOCTL(c->fd, cmds[op], b, sizeof(b));
 	if (err || !ex_w.normal)
 		return;
@@ -668,8 +733,8 @@ static void op_handles(struct ex_client *c, bool release)
 	n = ex_fill(b.count);
 	for (i = 0; i < n; i++)
 		h[i] = ex_pick_handle(c, &ri[i]);
+	b.entry_len = ex_pick_elen(sizeof(*h));
 	b.entries = ex_arr_ptr(h, n * sizeof(*h));
-	b.__reserved = ex_resv();
 	err = EX_IOCTL(c->fd, release ? KVPOOL_RELEASE : KVPOOL_TRIM, b,
 		       sizeof(b));
 	if (err || !ex_w.normal)
@@ -754,7 +819,9 @@ static void op_query(struct ex_client *c, bool by_slot)
 	else
 		q.handle = ex_pick_handle(c, &ri);
 	q.pages_cap = ex_chance(80) ? EX_ARR : ex_below(4);
+	q.page_entry_len = ex_pick_elen(sizeof(__u32));
 	q.pages = ex_arr_ptr(ex_w.arr2, q.pages_cap ? 4 : 0);
+	q.__reserved = ex_resv();
 	err = EX_IOCTL(c->fd, KVPOOL_ROW_QUERY, q, sizeof(q));
 	if (err || !ex_w.normal)
 		return;
@@ -784,6 +851,7 @@ static void ex_learn_cache(struct ex_client *c, struct kvpool_handle h)
 	q.size = sizeof(q);
 	q.handle = h;
 	q.pages_cap = EX_ARR;
+	q.page_entry_len = sizeof(__u32);
 	q.pages = kvp_ptr(ex_w.arr2);
 	if (kvp_ioctl(c->fd, KVPOOL_ROW_QUERY, &q))
 		return;
@@ -821,8 +889,8 @@ static void op_attach(struct ex_client *c)
 	n = a.nr_pages < 64 ? a.nr_pages : 1;
 	for (i = 0; i < n; i++)
 		ex_w.arr[i] = ex_pick_page(c);
+	a.page_entry_len = ex_pick_elen(sizeof(__u32));
 	a.pages = ex_arr_ptr(ex_w.arr, n * 4);
-	a.__reserved = ex_resv();
 	err = EX_IOCTL(c->fd, KVPOOL_ATTACH_PREFIX, a, sizeof(a));
 	if (err || !ex_w.normal || ri < 0)
 		return;
@@ -842,8 +910,8 @@ static void op_evict(struct ex_client *c)
 	n = ex_fill(b.count);
 	for (i = 0; i < n; i++)
 		ex_w.arr[i] = ex_pick_page(c);
+	b.entry_len = ex_pick_elen(sizeof(__u32));
 	b.entries = ex_arr_ptr(ex_w.arr, n * 4);
-	b.__reserved = ex_resv();
 	err = EX_IOCTL(c->fd, KVPOOL_CACHE_EVICT, b, sizeof(b));
 	if (err || !ex_w.normal)
 		return;
@@ -860,13 +928,25 @@ static void op_stats(struct ex_client *c)
 	bool clean;
 	int err;
 
+	if (ex_chance(5)) {
+		/* The drafts' 72 bytes: refused, the struct not written. */
+		memset(&s, 0, sizeof(s));
+		s.size = EX_STATS_DRAFT_SIZE;
+		s.out_free_pages = 0xa5a5a5a5;
+		err = kvp_ioctl(c->fd, KVPOOL_STATS, &s);
+		if (err != EINVAL || s.out_free_pages != 0xa5a5a5a5)
+			ex_fail("STATS at %zu bytes: %s, free %#x",
+				(size_t)EX_STATS_DRAFT_SIZE, strerror(err),
+				s.out_free_pages);
+		memset(&s, 0, sizeof(s));
+	}
 	s.flags = ex_pick_flags(0);
 	s.__reserved = ex_resv();
 	clean = !s.flags && !s.__reserved;
-	err = ex_ioctl(c->fd, KVPOOL_STATS, &s, sizeof(s), KVPOOL_STATS_V1_SIZE);
+	err = ex_ioctl(c->fd, KVPOOL_STATS, &s, sizeof(s), EX_STATS_V1_SIZE);
 	if (ex_w.v1 && clean && err == EINVAL)	/* a v1 binary is refused */
 		ex_fail("STATS at its first release's size (%zu bytes): EINVAL",
-			(size_t)KVPOOL_STATS_V1_SIZE);
+			(size_t)EX_STATS_V1_SIZE);
 	if (err || !ex_w.normal)
 		return;
 	pages = (__u64)s.out_free_pages + s.out_row_pages + s.out_slot_pages +
@@ -874,8 +954,7 @@ static void op_stats(struct ex_client *c)
 		s.out_reserved_pages + s.out_export_pages;
 	rows = (__u64)s.out_free_rows + s.out_held_rows + s.out_slot_rows +
 	       s.out_reserved_rows + s.out_export_rows;
-	/* A v1-sized call does not get the export figures. */
-	if (!ex_w.v1 && (pages != EX_PAGES || rows != EX_ROWS))
+	if (pages != EX_PAGES || rows != EX_ROWS)
 		ex_fail("STATS: %llu pages, %llu rows",
 			(unsigned long long)pages, (unsigned long long)rows);
 }
@@ -1025,10 +1104,18 @@ static void op_unknown(int fd)
 	};
 	unsigned long cmd;
 	size_t i;
+	__u32 v;
 	int ret;
 
-	cmd = _IOC(ex_below(4), KVPOOL_TYPE, ex_chance(70) ?
-		   0x80 + ex_below(0x30) : ex_below(256), ex_below(256));
+	/*
+	 * Mostly the type's own numbers (0x00-0x3f: pool ops, control ops
+	 * a pool does not serve, the kept ones), with any direction and size;
+	 * sometimes any number, or the numbers of the old type 0xb7.
+	 */
+	v = ex_below(100);
+	cmd = _IOC(ex_below(4), v < 90 ? KVPOOL_TYPE : 0xb7,
+		   v < 70 ? ex_below(0x40) : v < 90 ? ex_below(256) :
+		   0x80 + ex_below(0x30), v < 50 ? 0 : ex_below(256));
 	for (i = 0; i < ARRAY_SIZE(known); i++)
 		if (cmd == known[i])
 			return;
@@ -1080,6 +1167,8 @@ static void op_ctl(void)
 			l.flags = ex_pick_flags(0);
 			l.pool_id = ex_chance(90) ? ex_pool_id : 64;
 			l.count = ex_below(4);
+			l.entry_len =
+				ex_pick_elen(sizeof(struct kvpool_tenant_info));
 			l.tenants = ex_arr_ptr(ex_w.arr, l.count *
 				sizeof(struct kvpool_tenant_info));
 			EX_IOCTL(ex_w.ctl, KVPOOL_CTL_TENANT_LIST, l, sizeof(l));

@@ -10,12 +10,17 @@
  * uids, so other tenants): the pages and lengths arrive unchanged, and a
  * row survives its sender's SIGKILL in the file, in flight or received.
  * An export file closed unimported gives the row back; while one lives
- * the pool cannot be destroyed.
+ * the pool cannot be destroyed. EXPORT and IMPORT write their struct back
+ * before they take effect: with the struct read-only (or its page flipped
+ * read-only under a racing export) they fail with EFAULT and change
+ * nothing, and with no free fd EXPORT is EMFILE, the row still held.
  *
  * Copyright (C) 2026 The kvpool authors
  */
 #include "kvpool_tenant_util.h"
 
+#include <pthread.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 
 #define NR_PAGES	513	/* page 0 reserved: 512 usable */
@@ -602,7 +607,7 @@ TEST_F(export, export_validation)
 	STATS(e->fd, &s0);
 	kvp_snap_row(e->fd, h, x0);
 	nfds = kvp_count_fds();
-	for (i = 0; i < 11; i++) {
+	for (i = 0; i < 13; i++) {
 		int want = ENOENT;
 
 		memset(&x, 0, sizeof(x));
@@ -637,6 +642,12 @@ TEST_F(export, export_validation)
 			x.handle.generation--;
 			want = ESTALE;
 			break;
+		case 11:	/* a generation not issued yet */
+			x.handle.generation++;
+			break;
+		case 12:
+			x.handle.generation += 5;
+			break;
 		case 7:
 			x.handle = theirs;
 			break;
@@ -658,6 +669,8 @@ TEST_F(export, export_validation)
 		EXPECT_EQ(want, kvp_ioctl(e->fd, KVPOOL_EXPORT, &x))
 			TH_LOG("case %d", i);
 		EXPECT_EQ(nfds, kvp_count_fds()) TH_LOG("case %d made a file", i);
+		/* -1 on error; a size error leaves the struct untouched. */
+		EXPECT_EQ(i == 10 ? -2 : -1, x.out_fd) TH_LOG("case %d", i);
 	}
 	STATS(e->fd, &s1);
 	kvp_snap_row(e->fd, h, x1);
@@ -1082,10 +1095,13 @@ TEST_F(export, export_no_fd)
 	if (n)
 		close(dummies[--n]);
 	EXPECT_EQ(EMFILE, ret);
+	EXPECT_EQ(-1, xfd);
 	STATS(e->fd, &s1);
 	kvp_snap_row(e->fd, h, x1);
 	EXPECT_STREQ("", kvp_stats_diff_x(&s0, &s1));
 	EXPECT_STREQ("", kvp_row_diff(x0, x1));
+	EXPECT_EQ(0, x1->err) TH_LOG("the row is still the caller's");
+	EXPECT_EQ(0, s1.out_export_rows);
 	/* One fd free: it works. */
 	EXPECT_EQ(0, kvp_export_row(e->fd, h, &xfd, &nr));
 	EXPECT_EQ(3, nr);
@@ -1094,6 +1110,317 @@ TEST_F(export, export_no_fd)
 	EXPECT_EQ(0, setrlimit(RLIMIT_NOFILE, &old));
 	close(xfd);
 	free(x0);
+}
+
+/* ---- structs the kernel cannot write back ------------------------------ */
+
+/*
+ * The lowest free file descriptor: the one a new file would get. EXPORT
+ * installs its file there if it installs one at all.
+ */
+static int lowest_free_fd(void)
+{
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0)
+		close(fd);
+	return fd;
+}
+
+/*
+ * One page mapped twice (a memfd): @ro is what the ioctl gets and what
+ * mprotect() flips, @rw stays writable so that the test can fill the
+ * struct whatever @ro's protection is at that moment.
+ */
+static int map_twice(char **ro, char **rw)
+{
+	int mfd = memfd_create("kvpool-export-test", MFD_CLOEXEC);
+
+	*ro = *rw = MAP_FAILED;
+	if (mfd < 0)
+		return errno;
+	if (ftruncate(mfd, KVP_PAGE_SIZE))
+		goto fail;
+	*ro = mmap(NULL, KVP_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   mfd, 0);
+	*rw = mmap(NULL, KVP_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   mfd, 0);
+	if (*ro == MAP_FAILED || *rw == MAP_FAILED)
+		goto fail;
+	close(mfd);
+	return 0;
+fail:
+	close(mfd);
+	return errno ? errno : EIO;
+}
+
+/*
+ * EXPORT whose struct is mapped read-only: the kernel cannot hand over
+ * the fd, so it must not take the row either: EFAULT, the row still the
+ * caller's under the same handle, no file installed, no figure moved; the
+ * same for a slot. Writable again, both export and import as usual.
+ */
+TEST_F(export, export_readonly_struct)
+{
+	struct kvp_tenv *e = &self->e;
+	struct kvp_row_snap *x0, *x1;
+	struct kvpool_stats s0, s1;
+	struct kvpool_row_query q;
+	struct kvpool_handle h, hs, nh;
+	struct kvpool_export *x;
+	int nfds, low, xfd;
+	__u32 nr, pg[4];
+	char *page;
+
+	x0 = calloc(2, sizeof(*x0));
+	ASSERT_NE(NULL, x0);
+	x1 = x0 + 1;
+	h = local_row(_metadata, e->fd, T(3), T(2));
+	hs = local_row(_metadata, e->fd, T(2), 0);
+	ASSERT_EQ(0, kvp_to_slot(e->fd, 8, hs, NULL));
+	page = mmap(NULL, KVP_PAGE_SIZE, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, page);
+	x = (struct kvpool_export *)page;
+	memset(x, 0, sizeof(*x));
+	x->size = sizeof(*x);
+	x->handle = h;
+	x->out_fd = -2;
+	x->out_nr_pages = 0xdeadbeef;
+	ASSERT_EQ(0, mprotect(page, KVP_PAGE_SIZE, PROT_READ));
+
+	STATS(e->fd, &s0);
+	kvp_snap_row(e->fd, h, x0);
+	nfds = kvp_count_fds();
+	low = lowest_free_fd();
+	ASSERT_LE(0, low);
+	EXPECT_EQ(EFAULT, kvp_ioctl(e->fd, KVPOOL_EXPORT, x));
+	EXPECT_EQ(-2, x->out_fd);
+	STATS(e->fd, &s1);
+	kvp_snap_row(e->fd, h, x1);
+	EXPECT_STREQ("", kvp_stats_diff_x(&s0, &s1));
+	EXPECT_STREQ("", kvp_row_diff(x0, x1));
+	EXPECT_EQ(0, x1->err) TH_LOG("the row left the caller: %s",
+				     strerror(x1->err));
+	EXPECT_EQ(0, s1.out_export_rows);
+	EXPECT_EQ(nfds, kvp_count_fds()) TH_LOG("a file was installed");
+	EXPECT_EQ(low, lowest_free_fd());
+	EXPECT_EQ(0, kvp_commit1(e->fd, h, T(3)))
+		TH_LOG("the handle must still work");
+
+	/* A slot: it stays parked. */
+	ASSERT_EQ(0, mprotect(page, KVP_PAGE_SIZE, PROT_READ | PROT_WRITE));
+	x->flags = KVPOOL_EXPORT_SLOT;
+	x->handle = (struct kvpool_handle){ 0, 0 };
+	x->session_id = 8;
+	ASSERT_EQ(0, mprotect(page, KVP_PAGE_SIZE, PROT_READ));
+	STATS(e->fd, &s0);
+	EXPECT_EQ(EFAULT, kvp_ioctl(e->fd, KVPOOL_EXPORT, x));
+	STATS(e->fd, &s1);
+	EXPECT_STREQ("", kvp_stats_diff_x(&s0, &s1));
+	EXPECT_EQ(1, s1.out_client_slots);
+	EXPECT_EQ(0, kvp_query_slot(e->fd, 8, pg, 4, &q));
+	EXPECT_EQ(KVPOOL_ROW_SLOT, q.out_state);
+	EXPECT_EQ(T(2), q.out_allocated_len);
+	EXPECT_EQ(nfds, kvp_count_fds());
+	EXPECT_EQ(low, lowest_free_fd());
+
+	/* Writable: the slot and the row export, and import whole. */
+	ASSERT_EQ(0, mprotect(page, KVP_PAGE_SIZE, PROT_READ | PROT_WRITE));
+	ASSERT_EQ(0, kvp_ioctl(e->fd, KVPOOL_EXPORT, x));
+	xfd = x->out_fd;
+	EXPECT_EQ(low, xfd);
+	EXPECT_TRUE(kvp_is_export_fd(xfd));
+	EXPECT_EQ(2, x->out_nr_pages);
+	EXPECT_EQ(0, kvp_import(e->fd, xfd, &nh, &nr));
+	EXPECT_EQ(2, nr);
+	close(xfd);
+	kvp_snap_row(e->fd, h, x0);
+	ASSERT_EQ(0, kvp_export_row(e->fd, h, &xfd, &nr));
+	EXPECT_EQ(3, nr);
+	ASSERT_EQ(0, kvp_import(e->fd, xfd, &nh, &nr));
+	EXPECT_EQ(h.req_pool_idx, nh.req_pool_idx);
+	EXPECT_EQ(h.generation + 1, nh.generation);
+	kvp_snap_row(e->fd, nh, x1);
+	EXPECT_STREQ("", kvp_row_diff(x0, x1));
+	close(xfd);
+	munmap(page, KVP_PAGE_SIZE);
+	free(x0);
+}
+
+/*
+ * IMPORT whose struct is read-only: EFAULT, and the row stays in the
+ * export file: nothing moved, and a later import from a writable struct
+ * takes it (not EALREADY), with its pages.
+ */
+TEST_F(export, import_readonly_struct)
+{
+	struct kvp_tenv *e = &self->e;
+	struct kvp_row_snap *x0, *x1;
+	struct kvpool_stats s0, s1;
+	struct kvpool_import *im;
+	struct kvpool_handle h, nh;
+	struct kvp_agent *r;
+	int xfd;
+	__u32 nr;
+	char *page;
+
+	x0 = calloc(2, sizeof(*x0));
+	ASSERT_NE(NULL, x0);
+	x1 = x0 + 1;
+	r = kvp_tenv_client(_metadata, e, 0, -1, UID_R);
+	h = local_row(_metadata, e->fd, T(5), T(4));
+	kvp_snap_row(e->fd, h, x0);
+	ASSERT_EQ(0, kvp_export_row(e->fd, h, &xfd, &nr));
+	page = mmap(NULL, KVP_PAGE_SIZE, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, page);
+	im = (struct kvpool_import *)page;
+	memset(im, 0, sizeof(*im));
+	im->size = sizeof(*im);
+	im->fd = xfd;
+	im->out_handle = (struct kvpool_handle){ 0xdeadbeef, 0xdeadbeef };
+	ASSERT_EQ(0, mprotect(page, KVP_PAGE_SIZE, PROT_READ));
+
+	STATS(e->fd, &s0);
+	EXPECT_EQ(1, s0.out_export_rows);
+	EXPECT_EQ(EFAULT, kvp_ioctl(e->fd, KVPOOL_IMPORT, im));
+	EXPECT_EQ(EFAULT, kvp_ioctl(e->fd, KVPOOL_IMPORT, im))
+		TH_LOG("a second try must find the file as it was");
+	STATS(e->fd, &s1);
+	EXPECT_STREQ("", kvp_stats_diff_x(&s0, &s1));
+	EXPECT_EQ(1, s1.out_export_rows);
+	EXPECT_EQ(5, s1.out_export_pages);
+	EXPECT_EQ(0, s1.out_client_rows);
+
+	/* Another process, another tenant, a writable struct: it is there. */
+	ASSERT_EQ(0, ag_import(r, 0, xfd, &nh, &nr));
+	EXPECT_EQ(5, nr);
+	EXPECT_EQ(h.req_pool_idx, nh.req_pool_idx);
+	EXPECT_EQ(h.generation + 1, nh.generation);
+	ag_snap_row(r, 0, nh, x1);
+	EXPECT_STREQ("", kvp_row_diff(x0, x1));
+	/* And now, only now, it was imported. */
+	EXPECT_EQ(EALREADY, kvp_import(e->fd, xfd, &nh, &nr));
+	close(xfd);
+	munmap(page, KVP_PAGE_SIZE);
+	free(x0);
+}
+
+struct flip_arg {
+	char *page;
+	int stop;		/* __atomic */
+	unsigned long flips;
+};
+
+/*
+ * Flip the page between read-only and writable, staying in each state
+ * for a varying while, so that the exporter meets both and the moments
+ * in between.
+ */
+static void *flipper(void *p)
+{
+	struct flip_arg *a = p;
+	unsigned int seed = 1;
+
+	while (!__atomic_load_n(&a->stop, __ATOMIC_RELAXED)) {
+		volatile unsigned int spin;
+
+		mprotect(a->page, KVP_PAGE_SIZE, PROT_READ);
+		for (spin = rand_r(&seed) % 4096; spin; spin--)
+			;
+		mprotect(a->page, KVP_PAGE_SIZE, PROT_READ | PROT_WRITE);
+		for (spin = rand_r(&seed) % 4096; spin; spin--)
+			;
+		a->flips++;
+	}
+	return NULL;
+}
+
+/*
+ * The old time-of-check-to-time-of-use bug: EXPORT checked that the struct
+ * was writable, took the row, then failed to write the fd back and
+ * returned EFAULT with the row gone (11,685 times in 100,000 with the
+ * page flipping under it). Now every export either succeeds with a valid
+ * export file (which then imports) or fails with EFAULT with the row still
+ * held and no file installed; never EFAULT with the row gone.
+ */
+TEST_F_TIMEOUT(export, export_protection_race, 60)
+{
+	struct kvp_tenv *e = &self->e;
+	struct flip_arg arg = { 0 };
+	unsigned long ok = 0, efault = 0, lost = 0, leaked = 0, iter;
+	struct kvpool_export *x, *xw;
+	struct kvpool_row_query q;
+	struct kvpool_handle h;
+	long long deadline;
+	pthread_t th;
+	char *ro, *rw;
+	int ret = 0;
+	__u32 nr;
+
+	ASSERT_EQ(0, map_twice(&ro, &rw));
+	x = (struct kvpool_export *)ro;
+	xw = (struct kvpool_export *)rw;
+	h = local_row(_metadata, e->fd, T(3), T(3));
+	arg.page = ro;
+	ASSERT_EQ(0, pthread_create(&th, NULL, flipper, &arg));
+	deadline = kvp_now_ms() + 3000;
+	for (iter = 0; iter < 100000; iter++) {
+		int low, xfd;
+
+		if ((iter & 63) == 0 && kvp_now_ms() > deadline &&
+		    ok && efault)
+			break;
+		if (kvp_now_ms() > deadline + 20000)
+			break;	/* one outcome never came: reported below */
+		memset(xw, 0, sizeof(*xw));
+		xw->size = sizeof(*xw);
+		xw->handle = h;
+		xw->out_fd = -2;
+		low = lowest_free_fd();
+		ret = kvp_ioctl(e->fd, KVPOOL_EXPORT, x);
+		if (ret == 0) {
+			xfd = xw->out_fd;
+			if (xfd != low || !kvp_is_export_fd(xfd)) {
+				ret = -1;
+				break;
+			}
+			ret = kvp_import(e->fd, xfd, &h, &nr);
+			close(xfd);
+			if (ret || nr != 3)
+				break;
+			ok++;
+			continue;
+		}
+		if (ret != EFAULT)
+			break;
+		efault++;
+		if (fcntl(low, F_GETFD) >= 0) {
+			leaked++;
+			close(low);
+		}
+		ret = 0;
+		if (kvp_query(e->fd, h, NULL, 0, &q)) {
+			lost++;
+			break;
+		}
+	}
+	__atomic_store_n(&arg.stop, 1, __ATOMIC_RELAXED);
+	pthread_join(th, NULL);
+	TH_LOG("%lu exports: %lu done, %lu EFAULT; %lu page flips", iter, ok,
+	       efault, arg.flips);
+	EXPECT_EQ(0, ret) TH_LOG("export or import: %d (%s)", ret,
+				 ret > 0 ? strerror(ret) : "bad fd");
+	EXPECT_EQ(0, lost) TH_LOG("EFAULT and the row was gone");
+	EXPECT_EQ(0, leaked) TH_LOG("EFAULT and a file was installed");
+	EXPECT_LT(0, ok);
+	EXPECT_LT(0, efault);
+	/* The row is still the caller's, whole. */
+	EXPECT_EQ(0, kvp_query(e->fd, h, NULL, 0, &q));
+	EXPECT_EQ(T(3), q.out_committed_len);
+	munmap(ro, KVP_PAGE_SIZE);
+	munmap(rw, KVP_PAGE_SIZE);
 }
 
 TEST_HARNESS_MAIN

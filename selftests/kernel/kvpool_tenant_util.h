@@ -125,6 +125,7 @@ static inline int kvp_tenant_list(int ctl, __u32 pool,
 		.size = sizeof(l),
 		.pool_id = pool,
 		.count = count,
+		.entry_len = sizeof(*ti),
 		.tenants = kvp_ptr(ti),
 		.out_nr_tenants = 0xdeadbeef,
 	};
@@ -1002,6 +1003,7 @@ static inline int ag_alloc(struct kvp_agent *a, int slot, __u32 count,
 	struct kvpool_row_alloc ra = {
 		.size = sizeof(ra),
 		.count = count,
+		.entry_len = sizeof(*h),
 		.out_short = 0xdeadbeef,
 	};
 	int ret;
@@ -1039,7 +1041,9 @@ static inline int ag_extend1(struct kvp_agent *a, int slot,
 	struct kvpool_extend x = {
 		.size = sizeof(x),
 		.count = 1,
+		.entry_len = sizeof(buf.e),
 		.pages_cap = pages ? cap : 1024,
+		.page_entry_len = sizeof(__u32),
 		.out_short = 0xdeadbeef,
 	};
 	int ret;
@@ -1077,6 +1081,7 @@ static inline int ag_batch(struct kvp_agent *a, int slot, unsigned long cmd,
 		.size = sizeof(b),
 		.flags = flags,
 		.count = count,
+		.entry_len = esize,
 		.out_error_index = 0xdeadbeef,
 		.out_nr_pages = 0xdeadbeef,
 	};
@@ -1162,6 +1167,7 @@ static inline int ag_attach(struct kvp_agent *a, int slot,
 		.size = sizeof(at),
 		.handle = h,
 		.nr_pages = n,
+		.page_entry_len = sizeof(*ids),
 	};
 
 	return ag_ioctl(a, slot, KVPOOL_ATTACH_PREFIX, &at, sizeof(at), ids,
@@ -1205,6 +1211,7 @@ static inline int ag_query(struct kvp_agent *a, int slot,
 	q->size = sizeof(*q);
 	q->handle = h;
 	q->pages_cap = cap;
+	q->page_entry_len = sizeof(__u32);
 	return ag_ioctl_io(a, slot, KVPOOL_ROW_QUERY, q, sizeof(*q), NULL,
 			   pages, cap * sizeof(__u32),
 			   offsetof(struct kvpool_row_query, pages), 0,

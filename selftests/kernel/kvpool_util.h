@@ -65,7 +65,9 @@
 #pragma GCC diagnostic ignored "-Wclobbered"
 
 #define KVP_CTL_PATH		"/dev/kvpool-control"
-#define KVP_SYSFS_FMT		"/sys/class/misc/kvpool%u/%s"
+/* Pools have their own device class (the control device is a misc one). */
+#define KVP_SYSFS_CLASS		"/sys/class/kvpool"
+#define KVP_SYSFS_FMT		KVP_SYSFS_CLASS "/kvpool%u/%s"
 #define KVP_PAGE_SIZE		4096u	/* PAGE_SIZE on x86-64, the ABI's size cap */
 #define KVP_MAX_FDS		16
 #define KVP_MAX_PIDS		16
@@ -153,10 +155,10 @@ static inline int kvp_open_id(__u32 id, int oflags)
 	return open(path, oflags);
 }
 
-/* Number of /sys/class/misc/kvpoolN entries: how many pools exist. */
+/* Number of /sys/class/kvpool/kvpoolN entries: how many pools exist. */
 static inline int kvp_count_pools(void)
 {
-	DIR *d = opendir("/sys/class/misc");
+	DIR *d = opendir(KVP_SYSFS_CLASS);
 	struct dirent *de;
 	int n = 0;
 
@@ -206,6 +208,7 @@ static inline int kvp_row_alloc(int fd, __u32 count,
 	struct kvpool_row_alloc a = {
 		.size = sizeof(a),
 		.count = count,
+		.entry_len = sizeof(*handles),
 		.handles = kvp_ptr(handles),
 	};
 	int ret = kvp_ioctl(fd, KVPOOL_ROW_ALLOC, &a);
@@ -222,7 +225,9 @@ static inline int kvp_extend(int fd, struct kvpool_extend_entry *e,
 	struct kvpool_extend x = {
 		.size = sizeof(x),
 		.count = count,
+		.entry_len = sizeof(*e),
 		.pages_cap = pages_cap,
+		.page_entry_len = sizeof(*pages),
 		.entries = kvp_ptr(e),
 		.pages = kvp_ptr(pages),
 		.out_nr_pages = 0xdeadbeef,
@@ -256,6 +261,44 @@ static inline int kvp_grow(int fd, struct kvpool_handle h, __u32 new_len)
 	return kvp_extend1(fd, h, new_len, scratch, ARRAY_SIZE(scratch), NULL);
 }
 
+/*
+ * The length of one entry of a struct kvpool_batch op, as this header has
+ * it: what kvp_batch() puts in entry_len. 0 for a cmd that is no batch op
+ * (the kernel refuses 0 with EINVAL).
+ */
+static inline __u32 kvp_batch_entry_len(unsigned long cmd)
+{
+	if (cmd == KVPOOL_COMMIT || cmd == KVPOOL_DONATE ||
+	    cmd == KVPOOL_SWA_FREE)
+		return sizeof(struct kvpool_len_entry);
+	if (cmd == KVPOOL_TRIM || cmd == KVPOOL_RELEASE)
+		return sizeof(struct kvpool_handle);
+	if (cmd == KVPOOL_CACHE_EVICT)
+		return sizeof(__u32);
+	return 0;
+}
+
+/* A batch op with an explicit entry_len (for the element-length tests). */
+static inline int kvp_batch_len(int fd, unsigned long cmd, __u32 flags,
+				void *entries, __u32 count, __u32 entry_len,
+				struct kvpool_batch *out)
+{
+	struct kvpool_batch b = {
+		.size = sizeof(b),
+		.flags = flags,
+		.count = count,
+		.entry_len = entry_len,
+		.entries = kvp_ptr(entries),
+		.out_error_index = 0xdeadbeef,
+		.out_nr_pages = 0xdeadbeef,
+	};
+	int ret = kvp_ioctl(fd, cmd, &b);
+
+	if (out)
+		*out = b;
+	return ret;
+}
+
 static inline int kvp_batch(int fd, unsigned long cmd, __u32 flags,
 			    void *entries, __u32 count,
 			    struct kvpool_batch *out)
@@ -264,6 +307,7 @@ static inline int kvp_batch(int fd, unsigned long cmd, __u32 flags,
 		.size = sizeof(b),
 		.flags = flags,
 		.count = count,
+		.entry_len = kvp_batch_entry_len(cmd),
 		.entries = kvp_ptr(entries),
 		.out_error_index = 0xdeadbeef,
 		.out_nr_pages = 0xdeadbeef,
@@ -355,6 +399,7 @@ static inline int kvp_attach(int fd, struct kvpool_handle h,
 		.size = sizeof(a),
 		.handle = h,
 		.nr_pages = nr_pages,
+		.page_entry_len = sizeof(*ids),
 		.pages = kvp_ptr(ids),
 	};
 
@@ -405,6 +450,7 @@ static inline int kvp_query(int fd, struct kvpool_handle h, __u32 *pages,
 	q->size = sizeof(*q);
 	q->handle = h;
 	q->pages_cap = pages_cap;
+	q->page_entry_len = sizeof(*pages);
 	q->pages = kvp_ptr(pages);
 	return kvp_ioctl(fd, KVPOOL_ROW_QUERY, q);
 }
@@ -417,6 +463,7 @@ static inline int kvp_query_slot(int fd, __u64 session, __u32 *pages,
 	q->flags = KVPOOL_QUERY_BY_SLOT;
 	q->session_id = session;
 	q->pages_cap = pages_cap;
+	q->page_entry_len = sizeof(*pages);
 	q->pages = kvp_ptr(pages);
 	return kvp_ioctl(fd, KVPOOL_ROW_QUERY, q);
 }
@@ -543,21 +590,23 @@ static inline const char *kvp_state_diff(const struct kvp_state *a,
 
 /* ---- sysfs and fdinfo -------------------------------------------------- */
 
-/* Read /sys/class/misc/kvpoolN/<name>: strict "decimal\n". */
+/* Read /sys/class/kvpool/kvpoolN/<name>: strict "decimal\n". */
 static inline int kvp_sysfs_u64(__u32 id, const char *name, __u64 *val)
 {
 	char path[128], buf[64], *end;
 	ssize_t n;
-	int fd;
+	int fd, ret;
 
 	snprintf(path, sizeof(path), KVP_SYSFS_FMT, id, name);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno;
 	n = read(fd, buf, sizeof(buf) - 1);
+	/* A read error's errno (ENODEV: the device went), not close()'s. */
+	ret = n < 0 ? errno : n == 0 ? EIO : 0;
 	close(fd);
-	if (n <= 0)
-		return EIO;
+	if (ret)
+		return ret;
 	buf[n] = 0;
 	if (buf[n - 1] != '\n' || buf[0] < '0' || buf[0] > '9')
 		return EBADMSG;
@@ -781,7 +830,11 @@ static inline void kvp_check_identities(struct __test_metadata *_metadata,
 		  s->out_reserved_rows + s->out_export_rows);
 }
 
-/* VERIFY must find nothing broken and walk the whole pool. */
+/*
+ * VERIFY must find nothing broken and walk the whole pool. It needs
+ * CAP_SYS_ADMIN (EPERM otherwise): call it from the test process (root),
+ * not from a child that dropped privileges.
+ */
 static inline void kvp_expect_verify(struct __test_metadata *_metadata,
 				     struct kvp_pool *p, int fd)
 {

@@ -8,12 +8,21 @@
  * threads hammering one pool leave it whole. Processes synchronise through
  * pipes, never sleeps.
  *
+ * And the device's own lifetime: CTL_DESTROY racing the last close while
+ * other threads open the node and read sysfs; open() of misc devices
+ * staying fast while a big pool's lock is busy; the module's version; and
+ * unloading the module, failed loads with bad parameters while a child
+ * keeps opening the control device, and the reload.
+ *
  * Copyright (C) 2026 The kvpool authors
  */
 #include "kvpool_util.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <time.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 
 #define NR_PAGES	4096
 #define NR_ROWS		64
@@ -730,6 +739,751 @@ TEST_F_TIMEOUT(life, close_while_busy, 300)
 		pthread_barrier_destroy(&start);
 		kvp_expect_pool_full(_metadata, &self->pool, self->fd, 1);
 	}
+}
+
+/* ---- destroy against the last close ------------------------------------ */
+
+/* Tests that need no pool of a fixture, only a longer timeout. */
+FIXTURE(solo) {
+	int unused;
+};
+
+FIXTURE_SETUP(solo)
+{
+	self->unused = 0;
+}
+
+FIXTURE_TEARDOWN(solo)
+{
+	self->unused = 0;
+}
+
+
+static long long life_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+#define LOAD(x)		__atomic_load_n(&(x), __ATOMIC_ACQUIRE)
+#define STORE(x, v)	__atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
+
+/* One round of the destroy race on pool @id; counts are over all rounds. */
+struct drace {
+	__u32 id;
+	int ctl;
+	int stop;		/* the hammering threads stop */
+	int destroyed;		/* CTL_DESTROY returned 0 */
+	int client_fd;		/* the client the client thread opened */
+	pthread_barrier_t *go;	/* client open: the close and destroy race */
+	/* results */
+	int bad_line, bad_errno;
+	long opens, open_fails, reads, busy, rounds;
+};
+
+static void drace_bad(struct drace *d, int line, int err)
+{
+	if (!__atomic_load_n(&d->bad_line, __ATOMIC_RELAXED)) {
+		d->bad_errno = err;
+		__atomic_store_n(&d->bad_line, line, __ATOMIC_RELAXED);
+	}
+}
+
+/* Opens and closes the pool's node again and again, with one op each. */
+static void *drace_opener(void *p)
+{
+	struct drace *d = p;
+	struct kvpool_info info;
+	char path[32];
+
+	kvp_dev_path(path, sizeof(path), d->id);
+	while (!LOAD(d->stop)) {
+		int gone = LOAD(d->destroyed);
+		int fd = open(path, O_RDWR | O_CLOEXEC);
+
+		if (fd >= 0) {
+			__atomic_add_fetch(&d->opens, 1, __ATOMIC_RELAXED);
+			/* A destroyed pool takes no client. */
+			if (gone)
+				drace_bad(d, __LINE__, 0);
+			if (kvp_info(fd, &info) || info.out_pool_id != d->id)
+				drace_bad(d, __LINE__, errno);
+			close(fd);
+		} else if (errno == ENOENT || errno == ENODEV ||
+			   errno == ENXIO) {
+			__atomic_add_fetch(&d->open_fails, 1, __ATOMIC_RELAXED);
+		} else {
+			drace_bad(d, __LINE__, errno);
+		}
+		sched_yield();
+	}
+	return NULL;
+}
+
+/*
+ * Reads the pool's sysfs files, opening them afresh and through one file
+ * kept open across the destroy (which then reads ENODEV or 0 bytes).
+ */
+static void *drace_reader(void *p)
+{
+	struct drace *d = p;
+	char path[128], buf[64];
+	int kept;
+
+	snprintf(path, sizeof(path), KVP_SYSFS_FMT, d->id, "nr_clients");
+	kept = open(path, O_RDONLY | O_CLOEXEC);
+	while (!LOAD(d->stop)) {
+		static const char *const names[] = {
+			"nr_clients", "free_pages", "pool_id", "held_rows",
+		};
+		unsigned int i;
+
+		for (i = 0; i < ARRAY_SIZE(names); i++) {
+			__u64 v;
+			int ret = kvp_sysfs_u64(d->id, names[i], &v);
+
+			if (!ret)
+				__atomic_add_fetch(&d->reads, 1,
+						   __ATOMIC_RELAXED);
+			else if (ret != ENOENT && ret != ENODEV)
+				drace_bad(d, __LINE__, ret);
+		}
+		if (kept >= 0) {
+			ssize_t n = pread(kept, buf, sizeof(buf), 0);
+
+			if (n < 0 && errno != ENODEV)
+				drace_bad(d, __LINE__, errno);
+		}
+	}
+	if (kept >= 0)
+		close(kept);
+	return NULL;
+}
+
+/* The client: open, take a row with pages, wait for the race, close. */
+static void *drace_client(void *p)
+{
+	struct drace *d = p;
+	struct kvpool_handle h;
+	int fd;
+
+	fd = kvp_open_id(d->id, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		drace_bad(d, __LINE__, errno);
+	} else if (kvp_row_alloc(fd, 1, &h, NULL) || kvp_grow(fd, h, 40)) {
+		drace_bad(d, __LINE__, errno);
+	}
+	pthread_barrier_wait(d->go);
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+/* CTL_DESTROY until it works: EBUSY while a client is left. */
+static void *drace_destroyer(void *p)
+{
+	struct drace *d = p;
+	long long deadline;
+	int ret;
+
+	pthread_barrier_wait(d->go);
+	deadline = life_now_ns() + 5000000000LL;
+	for (;;) {
+		ret = kvp_destroy(d->ctl, d->id);
+		if (ret == 0) {
+			STORE(d->destroyed, 1);
+			break;
+		}
+		if (ret != EBUSY) {
+			drace_bad(d, __LINE__, ret);
+			break;
+		}
+		__atomic_add_fetch(&d->busy, 1, __ATOMIC_RELAXED);
+		if (life_now_ns() > deadline) {
+			/* Starved by the opener: say so, then stop it. */
+			drace_bad(d, __LINE__, EBUSY);
+			STORE(d->stop, 1);
+			deadline = LLONG_MAX;
+		}
+		sched_yield();
+	}
+	return NULL;
+}
+
+/*
+ * Create a pool, have one thread open a client while another keeps
+ * opening the node and a third reads the pool's sysfs files, then close
+ * the last client while CTL_DESTROY runs on a fourth (retried on EBUSY).
+ * Many rounds, bounded to about 3 seconds: meant for the KASAN kernel,
+ * where a use of the pool after its destroy shows; the runner checks the
+ * kernel log. Each round ends with the pool gone.
+ */
+TEST_F_TIMEOUT(solo, destroy_vs_last_close, 120)
+{
+	const long long end = life_now_ns() + 3000000000LL;
+	static struct drace d;
+	pthread_barrier_t go;
+	pthread_t th[4];
+	int ctl, pools0, round;
+	char path[128];
+	struct stat st;
+
+	ctl = kvp_ctl_open();
+	ASSERT_LE(0, ctl) TH_LOG("open " KVP_CTL_PATH ": %s", strerror(errno));
+	pools0 = kvp_count_pools();
+	ASSERT_LE(0, pools0);
+	memset(&d, 0, sizeof(d));
+	for (round = 0; round < 1000; round++) {
+		if (round >= 10 && life_now_ns() > end)
+			break;
+		d.stop = 0;
+		d.destroyed = 0;
+		d.ctl = ctl;
+		d.go = &go;
+		ASSERT_EQ(0, kvp_create(ctl, KVPOOL_CREATE_RESERVE_ZERO, 64, 16,
+					8, 256, &d.id));
+		ASSERT_EQ(0, pthread_barrier_init(&go, NULL, 2));
+		ASSERT_EQ(0, pthread_create(&th[0], NULL, drace_opener, &d));
+		ASSERT_EQ(0, pthread_create(&th[1], NULL, drace_reader, &d));
+		ASSERT_EQ(0, pthread_create(&th[2], NULL, drace_client, &d));
+		ASSERT_EQ(0, pthread_create(&th[3], NULL, drace_destroyer,
+					    &d));
+		pthread_join(th[2], NULL);
+		pthread_join(th[3], NULL);
+		/* Let the hammering see the pool gone for a moment. */
+		sched_yield();
+		STORE(d.stop, 1);
+		pthread_join(th[0], NULL);
+		pthread_join(th[1], NULL);
+		pthread_barrier_destroy(&go);
+		d.rounds++;
+
+		ASSERT_EQ(0, d.bad_line)
+			TH_LOG("round %d, pool %u: check at line %d failed (%s)",
+			       round, d.id, d.bad_line, strerror(d.bad_errno));
+		ASSERT_EQ(1, d.destroyed);
+		/* Gone: no node, no sysfs folder, no pool of that id. */
+		kvp_dev_path(path, sizeof(path), d.id);
+		EXPECT_EQ(-1, stat(path, &st)) TH_LOG("%s after destroy", path);
+		snprintf(path, sizeof(path), KVP_SYSFS_CLASS "/kvpool%u", d.id);
+		EXPECT_EQ(-1, stat(path, &st)) TH_LOG("%s after destroy", path);
+		EXPECT_EQ(ENODEV, kvp_destroy(ctl, d.id));
+		EXPECT_EQ(-1, kvp_open_id(d.id, O_RDWR | O_CLOEXEC));
+	}
+	EXPECT_EQ(pools0, kvp_count_pools());
+	TH_LOG("%ld rounds: %ld opens, %ld refused, %ld sysfs reads, %ld EBUSY",
+	       d.rounds, d.opens, d.open_fails, d.reads, d.busy);
+	/* The hammering ran: the node was opened and sysfs read. */
+	EXPECT_LT(0, d.opens);
+	EXPECT_LT(0, d.reads);
+	close(ctl);
+}
+
+/* ---- open() of other devices while a big pool is busy ------------------ */
+
+/*
+ * The pool lock must never be taken under a lock that other devices'
+ * open() takes (misc_mtx, as pools that were misc devices did: their open
+ * waited for the pool lock holding it). A worker keeps a big pool's lock
+ * busy with long ops (EXTEND and TRIM of a row of 2^21 pages, VERIFY of
+ * the whole pool) while a second process keeps opening the pool (each
+ * open waits for that lock); opening /dev/kvpool-control, /dev/fuse and
+ * /dev/userfaultfd (misc devices, those that exist) meanwhile stays fast.
+ *
+ * The bound is generous for TCG and KASAN: 50 ms, or a quarter of the
+ * pool's mean op when that is longer. Were misc opens stuck behind the
+ * pool lock, the worst would be close to a whole op: the ops are checked
+ * to be long enough to tell.
+ */
+#define BIG_NR_PAGES	(1u << 21)
+#define OPEN_BOUND_NS	(50 * 1000000LL)
+#define BUSY_SECONDS	3
+
+struct busy_shared {
+	int ready, stop;
+	long ops;
+	long long op_max_ns, op_total_ns;
+	int err_line, err;
+	/* the pool opener */
+	long pool_opens;
+	long long pool_open_max_ns;
+	int opener_err;
+};
+
+static void busy_worker(__u32 id, struct busy_shared *sh)
+{
+	static __u32 pages[BIG_NR_PAGES];
+	struct kvpool_handle h;
+	struct kvpool_verify v;
+	int fd, i;
+	__u32 n;
+
+#define B_CHECK(c) do {							\
+	if (!(c)) {							\
+		sh->err = errno;					\
+		STORE(sh->err_line, __LINE__);				\
+		_exit(1);						\
+	}								\
+} while (0)
+	fd = kvp_open_id(id, O_RDWR | O_CLOEXEC);
+	B_CHECK(fd >= 0);
+	B_CHECK(kvp_row_alloc(fd, 1, &h, NULL) == 0);
+	STORE(sh->ready, 1);
+	for (i = 0; !LOAD(sh->stop); i++) {
+		long long t0 = life_now_ns(), t;
+
+		if (i % 3 == 2) {
+			B_CHECK(kvp_verify(fd, &v) == 0);
+			B_CHECK(v.out_violations == 0);
+		} else {
+			B_CHECK(kvp_extend1(fd, h, BIG_NR_PAGES - 1, pages,
+					    ARRAY_SIZE(pages), &n) == 0);
+			B_CHECK(n == BIG_NR_PAGES - 1);
+			B_CHECK(kvp_trim1(fd, h, &n) == 0);
+			B_CHECK(n == BIG_NR_PAGES - 1);
+		}
+		t = life_now_ns() - t0;
+		if (t > sh->op_max_ns)
+			sh->op_max_ns = t;
+		sh->op_total_ns += t;
+		__atomic_add_fetch(&sh->ops, 1, __ATOMIC_RELEASE);
+	}
+	_exit(0);
+#undef B_CHECK
+}
+
+/* Opens the busy pool again and again: each open waits for its lock. */
+static void busy_pool_opener(__u32 id, struct busy_shared *sh)
+{
+	while (!LOAD(sh->stop)) {
+		long long t0 = life_now_ns(), t;
+		int fd = kvp_open_id(id, O_RDWR | O_CLOEXEC);
+
+		if (fd < 0) {
+			sh->opener_err = errno;
+			_exit(1);
+		}
+		t = life_now_ns() - t0;
+		close(fd);
+		if (t > sh->pool_open_max_ns)
+			sh->pool_open_max_ns = t;
+		sh->pool_opens++;
+	}
+	_exit(0);
+}
+
+FIXTURE(busy) {
+	struct kvp_pool pool;
+	struct busy_shared *sh;
+};
+
+FIXTURE_SETUP(busy)
+{
+	kvp_pool_init(_metadata, &self->pool, KVPOOL_CREATE_RESERVE_ZERO,
+		      BIG_NR_PAGES, 1, 16, 1u << 22);
+	self->sh = mmap(NULL, sizeof(*self->sh), PROT_READ | PROT_WRITE,
+			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, self->sh);
+	memset(self->sh, 0, sizeof(*self->sh));
+}
+
+FIXTURE_TEARDOWN(busy)
+{
+	kvp_pool_fini(_metadata, &self->pool);
+	if (self->sh && self->sh != MAP_FAILED)
+		munmap(self->sh, sizeof(*self->sh));
+}
+
+TEST_F_TIMEOUT(busy, misc_open_latency, 300)
+{
+	static const char *const devs[] = {
+		KVP_CTL_PATH, "/dev/fuse", "/dev/userfaultfd",
+	};
+	long long worst[ARRAY_SIZE(devs)] = { 0 };
+	long long total[ARRAY_SIZE(devs)] = { 0 };
+	long count[ARRAY_SIZE(devs)] = { 0 };
+	struct busy_shared *sh = self->sh;
+	long long end, t0, t, bound, mean;
+	pid_t worker, opener;
+	unsigned int i;
+	long ops0;
+	int status;
+
+	ASSERT_EQ(0, access(KVP_CTL_PATH, F_OK));
+	worker = kvp_pool_fork(_metadata, &self->pool);
+	if (worker == 0)
+		busy_worker(self->pool.id, sh);
+	while (!LOAD(sh->ready) && !LOAD(sh->err_line))
+		usleep(1000);
+	ASSERT_EQ(0, LOAD(sh->err_line)) TH_LOG("worker: line %d: %s",
+					       sh->err_line, strerror(sh->err));
+	opener = kvp_pool_fork(_metadata, &self->pool);
+	if (opener == 0)
+		busy_pool_opener(self->pool.id, sh);
+	/* Measure only while the worker's ops run. */
+	while (LOAD(sh->ops) < 1 && !LOAD(sh->err_line))
+		usleep(1000);
+	ops0 = LOAD(sh->ops);
+	end = life_now_ns() + BUSY_SECONDS * 1000000000LL;
+	while (life_now_ns() < end) {
+		for (i = 0; i < ARRAY_SIZE(devs); i++) {
+			int fd;
+
+			t0 = life_now_ns();
+			fd = open(devs[i], O_RDWR | O_CLOEXEC);
+			t = life_now_ns() - t0;
+			if (fd < 0) {
+				/* Only the control device is required. */
+				ASSERT_NE(0, i) TH_LOG("open %s: %s", devs[i],
+						      strerror(errno));
+				continue;
+			}
+			close(fd);
+			count[i]++;
+			total[i] += t;
+			if (t > worst[i])
+				worst[i] = t;
+		}
+		usleep(200);
+	}
+	STORE(sh->stop, 1);
+	status = kvp_pool_wait(&self->pool, worker);
+	EXPECT_TRUE(KVP_CHILD_OK(status))
+		TH_LOG("worker status %#x, line %d: %s", status, sh->err_line,
+		       strerror(sh->err));
+	status = kvp_pool_wait(&self->pool, opener);
+	EXPECT_TRUE(KVP_CHILD_OK(status))
+		TH_LOG("pool opener status %#x: %s", status,
+		       strerror(sh->opener_err));
+
+	mean = sh->ops ? sh->op_total_ns / sh->ops : 0;
+	bound = mean / 4 > OPEN_BOUND_NS ? mean / 4 : OPEN_BOUND_NS;
+	TH_LOG("pool ops: %ld in all, %ld while measuring; longest %lld ms, mean %lld ms",
+	       sh->ops, sh->ops - ops0, sh->op_max_ns / 1000000,
+	       mean / 1000000);
+	TH_LOG("opens of the busy pool: %ld, worst %lld ms",
+	       sh->pool_opens, sh->pool_open_max_ns / 1000000);
+	TH_LOG("bound on other opens: %lld ms", bound / 1000000);
+	for (i = 0; i < ARRAY_SIZE(devs); i++) {
+		if (!count[i]) {
+			TH_LOG("%s: absent", devs[i]);
+			continue;
+		}
+		TH_LOG("open %s: %ld opens, worst %lld us, mean %lld us",
+		       devs[i], count[i], worst[i] / 1000,
+		       total[i] / count[i] / 1000);
+		EXPECT_GT(bound, worst[i])
+			TH_LOG("open %s took %lld ms while the pool was busy",
+			       devs[i], worst[i] / 1000000);
+	}
+	EXPECT_LT(0, count[0]);
+	/* The pool was busy all along, with ops the bound would show. */
+	EXPECT_LE(2, sh->ops - ops0);
+	EXPECT_LT(0, sh->pool_opens);
+	EXPECT_LT(2 * bound, sh->op_max_ns)
+		TH_LOG("the pool's ops were too quick (%lld ms) to tell",
+		       sh->op_max_ns / 1000000);
+}
+
+/* ---- module load and unload ---------------------------------------------- */
+
+/* The top-level VERSION file of the tree the tests were built from. */
+#ifndef KVP_TOPDIR
+#error "KVP_TOPDIR is set by the Makefile"
+#endif
+
+/* Read a small file, trailing newlines cut. 0 or the errno. */
+static int read_small(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return errno;
+	buf[n] = 0;
+	while (n > 0 && buf[n - 1] == '\n')
+		buf[--n] = 0;
+	return 0;
+}
+
+
+/* MODULE_VERSION is the top-level VERSION file's one line. */
+TEST_F(solo, module_version)
+{
+	char want[64], got[64];
+	int ret;
+
+	ret = read_small(KVP_TOPDIR "/VERSION", want, sizeof(want));
+	ASSERT_EQ(0, ret) TH_LOG("%s/VERSION: %s", KVP_TOPDIR, strerror(ret));
+	ret = read_small("/sys/module/kvpool/version", got, sizeof(got));
+	ASSERT_EQ(0, ret) TH_LOG("/sys/module/kvpool/version: %s",
+				 strerror(ret));
+	EXPECT_STREQ(want, got);
+	EXPECT_NE(0, want[0]);
+	EXPECT_EQ(NULL, strchr(want, '\n'));
+}
+
+/*
+ * Where the loaded kvpool.ko is: $KVPOOL_MODULE, else what vm-run.sh
+ * loaded (VM_MODULE in $KVPOOL_RESULTS/.vm/config). NULL if neither.
+ */
+static const char *module_path(char *buf, size_t len)
+{
+	const char *env = getenv("KVPOOL_MODULE");
+	const char *res = getenv("KVPOOL_RESULTS");
+	char cfg[512], line[1024];
+	FILE *f;
+
+	if (env && *env) {
+		snprintf(buf, len, "%s", env);
+		return buf;
+	}
+	if (!res)
+		return NULL;
+	snprintf(cfg, sizeof(cfg), "%s/.vm/config", res);
+	f = fopen(cfg, "re");
+	if (!f)
+		return NULL;
+	buf[0] = 0;
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = 0;
+		/* printf %q of a plain path is the path itself. */
+		if (!strncmp(line, "VM_MODULE=", 10) && line[10] == '/' &&
+		    !strpbrk(line + 10, "\\'\"$ ")) {
+			if (strlen(line + 10) < len)
+				memcpy(buf, line + 10, strlen(line + 10) + 1);
+			break;
+		}
+	}
+	fclose(f);
+	return buf[0] ? buf : NULL;
+}
+
+/* The value of @key= in the image's .modinfo, or NULL. */
+static const char *modinfo(const char *img, size_t len, const char *key,
+			   char *out, size_t olen)
+{
+	size_t klen = strlen(key);
+	const char *p = img, *e = img + len;
+
+	while ((p = memmem(p, e - p, key, klen))) {
+		/* A .modinfo string starts after a NUL. */
+		if (p > img && p[-1] == 0 && p + klen < e && p[klen] == '=') {
+			snprintf(out, olen, "%.*s", (int)strnlen(p + klen + 1,
+				 e - p - klen - 1), p + klen + 1);
+			return out;
+		}
+		p += klen;
+	}
+	return NULL;
+}
+
+/* "name=value ..." of every file in /sys/module/kvpool/parameters. */
+static int module_params(char *buf, size_t len)
+{
+	DIR *d = opendir("/sys/module/kvpool/parameters");
+	struct dirent *de;
+	size_t off = 0;
+
+	if (!d)
+		return errno;
+	buf[0] = 0;
+	while ((de = readdir(d))) {
+		char path[300], val[64];
+		int n;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/sys/module/kvpool/parameters/%s",
+			 de->d_name);
+		if (read_small(path, val, sizeof(val)))
+			continue;
+		n = snprintf(buf + off, len - off, "%s%s=%s", off ? " " : "",
+			     de->d_name, val);
+		if (n < 0 || (size_t)n >= len - off) {
+			closedir(d);
+			return ENAMETOOLONG;
+		}
+		off += n;
+	}
+	closedir(d);
+	return off ? 0 : ENOENT;
+}
+
+static int sys_init_module(const void *img, size_t len, const char *params)
+{
+	return syscall(SYS_init_module, img, len, params) ? errno : 0;
+}
+
+/* rmmod: retried while a file of the module is open (EAGAIN/EBUSY). */
+static int sys_delete_module(void)
+{
+	long long deadline = life_now_ns() + 10000000000LL;
+	int ret;
+
+	for (;;) {
+		ret = syscall(SYS_delete_module, "kvpool", O_NONBLOCK) ?
+		      errno : 0;
+		if ((ret != EAGAIN && ret != EBUSY) ||
+		    life_now_ns() > deadline)
+			return ret;
+		usleep(100);
+	}
+}
+
+/*
+ * Opens /dev/kvpool-control and /dev/kvpool0 until told to stop: across
+ * rmmod and failed loads the node is gone (ENOENT) or refuses (ENODEV,
+ * ENXIO); nothing else is acceptable, and the kernel must not oops.
+ */
+struct loop_shared {
+	int stop;
+	long opens, refused;
+	int bad_errno;
+};
+
+static void open_loop(struct loop_shared *sh)
+{
+	static const char *const paths[] = { KVP_CTL_PATH, "/dev/kvpool0" };
+	unsigned int i;
+
+	while (!LOAD(sh->stop)) {
+		for (i = 0; i < ARRAY_SIZE(paths); i++) {
+			int fd = open(paths[i], O_RDWR | O_CLOEXEC);
+
+			if (fd >= 0) {
+				sh->opens++;
+				close(fd);
+			} else if (errno == ENOENT || errno == ENODEV ||
+				   errno == ENXIO) {
+				sh->refused++;
+			} else {
+				sh->bad_errno = errno;
+				_exit(1);
+			}
+		}
+	}
+	_exit(0);
+}
+
+/*
+ * Unload the module, then load it several times with parameters its init
+ * refuses, while a child keeps opening the control device and the default
+ * pool: a failing init must leave no file open on the freed module (the
+ * kernel log is checked). Then load it again with the parameters it had,
+ * from the same image (its srcversion checked against the loaded one), so
+ * the tests after this one find it as before.
+ *
+ * It needs the module file: $KVPOOL_MODULE or vm-run.sh's VM_MODULE. It
+ * fails, saying so, when it has neither.
+ */
+TEST_F_TIMEOUT(solo, module_reload_failing_init, 120)
+{
+	static const char *const bad[] = {
+		"page_tokens=0", "nr_rows=0", "row_tokens=0",
+		"nr_pages=134217729", "reserve_zero=1 nr_rows=1",
+	};
+	char pathbuf[512], params[512], now[512], sv_loaded[64], sv_file[64];
+	char ver_file[64], ver_want[64];
+	struct loop_shared *sh;
+	const char *path;
+	bool unloaded = false;
+	struct stat st;
+	unsigned int i;
+	void *img = MAP_FAILED;
+	int fd, ret, status;
+	pid_t pid = -1;
+
+	path = module_path(pathbuf, sizeof(pathbuf));
+	ASSERT_NE(NULL, path)
+		TH_LOG("the path of kvpool.ko is unknown: set KVPOOL_MODULE, or run under tools/vm/vm-run.sh --module (VM_MODULE in $KVPOOL_RESULTS/.vm/config)");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd) TH_LOG("%s: %s: the guest must see the module file",
+				path, strerror(errno));
+	ASSERT_EQ(0, fstat(fd, &st));
+	img = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	ASSERT_NE(MAP_FAILED, img);
+	/* The file must be the module that is loaded, not a rebuild. */
+	ASSERT_EQ(0, read_small("/sys/module/kvpool/srcversion", sv_loaded,
+				sizeof(sv_loaded)));
+	ASSERT_NE(NULL, modinfo(img, st.st_size, "srcversion", sv_file,
+				sizeof(sv_file)));
+	ASSERT_STREQ(sv_loaded, sv_file)
+		TH_LOG("%s was rebuilt since it was loaded", path);
+	ASSERT_NE(NULL, modinfo(img, st.st_size, "version", ver_file,
+				sizeof(ver_file)));
+	ASSERT_EQ(0, read_small(KVP_TOPDIR "/VERSION", ver_want,
+				sizeof(ver_want)));
+	EXPECT_STREQ(ver_want, ver_file);
+	ASSERT_EQ(0, module_params(params, sizeof(params)));
+	TH_LOG("reloading %s (srcversion %s) with \"%s\"", path, sv_file,
+	       params);
+
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, sh);
+	memset(sh, 0, sizeof(*sh));
+	fflush(NULL);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		open_loop(sh);
+
+	/* From here on, every path reloads the module: EXPECT only. */
+	ret = sys_delete_module();
+	EXPECT_EQ(0, ret) TH_LOG("delete_module(kvpool): %s", strerror(ret));
+	unloaded = !ret;
+	for (i = 0; unloaded && i < 3 * ARRAY_SIZE(bad); i++) {
+		const char *p = bad[i % ARRAY_SIZE(bad)];
+
+		ret = sys_init_module(img, st.st_size, p);
+		EXPECT_NE(0, ret) TH_LOG("init_module(\"%s\") worked", p);
+		if (!ret) {
+			ret = sys_delete_module();
+			EXPECT_EQ(0, ret);
+			if (ret) {
+				unloaded = false;
+				break;
+			}
+		}
+		EXPECT_EQ(-1, access("/sys/module/kvpool", F_OK));
+		EXPECT_EQ(-1, access(KVP_CTL_PATH, F_OK));
+	}
+	if (unloaded || access("/sys/module/kvpool", F_OK)) {
+		ret = sys_init_module(img, st.st_size, params);
+		EXPECT_EQ(0, ret) TH_LOG("reload with \"%s\": %s", params,
+					 strerror(ret));
+	}
+
+	STORE(sh->stop, 1);
+	status = -1;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	EXPECT_TRUE(KVP_CHILD_OK(status))
+		TH_LOG("opener: status %#x, errno %s", status,
+		       strerror(sh->bad_errno));
+	TH_LOG("opener: %ld opens, %ld refused", sh->opens, sh->refused);
+	EXPECT_LT(0, sh->refused);
+
+	/* As it was: same parameters, same build, control device back. */
+	EXPECT_EQ(0, module_params(now, sizeof(now)));
+	EXPECT_STREQ(params, now);
+	EXPECT_EQ(0, read_small("/sys/module/kvpool/srcversion", sv_loaded,
+				sizeof(sv_loaded)));
+	EXPECT_STREQ(sv_file, sv_loaded);
+	fd = kvp_ctl_open();
+	EXPECT_LE(0, fd) TH_LOG("open " KVP_CTL_PATH ": %s", strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	munmap(sh, sizeof(*sh));
+	munmap(img, st.st_size);
 }
 
 TEST_HARNESS_MAIN

@@ -16,7 +16,10 @@
  * so other tenants. A poll() runs in an agent while the test acts: it must
  * stay blocked while nothing is asked and come back promptly with POLLPRI
  * when another process's op crosses the low watermark, when limits or
- * watermarks change, or when an allocation is refused.
+ * watermarks change, when an allocation is refused, or when another client
+ * of its tenant grows the tenant past its guarantee (extend or import)
+ * while another tenant waits below its own: whenever its ask may have
+ * risen.
  *
  * Copyright (C) 2026 The kvpool authors
  */
@@ -706,6 +709,163 @@ TEST_F(pressure, poll_wakes_when_own_cache_appears)
 	EXPECT_EQ(10, p.out_ask_pages);
 	EXPECT_EQ(KVPOOL_PRESSURE_LOW, p.out_reasons);
 	EXPECT_WOKEN(pa);
+}
+
+/*
+ * The lost wake-up. A tenant's ask also rises when one of its clients
+ * grows it past its own guarantee while another tenant waits below its
+ * guarantee (GUARANTEE: only tenants above their min are asked). That
+ * growth is no watermark crossing, and the driver used to wake nobody for
+ * it: a reproducer saw the ask at 10 pages while poll(-1) slept on for
+ * 5 s. Here:
+ *  - tenant A (uid 1001) is guaranteed 50 pages, tenant B (uid 1002) 100;
+ *    the watermarks are 0, so LOW never asks;
+ *  - a1, a client of A, holds 40 cache pages: A is below its min, so a1 is
+ *    asked nothing, even once B is refused (ENOSPC) below its min;
+ *  - a thread of the test sleeps in poll(POLLPRI) on a1's file (a copy
+ *    from the agent: the same client);
+ *  - a2, another client of A, takes 20 pages (@by_import: imports a row of
+ *    20): A holds 60 > 50, so a1's ask is GUARANTEE's share of B's unmet
+ *    100 among the tenants above their min: all of its 40.
+ * The poll must come back with POLLPRI within WAKE_MS. It runs with a
+ * 10 s timeout (poll(-1) in the reproducer) so that a lost wake-up fails
+ * the test, saying so, instead of hanging it.
+ */
+#define WAKE_MS		2000
+#define LONG_POLL_MS	10000
+
+struct poll_arg {
+	int fd;
+	int ret, revents, err;
+	long long spent;
+	int done;	/* __atomic */
+};
+
+static void *poll_thread(void *p)
+{
+	struct poll_arg *a = p;
+	struct pollfd pfd = { .fd = a->fd, .events = POLLPRI };
+	long long t0 = kvp_now_ms();
+
+	a->ret = poll(&pfd, 1, LONG_POLL_MS);
+	a->err = a->ret < 0 ? errno : 0;
+	a->revents = pfd.revents;
+	a->spent = kvp_now_ms() - t0;
+	__atomic_store_n(&a->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Wait up to @ms for the thread to finish its poll(); true if it did. */
+static bool poll_done_within(struct poll_arg *a, long ms)
+{
+	long long end = kvp_now_ms() + ms;
+
+	while (!__atomic_load_n(&a->done, __ATOMIC_ACQUIRE)) {
+		if (kvp_now_ms() >= end)
+			return false;
+		kvp_sleep_ms(5);
+	}
+	return true;
+}
+
+static void lost_wakeup(struct __test_metadata *_metadata,
+			struct kvp_tenv *e, bool by_import)
+{
+	/* Static: an ASSERT must not leave the thread writing a dead frame. */
+	static struct poll_arg arg;
+	struct kvpool_handle hb, ha, hx;
+	struct kvp_agent *a1, *a2, *b;
+	struct kvpool_pressure p;
+	__u32 ids[40], sh = 0, nr = 0, ask, tid_a;
+	bool woken;
+	pthread_t th;
+	int xfd = -1;
+
+	memset(&arg, 0, sizeof(arg));
+	arg.fd = -1;
+	arg.ret = -2;
+	ASSERT_EQ(0, kvp_set_wmark(e->pool.ctl, e->pool.id, 0, 0));
+	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
+				       UID_1, 0, 50, 0, NULL));
+	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
+				       UID_2, 0, 100, 0, NULL));
+	a1 = kvp_tenv_client(_metadata, e, 0, -1, UID_1);
+	a2 = kvp_tenv_client(_metadata, e, 1, -1, UID_1);
+	b = kvp_tenv_client(_metadata, e, 2, -1, UID_2);
+	tid_a = ag_tid(a1, 0);
+	ASSERT_EQ(tid_a, ag_tid(a2, 0));
+	ASSERT_EQ(0, ag_make_cache(a1, 0, 1, 40, ids));	/* A: 40 < 50 */
+	if (by_import) {
+		hx = hog(_metadata, e, 20);
+		ASSERT_EQ(0, kvp_export_row(e->fd, hx, &xfd, &nr));
+		ASSERT_EQ(20, nr);
+	}
+	/* Root (no guarantee) takes all but 150: A is owed 10, B 100. */
+	hog(_metadata, e, NR_PAGES - 40 - (by_import ? 20 : 0) - 150);
+	ASSERT_EQ(0, kvp_pressure(e->fd, &p));
+	ASSERT_EQ(150, p.out_free_pages);
+
+	/* B is refused below its min: 150 free less A's 10 owed is 140. */
+	ASSERT_EQ(0, ag_alloc1(b, 0, &hb));
+	ASSERT_EQ(ENOSPC, ag_extend1(b, 0, hb, 145, &sh, NULL, NULL, 0));
+	ASSERT_EQ(5, sh);
+	/* A is at or below its own min: not asked. */
+	EXPECT_ASK(a1, 0, 0, 0);
+	ASSERT_EQ(0, tenant_ask(e, tid_a, &ask));
+	EXPECT_EQ(0, ask);
+
+	ASSERT_EQ(0, ag_give_fd(a1, 0, &arg.fd));
+	ASSERT_LE(0, arg.fd);
+	ASSERT_EQ(0, pthread_create(&th, NULL, poll_thread, &arg));
+	kvp_sleep_ms(BLOCKED_MS);
+	if (poll_done_within(&arg, 0)) {
+		pthread_join(th, NULL);
+		close(arg.fd);
+		ASSERT_TRUE(false)
+			TH_LOG("poll() returned %d (events %#x) with nothing asked",
+			       arg.ret, arg.revents);
+	}
+
+	/* A grows past its min while B waits: a1's ask rises. */
+	if (by_import) {
+		ASSERT_EQ(0, ag_import(a2, 0, xfd, &ha, &nr));
+		EXPECT_EQ(20, nr);
+		close(xfd);
+	} else {
+		ASSERT_EQ(0, ag_alloc1(a2, 0, &ha));
+		ASSERT_EQ(0, ag_grow(a2, 0, ha, 20));
+	}
+	woken = poll_done_within(&arg, WAKE_MS);
+	/* Not woken: the long poll still ends, at its timeout. */
+	pthread_join(th, NULL);
+	EXPECT_TRUE(woken)
+		TH_LOG("poll() not woken within %d ms by A's %s past its min: it returned %d after %lld ms (its timeout: %d ms)",
+		       WAKE_MS, by_import ? "import" : "extend", arg.ret,
+		       arg.spent, LONG_POLL_MS);
+	EXPECT_EQ(1, arg.ret) TH_LOG("poll: %s", strerror(arg.err));
+	EXPECT_EQ(POLLPRI, arg.revents);
+	EXPECT_GT(BLOCKED_MS + WAKE_MS + 1000, arg.spent);
+
+	/* And PRESSURE says why: all of a1's 40 for B's unmet 100. */
+	EXPECT_ASK(a1, 0, 40, KVPOOL_PRESSURE_GUARANTEE);
+	ASSERT_EQ(0, kvp_pressure(arg.fd, &p));
+	EXPECT_EQ(40, p.out_ask_pages);
+	EXPECT_EQ(KVPOOL_PRESSURE_GUARANTEE, p.out_reasons);
+	EXPECT_ASK(a2, 0, 0, 0);	/* nothing in its cache */
+	EXPECT_ASK(b, 0, 0, 0);
+	ASSERT_EQ(0, tenant_ask(e, tid_a, &ask));
+	EXPECT_EQ(40, ask);
+	close(arg.fd);
+}
+
+TEST_F(pressure, poll_wakes_when_tenant_extends_past_min)
+{
+	lost_wakeup(_metadata, &self->e, false);
+}
+
+TEST_F(pressure, poll_wakes_when_tenant_imports_past_min)
+{
+	lost_wakeup(_metadata, &self->e, true);
 }
 
 TEST_HARNESS_MAIN

@@ -1167,15 +1167,20 @@ TEST_F(rows, query_bad_args)
 	ASSERT_EQ(0, kvp_row_alloc(self->fd, 1, &h, NULL));
 	ASSERT_EQ(0, kvp_grow(self->fd, h, 2 * self->pt));
 
-	/* session_id must be 0 without BY_SLOT. */
+	/*
+	 * session_id must be 0 without BY_SLOT. page_entry_len is valid in
+	 * each case: it is checked even with pages_cap 0.
+	 */
 	memset(&q, 0, sizeof(q));
 	q.size = sizeof(q);
+	q.page_entry_len = sizeof(__u32);
 	q.handle = h;
 	q.session_id = 1;
 	EXPECT_EQ(EINVAL, kvp_ioctl(self->fd, KVPOOL_ROW_QUERY, &q));
 	/* handle must be 0 with BY_SLOT. */
 	memset(&q, 0, sizeof(q));
 	q.size = sizeof(q);
+	q.page_entry_len = sizeof(__u32);
 	q.flags = KVPOOL_QUERY_BY_SLOT;
 	q.handle = h;
 	q.session_id = 1;
@@ -1185,6 +1190,7 @@ TEST_F(rows, query_bad_args)
 	/* Unknown flag. */
 	memset(&q, 0, sizeof(q));
 	q.size = sizeof(q);
+	q.page_entry_len = sizeof(__u32);
 	q.flags = 2;
 	q.handle = h;
 	EXPECT_EQ(EOPNOTSUPP, kvp_ioctl(self->fd, KVPOOL_ROW_QUERY, &q));
@@ -1243,6 +1249,94 @@ TEST_F(rows, every_page_once)
 	kvp_expect_pool_full(_metadata, &self->pool, self->fd, 2);
 }
 
+/*
+ * A generation newer than the row's current one was never issued: it
+ * names nothing, ENOENT from every op that takes a handle, as for a row
+ * the client does not hold. An older one is ESTALE. Generations compare
+ * with wrap-around, (__s32)(h.generation - current). Nothing changes.
+ */
+TEST_F(rows, generation_future_enoent)
+{
+	const __u32 pt = self->pt;
+	const struct {
+		__u32 delta;
+		int err;
+	} cases[] = {
+		{ 1, ENOENT }, { 5, ENOENT }, { 0x7fffffffu, ENOENT },
+		{ -1u, ESTALE }, { -5u, ESTALE }, { 0x80000000u, ESTALE },
+	};
+	static struct kvp_state before, after;
+	struct kvpool_handle h, e, rows2[2], nh;
+	struct kvpool_len_entry le[2];
+	struct kvpool_row_query q;
+	struct kvpool_batch b;
+	__u32 ids[2], n, i;
+
+	/* Two prefix-cache pages for ATTACH_PREFIX to name. */
+	ASSERT_EQ(0, kvp_row_alloc(self->fd, 1, &h, NULL));
+	ASSERT_EQ(0, kvp_grow(self->fd, h, 2 * pt));
+	ASSERT_EQ(0, kvp_commit1(self->fd, h, 2 * pt));
+	ASSERT_EQ(0, kvp_query(self->fd, h, ids, 2, &q));
+	ASSERT_EQ(0, kvp_release_donate1(self->fd, h, &n));
+
+	/* The row under test, taken a few times: generation past 1. */
+	ASSERT_EQ(0, kvp_row_alloc(self->fd, 1, &h, NULL));
+	for (i = 0; i < 3; i++) {
+		ASSERT_EQ(0, kvp_to_slot(self->fd, 7, h, NULL));
+		ASSERT_EQ(0, kvp_from_slot(self->fd, 7, &nh, NULL));
+		ASSERT_EQ(h.generation + 1, nh.generation);
+		h = nh;
+	}
+	ASSERT_EQ(0, kvp_grow(self->fd, h, 4 * pt));
+	ASSERT_EQ(0, kvp_commit1(self->fd, h, 3 * pt));
+	/* An empty row: what ATTACH_PREFIX needs. */
+	ASSERT_EQ(0, kvp_row_alloc(self->fd, 1, &e, NULL));
+	rows2[0] = h;
+	rows2[1] = e;
+	kvp_snap(self->fd, rows2, 2, &before);
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		const int err = cases[i].err;
+		struct kvpool_handle bh = h, be = e;
+		struct kvpool_export x = {
+			.size = sizeof(x), .out_fd = -2,
+		};
+
+		bh.generation += cases[i].delta;
+		be.generation += cases[i].delta;
+		x.handle = bh;
+		EXPECT_EQ(err, kvp_query(self->fd, bh, self->pages, 8, &q))
+			TH_LOG("generation %+d", (int)cases[i].delta);
+		EXPECT_EQ(err, kvp_commit1(self->fd, bh, 3 * pt + 1));
+		EXPECT_EQ(err, kvp_trim1(self->fd, bh, &n));
+		EXPECT_EQ(err, kvp_release1(self->fd, bh, &n));
+		EXPECT_EQ(err, kvp_release_donate1(self->fd, bh, &n));
+		EXPECT_EQ(err, kvp_extend1(self->fd, bh, 5 * pt, self->pages,
+					   8, NULL));
+		EXPECT_EQ(err, kvp_donate1(self->fd, bh, 2 * pt, &n));
+		EXPECT_EQ(err, kvp_swa_free1(self->fd, bh, 2 * pt, &n));
+		EXPECT_EQ(err, kvp_to_slot(self->fd, 99, bh, &n));
+		EXPECT_EQ(err, kvp_attach(self->fd, be, ids, 2));
+		EXPECT_EQ(err, kvp_ioctl(self->fd, KVPOOL_EXPORT, &x))
+			TH_LOG("generation %+d", (int)cases[i].delta);
+		EXPECT_EQ(-1, x.out_fd);
+		/* In a batch: the entry with that handle is the bad one. */
+		le[0] = (struct kvpool_len_entry){ .handle = e, .len = 0 };
+		le[1] = (struct kvpool_len_entry){ .handle = bh,
+						   .len = 3 * pt };
+		EXPECT_EQ(err, kvp_batch(self->fd, KVPOOL_COMMIT, 0, le, 2,
+					 &b));
+		EXPECT_EQ(1, b.out_error_index);
+		kvp_snap(self->fd, rows2, 2, &after);
+		EXPECT_STREQ("", kvp_state_diff(&before, &after))
+			TH_LOG("generation %+d", (int)cases[i].delta);
+	}
+	EXPECT_EQ(ENOENT, kvp_query_slot(self->fd, 99, NULL, 0, &q));
+	/* The current handles still work. */
+	EXPECT_EQ(0, kvp_commit1(self->fd, h, 3 * pt + 1));
+	EXPECT_EQ(0, kvp_attach(self->fd, e, ids, 2));
+}
+
 /* Another client can do nothing to my rows, and learns nothing. */
 TEST_F(rows, foreign_client)
 {
@@ -1274,7 +1368,7 @@ TEST_F(rows, foreign_client)
 	EXPECT_STREQ("", kvp_state_diff(&before, &after));
 }
 
-/* ---- EOVERFLOW ----------------------------------------------------------- */
+/* ---- page totals past 2^32 ---------------------------------------------- */
 
 /*
  * 256 rows of 2^24 tokens at page_tokens 1 need 2^32 pages: the batch's

@@ -5,7 +5,8 @@
  * TO_SLOT parks a held row with its pages and lengths under a session id
  * of the client (the handle dies), FROM_SLOT gives it back under the next
  * generation, SLOT_RELEASE frees it. Pages never move. Session ids are the
- * client's own 64-bit namespace.
+ * client's own 64-bit namespace. FROM_SLOT ignores the handle it is given
+ * and writes its struct before it takes effect (EFAULT: the slot stays).
  *
  * Copyright (C) 2026 The kvpool authors
  */
@@ -502,6 +503,119 @@ TEST_F(slots, close_frees_slots)
 	}
 	kvp_pool_close(&self->pool, fd3);
 	kvp_expect_pool_full(_metadata, &self->pool, self->fd, 2);
+}
+
+/*
+ * FROM_SLOT ignores what the caller left in .handle (it only writes it):
+ * the struct TO_SLOT took, still holding the parked row's old handle, can
+ * be passed again as is; so can any junk.
+ */
+TEST_F(slots, from_slot_reuses_to_slot_struct)
+{
+	const __u32 pt = self->pt;
+	static struct kvp_row_snap held, back;
+	struct kvpool_stats before, after;
+	struct kvpool_slot s = { .size = sizeof(s), .session_id = 31 };
+	struct kvpool_handle h;
+	int i;
+
+	h = new_row(_metadata, self->fd, 3 * pt + 1, pt);
+	kvp_snap_row(self->fd, h, &held);
+	ASSERT_EQ(0, kvp_stats(self->fd, &before));
+	s.handle = h;
+	ASSERT_EQ(0, kvp_ioctl(self->fd, KVPOOL_TO_SLOT, &s));
+	EXPECT_EQ(4, s.out_nr_pages);
+	/* The struct as TO_SLOT left it: handle is the old one. */
+	EXPECT_EQ(h.req_pool_idx, s.handle.req_pool_idx);
+	EXPECT_EQ(h.generation, s.handle.generation);
+	s.out_nr_pages = 0xdeadbeef;
+	ASSERT_EQ(0, kvp_ioctl(self->fd, KVPOOL_FROM_SLOT, &s));
+	EXPECT_EQ(4, s.out_nr_pages);
+	EXPECT_EQ(h.req_pool_idx, s.handle.req_pool_idx);
+	EXPECT_EQ(h.generation + 1, s.handle.generation);
+	kvp_snap_row(self->fd, s.handle, &back);
+	ASSERT_EQ(0, back.err);
+	EXPECT_STREQ("", kvp_row_diff(&held, &back));
+	ASSERT_EQ(0, kvp_stats(self->fd, &after));
+	EXPECT_STREQ("", kvp_stats_diff(&before, &after));
+
+	/* Junk, another client's row, row 0: all ignored. */
+	for (i = 0; i < 3; i++) {
+		static const struct kvpool_handle junk[] = {
+			{ 0xdeadbeef, 0xfeedface }, { 0, 0 }, { 0, ~0u },
+		};
+
+		h = s.handle;
+		ASSERT_EQ(0, kvp_ioctl(self->fd, KVPOOL_TO_SLOT, &s));
+		s.handle = junk[i];
+		ASSERT_EQ(0, kvp_ioctl(self->fd, KVPOOL_FROM_SLOT, &s))
+			TH_LOG("handle {%#x, %#x}", junk[i].req_pool_idx,
+			       junk[i].generation);
+		EXPECT_EQ(h.req_pool_idx, s.handle.req_pool_idx);
+		EXPECT_EQ(h.generation + 1, s.handle.generation);
+	}
+	kvp_snap_row(self->fd, s.handle, &back);
+	EXPECT_STREQ("", kvp_row_diff(&held, &back));
+}
+
+/*
+ * FROM_SLOT writes its struct back before it takes effect: with the
+ * struct read-only (a page filled, then mprotect PROT_READ) it fails with
+ * EFAULT and the slot is still there, untouched; the same struct from a
+ * writable copy then succeeds.
+ */
+TEST_F(slots, from_slot_readonly_struct)
+{
+	const __u32 pt = self->pt;
+	static struct kvp_row_snap held, parked0, parked1, back;
+	struct kvpool_stats before, mid, after;
+	struct kvpool_slot *ro, copy;
+	struct kvpool_handle h;
+	__u32 n;
+
+	h = new_row(_metadata, self->fd, 2 * pt + 3, pt);
+	kvp_snap_row(self->fd, h, &held);
+	ASSERT_EQ(0, kvp_to_slot(self->fd, 0x5107, h, &n));
+	snap_slot(self->fd, 0x5107, &parked0);
+	ASSERT_EQ(0, parked0.err);
+
+	ro = mmap(NULL, KVP_PAGE_SIZE, PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, ro);
+	memset(ro, 0, sizeof(*ro));
+	ro->size = sizeof(*ro);
+	ro->session_id = 0x5107;
+	ro->out_nr_pages = 0xdeadbeef;
+	ASSERT_EQ(0, mprotect(ro, KVP_PAGE_SIZE, PROT_READ));
+
+	ASSERT_EQ(0, kvp_stats(self->fd, &before));
+	EXPECT_EQ(EFAULT, kvp_ioctl(self->fd, KVPOOL_FROM_SLOT, ro));
+	EXPECT_EQ(EFAULT, kvp_ioctl(self->fd, KVPOOL_FROM_SLOT, ro));
+	ASSERT_EQ(0, kvp_stats(self->fd, &mid));
+	EXPECT_STREQ("", kvp_stats_diff(&before, &mid));
+	EXPECT_EQ(0xdeadbeef, ro->out_nr_pages);
+	snap_slot(self->fd, 0x5107, &parked1);
+	ASSERT_EQ(0, parked1.err) TH_LOG("the slot went on EFAULT");
+	EXPECT_EQ(KVPOOL_ROW_SLOT, parked1.state);
+	EXPECT_STREQ("", kvp_row_diff(&parked0, &parked1));
+	/* The old handle stays dead: the row did not come back. */
+	EXPECT_EQ(ENOENT, kvp_release1(self->fd, h, &n));
+
+	memcpy(&copy, ro, sizeof(copy));
+	ASSERT_EQ(0, kvp_ioctl(self->fd, KVPOOL_FROM_SLOT, &copy));
+	EXPECT_EQ(NP(2 * pt + 3), copy.out_nr_pages);
+	EXPECT_EQ(h.req_pool_idx, copy.handle.req_pool_idx);
+	/* One take of the row: the failed calls bumped nothing. */
+	EXPECT_EQ(h.generation + 1, copy.handle.generation);
+	kvp_snap_row(self->fd, copy.handle, &back);
+	ASSERT_EQ(0, back.err);
+	EXPECT_STREQ("", kvp_row_diff(&held, &back));
+	ASSERT_EQ(0, kvp_stats(self->fd, &after));
+	EXPECT_EQ(before.out_slot_rows - 1, after.out_slot_rows);
+	EXPECT_EQ(before.out_held_rows + 1, after.out_held_rows);
+	EXPECT_EQ(before.out_client_slots - 1, after.out_client_slots);
+	EXPECT_EQ(before.out_free_pages, after.out_free_pages);
+	munmap(ro, KVP_PAGE_SIZE);
 }
 
 TEST_HARNESS_MAIN

@@ -8,13 +8,13 @@
  * whoever picks it up, by the exporter itself, or just closed), pressure.
  * Each keeps a model of what it holds and checks every answer against it:
  * exact errnos (only ENOSPC, and EDQUOT in a limited tenant, depend on the
- * others), out_nr_pages, ROW_QUERY, STATS' client figures. Meanwhile the
- * test SIGKILLs random workers at random moments and starts new ones, and
- * checks VERIFY and the pool's identities as it goes, and changes the
- * tenants' limits and the watermarks at random (never failing a worker:
- * limits only ever add EDQUOT to what a limited tenant may see). The uid
- * 1002 tenant lives in a child cgroup.
-
+ * others; EINVAL for a donation from a row whose window passed its
+ * protected prefix), out_nr_pages, ROW_QUERY, STATS' client figures.
+ * Meanwhile the test SIGKILLs random workers at random moments and starts
+ * new ones, and checks VERIFY and the pool's identities as it goes, and
+ * changes the tenants' limits and the watermarks at random (never failing
+ * a worker: limits only ever add EDQUOT to what a limited tenant may see).
+ * The uid 1002 tenant lives in a child cgroup.
  *
  * At the end every worker is killed and reaped, the rows in flight are
  * drained (some imported, some dropped), and the pool must be whole
@@ -45,6 +45,7 @@ struct shared {
 	unsigned long long ops;
 	unsigned int exports, imports, import_refused, self_imports;
 	unsigned int enospc, edquot, ebusy, reopens, evicted_asked;
+	unsigned int holed;	/* donations refused: window past protected */
 };
 
 #define ADD(f, n) __atomic_fetch_add(&sh->f, (n), __ATOMIC_RELAXED)
@@ -139,6 +140,15 @@ static __u32 count_pages(const struct wrow *r, __u32 from, __u32 to)
 static __u32 owned(const struct wrow *r)
 {
 	return count_pages(r, r->prot / PT, r->nr);
+}
+
+/*
+ * SWA_FREE freed pages above the protected prefix: the row's start has
+ * holes, and it may donate nothing (DONATE, RELEASE with DONATE: EINVAL).
+ */
+static bool holed(const struct wrow *r)
+{
+	return r->swa > r->prot;
 }
 
 static void cache_add(__u32 p)
@@ -309,6 +319,14 @@ static void op_release(void)
 	if (i < 0)
 		return;
 	r = &W.rows[i];
+	if (donate && holed(r)) {
+		ret = kvp_release_donate1(W.fd, r->h, &got);
+		W_CHECK(ret == EINVAL,
+			"errno %d, want EINVAL (swa %u > prot %u)", ret,
+			r->swa, r->prot);
+		ADD(holed, 1);
+		donate = false;	/* what a client does then */
+	}
 	ret = donate ? kvp_release_donate1(W.fd, r->h, &got) :
 		       kvp_release1(W.fd, r->h, &got);
 	W_CHECK(ret == 0, "errno %d", ret);
@@ -333,6 +351,14 @@ static void op_donate(void)
 		return;
 	}
 	upto = r->prot + 1 + rnd(r->committed - r->prot);
+	if (holed(r)) {
+		ret = kvp_donate1(W.fd, r->h, upto, &got);
+		W_CHECK(ret == EINVAL,
+			"errno %d, want EINVAL (swa %u > prot %u)", ret,
+			r->swa, r->prot);
+		ADD(holed, 1);
+		return;
+	}
 	want = count_pages(r, r->prot / PT, upto / PT);
 	ret = kvp_donate1(W.fd, r->h, upto, &got);
 	W_CHECK(ret == 0 && got == want, "errno %d, moved %u, want %u", ret,
@@ -890,12 +916,12 @@ TEST_F_TIMEOUT(torture, random_work_and_kills, 100)
 			break;
 		kvp_sleep_ms(10);
 	}
-	ksft_print_msg("torture: %d workers, %.1f s, seed %u: %u kills, %u spawned, %llu ops, %u exports, %u imports (%u by the exporter, %u refused EDQUOT), %u drained at the end; %u ENOSPC, %u EDQUOT, %u EBUSY, %u pages evicted on request, %u reopens, %u limit changes\n",
+	ksft_print_msg("torture: %d workers, %.1f s, seed %u: %u kills, %u spawned, %llu ops, %u exports, %u imports (%u by the exporter, %u refused EDQUOT), %u drained at the end; %u ENOSPC, %u EDQUOT, %u EBUSY, %u donations refused past protected, %u pages evicted on request, %u reopens, %u limit changes\n",
 		       NR_WORKERS, (kvp_now_ms() - start) / 1000.0, seed, kills,
 		       spawns, sh->ops, sh->exports, sh->imports,
 		       sh->self_imports, sh->import_refused, drained,
-		       sh->enospc, sh->edquot, sh->ebusy, sh->evicted_asked,
-		       sh->reopens, changes);
+		       sh->enospc, sh->edquot, sh->ebusy, sh->holed,
+		       sh->evicted_asked, sh->reopens, changes);
 	fflush(stdout);
 	EXPECT_EQ(0, bad);
 	EXPECT_LT(0, kills);

@@ -19,6 +19,7 @@
 
 typedef uint8_t u8;
 typedef uint32_t u32;
+typedef int32_t s32;
 typedef uint64_t u64;
 
 #define U32_MAX		UINT32_MAX
@@ -62,5 +63,9 @@ void kvp_user_report(unsigned int pool, const char *fmt, ...)
 
 #define kvp_report(pool, fmt, ...) \
 	kvp_user_report((pool)->id, fmt, ##__VA_ARGS__)
+
+/* One thread here: plain accesses, as the kernel's do without KCSAN. */
+#define READ_ONCE(x)		(*(volatile __typeof__(x) *)&(x))
+#define WRITE_ONCE(x, v)	(*(volatile __typeof__(x) *)&(x) = (v))
 
 #endif /* _KVP_OS_USER_H */

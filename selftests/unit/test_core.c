@@ -310,8 +310,11 @@ static void test_extend(u32 pt)
 	CHECK_EQ(kvp_extend_locked(&t.c[0], e, 3, ~0U, &res), -ENOENT);
 	CHECK_EQ(res.error_index, 2);
 	e[2].handle = h[2];
-	e[2].handle.generation++;	/* stale */
+	e[2].handle.generation--;	/* stale: an earlier use of the row */
 	CHECK_EQ(kvp_extend_locked(&t.c[0], e, 3, ~0U, &res), -ESTALE);
+	CHECK_EQ(res.error_index, 2);
+	e[2].handle.generation += 2;	/* never issued: names nothing */
+	CHECK_EQ(kvp_extend_locked(&t.c[0], e, 3, ~0U, &res), -ENOENT);
 	CHECK_EQ(res.error_index, 2);
 	e[2].handle.req_pool_idx = 8;	/* out of range */
 	CHECK_EQ(kvp_extend_locked(&t.c[0], e, 3, ~0U, &res), -ENOENT);
@@ -759,6 +762,7 @@ static void test_swa(u32 pt)
 {
 	struct kvpool_handle h, b;
 	struct kvpool_row_query q;
+	struct kvpool_stats st;
 	struct tpool t;
 	u32 *pages, n, cached[2];
 
@@ -783,14 +787,29 @@ static void test_swa(u32 pt)
 	CHECK_EQ(swa1(&t.c[0], h, 4 * pt, &n), 0);
 	CHECK_EQ(n, 0);
 	CHECK(clean(&t));
-	/* Holes are skipped by donate, trim and release alike. */
-	CHECK_EQ(donate1(&t.c[0], h, 6 * pt, &n), 0);
-	CHECK_EQ(n, 2);
+	/*
+	 * Pages 2 and 3 are holes above protected: the row's start is no
+	 * prefix any more, so it donates nothing, whatever the length (a
+	 * cache entry must be a whole prefix for ATTACH_PREFIX to map).
+	 */
+	st = stats(&t.c[0]);
+	n = 0xdead;
+	CHECK_EQ(donate1(&t.c[0], h, 6 * pt, &n), -EINVAL);
+	CHECK_EQ(donate1(&t.c[0], h, 8 * pt, &n), -EINVAL);
+	CHECK_EQ(donate1(&t.c[0], h, 2 * pt, &n), -EINVAL);
+	CHECK(stats_eq(&t.c[0], &st));
+	CHECK_EQ(query(&t.c[0], h, NULL).out_protected_len, 2 * pt);
+	CHECK_EQ(stats(&t.c[0]).out_client_cache_pages, 2);
+	/* Holes are skipped by trim. */
 	CHECK_EQ(kvp_trim_locked(&t.c[0], &h, 1, &n, &b.generation), 0);
 	CHECK_EQ(n, 2);
 	CHECK(clean(&t));
-	/* The window edge never goes below protected. */
-	CHECK_EQ(swa1(&t.c[0], h, 5 * pt, &n), -EINVAL);
+	/* The window slides on past the holes. */
+	CHECK_EQ(swa1(&t.c[0], h, 6 * pt, &n), 0);
+	CHECK_EQ(n, 2);
+	CHECK_EQ(query(&t.c[0], h, NULL).out_swa_evicted_len, 6 * pt);
+	CHECK(clean(&t));
+	/* The prefix donated before the window slid is whole: it attaches. */
 	CHECK_EQ(alloc1(&t.c[0], &b), 0);
 	CHECK_EQ(kvp_attach_prefix_locked(&t.c[0], &b, cached, 2), 0);
 	CHECK(clean(&t));
@@ -1029,8 +1048,10 @@ static void test_export(void)
 
 	memset(&x, 0, sizeof(x));
 	x.handle = h;
-	x.handle.generation++;
+	x.handle.generation--;
 	CHECK_EQ(kvp_export_locked(&t.c[0], &x, &idx, &n), -ESTALE);
+	x.handle.generation += 2;	/* not issued yet */
+	CHECK_EQ(kvp_export_locked(&t.c[0], &x, &idx, &n), -ENOENT);
 	x.handle = h;
 	CHECK_EQ(kvp_export_locked(&t.c[1], &x, &idx, &n), -ENOENT);
 	/* Another row borrowing the prefix makes it unexportable. */
@@ -1079,6 +1100,359 @@ static void test_export(void)
 	CHECK_EQ(stats(&t.c[1]).out_export_rows, 0);
 	CHECK_EQ(stats(&t.c[1]).out_free_pages, 64);
 	kvp_export_drop_locked(&t.pool, idx);		/* no-op now */
+	CHECK(clean(&t));
+	tpool_fini(&t);
+}
+
+/*
+ * The whole pool's state, to prove a refused op changed nothing: every
+ * page's owner and link, every row's record and page list (not @mark, the
+ * batch epoch, which a refused batch may well have stamped), and every
+ * client's STATS.
+ */
+#define SNAP_PAGES	64
+#define SNAP_ROWS	8
+
+struct psnap {
+	struct kvp_page pages[SNAP_PAGES];
+	struct {
+		struct kvp_client *owner;
+		u64 session;
+		u32 nr, allocated, committed, protected, swa_evicted, next;
+		u32 gen;
+		u8 state;
+		u32 pages[SNAP_PAGES];
+	} rows[SNAP_ROWS];
+	struct kvpool_stats st[3];
+};
+
+static void psnap_take(struct tpool *t, struct psnap *s)
+{
+	u32 i;
+
+	memset(s, 0, sizeof(*s));
+	CHECK(t->pool.nr_pages <= SNAP_PAGES && t->pool.nr_rows <= SNAP_ROWS);
+	memcpy(s->pages, t->pool.pages, t->pool.nr_pages * sizeof(s->pages[0]));
+	for (i = 0; i < t->pool.nr_rows; i++) {
+		const struct kvp_row *r = &t->pool.rows[i];
+
+		s->rows[i].owner = r->owner;
+		s->rows[i].session = r->session;
+		s->rows[i].nr = r->nr;
+		s->rows[i].allocated = r->allocated;
+		s->rows[i].committed = r->committed;
+		s->rows[i].protected = r->protected;
+		s->rows[i].swa_evicted = r->swa_evicted;
+		s->rows[i].next = r->next;
+		s->rows[i].gen = r->gen;
+		s->rows[i].state = r->state;
+		if (r->nr)
+			memcpy(s->rows[i].pages, r->pages, r->nr * sizeof(u32));
+	}
+	for (i = 0; i < 3; i++)
+		s->st[i] = stats(&t->c[i]);
+}
+
+static bool unchanged(struct tpool *t, const struct psnap *before)
+{
+	struct psnap now;
+
+	psnap_take(t, &now);
+	return !memcmp(&now, before, sizeof(now)) && clean(t);
+}
+
+/*
+ * Every op that takes a handle, with @bad as the last entry of the batch
+ * (after @ok, a row that would pass) or as the only handle: each must
+ * fail with @want, name the bad entry, and change nothing. @bad names a
+ * row like @ok, whose lengths make every op but ATTACH_PREFIX valid under
+ * its real generation, or a fresh one (no tokens), which ATTACH_PREFIX of
+ * @cached would take: either way only the generation is wrong, and
+ * handles are checked before any other field.
+ */
+static void gen_refused(struct tpool *t, struct kvpool_handle ok,
+			struct kvpool_handle bad, const u32 *cached, int want)
+{
+	struct kvp_client *c = &t->c[0];
+	struct kvpool_extend_entry e[2];
+	struct kvpool_len_entry le[2];
+	struct kvp_extend_result res;
+	struct kvpool_handle h[2] = { ok, bad };
+	struct kvpool_row_query q;
+	struct kvpool_export x;
+	struct psnap before;
+	int failed = t_failed;
+	u32 n, idx, xi;
+
+	psnap_take(t, &before);
+
+	memset(le, 0, sizeof(le));
+	le[0].handle = ok;
+	le[0].len = 8;
+	le[1].handle = bad;
+	le[1].len = 8;
+	idx = 0xdead;
+	CHECK_EQ(kvp_commit_locked(c, le, 2, &idx), want);
+	CHECK_EQ(idx, 1);
+	idx = 0xdead;
+	CHECK_EQ(kvp_donate_locked(c, le, 2, &n, &idx), want);
+	CHECK_EQ(idx, 1);
+	le[0].len = 4;
+	le[1].len = 4;
+	idx = 0xdead;
+	CHECK_EQ(kvp_swa_free_locked(c, le, 2, &n, &idx), want);
+	CHECK_EQ(idx, 1);
+
+	idx = 0xdead;
+	CHECK_EQ(kvp_trim_locked(c, h, 2, &n, &idx), want);
+	CHECK_EQ(idx, 1);
+	idx = 0xdead;
+	CHECK_EQ(kvp_release_locked(c, h, 2, 0, &n, &idx), want);
+	CHECK_EQ(idx, 1);
+	idx = 0xdead;
+	CHECK_EQ(kvp_release_locked(c, h, 2, KVPOOL_RELEASE_DONATE, &n, &idx),
+		 want);
+	CHECK_EQ(idx, 1);
+
+	memset(e, 0, sizeof(e));
+	e[0].handle = ok;
+	e[0].new_len = 20;
+	e[1].handle = bad;
+	e[1].new_len = 20;
+	CHECK_EQ(kvp_extend_locked(c, e, 2, ~0U, &res), want);
+	CHECK_EQ(res.error_index, 1);
+	CHECK(!res.pages);
+	kvfree(res.pages);
+
+	CHECK_EQ(kvp_to_slot_locked(c, &bad, 77, &n), want);
+	CHECK_EQ(kvp_attach_prefix_locked(c, &bad, cached, 1), want);
+	memset(&x, 0, sizeof(x));
+	x.handle = bad;
+	CHECK_EQ(kvp_export_locked(c, &x, &xi, &n), want);
+	memset(&q, 0, sizeof(q));
+	q.handle = bad;
+	CHECK_EQ(kvp_row_query_locked(c, &q, NULL), want);
+
+	CHECK(unchanged(t, &before));
+	if (t_failed != failed)
+		printf("#   (above: row %u, handle generation %u, row's %u)\n",
+		       bad.req_pool_idx, bad.generation,
+		       t->pool.rows[bad.req_pool_idx].gen);
+}
+
+/*
+ * A generation newer than the row's names nothing yet (ENOENT, like a
+ * handle never held); only an older one is stale (ESTALE). Compared with
+ * wrap-around: a row's generation goes ... U32_MAX, 1, 2 ... (never 0).
+ */
+static void test_future_generation(void)
+{
+	static const u32 ahead[] = { 1, 5, 0x7fffffff };
+	static const u32 behind[] = { 1, 5, 0x80000000U };
+	struct kvpool_handle ok, b, f, d, bad;
+	struct kvpool_export x;
+	struct tpool t;
+	u32 cached[2], *pages, n, xi, i, k;
+
+	CHECK_EQ(tpool_init(&t, 0, 64, 4, 8, 256), 0);
+	/* ok and b: allocated 16, committed 8, nothing donated or freed */
+	CHECK_EQ(alloc1(&t.c[0], &ok), 0);
+	CHECK_EQ(alloc1(&t.c[0], &b), 0);
+	CHECK_EQ(alloc1(&t.c[0], &f), 0);	/* fresh, for ATTACH_PREFIX */
+	CHECK_EQ(alloc1(&t.c[0], &d), 0);	/* fills the cache */
+	for (i = 0; i < 2; i++) {
+		struct kvpool_handle r = i ? b : ok;
+
+		CHECK_EQ(extend1(&t.c[0], r, 16, NULL), 0);
+		CHECK_EQ(commit1(&t.c[0], r, 8), 0);
+	}
+	CHECK_EQ(extend1(&t.c[0], d, 8, NULL), 0);
+	CHECK_EQ(commit1(&t.c[0], d, 8), 0);
+	CHECK_EQ(donate1(&t.c[0], d, 8, NULL), 0);
+	query(&t.c[0], d, &pages);
+	memcpy(cached, pages, sizeof(cached));
+	kvfree(pages);
+	CHECK(clean(&t));
+
+	for (k = 0; k < 3; k++) {
+		struct kvpool_handle row = k == 2 ? f : b;
+
+		/* Three generations to go back from. */
+		t.pool.rows[row.req_pool_idx].gen = 1000;
+		row.generation = 1000;
+		for (i = 0; i < 3; i++) {
+			bad = row;
+			bad.generation += ahead[i];
+			gen_refused(&t, ok, bad, cached, -ENOENT);
+			bad = row;
+			bad.generation -= behind[i];
+			gen_refused(&t, ok, bad, cached, -ESTALE);
+		}
+		/* Across the wrap: U32_MAX is followed by 1. */
+		t.pool.rows[row.req_pool_idx].gen = U32_MAX;
+		row.generation = U32_MAX;
+		bad = row;
+		bad.generation = 1;
+		gen_refused(&t, ok, bad, cached, -ENOENT);
+		bad.generation = 5;
+		gen_refused(&t, ok, bad, cached, -ENOENT);
+		bad.generation = U32_MAX - 1;
+		gen_refused(&t, ok, bad, cached, -ESTALE);
+		t.pool.rows[row.req_pool_idx].gen = 1;
+		row.generation = 1;
+		bad = row;
+		bad.generation = U32_MAX;
+		gen_refused(&t, ok, bad, cached, -ESTALE);
+		bad.generation = U32_MAX - 4;
+		gen_refused(&t, ok, bad, cached, -ESTALE);
+		bad.generation = 2;
+		gen_refused(&t, ok, bad, cached, -ENOENT);
+		bad.generation = 6;
+		gen_refused(&t, ok, bad, cached, -ENOENT);
+
+		/* The real generation works: only the number was wrong. */
+		memset(&x, 0, sizeof(x));
+		x.handle = row;
+		if (k == 2) {
+			CHECK_EQ(kvp_attach_prefix_locked(&t.c[0], &row, cached,
+							  2), 0);
+			CHECK_EQ(query(&t.c[0], row, NULL).out_protected_len,
+				 8);
+		} else if (k == 1) {
+			CHECK_EQ(kvp_export_locked(&t.c[0], &x, &xi, &n), 0);
+			CHECK_EQ(n, 4);
+			/* Imported: the next generation, 2; 3 names nothing. */
+			CHECK_EQ(kvp_import_locked(&t.c[0], xi, &b, &n), 0);
+			CHECK_EQ(b.generation, 2);
+			bad = b;
+			bad.generation = 3;
+			CHECK_EQ(commit1(&t.c[0], bad, 12), -ENOENT);
+			bad.generation = 1;
+			CHECK_EQ(commit1(&t.c[0], bad, 12), -ESTALE);
+			CHECK_EQ(commit1(&t.c[0], b, 12), 0);
+		} else {
+			/* Parked and back: the next generation, 2. */
+			CHECK_EQ(kvp_to_slot_locked(&t.c[0], &row, 9, &n), 0);
+			CHECK_EQ(n, 4);
+			CHECK_EQ(kvp_from_slot_locked(&t.c[0], 9, &b, &n), 0);
+			CHECK_EQ(b.generation, 2);
+			bad = b;
+			bad.generation = 3;
+			CHECK_EQ(extend1(&t.c[0], bad, 20, NULL), -ENOENT);
+			bad.generation = 1;
+			CHECK_EQ(extend1(&t.c[0], bad, 20, NULL), -ESTALE);
+			CHECK_EQ(query(&t.c[0], b, NULL).out_committed_len, 8);
+		}
+		CHECK(clean(&t));
+	}
+	tpool_fini(&t);
+}
+
+/*
+ * DONATE, and RELEASE with KVPOOL_RELEASE_DONATE, of a row SWA_FREE has
+ * freed pages of above its protected prefix: EINVAL naming the entry,
+ * nothing changed. The case an outside model found: page_tokens 16,
+ * committed 64, SWA_FREE to 32 with protected 0 (pages 0 and 1 freed),
+ * then DONATE 64 succeeded with protected 64 over two holes, a "prefix"
+ * no ATTACH_PREFIX can map.
+ */
+static void test_donate_after_swa(void)
+{
+	struct kvpool_handle h[2], w, e;
+	struct kvpool_len_entry le[2];
+	struct psnap before;
+	struct tpool t;
+	u32 n, idx;
+
+	CHECK_EQ(tpool_init(&t, 0, 64, 16, 8, 1024), 0);
+	CHECK_EQ(kvp_row_alloc_locked(&t.c[0], h, 2, &n), 0);
+	CHECK_EQ(alloc1(&t.c[0], &w), 0);
+	CHECK_EQ(alloc1(&t.c[0], &e), 0);
+	/* h[0]: clean, would donate; h[1]: the holed row */
+	CHECK_EQ(extend1(&t.c[0], h[0], 64, NULL), 0);
+	CHECK_EQ(commit1(&t.c[0], h[0], 64), 0);
+	CHECK_EQ(extend1(&t.c[0], h[1], 64, NULL), 0);
+	CHECK_EQ(commit1(&t.c[0], h[1], 64), 0);
+	CHECK_EQ(swa1(&t.c[0], h[1], 32, &n), 0);
+	CHECK_EQ(n, 2);
+	CHECK_EQ(query(&t.c[0], h[1], NULL).out_protected_len, 0);
+	CHECK_EQ(query(&t.c[0], h[1], NULL).out_swa_evicted_len, 32);
+	CHECK(clean(&t));
+
+	psnap_take(&t, &before);
+	n = 0xdead;
+	CHECK_EQ(donate1(&t.c[0], h[1], 64, &n), -EINVAL);
+	CHECK(unchanged(&t, &before));
+	/* Even a length the row's protected part covers: the row is holed. */
+	CHECK_EQ(donate1(&t.c[0], h[1], 0, &n), -EINVAL);
+	CHECK_EQ(donate1(&t.c[0], h[1], 48, &n), -EINVAL);
+	/* In a batch: the entry is named and the good one not donated. */
+	memset(le, 0, sizeof(le));
+	le[0].handle = h[0];
+	le[0].len = 64;
+	le[1].handle = h[1];
+	le[1].len = 64;
+	idx = 0xdead;
+	CHECK_EQ(kvp_donate_locked(&t.c[0], le, 2, &n, &idx), -EINVAL);
+	CHECK_EQ(idx, 1);
+	CHECK(unchanged(&t, &before));
+	idx = 0xdead;
+	CHECK_EQ(kvp_release_locked(&t.c[0], h, 2, KVPOOL_RELEASE_DONATE, &n,
+				    &idx), -EINVAL);
+	CHECK_EQ(idx, 1);
+	CHECK(unchanged(&t, &before));
+	CHECK_EQ(stats(&t.c[0]).out_client_cache_pages, 0);
+	CHECK_EQ(stats(&t.c[0]).out_client_rows, 4);
+	/* A bad handle later in the batch is still found first. */
+	le[0].handle = h[1];
+	le[1].handle = h[0];
+	le[1].handle.generation--;
+	idx = 0xdead;
+	CHECK_EQ(kvp_donate_locked(&t.c[0], le, 2, &n, &idx), -ESTALE);
+	CHECK_EQ(idx, 1);
+	CHECK(unchanged(&t, &before));
+
+	/* Donated before the window slides: the prefix stays whole. */
+	CHECK_EQ(extend1(&t.c[0], w, 64, NULL), 0);
+	CHECK_EQ(commit1(&t.c[0], w, 64), 0);
+	CHECK_EQ(donate1(&t.c[0], w, 32, &n), 0);
+	CHECK_EQ(n, 2);
+	/* SWA_FREE up to protected frees nothing: still no holes. */
+	CHECK_EQ(swa1(&t.c[0], w, 32, &n), 0);
+	CHECK_EQ(n, 0);
+	CHECK_EQ(donate1(&t.c[0], w, 48, &n), 0);
+	CHECK_EQ(n, 1);
+	/* Past protected it holes the row: no more donating. */
+	CHECK_EQ(swa1(&t.c[0], w, 64, &n), 0);
+	CHECK_EQ(n, 1);
+	psnap_take(&t, &before);
+	CHECK_EQ(donate1(&t.c[0], w, 64, &n), -EINVAL);
+	idx = 0xdead;
+	CHECK_EQ(kvp_release_locked(&t.c[0], &w, 1, KVPOOL_RELEASE_DONATE, &n,
+				    &idx), -EINVAL);
+	CHECK_EQ(idx, 0);
+	CHECK(unchanged(&t, &before));
+
+	/* e: SWA_FREE to exactly its donated edge; RELEASE_DONATE works. */
+	CHECK_EQ(extend1(&t.c[0], e, 64, NULL), 0);
+	CHECK_EQ(commit1(&t.c[0], e, 64), 0);
+	CHECK_EQ(donate1(&t.c[0], e, 64, &n), 0);
+	CHECK_EQ(swa1(&t.c[0], e, 64, &n), 0);
+	CHECK_EQ(n, 0);
+	CHECK_EQ(kvp_release_locked(&t.c[0], &e, 1, KVPOOL_RELEASE_DONATE, &n,
+				    &idx), 0);
+	CHECK_EQ(n, 0);
+
+	/* Without the flag a holed row releases; the clean one donates. */
+	CHECK_EQ(kvp_release_locked(&t.c[0], &h[1], 1, 0, &n, &idx), 0);
+	CHECK_EQ(n, 2);
+	CHECK_EQ(kvp_release_locked(&t.c[0], &w, 1, 0, &n, &idx), 0);
+	CHECK_EQ(kvp_release_locked(&t.c[0], &h[0], 1, KVPOOL_RELEASE_DONATE,
+				    &n, &idx), 0);
+	CHECK_EQ(n, 0);
+	/* h[0]'s 4 pages, w's 3 (page 3 freed by SWA), e's 4 */
+	CHECK_EQ(stats(&t.c[0]).out_client_cache_pages, 4 + 3 + 4);
+	CHECK_EQ(stats(&t.c[0]).out_cache_pinned, 0);
 	CHECK(clean(&t));
 	tpool_fini(&t);
 }
@@ -1138,6 +1512,14 @@ static int sequence(struct tpool *t)
 	ret = swa1(&t->c[0], back, 400, NULL);
 	if (ret)
 		return ret;
+	/* The window slid past protected: back has holes, donates nothing. */
+	ret = donate1(&t->c[0], back, 500, NULL);
+	if (ret != -EINVAL)
+		return ret ? ret : -EIO;
+	ret = kvp_release_locked(&t->c[0], &back, 1, KVPOOL_RELEASE_DONATE,
+				 &n, &idx);
+	if (ret != -EINVAL)
+		return ret ? ret : -EIO;
 	q.handle = back;
 	q.pages_cap = 10;
 	ret = kvp_row_query_locked(&t->c[0], &q, &pages);
@@ -1156,11 +1538,12 @@ static int sequence(struct tpool *t)
 	kvfree(pages);
 	if (ret)
 		return ret;
-	ret = kvp_release_locked(&t->c[0], &back, 1, KVPOOL_RELEASE_DONATE,
-				 &n, &idx);
+	ret = kvp_release_locked(&t->c[0], &back, 1, 0, &n, &idx);
 	if (ret)
 		return ret;
-	return kvp_release_locked(&t->c[0], h, 2, 0, &n, &idx);
+	/* h[0] has no holes: its committed pages go to the cache. */
+	return kvp_release_locked(&t->c[0], h, 2, KVPOOL_RELEASE_DONATE, &n,
+				  &idx);
 }
 
 /*
@@ -1417,7 +1800,7 @@ static void test_commit_trim_pt16(void) { test_commit_trim(16); }
 int main(int argc, char **argv)
 {
 	kvp_user_verbose = argc > 1 && !strcmp(argv[1], "-v");
-	printf("TAP version 13\n1..25\n");
+	printf("TAP version 13\n1..27\n");
 	run("geometry", test_geometry);
 	run("reserve_zero", test_reserve_zero);
 	run("row_alloc", test_row_alloc);
@@ -1439,6 +1822,8 @@ int main(int argc, char **argv)
 	run("tenants", test_tenants);
 	run("pressure", test_pressure);
 	run("export_import", test_export);
+	run("future_generation", test_future_generation);
+	run("donate_after_swa", test_donate_after_swa);
 	run("verify_catches_corruption", test_verify_catches);
 	run("fail_nth", test_fail_nth);
 	run("random_ops", test_random);

@@ -513,7 +513,7 @@ static bool make_plan(const struct kvpool_info *in,
 static void print_usage(FILE *f)
 {
 	fprintf(f,
-"usage: %s [--pool N]\n"
+"usage: %s [--pool N] [--version]\n"
 "\n"
 "Two clients share pool N (default 0): each takes rows, grows them in\n"
 "batched decode steps and parks one in a session slot. Client A is then\n"
@@ -524,6 +524,7 @@ static void print_usage(FILE *f)
 "Run as root where the kvpool module is loaded, on an idle pool.\n"
 "\n"
 "  -p, --pool N   the pool to use, /dev/kvpoolN\n"
+"  -V, --version  print kvpool's version and exit\n"
 "  -h, --help     this text\n"
 "\n"
 "Exit status: 0 every check held, 1 a check failed, 2 usage error,\n"
@@ -682,6 +683,7 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "pool", required_argument, NULL, 'p' },
+		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -689,7 +691,7 @@ int main(int argc, char **argv)
 	char *end;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "p:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:Vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			errno = 0;
@@ -701,6 +703,11 @@ int main(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			break;
+		case 'V':
+			/* kvpool's version, from the libkvpool linked in. */
+			printf("%s %s (kvpool ABI %d)\n", prog,
+			       kvpool_version(), KVPOOL_ABI_VERSION);
+			return EXIT_PASS;
 		case 'h':
 			print_usage(stdout);
 			return EXIT_PASS;

@@ -111,9 +111,16 @@ static int c_info(void *cl, struct kvpool_info *info)
 	info->size = sizeof(*info);
 	info->out_abi_version = KVPOOL_ABI_VERSION;
 	info->out_pool_id = pool.id;
+	/*
+	 * Everything the core implements, as the driver reports it: the
+	 * replay's ops table uses only some of it, but a caller testing a
+	 * bit must see the core, not this backend's subset.
+	 */
 	info->out_features = KVPOOL_FEAT_ROWS | KVPOOL_FEAT_EXTEND |
 			     KVPOOL_FEAT_SLOTS | KVPOOL_FEAT_VERIFY |
-			     KVPOOL_FEAT_PREFIX_CACHE | KVPOOL_FEAT_SWA;
+			     KVPOOL_FEAT_PREFIX_CACHE | KVPOOL_FEAT_SWA |
+			     KVPOOL_FEAT_EXPORT | KVPOOL_FEAT_QUOTA |
+			     KVPOOL_FEAT_PRESSURE;
 	info->out_nr_pages = pool.nr_pages;
 	info->out_page_tokens = pool.page_tokens;
 	info->out_nr_rows = pool.nr_rows;
@@ -155,7 +162,9 @@ static int c_alloc_rows(void *cl, struct kvpool_handle *h, unsigned int n,
 	kvpool_lock();
 	ret = kvp_row_alloc_locked(cl, h, n, &missing);
 	kvpool_unlock();
-	set_res(res, KVPOOL_NO_INDEX, ret == -ENOSPC ? missing : 0, 0);
+	/* As libkvpool: the shortfall means something on both. */
+	set_res(res, KVPOOL_NO_INDEX,
+		(ret == -ENOSPC || ret == -EDQUOT) ? missing : 0, 0);
 	return ret ? ret : (int)n;
 }
 
@@ -173,7 +182,7 @@ static int c_extend(void *cl, struct kvpool_extend_entry *e, unsigned int n,
 		memcpy(pages, r.pages, (size_t)r.nr_pages * sizeof(u32));
 	kvfree(r.pages);
 	set_res(res, r.error_index < n ? r.error_index : KVPOOL_NO_INDEX,
-		ret == -ENOSPC ? r.shortfall : 0,
+		(ret == -ENOSPC || ret == -EDQUOT) ? r.shortfall : 0,
 		(!ret || ret == -ENOBUFS) ? r.nr_pages : 0);
 	return ret ? ret : (int)r.nr_pages;
 }

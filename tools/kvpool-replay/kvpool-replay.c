@@ -27,7 +27,10 @@
  *    retracts the newest request (RELEASE without donate: it is requeued
  *    and gets a new row later);
  *  - finishes requests: TRIM of the speculative tail, then RELEASE with
- *    donate (one call), or TO_SLOT for a streaming session;
+ *    donate (one call), or TO_SLOT for a streaming session; a row whose
+ *    sliding window freed pages above its cached prefix cannot donate
+ *    (its prefix has holes): RELEASE with donate must refuse it (EINVAL,
+ *    nothing changed), then a plain RELEASE frees it;
  *  - frees the duplicate pages a donate put in the cache (CACHE_EVICT);
  *  - checks: KVPOOL_VERIFY finds 0 violations, the STATS identities hold
  *    and STATS agrees with this program's own mirror of every row, slot
@@ -350,6 +353,7 @@ struct rp_client {
 	struct kvpool_len_entry *le;
 	struct kvpool_handle *hh;
 	struct rp_req **fin;
+	struct rp_req **drop;	/* finished, with holes: no donate */
 	u32 *ids;
 	u32 ids_cap;
 	u32 *qpages;
@@ -696,6 +700,16 @@ static void row_forget(struct rp_client *c, struct rp_row *r)
 	free(r);
 }
 
+/*
+ * A prefix is cached whole or not at all: once SWA_FREE freed pages above
+ * the row's protected length, DONATE and RELEASE with donate are EINVAL
+ * for it (and change nothing).
+ */
+static bool row_has_holes(const struct rp_row *r)
+{
+	return r->swa_evicted > r->protected_len;
+}
+
 /* Pages a donate up to @upto moves: [protected, upto) whole, no holes. */
 static u32 donate_count(const struct rp_client *c, const struct rp_row *r,
 			u32 upto)
@@ -980,6 +994,14 @@ static void client_init(struct rp_client *c, u32 idx)
 	     KVPOOL_FEAT_SLOTS))
 		fail(c, "the pool lacks features (0x%llx)",
 		     (unsigned long long)info.out_features);
+	/*
+	 * The in-process core implements every op of the header, and says
+	 * so as the driver does: all nine KVPOOL_FEAT_* bits, no other.
+	 */
+	if (o.ops == &rp_core_ops && info.out_features != RP_CORE_FEATURES)
+		fail(c, "the core backend reports features 0x%llx, want 0x%llx",
+		     (unsigned long long)info.out_features,
+		     (unsigned long long)RP_CORE_FEATURES);
 	c->nr_pages = info.out_nr_pages;
 	c->pt = info.out_page_tokens;
 	c->nr_rows = info.out_nr_rows;
@@ -1006,6 +1028,7 @@ static void client_init(struct rp_client *c, u32 idx)
 	c->le = xcalloc(c->max_batch, sizeof(*c->le));
 	c->hh = xcalloc(c->max_batch, sizeof(*c->hh));
 	c->fin = xcalloc(c->max_batch, sizeof(*c->fin));
+	c->drop = xcalloc(c->max_batch, sizeof(*c->drop));
 	c->act = xcalloc(c->max_batch, sizeof(*c->act));
 	c->ids_cap = max_u32(c->max_batch, c->row_tokens / c->pt + 1);
 	c->ids = xcalloc(c->ids_cap, sizeof(u32));
@@ -1048,6 +1071,7 @@ static void client_free(struct rp_client *c)
 	free(c->le);
 	free(c->hh);
 	free(c->fin);
+	free(c->drop);
 	free(c->act);
 	free(c->ids);
 	free(c->qpages);
@@ -1411,7 +1435,8 @@ static void donate_batch(struct rp_client *c, u32 n)
 	for (i = 0; i < n; i++) {
 		struct rp_row *r = c->xr[i]->row;
 
-		if ((r->committed / c->pt) * c->pt <= r->protected_len)
+		if ((r->committed / c->pt) * c->pt <= r->protected_len ||
+		    row_has_holes(r))
 			continue;
 		c->le[k].handle = r->h;
 		c->le[k].len = r->committed;
@@ -1747,11 +1772,47 @@ static u32 think_time(struct rp_sess *s)
 	return 1 + rng_exp(&s->rng, 8.0);
 }
 
+/*
+ * The finished rows c->drop[0..n) have holes above their cached prefix
+ * (row_has_holes()): RELEASE with donate must refuse them, naming the
+ * first and changing nothing, so they go back with a plain RELEASE, which
+ * frees every page they own.
+ */
+static void release_holed(struct rp_client *c, u32 n)
+{
+	struct kvpool_batch_result res;
+	u32 i, freed = 0;
+	int ret;
+
+	if (!n)
+		return;
+	for (i = 0; i < n; i++) {
+		c->hh[i] = c->drop[i]->row->h;
+		freed += c->drop[i]->row->owned;
+	}
+	ret = CALL(c, release_donate, c->hh, n, &res);
+	if (ret != -EINVAL || res.error_index != 0)
+		fail(c, "RELEASE with donate of %u rows, the first with holes (swa_evicted %u > protected %u): %s (entry %d), want EINVAL (entry 0)",
+		     n, c->drop[0]->row->swa_evicted,
+		     c->drop[0]->row->protected_len,
+		     ret < 0 ? errname(ret) : "success", (int)res.error_index);
+	ret = CALL(c, release, c->hh, n, &res);
+	if (ret < 0)
+		fail(c, "RELEASE of %u rows with holes: %s (entry %d)", n,
+		     errname(ret), (int)res.error_index);
+	expect_count(c, ret, freed, "RELEASE (rows with holes)");
+	for (i = 0; i < n; i++) {
+		row_forget(c, c->drop[i]->row);
+		c->drop[i]->row = NULL;
+	}
+	c->cnt.pg_release += freed;
+}
+
 /* c->fin[0..nfin) are done: trim, then park or release with donate. */
 static void finish(struct rp_client *c, u32 nfin)
 {
 	struct kvpool_batch_result res;
-	u32 i, k = 0, want = 0, donated = 0, freed = 0;
+	u32 i, k = 0, nd = 0, want = 0, donated = 0, freed = 0;
 	int ret;
 
 	/* TRIM the speculative tails, one call. */
@@ -1784,7 +1845,11 @@ static void finish(struct rp_client *c, u32 nfin)
 		c->cnt.pg_trim += want;
 	}
 
-	/* Streaming sessions park; the rest RELEASE with donate, one call. */
+	/*
+	 * Streaming sessions park; the rest RELEASE with donate, one call,
+	 * but for rows with holes above their cached prefix (a sliding
+	 * window freed them), which cannot donate: release_holed().
+	 */
 	k = 0;
 	for (i = 0; i < nfin; i++) {
 		struct rp_req *q = c->fin[i];
@@ -1815,15 +1880,21 @@ static void finish(struct rp_client *c, u32 nfin)
 				last ? s->id : q->id + 1);
 			continue;
 		}
-		donated += donate_count(c, r, r->committed);
-		c->hh[k] = r->h;
-		c->fin[k++] = q;
+		if (row_has_holes(r)) {
+			c->drop[nd++] = q;
+		} else {
+			donated += donate_count(c, r, r->committed);
+			c->hh[k] = r->h;
+			c->fin[k++] = q;
+		}
 		if (!last)
 			ev_push(c, c->now + think_time(s), EV_ARRIVE,
 				q->id + 1);
 	}
-	if (!k)
+	if (!k) {
+		release_holed(c, nd);
 		return;
+	}
 	for (i = 0; i < k; i++)
 		freed += c->fin[i]->row->owned;
 	freed -= donated;
@@ -1841,6 +1912,7 @@ static void finish(struct rp_client *c, u32 nfin)
 	}
 	c->cnt.pg_donate += donated;
 	c->cnt.pg_release += freed;
+	release_holed(c, nd);
 }
 
 /* ---- checks ------------------------------------------------------------- */
@@ -2523,6 +2595,7 @@ static void usage(FILE *f)
 "                         each; core: interleaved in this process\n"
 "  --verify-every N       KVPOOL_VERIFY every N steps (1)\n"
 "  --quiet                print only the summary\n"
+"  --version              print kvpool's version and exit\n"
 "  --help                 this text\n"
 "\n"
 "Exit status: 0 every check held, 1 a check failed, 2 usage, 3 setup.\n",
@@ -2566,7 +2639,7 @@ enum {
 	OPT_PT, OPT_PAGES, OPT_ROWS, OPT_ROW_TOKENS, OPT_CHUNK, OPT_BATCH,
 	OPT_SPEC, OPT_SWA_EVERY, OPT_SWA_WINDOW, OPT_SWA_FRAC, OPT_RATE,
 	OPT_CLIENTS, OPT_VERIFY_EVERY, OPT_QUIET, OPT_HELP, OPT_PROMPT_LEN,
-	OPT_OUTPUT_LEN,
+	OPT_OUTPUT_LEN, OPT_VERSION,
 };
 
 static int parse_args(int argc, char **argv)
@@ -2594,6 +2667,7 @@ static int parse_args(int argc, char **argv)
 		{ "verify-every", required_argument, NULL, OPT_VERIFY_EVERY },
 		{ "quiet", no_argument, NULL, OPT_QUIET },
 		{ "help", no_argument, NULL, OPT_HELP },
+		{ "version", no_argument, NULL, OPT_VERSION },
 		{ NULL, 0, NULL, 0 },
 	};
 	unsigned long long seed;
@@ -2693,6 +2767,11 @@ static int parse_args(int argc, char **argv)
 			break;
 		case OPT_HELP:
 			usage(stdout);
+			exit(EXIT_PASS);
+		case OPT_VERSION:
+			/* kvpool's version, from the libkvpool linked in. */
+			printf("kvpool-replay %s (kvpool ABI %d)\n",
+			       kvpool_version(), KVPOOL_ABI_VERSION);
 			exit(EXIT_PASS);
 		default:
 			ok = false;

@@ -1121,6 +1121,7 @@ static void usage(FILE *f)
 "                      $KVPOOL_RESULTS, else .)\n"
 "  --no-live           a log line every 5 s instead of the live view\n"
 "  -v, --verbose       more messages\n"
+"  -V, --version       print kvpool's version and exit\n"
 "  -h, --help\n", prog);
 }
 
@@ -1155,6 +1156,7 @@ static int parse_args(int argc, char **argv)
 		{ "results", required_argument, NULL, 'o' },
 		{ "no-live", no_argument, NULL, 'n' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1166,7 +1168,7 @@ static int parse_args(int argc, char **argv)
 	opt.results = getenv("KVPOOL_RESULTS");
 	if (!opt.results)
 		opt.results = ".";
-	while ((c = getopt_long(argc, argv, "vh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "vVh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			if (!parse_num("--duration", optarg, 5, 3600, &opt.duration))
@@ -1217,6 +1219,11 @@ static int parse_args(int argc, char **argv)
 		case 'v':
 			opt.verbose = true;
 			break;
+		case 'V':
+			/* kvpool's version, from the libkvpool linked in. */
+			printf("%s %s (kvpool ABI %d)\n", prog,
+			       kvpool_version(), KVPOOL_ABI_VERSION);
+			exit(EXIT_PASS);
 		case 'h':
 			usage(stdout);
 			exit(EXIT_PASS);

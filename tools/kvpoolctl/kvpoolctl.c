@@ -30,8 +30,6 @@
 
 #include <kvpool.h>
 
-#define KVPOOLCTL_VERSION	"1.2.0"
-
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 #define __printf(a, b)	__attribute__((format(printf, a, b)))
 
@@ -61,8 +59,9 @@ static void __printf(1, 2) err_msg(const char *fmt, ...)
 }
 
 /*
- * The module is loaded when its control device or any of its devices is
- * there: the control device alone covers a module loaded with nr_pages=0.
+ * The module is loaded when its control device or its device class
+ * (/sys/class/kvpool, which kvpool_pool_list() reads) is there; the class
+ * is there with no pool too (a module loaded with nr_pages=0).
  */
 static bool module_loaded(void)
 {
@@ -184,7 +183,8 @@ static const char usage_info[] =
 static const char usage_verify[] =
 "verify [POOL]\n"
 "    Check every invariant of POOL (default: every pool) with KVPOOL_VERIFY.\n"
-"    Exits 1 if any is broken; the kernel log has one line for each.\n";
+"    Exits 1 if any is broken; the kernel log has one line for each.\n"
+"    Needs root (CAP_SYS_ADMIN): the walk holds the whole pool's lock.\n";
 
 static const char usage_create[] =
 "create --pages N --page-tokens N --rows N --row-tokens N [--no-reserve-zero]\n"
@@ -632,8 +632,8 @@ static void print_tenant_json(const struct kvpool_tenant_info *t,
 
 /* ---- status ---- */
 
-/* Where the pools' attributes are (docs/design.md). */
-#define SYSFS_DIR	"/sys/class/misc"
+/* Where the pools' attributes are (docs/design.md): their own class. */
+#define SYSFS_DIR	"/sys/class/kvpool"
 
 struct pool_row {
 	unsigned int id;
@@ -652,7 +652,7 @@ struct pool_row {
 };
 
 /*
- * Read /sys/class/misc/kvpoolN/@name, for the figures no struct of
+ * Read /sys/class/kvpool/kvpoolN/@name, for the figures no struct of
  * kvpool_pool_status() has room for. Returns 0 or -errno.
  */
 static int read_pool_attr(unsigned int id, const char *name, unsigned int *val)
@@ -1083,6 +1083,12 @@ static int open_pool(unsigned int id, struct kvpool **kpp)
 		err_msg("%s: no device node, but pool %u exists in sysfs (devtmpfs or udev missing?)",
 			path, id);
 		return EXIT_FAIL;
+	}
+	/* Listed, yet refused: on its way out, or the module not ready. */
+	if (err == -ENODEV && kvpool_pool_status(id, NULL, NULL) == 0) {
+		err_msg("%s: the pool is being destroyed or the kvpool module is still loading; try again",
+			path);
+		return EXIT_NO_POOL;
 	}
 	return pool_error(err, path, (int)id);
 }
@@ -1655,8 +1661,9 @@ int main(int argc, char **argv)
 		case 'h':
 			return print_usage(stdout);
 		case 'V':
+			/* kvpool's version, from the libkvpool linked in. */
 			printf("kvpoolctl %s (kvpool ABI %d)\n",
-			       KVPOOLCTL_VERSION, KVPOOL_ABI_VERSION);
+			       kvpool_version(), KVPOOL_ABI_VERSION);
 			return EXIT_OK;
 		default:
 			return print_usage(stderr);

@@ -162,7 +162,8 @@ if [[ -n $modline ]]; then
 	t0=$SECONDS
 	if rmmod kvpool 2>"$res/rmmod.err"; then
 		sleep 1
-		if compgen -G '/sys/class/misc/kvpool*' >/dev/null; then
+		if compgen -G '/sys/class/kvpool/kvpool*' >/dev/null ||
+		   [[ -e /sys/class/misc/kvpool-control ]]; then
 			row rmmod 0 $((SECONDS - t0)) "kvpool devices left after rmmod"
 		else
 			row rmmod 1 $((SECONDS - t0)) ""

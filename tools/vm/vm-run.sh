@@ -25,8 +25,9 @@
 # In the guest, CMD runs as root in `chroot` of the host root (read-only
 # 9p), in the same cwd as here, with stdin /dev/null, PATH
 # /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin, HOME=/root,
-# KVPOOL_IN_VM=1 and KVPOOL_RESULTS=DIR (writable, same path as on the
-# host). /tmp is the host's /tmp under a private writable layer, /run and
+# KVPOOL_IN_VM=1, KVPOOL_RESULTS=DIR (writable, same path as on the
+# host) and, with --module, KVPOOL_MODULE=PATH. /tmp is the host's /tmp
+# under a private writable layer, /run and
 # /dev/shm are tmpfs, and proc, sys, devtmpfs and devpts are mounted. Its
 # output streams to this terminal over the serial console.
 #
@@ -159,6 +160,10 @@ initramfs=$(initramfs_for)
 	echo 'export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 	echo 'export HOME=/root LANG=C.UTF-8 TERM=dumb KVPOOL_IN_VM=1'
 	printf 'export KVPOOL_RESULTS=%q\n' "$results"
+	# The module the guest loaded, for tests that unload and reload it.
+	if [[ -n $module ]]; then
+		printf 'export KVPOOL_MODULE=%q\n' "$module"
+	fi
 	for e in "${extra_env[@]}"; do printf 'export %q\n' "$e"; done
 	printf 'exec'
 	printf ' %q' "$@"

@@ -23,8 +23,19 @@
  * size to sizeof() of the struct you were built against. The kernel accepts
  * any size from the op's first release up to PAGE_SIZE: bytes it does not
  * know must be zero, and fields it knows but you did not pass read as zero.
- * Pointers to arrays are passed as __aligned_u64. All reserved fields and
- * padding must be zero.
+ * In this release, the first, every op's first size is the sizeof() of its
+ * struct in this header. All reserved fields and padding must be zero.
+ *
+ * Arrays are passed as an __aligned_u64 user pointer, a count and the
+ * length in bytes of one element (``entry_len``, ``page_entry_len``), as
+ * iommufd does, so an element can grow a field in a later release. Set it
+ * to sizeof() of the element you were built against (sizeof(__u32) for
+ * page ids). The kernel accepts any length from the element's first
+ * release (this header's sizeof()) up to PAGE_SIZE: in an element it
+ * reads, bytes past those it knows must be zero (E2BIG otherwise, and
+ * ``out_error_index`` names the element); in an element it writes, it
+ * writes the fields it knows and zeroes the rest; in an element it reads
+ * and writes, it writes only the out_* fields it knows.
  *
  * Every batched op is all-or-nothing: the whole batch is validated before
  * any state changes, and if one entry is bad, nothing changes and
@@ -37,20 +48,25 @@
  * found in size or the unknown tail leave it untouched. Arrays of results
  * are copied out after the pool lock is dropped: if that copy faults, the
  * op has taken effect and -EFAULT is returned, except ROW_ALLOC, which
- * gives the rows back first. Ioctls sleep on the pool lock without being
- * interruptible: they never fail with EINTR.
+ * gives the rows back first. The ops whose result is a new name the caller
+ * could not find otherwise (EXPORT's fd, IMPORT's and FROM_SLOT's handle,
+ * CTL_CREATE's pool id) write their struct back before they take effect:
+ * if it cannot be written they fail with EFAULT and change nothing, and
+ * once they have taken effect they succeed. Ioctls sleep on the pool lock
+ * without being interruptible: they never fail with EINTR.
  *
  * Errnos, for every ioctl unless the op says otherwise:
  *
  * - ENOTTY:     unknown ioctl number.
  * - EFAULT:     a pointer (the struct or an array) is not accessible.
- * - EINVAL:     size shorter than the op's first release, a reserved field
- *               or padding not zero, count of 0 or above the pool's limit,
- *               a length out of range (above row_tokens, an extend that
- *               shrinks, a commit past allocated or backwards), or the same
- *               row twice in one batch.
- * - E2BIG:      size larger than this kernel knows with a non-zero byte in
- *               the unknown tail, or size above PAGE_SIZE.
+ * - EINVAL:     size or an element length shorter than the first
+ *               release's, a reserved field or padding not zero, count of 0
+ *               or above the pool's limit, a length out of range (above
+ *               row_tokens, an extend that shrinks, a commit past allocated
+ *               or backwards), or the same row twice in one batch.
+ * - E2BIG:      size or an element length larger than this kernel knows
+ *               with a non-zero byte in the unknown tail, or above
+ *               PAGE_SIZE.
  * - EOPNOTSUPP: a flag or op value this kernel does not know.
  * - ENOENT:     the handle or session id does not name a row or slot this
  *               client holds (never held, released, another client's, or
@@ -58,7 +74,8 @@
  *               client learns nothing of others); or a page id is not a
  *               page of this client's prefix cache.
  * - ESTALE:     this client holds the row, but under a newer generation:
- *               the handle is from an earlier use of the row.
+ *               the handle is from an earlier use of the row. A generation
+ *               never issued yet names nothing: ENOENT.
  * - ENOSPC:     not enough free pages or rows; ``out_short`` says how many
  *               were missing. Pages other tenants are guaranteed (and
  *               do not hold yet) are not free to this one. Nothing was
@@ -73,19 +90,31 @@
  *               IMPORT: the export file was imported already.
  * - EBUSY:      CACHE_EVICT: a page is pinned (a row borrows it).
  *               EXPORT: the row borrows a cache page another row also
- *               borrows.
- * - EOVERFLOW:  arithmetic on the inputs would overflow.
+ *               borrows. (control) DESTROY: the pool still has clients or
+ *               export files.
  * - ENOMEM:     the kernel could not allocate memory. Nothing changed.
- * - EPERM:      a control op without CAP_SYS_ADMIN.
- * - EBUSY:      (control) destroying a pool that still has clients.
+ * - EPERM:      a control op, or VERIFY, without CAP_SYS_ADMIN.
+ * - EAGAIN:     EXPORT, FROM_SLOT: another thread of the caller changed
+ *               the row or slot between the answer being written back and
+ *               the op taking effect. Nothing changed; call again.
  * - EMFILE:     (open) the pool has 65536 clients already, or 4096
- *               tenants; (control) TENANT_SET of a 4097th tenant.
+ *               tenants; (control) TENANT_SET of a 4097th tenant. EXPORT:
+ *               the caller has no free file descriptor.
+ * - ENFILE:     EXPORT: the system's file table is full.
  * - EBADF:      IMPORT: @fd is not an open file.
  * - EXDEV:      IMPORT: the export file belongs to another pool.
- * - ENODEV:     (control) no pool with that id; (open) the pool is going.
+ * - ENODEV:     (control) no pool with that id; (open) the pool is going
+ *               or the module is still loading.
  */
 
-#define KVPOOL_TYPE		0xb7	/* Documentation/userspace-api/ioctl */
+/*
+ * The ioctl type: 0xB9, numbers 0x00-0x3f. Checked free against the
+ * table in Documentation/userspace-api/ioctl/ioctl-number.rst of Linux
+ * 7.3 (0xB8 is mshv.h and mrvl_cn10k_dpi.h, 0xBA liveupdate.h; 0xB9 is
+ * listed for no one) and against every _IO*() in that release's uapi
+ * headers (none uses type 0xB9). docs/ioctl-number.patch registers it.
+ */
+#define KVPOOL_TYPE		0xb9
 
 /*
  * Version of this ABI: 1 is the first release, all of this header. It is
@@ -105,9 +134,9 @@
 #define KVPOOL_FEAT_QUOTA	_BITULL(7)	/* tenants, CTL_TENANT_* */
 #define KVPOOL_FEAT_PRESSURE	_BITULL(8)	/* PRESSURE, poll, CTL_SET_WMARK */
 
+/* Pool ops are 0x00-0x1f, control ops 0x20-0x2f; 0x30-0x3f are kept. */
 enum {
-	KVPOOL_CMD_BASE = 0x80,
-	KVPOOL_CMD_INFO = KVPOOL_CMD_BASE,
+	KVPOOL_CMD_INFO = 0x00,
 	KVPOOL_CMD_STATS,
 	KVPOOL_CMD_ROW_ALLOC,
 	KVPOOL_CMD_EXTEND,
@@ -126,12 +155,13 @@ enum {
 	KVPOOL_CMD_EXPORT,
 	KVPOOL_CMD_IMPORT,
 	KVPOOL_CMD_PRESSURE,
-	/* 0x93..0x9f: reserved for later ops */
-	KVPOOL_CMD_CTL_CREATE = 0xa0,
+	/* 0x13..0x1f: kept for later pool ops */
+	KVPOOL_CMD_CTL_CREATE = 0x20,
 	KVPOOL_CMD_CTL_DESTROY,
 	KVPOOL_CMD_CTL_TENANT_SET,
 	KVPOOL_CMD_CTL_TENANT_LIST,
 	KVPOOL_CMD_CTL_SET_WMARK,
+	/* 0x25..0x2f: kept for later control ops */
 };
 
 /**
@@ -256,9 +286,11 @@ struct kvpool_stats {
  * @size: sizeof(struct kvpool_row_alloc)
  * @flags: must be 0
  * @count: rows to take, 1..out_max_batch
+ * @entry_len: sizeof(struct kvpool_handle)
+ * @handles: user pointer to @count handles of @entry_len bytes, written
+ *           by the kernel; every new row has all lengths 0 and no pages
  * @out_short: on ENOSPC, how many rows were missing
- * @handles: user pointer to @count struct kvpool_handle, written by the
- *           kernel; every new row has all lengths 0 and no pages
+ * @__reserved: must be 0
  *
  * All-or-nothing.
  */
@@ -266,8 +298,10 @@ struct kvpool_row_alloc {
 	__u32 size;
 	__u32 flags;
 	__u32 count;
-	__u32 out_short;
+	__u32 entry_len;
 	__aligned_u64 handles;
+	__u32 out_short;
+	__u32 __reserved;
 };
 
 #define KVPOOL_ROW_ALLOC _IO(KVPOOL_TYPE, KVPOOL_CMD_ROW_ALLOC)
@@ -290,10 +324,13 @@ struct kvpool_extend_entry {
  * @size: sizeof(struct kvpool_extend)
  * @flags: must be 0
  * @count: entries, 1..out_max_batch
+ * @entry_len: sizeof(struct kvpool_extend_entry)
+ * @entries: user pointer to @count entries of @entry_len bytes
  * @pages_cap: room in @pages, in page ids
- * @entries: user pointer to @count struct kvpool_extend_entry
- * @pages: user pointer to @pages_cap __u32, filled with the new page ids:
- *         entry 0's first, in row position order, then entry 1's, ...
+ * @page_entry_len: sizeof(__u32)
+ * @pages: user pointer to @pages_cap page ids of @page_entry_len bytes,
+ *         filled with the new page ids: entry 0's first, in row position
+ *         order, then entry 1's, ...
  * @out_nr_pages: new page ids written (on ENOBUFS: needed)
  * @out_short: on ENOSPC, how many pages were missing
  * @out_error_index: the bad entry found first, or ~0U
@@ -307,8 +344,10 @@ struct kvpool_extend {
 	__u32 size;
 	__u32 flags;
 	__u32 count;
-	__u32 pages_cap;
+	__u32 entry_len;
 	__aligned_u64 entries;
+	__u32 pages_cap;
+	__u32 page_entry_len;
 	__aligned_u64 pages;
 	__u32 out_nr_pages;
 	__u32 out_short;
@@ -337,13 +376,15 @@ struct kvpool_len_entry {
  * @size: sizeof(struct kvpool_batch)
  * @flags: must be 0; RELEASE: KVPOOL_RELEASE_*
  * @count: entries, 1..out_max_batch
+ * @entry_len: the size of one entry: COMMIT, DONATE, SWA_FREE:
+ *             sizeof(struct kvpool_len_entry); TRIM, RELEASE:
+ *             sizeof(struct kvpool_handle); CACHE_EVICT: sizeof(__u32)
+ * @entries: user pointer to @count entries of @entry_len bytes: COMMIT,
+ *           DONATE, SWA_FREE: struct kvpool_len_entry; TRIM, RELEASE:
+ *           struct kvpool_handle; CACHE_EVICT: __u32 page ids
  * @out_error_index: the bad entry found first, or ~0U
- * @entries: COMMIT, DONATE, SWA_FREE: struct kvpool_len_entry[count];
- *           TRIM, RELEASE: struct kvpool_handle[count];
- *           CACHE_EVICT: __u32 page ids[count]
  * @out_nr_pages: pages returned to the free list by the whole batch
  *                (DONATE: pages moved into the prefix cache)
- * @__reserved: must be 0
  *
  * COMMIT moves committed forward. TRIM frees the speculative tail: pages
  * from ceil(committed / page_tokens) on, and sets allocated = committed.
@@ -357,7 +398,12 @@ struct kvpool_len_entry {
  * DONATE (len = upto <= committed, > protected, else EALREADY) moves the
  * row's full pages in [protected, upto) to the client's prefix cache;
  * protected rises to upto rounded down to a page. The row keeps mapping
- * them, now borrowed: each stays pinned until the row lets go.
+ * them, now borrowed: each stays pinned until the row lets go. A prefix
+ * is cached whole or not at all: once SWA_FREE has freed pages above
+ * protected (swa_evicted > protected), the row's start has holes and
+ * DONATE, and RELEASE with KVPOOL_RELEASE_DONATE, are EINVAL for it
+ * (release it without the flag). Donate a prefix before the window
+ * slides past it: SWA_FREE never frees below protected.
  *
  * SWA_FREE (len = window edge: protected <= edge <= committed and edge >=
  * swa_evicted, else EINVAL) frees the row's pages wholly below the edge,
@@ -374,10 +420,10 @@ struct kvpool_batch {
 	__u32 size;
 	__u32 flags;
 	__u32 count;
-	__u32 out_error_index;
+	__u32 entry_len;
 	__aligned_u64 entries;
+	__u32 out_error_index;
 	__u32 out_nr_pages;
-	__u32 __reserved;
 };
 
 #define KVPOOL_COMMIT	_IO(KVPOOL_TYPE, KVPOOL_CMD_COMMIT)
@@ -393,9 +439,10 @@ struct kvpool_batch {
  * @flags: must be 0
  * @handle: a row with no tokens yet (else EINVAL)
  * @nr_pages: pages in @pages, >= 1, nr_pages * page_tokens <= row_tokens
- * @__reserved: must be 0
- * @pages: user pointer to @nr_pages __u32: pages of the caller's prefix
- *         cache (ENOENT otherwise), each once (EINVAL otherwise)
+ * @page_entry_len: sizeof(__u32)
+ * @pages: user pointer to @nr_pages page ids of @page_entry_len bytes:
+ *         pages of the caller's prefix cache (ENOENT otherwise), each once
+ *         (EINVAL otherwise)
  *
  * The row's positions [0, k), k = nr_pages * page_tokens, map @pages in
  * order; allocated, committed and protected become k. The pages stay the
@@ -408,7 +455,7 @@ struct kvpool_attach {
 	__u32 flags;
 	struct kvpool_handle handle;
 	__u32 nr_pages;
-	__u32 __reserved;
+	__u32 page_entry_len;
 	__aligned_u64 pages;
 };
 
@@ -420,8 +467,9 @@ struct kvpool_attach {
  * @flags: must be 0
  * @session_id: the streaming session, any 64-bit value the client picks
  * @handle: TO_SLOT: the row to park (dead afterwards);
- *          FROM_SLOT: written with the row's new handle; same
- *          req_pool_idx, next generation; SLOT_RELEASE: unused, must be 0
+ *          FROM_SLOT: written with the row's new handle (same
+ *          req_pool_idx, next generation); what it held is ignored, so
+ *          TO_SLOT's struct can be reused; SLOT_RELEASE: must be 0
  * @out_nr_pages: pages the slot holds (SLOT_RELEASE: pages freed)
  * @__reserved: must be 0
  *
@@ -460,15 +508,18 @@ enum kvpool_row_state {
  * @handle: the row (must be 0 with KVPOOL_QUERY_BY_SLOT)
  * @session_id: the slot (must be 0 without KVPOOL_QUERY_BY_SLOT)
  * @pages_cap: room in @pages, in page ids; may be 0
+ * @page_entry_len: sizeof(__u32)
+ * @pages: user pointer to @pages_cap page ids of @page_entry_len bytes:
+ *         the row's page ids in position order, min(pages_cap,
+ *         out_nr_pages) of them
  * @out_state: enum kvpool_row_state
- * @pages: user pointer to @pages_cap __u32: the row's page ids in
- *         position order, min(pages_cap, out_nr_pages) of them
  * @out_nr_pages: ceil(allocated / page_tokens), the full list's length
  * @out_req_pool_idx: the row (useful with KVPOOL_QUERY_BY_SLOT)
  * @out_allocated_len: kv_allocated_len
  * @out_committed_len: kv_committed_len
  * @out_protected_len: cache_protected_len
  * @out_swa_evicted_len: swa_evicted_seqlen
+ * @__reserved: must be 0
  */
 struct kvpool_row_query {
 	__u32 size;
@@ -476,14 +527,16 @@ struct kvpool_row_query {
 	struct kvpool_handle handle;
 	__aligned_u64 session_id;
 	__u32 pages_cap;
-	__u32 out_state;
+	__u32 page_entry_len;
 	__aligned_u64 pages;
+	__u32 out_state;
 	__u32 out_nr_pages;
 	__u32 out_req_pool_idx;
 	__u32 out_allocated_len;
 	__u32 out_committed_len;
 	__u32 out_protected_len;
 	__u32 out_swa_evicted_len;
+	__u32 __reserved;
 };
 
 #define KVPOOL_ROW_QUERY _IO(KVPOOL_TYPE, KVPOOL_CMD_ROW_QUERY)
@@ -498,7 +551,9 @@ struct kvpool_row_query {
  * @out_rows_checked: rows walked
  * @__reserved: must be 0
  *
- * Walks the whole pool under its lock: O(nr_pages + nr_rows).
+ * Walks the whole pool under its lock: O(nr_pages + nr_rows). It needs
+ * CAP_SYS_ADMIN (EPERM otherwise): one client must not be able to hold
+ * every other client of the pool behind a walk it can repeat at will.
  */
 struct kvpool_verify {
 	__u32 size;
@@ -520,7 +575,8 @@ struct kvpool_verify {
  * @flags: 0 or KVPOOL_EXPORT_SLOT
  * @handle: the row (must be 0 with KVPOOL_EXPORT_SLOT)
  * @session_id: the slot (must be 0 without KVPOOL_EXPORT_SLOT)
- * @out_fd: a new O_CLOEXEC file descriptor that holds the row
+ * @out_fd: a new O_CLOEXEC file descriptor that holds the row (-1 on
+ *          error)
  * @out_nr_pages: pages the row owns
  *
  * The row, its pages and lengths leave the client: the handle or slot is
@@ -709,6 +765,7 @@ struct kvpool_ctl_tenant {
  * @ask_pages: pages its clients are asked to give back now
  * @__reserved: 0
  * @label: its label
+ * @__reserved2: 0
  */
 struct kvpool_tenant_info {
 	__u32 tenant_id;
@@ -724,6 +781,7 @@ struct kvpool_tenant_info {
 	__u32 ask_pages;
 	__u32 __reserved;
 	char label[KVPOOL_LABEL_LEN];
+	__u32 __reserved2;
 };
 
 /**
@@ -731,20 +789,20 @@ struct kvpool_tenant_info {
  * @size: sizeof(struct kvpool_ctl_tenant_list)
  * @flags: must be 0
  * @pool_id: the pool
- * @count: room in @tenants
- * @tenants: user pointer to @count struct kvpool_tenant_info
+ * @count: room in @tenants, in entries; may be 0
+ * @entry_len: sizeof(struct kvpool_tenant_info)
  * @out_nr_tenants: tenants the pool has; min(count, out_nr_tenants) are
  *                  written
- * @__reserved: must be 0
+ * @tenants: user pointer to @count entries of @entry_len bytes
  */
 struct kvpool_ctl_tenant_list {
 	__u32 size;
 	__u32 flags;
 	__u32 pool_id;
 	__u32 count;
-	__aligned_u64 tenants;
+	__u32 entry_len;
 	__u32 out_nr_tenants;
-	__u32 __reserved;
+	__aligned_u64 tenants;
 };
 
 #define KVPOOL_CTL_TENANT_LIST _IO(KVPOOL_TYPE, KVPOOL_CMD_CTL_TENANT_LIST)

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
  * kvpool_strerror(): every errno of the uapi's errno table has kvpool's own
- * text, the sign does not matter, and anything else falls back to
- * strerror(3).
+ * text, the sign does not matter, and anything else (EOVERFLOW, no longer
+ * in the table, included) falls back to strerror(3).
  */
 #include <errno.h>
 #include <limits.h>
@@ -16,8 +16,28 @@
 /* The "General ioctl format" table of <linux/kvpool.h>, in its order. */
 static const int uapi_errnos[] = {
 	ENOTTY, EFAULT, EINVAL, E2BIG, EOPNOTSUPP, ENOENT, ESTALE, ENOSPC,
-	EDQUOT, ENOBUFS, EEXIST, EALREADY, EBUSY, EOVERFLOW, ENOMEM, EPERM,
-	EMFILE, EBADF, EXDEV, ENODEV,
+	EDQUOT, ENOBUFS, EEXIST, EALREADY, EBUSY, ENOMEM, EPERM, EMFILE,
+	EBADF, EXDEV, ENODEV,
+};
+
+/*
+ * What each text must say for the errnos whose meaning this ABI changed:
+ * a future generation is ENOENT, VERIFY needs CAP_SYS_ADMIN, DONATE after
+ * SWA_FREE is EINVAL, EXPORT can run out of descriptors, an element length
+ * can be E2BIG, and opening a pool while the module loads is ENODEV.
+ */
+static const struct {
+	int err;
+	const char *word;
+} must_say[] = {
+	{ ENOENT, "never issued" },
+	{ ESTALE, "older generation" },
+	{ EPERM, "verify" },
+	{ EINVAL, "element length" },
+	{ EINVAL, "donate" },
+	{ E2BIG, "element" },
+	{ EMFILE, "export" },
+	{ ENODEV, "still loading" },
 };
 
 static int failures;
@@ -48,6 +68,17 @@ int main(void)
 		CHECK(s == kvpool_strerror(e), "errno %d: sign matters", e);
 		CHECK(strcmp(s, generic), "errno %d: no kvpool text: %s", e, s);
 	}
+
+	for (i = 0; i < ARRAY_SIZE(must_say); i++) {
+		s = kvpool_strerror(must_say[i].err);
+		CHECK(strstr(s, must_say[i].word),
+		      "errno %d: '%s' does not say '%s'", must_say[i].err, s,
+		      must_say[i].word);
+	}
+
+	/* Never returned by any op: not kvpool's any more. */
+	CHECK(!strcmp(kvpool_strerror(-EOVERFLOW), strerror(EOVERFLOW)),
+	      "EOVERFLOW still has a kvpool text");
 
 	CHECK(!strcmp(kvpool_strerror(0), "success"), "0 is not success");
 	CHECK(!strcmp(kvpool_strerror(-EAGAIN), strerror(EAGAIN)),

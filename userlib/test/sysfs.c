@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
  * kvpool_pool_list() and kvpool_pool_status() against a sysfs tree laid
- * out as docs/design.md describes it. The library under test is built with
- * KVPOOL_SYSFS_DIR pointing at FAKE_SYSFS, a folder this test fills in;
- * nothing else in the library changes.
+ * out as docs/design.md describes it: pools are devices of their own
+ * class, /sys/class/kvpool/kvpoolN, and the control device a misc device,
+ * /sys/class/misc/kvpool-control. The library under test is built with
+ * KVPOOL_SYSFS_DIR (its /sys/class) pointing at FAKE_SYSFS, a folder this
+ * test fills in; nothing else in the library changes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +22,9 @@
 #ifndef FAKE_SYSFS
 #error "build with -DFAKE_SYSFS=... (the KVPOOL_SYSFS_DIR of the library)"
 #endif
+
+#define CLASS	FAKE_SYSFS "/kvpool"
+#define MISC	FAKE_SYSFS "/misc"
 
 static int failures;
 
@@ -79,18 +84,24 @@ static const char *const attrs[] = {
 	"export_rows", "export_pages",
 };
 
-static void make_pool(unsigned int id, unsigned int base)
+static void make_pool_in(const char *parent, unsigned int id,
+			 unsigned int base)
 {
 	char dir[256];
 	size_t i;
 
-	snprintf(dir, sizeof(dir), "%s/kvpool%u", FAKE_SYSFS, id);
+	snprintf(dir, sizeof(dir), "%s/kvpool%u", parent, id);
 	mkdir_p(dir);
 	for (i = 0; i < ARRAY_SIZE(attrs); i++)
 		put_u32(dir, attrs[i], i ? base + (unsigned int)i : id);
 	/* A real attribute directory has more than the figures. */
 	put(dir, "dev", "10:123\n");
 	put(dir, "uevent", "MAJOR=10\n");
+}
+
+static void make_pool(unsigned int id, unsigned int base)
+{
+	make_pool_in(CLASS, id, base);
 }
 
 static void rm_rf(const char *path)
@@ -109,15 +120,29 @@ static void test_not_loaded(void)
 	rm_rf(FAKE_SYSFS);
 	CHECK(kvpool_pool_list(ids, 4) == -ENODEV, "no sysfs dir: not -ENODEV");
 	mkdir_p(FAKE_SYSFS);
-	mkdir_p(FAKE_SYSFS "/fuse");
-	mkdir_p(FAKE_SYSFS "/kvpoolx");
+	mkdir_p(MISC);
+	mkdir_p(MISC "/fuse");
+	mkdir_p(MISC "/kvpoolx");
 	CHECK(kvpool_pool_list(ids, 4) == -ENODEV, "no kvpool: not -ENODEV");
 	CHECK(kvpool_pool_status(0, NULL, NULL) == -ENODEV,
 	      "status of a missing pool: not -ENODEV");
 
-	/* Loaded with nr_pages=0: the control device and no pool. */
-	mkdir_p(FAKE_SYSFS "/kvpool-control");
-	CHECK(kvpool_pool_list(ids, 4) == 0, "control only: not 0 pools");
+	/*
+	 * The old layout, pools as misc devices, is not read: without the
+	 * class folder the module is not loaded, whatever misc/ holds.
+	 */
+	make_pool_in(MISC, 0, 100);
+	mkdir_p(MISC "/kvpool-control");
+	CHECK(kvpool_pool_list(ids, 4) == -ENODEV,
+	      "pools in /sys/class/misc: not -ENODEV");
+	CHECK(kvpool_pool_status(0, NULL, NULL) == -ENODEV,
+	      "status of a pool in /sys/class/misc: not -ENODEV");
+
+	/* Loaded with nr_pages=0: the class folder, empty, and no pool. */
+	mkdir_p(CLASS);
+	CHECK(kvpool_pool_list(ids, 4) == 0, "empty class: not 0 pools");
+	CHECK(kvpool_pool_status(0, NULL, NULL) == -ENODEV,
+	      "status in an empty class: not -ENODEV");
 }
 
 static void test_list(void)
@@ -128,11 +153,13 @@ static void test_list(void)
 	make_pool(10, 1000);
 	make_pool(2, 200);
 	make_pool(0, 100);
-	/* Not pools: leading zero, sign, suffix, overflow. */
-	mkdir_p(FAKE_SYSFS "/kvpool01");
-	mkdir_p(FAKE_SYSFS "/kvpool+3");
-	mkdir_p(FAKE_SYSFS "/kvpool3a");
-	mkdir_p(FAKE_SYSFS "/kvpool99999999999");
+	/* Not pools: leading zero, sign, suffix, overflow, the old place. */
+	mkdir_p(CLASS "/kvpool01");
+	mkdir_p(CLASS "/kvpool+3");
+	mkdir_p(CLASS "/kvpool3a");
+	mkdir_p(CLASS "/kvpool99999999999");
+	mkdir_p(CLASS "/kvpool-control");
+	make_pool_in(MISC, 7, 700);
 
 	memset(ids, 0xff, sizeof(ids));
 	ret = kvpool_pool_list(ids, 8);
@@ -187,25 +214,27 @@ static void test_status(void)
 	CHECK(kvpool_pool_status(10, NULL, &st) == 0 &&
 	      st.out_nr_clients == 1016, "stats only");
 	CHECK(kvpool_pool_status(3, &in, &st) == -ENODEV, "missing pool");
+	CHECK(kvpool_pool_status(7, &in, &st) == -ENODEV,
+	      "a pool in /sys/class/misc read");
 
 	/* The largest __u32 is fine; one more, or junk, is -EIO. */
-	put(FAKE_SYSFS "/kvpool0", "nr_clients", "4294967295\n");
+	put(CLASS "/kvpool0", "nr_clients", "4294967295\n");
 	CHECK(kvpool_pool_status(0, NULL, &st) == 0 &&
 	      st.out_nr_clients == 4294967295U, "UINT32_MAX");
-	put(FAKE_SYSFS "/kvpool0", "nr_clients", "4294967296\n");
+	put(CLASS "/kvpool0", "nr_clients", "4294967296\n");
 	CHECK(kvpool_pool_status(0, NULL, &st) == -EIO, "2^32 not -EIO");
-	put(FAKE_SYSFS "/kvpool0", "nr_clients", "-1\n");
+	put(CLASS "/kvpool0", "nr_clients", "-1\n");
 	CHECK(kvpool_pool_status(0, NULL, &st) == -EIO, "-1 not -EIO");
-	put(FAKE_SYSFS "/kvpool0", "nr_clients", "12 apples\n");
+	put(CLASS "/kvpool0", "nr_clients", "12 apples\n");
 	CHECK(kvpool_pool_status(0, NULL, &st) == -EIO, "junk not -EIO");
-	put(FAKE_SYSFS "/kvpool0", "nr_clients", "");
+	put(CLASS "/kvpool0", "nr_clients", "");
 	CHECK(kvpool_pool_status(0, NULL, &st) == -EIO, "empty not -EIO");
 	/* Info alone does not read the counts. */
 	CHECK(kvpool_pool_status(0, &in, NULL) == 0, "info only");
 
 	/* A module from before export: no export_* files, figures 0. */
-	if (unlink(FAKE_SYSFS "/kvpool2/export_rows") ||
-	    unlink(FAKE_SYSFS "/kvpool2/export_pages"))
+	if (unlink(CLASS "/kvpool2/export_rows") ||
+	    unlink(CLASS "/kvpool2/export_pages"))
 		die("unlink");
 	memset(&st, 0xff, sizeof(st));
 	ret = kvpool_pool_status(2, NULL, &st);
@@ -213,13 +242,13 @@ static void test_status(void)
 	CHECK(st.out_export_rows == 0 && st.out_export_pages == 0 &&
 	      st.out_nr_clients == 216, "older module: figures");
 	/* ... unless the pool itself is gone. */
-	if (unlink(FAKE_SYSFS "/kvpool2/pool_id"))
+	if (unlink(CLASS "/kvpool2/pool_id"))
 		die("unlink");
 	CHECK(kvpool_pool_status(2, NULL, &st) == -ENODEV,
 	      "gone pool without export files not -ENODEV");
 
 	/* A pool destroyed under us: its files are gone. */
-	if (unlink(FAKE_SYSFS "/kvpool0/nr_clients"))
+	if (unlink(CLASS "/kvpool0/nr_clients"))
 		die("unlink");
 	CHECK(kvpool_pool_status(0, NULL, &st) == -ENODEV,
 	      "vanished attribute not -ENODEV");
