@@ -826,13 +826,12 @@ static int kvp_export_ioctl(struct kvp_ucmd *ucmd)
 	if (ret)
 		goto out_drop;
 
+	/*
+	 * Another thread of the caller may have changed the row since: the
+	 * fd still names whatever the handle or slot names now.
+	 */
 	mutex_lock(&kd->core.lock);
-	/* Another thread of the caller may have changed the row since. */
-	ret = kvp_export_peek_locked(c, cmd, &n_now);
-	if (!ret && n_now != n)
-		ret = -EAGAIN;
-	if (!ret)
-		ret = kvp_export_locked(c, cmd, &x->idx, &n_now);
+	ret = kvp_export_locked(c, cmd, &x->idx, &n_now);
 	if (!ret) {
 		x->exported = true;
 		kd->nr_exports++;
@@ -845,6 +844,12 @@ static int kvp_export_ioctl(struct kvp_ucmd *ucmd)
 		goto out_drop;
 	}
 	fd_install(fd, file);
+	if (n_now != n) {
+		/* Best effort: the fd, the one thing to learn, is out. */
+		cmd->out_nr_pages = n_now;
+		if (kvp_respond(ucmd))
+			pr_debug("export: page count not written back\n");
+	}
 	return 0;
 
 out_drop:

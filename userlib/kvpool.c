@@ -987,6 +987,8 @@ static const struct kvp_errtext kvp_errtexts[] = {
 	{ ENODEV, "no such pool, the pool is being destroyed, or the module is still loading" },
 	{ EBADF, "bad file descriptor: not an open file" },
 	{ EXDEV, "the export file belongs to another pool" },
+	{ EAGAIN, "try again: another thread of this client changed the slot while from_slot ran (nothing changed), or a non-blocking socket had nothing" },
+	{ ENFILE, "the system's file table is full (no file for an export)" },
 };
 
 KVP_PUBLIC

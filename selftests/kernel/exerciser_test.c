@@ -234,6 +234,8 @@ static bool ex_errno_ok(int err, bool planted, unsigned long cmd)
 #else
 		return false;
 #endif
+	case EAGAIN:	/* another worker changed the slot in between */
+		return cmd == KVPOOL_FROM_SLOT;
 	case ENODEV: case EPERM:
 		return _IOC_NR(cmd) >= KVPOOL_CMD_CTL_CREATE;
 	default:

@@ -94,9 +94,9 @@
  *               export files.
  * - ENOMEM:     the kernel could not allocate memory. Nothing changed.
  * - EPERM:      a control op, or VERIFY, without CAP_SYS_ADMIN.
- * - EAGAIN:     EXPORT, FROM_SLOT: another thread of the caller changed
- *               the row or slot between the answer being written back and
- *               the op taking effect. Nothing changed; call again.
+ * - EAGAIN:     FROM_SLOT: another thread of the caller changed the slot
+ *               between the answer being written back and the op taking
+ *               effect. Nothing changed; call again.
  * - EMFILE:     (open) the pool has 65536 clients already, or 4096
  *               tenants; (control) TENANT_SET of a 4097th tenant. EXPORT:
  *               the caller has no free file descriptor.
@@ -577,7 +577,9 @@ struct kvpool_verify {
  * @session_id: the slot (must be 0 without KVPOOL_EXPORT_SLOT)
  * @out_fd: a new O_CLOEXEC file descriptor that holds the row (-1 on
  *          error)
- * @out_nr_pages: pages the row owns
+ * @out_nr_pages: pages the row owns (written back a second time, where it
+ *                can be, if another thread of the caller changed the row
+ *                while the fd was being handed out)
  *
  * The row, its pages and lengths leave the client: the handle or slot is
  * dead, and until some client imports it the row belongs to the file, not
