@@ -21,9 +21,11 @@
  * arguments in and out, checks their shape, and takes the pool lock.
  *
  * Locking, outermost first:
- *   kvp_pools_lock	the table of pools; pool creation and destruction;
- *			every control op (so a pool cannot go while one
- *			runs on it)
+ *   kvp_pools_lock	publishing a pool in the table and taking it out;
+ *			pool creation and destruction; every control op
+ *			on a pool (so it cannot go while one runs on it).
+ *			Reserving an id (xa_alloc) needs only the
+ *			xarray's own lock.
  *   kvp_dev.core.lock	one pool: its core state, its clients, @dead and
  *			@nr_exports
  * No pool lock is ever taken under a lock of the driver core or the misc
@@ -1288,8 +1290,9 @@ static int kvp_pool_destroy_locked(u32 id)
 /* ---- control device ---- */
 
 /*
- * The id is reserved and written back first: once the pool exists, the
- * call succeeds (see kvp_respond()).
+ * The id is reserved and written back first, outside kvp_pools_lock (a
+ * slow fault must not hold up other control ops): once the pool exists,
+ * the call succeeds (see kvp_respond()). A reserved id reads as no pool.
  */
 static int kvp_ctl_create_ioctl(struct kvp_ucmd *ucmd)
 {
@@ -1306,25 +1309,24 @@ static int kvp_ctl_create_ioctl(struct kvp_ucmd *ucmd)
 	if (ret)
 		return ret;
 
-	mutex_lock(&kvp_pools_lock);
 	ret = xa_alloc(&kvp_pools, &id, NULL, XA_LIMIT(0, KVP_MAX_POOLS - 1),
 		       GFP_KERNEL);
-	if (ret) {
-		mutex_unlock(&kvp_pools_lock);
+	if (ret)
 		return ret == -EBUSY ? -ENOSPC : ret;	/* all 64 exist */
-	}
 	cmd->out_pool_id = id;
 	ret = kvp_respond(ucmd);
-	if (!ret)
+	if (!ret) {
+		mutex_lock(&kvp_pools_lock);
 		ret = kvp_pool_create_locked(id, cmd->flags, cmd->nr_pages,
 					     cmd->page_tokens, cmd->nr_rows,
 					     cmd->row_tokens);
+		mutex_unlock(&kvp_pools_lock);
+	}
 	if (ret) {
 		xa_erase(&kvp_pools, id);
 		ucmd->responded = false;
 		cmd->out_pool_id = 0;
 	}
-	mutex_unlock(&kvp_pools_lock);
 	return ret;
 }
 
