@@ -25,6 +25,7 @@ pkgs=(
 	dwarves			# pahole: 6.12 module builds generate BTF
 	sparse			# SPARSE=1 builds (C=2 CHECK=sparse)
 	cppcheck		# tools/lint.sh on the userspace C
+	perl			# checkpatch.pl in tools/lint.sh
 	pkgconf			# userlib's install check builds with pkg-config
 	g++			# userlib's header check compiles it as C++
 	gcc make libc6-dev	# module and kselftest builds
