@@ -34,8 +34,10 @@
 #      and adds what a Debian 12 machine has and a bare debootstrap lacks:
 #      the apt sources bookworm, bookworm-updates, bookworm-security (main;
 #      deb822 /etc/apt/sources.list.d/debian.sources, as cloud images have),
-#      the host's resolv.conf, and a policy-rc.d that keeps any package's
-#      daemon from starting in the root. The apt lists stay empty, as on a
+#      the host's resolv.conf, the host's apt.conf.d files that set
+#      Acquire:: options (the machine image's registry settings), and a
+#      policy-rc.d that keeps any package's daemon from starting in the
+#      root. The apt lists stay empty, as on a
 #      machine nobody has run `apt-get update` on: the install scripts must
 #      cope with that too.
 #   3. puts the project at /root/kvpool in the root: a `git clone` of this
@@ -301,6 +303,16 @@ cp -L /etc/resolv.conf "$root/etc/resolv.conf"
 # 101: "action forbidden"; invoke-rc.d then starts no daemon in the root.
 printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
 chmod 755 "$root/usr/sbin/policy-rc.d"
+# This workplace's machines come with apt settings for the package
+# registry they reach (a frozen mirror: sid's Release file is past its
+# Valid-Until there, and apt refuses it without them). A fresh machine of
+# that kind has them, a bare debootstrap does not: carry over the host's
+# apt.conf.d files that set Acquire:: options, and nothing else.
+for f in /etc/apt/apt.conf.d/*; do
+	[[ -f $f ]] && grep -q '^[[:space:]]*Acquire::' "$f" || continue
+	cp "$f" "$root/etc/apt/apt.conf.d/"
+	say "apt settings from the host: ${f##*/}"
+done
 
 # --- the project: committed HEAD only, as CI checks it out. Cloned with
 # the host's git (the root has none, as a fresh machine has none) and
