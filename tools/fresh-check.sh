@@ -42,8 +42,9 @@
 #      cope with that too.
 #   3. puts the project at /root/kvpool in the root: a `git clone` of this
 #      checkout's committed HEAD (what CI sees), not the working tree
-#   4. mounts /dev, /dev/pts, /proc, /sys (bind mounts) and a tmpfs on
-#      /dev/shm in the root; every mount is undone on exit, also on a
+#   4. makes the root a mount point (a bind mount onto itself, as / is on
+#      a machine), then mounts /dev, /dev/pts, /proc, /sys (bind mounts)
+#      and a tmpfs on /dev/shm in it; every mount is undone on exit, also on a
 #      failure, Ctrl-C or TERM (any process still running in the root is
 #      stopped first)
 #   5. runs the commands of the README's first code block, exactly as
@@ -339,6 +340,10 @@ mapfile -t cmds < <(awk '
 # --- what QEMU, apt and the tests need of a running system. Slave
 # propagation: nothing mounted below these (the tmpfs on dev/shm) may
 # reach the host's /dev, whatever the host's propagation is.
+# The root is a mount point of its own first, as / is on a machine:
+# `unshare --mount` (build-root.sh runs the 7.x builds that way) cannot
+# change the propagation of a / that is a mere folder (EINVAL).
+mount_in / --bind "$root"
 mount_in /dev --bind --make-slave /dev
 mount_in /dev/pts --bind --make-slave /dev/pts
 # Its own /dev/shm: the bind above shows the host's bare devtmpfs folder
