@@ -156,20 +156,6 @@ static void expect_acct(struct __test_metadata *_metadata,
 	EXPECT_STREQ("", kvp_state_diff(&self->before, &self->after));	\
 } while (0)
 
-/* A held row of `alloc` tokens, `committed` of them committed. */
-static struct kvpool_handle new_row(struct __test_metadata *_metadata,
-				    int fd, __u32 alloc, __u32 committed)
-{
-	struct kvpool_handle h;
-
-	ASSERT_EQ(0, kvp_row_alloc(fd, 1, &h, NULL));
-	if (alloc)
-		ASSERT_EQ(0, kvp_grow(fd, h, alloc));
-	if (committed)
-		ASSERT_EQ(0, kvp_commit1(fd, h, committed));
-	return h;
-}
-
 /* The row's page ids in position order; returns how many. */
 static __u32 row_ids(struct __test_metadata *_metadata, int fd,
 		     struct kvpool_handle h, __u32 *ids, __u32 cap)
@@ -188,7 +174,7 @@ static __u32 row_ids(struct __test_metadata *_metadata, int fd,
 static void cache_pages(struct __test_metadata *_metadata,
 			FIXTURE_DATA(cache) *self, int fd, __u32 n, __u32 *ids)
 {
-	struct kvpool_handle h = new_row(_metadata, fd, n * self->pt,
+	struct kvpool_handle h = kvp_new_row(_metadata, fd, n * self->pt,
 					 n * self->pt);
 	struct kvpool_stats s0, s1;
 	__u32 freed = ~0u;
@@ -210,7 +196,7 @@ static void cache_pages(struct __test_metadata *_metadata,
 static __u32 free_page_id(struct __test_metadata *_metadata,
 			  FIXTURE_DATA(cache) *self)
 {
-	struct kvpool_handle h = new_row(_metadata, self->fd, 1, 0);
+	struct kvpool_handle h = kvp_new_row(_metadata, self->fd, 1, 0);
 	__u32 id, freed = 0;
 
 	ASSERT_EQ(1, row_ids(_metadata, self->fd, h, &id, 1));
@@ -270,25 +256,6 @@ static struct kvpool_handle future(struct kvpool_handle h, __u32 ahead)
 	return h;
 }
 
-/* A struct kvpool_batch op with the entry length given, not the header's. */
-static int batch_elen(int fd, unsigned long cmd, __u32 flags, void *entries,
-		      __u32 count, __u32 entry_len, struct kvpool_batch *out)
-{
-	struct kvpool_batch b = {
-		.size = sizeof(b),
-		.flags = flags,
-		.count = count,
-		.entry_len = entry_len,
-		.entries = kvp_ptr(entries),
-		.out_error_index = 0xdeadbeef,
-		.out_nr_pages = 0xdeadbeef,
-	};
-	int ret = kvp_ioctl(fd, cmd, &b);
-
-	*out = b;
-	return ret;
-}
-
 /* ATTACH_PREFIX with the page-id length given. */
 static int attach_elen(int fd, struct kvpool_handle h, const void *ids,
 		       __u32 nr_pages, __u32 page_entry_len)
@@ -338,7 +305,7 @@ TEST_F(cache, donate_moves_pages)
 	struct kvpool_handle h;
 	struct kvpool_batch b;
 
-	h = new_row(_metadata, self->fd, 6 * pt, 3 * pt + half);
+	h = kvp_new_row(_metadata, self->fd, 6 * pt, 3 * pt + half);
 	ASSERT_EQ(6, row_ids(_metadata, self->fd, h, ids, 6));
 	ACCT();
 	ASSERT_EQ(0, kvp_stats(self->fd, &s0));
@@ -428,7 +395,7 @@ TEST_F(cache, donate_rounds_down)
 	struct kvpool_batch b;
 	__u32 n = ~0u;
 
-	h = new_row(_metadata, self->fd, 3 * pt, 3 * pt);
+	h = kvp_new_row(_metadata, self->fd, 3 * pt, 3 * pt);
 	if (pt > 1) {
 		/* Inside page 0: no whole page to move, protected stays 0. */
 		kvp_snap(self->fd, &h, 1, &self->before);
@@ -482,9 +449,9 @@ TEST_F(cache, donate_batch)
 	struct kvpool_batch b;
 	int i;
 
-	h[0] = new_row(_metadata, self->fd, 4 * pt, 2 * pt + half);
-	h[1] = new_row(_metadata, self->fd, 3 * pt, 3 * pt);
-	h[2] = new_row(_metadata, self->fd, 5 * pt + half, 5 * pt + half);
+	h[0] = kvp_new_row(_metadata, self->fd, 4 * pt, 2 * pt + half);
+	h[1] = kvp_new_row(_metadata, self->fd, 3 * pt, 3 * pt);
+	h[2] = kvp_new_row(_metadata, self->fd, 5 * pt + half, 5 * pt + half);
 	e[0] = len_entry(h[0], 2 * pt + half);
 	e[1] = len_entry(h[1], 3 * pt);
 	e[2] = len_entry(h[2], 4 * pt);
@@ -527,11 +494,11 @@ TEST_F(cache, donate_errors)
 	__u32 n;
 
 	make_stale(_metadata, self->fd, &stale, &fresh);
-	h[0] = new_row(_metadata, self->fd, 4 * pt, 2 * pt + half);
-	h[1] = new_row(_metadata, self->fd, 4 * pt, 3 * pt);
-	h[2] = new_row(_metadata, self->fd, 2 * pt, 2 * pt);
-	foreign = new_row(_metadata, self->fd2, 2 * pt, 2 * pt);
-	parked = new_row(_metadata, self->fd, 2 * pt, 2 * pt);
+	h[0] = kvp_new_row(_metadata, self->fd, 4 * pt, 2 * pt + half);
+	h[1] = kvp_new_row(_metadata, self->fd, 4 * pt, 3 * pt);
+	h[2] = kvp_new_row(_metadata, self->fd, 2 * pt, 2 * pt);
+	foreign = kvp_new_row(_metadata, self->fd2, 2 * pt, 2 * pt);
+	parked = kvp_new_row(_metadata, self->fd, 2 * pt, 2 * pt);
 	ASSERT_EQ(0, kvp_to_slot(self->fd, 7, parked, NULL));
 	/* Released last, so no later alloc takes the row again. */
 	released = released_row(_metadata, self->fd);
@@ -636,7 +603,7 @@ TEST_F(cache, batch_shape)
 	ASSERT_NE(NULL, g);
 	edge = kvp_fault_edge(g);
 	cache_pages(_metadata, self, self->fd, 2, self->ids);
-	h = new_row(_metadata, self->fd, 2 * self->pt, 2 * self->pt);
+	h = kvp_new_row(_metadata, self->fd, 2 * self->pt, 2 * self->pt);
 	kvp_snap(self->fd, &h, 1, &self->before);
 	for (i = 0; i < ARRAY_SIZE(e); i++)
 		e[i] = len_entry(h, self->pt);
@@ -692,26 +659,26 @@ TEST_F(cache, element_lengths)
 	__u32 p[3], ev[4], i;
 
 	cache_pages(_metadata, self, self->fd, 3, p);
-	h[0] = new_row(_metadata, self->fd, 4 * pt, 4 * pt);
-	h[1] = new_row(_metadata, self->fd, 4 * pt, 4 * pt);
-	h[2] = new_row(_metadata, self->fd, 4 * pt, 4 * pt);
+	h[0] = kvp_new_row(_metadata, self->fd, 4 * pt, 4 * pt);
+	h[1] = kvp_new_row(_metadata, self->fd, 4 * pt, 4 * pt);
+	h[2] = kvp_new_row(_metadata, self->fd, 4 * pt, 4 * pt);
 	memset(w, 0, sizeof(w));
 	w[0].e = len_entry(h[0], 2 * pt);
 	w[1].e = len_entry(h[1], 3 * pt);
 	kvp_snap(self->fd, h, 3, &self->before);
 
 	for (i = 0; i < ARRAY_SIZE(cmds); i++) {
-		EXPECT_EQ(EINVAL, batch_elen(self->fd, cmds[i], 0, w, 1, 0, &b))
+		EXPECT_EQ(EINVAL, kvp_batch_len(self->fd, cmds[i], 0, w, 1, 0, &b))
 			TH_LOG("cmd %u, entry_len 0", i);
 		EXPECT_EQ(KVP_ERR_NONE, b.out_error_index);
-		EXPECT_EQ(EINVAL, batch_elen(self->fd, cmds[i], 0, w, 1,
+		EXPECT_EQ(EINVAL, kvp_batch_len(self->fd, cmds[i], 0, w, 1,
 					     known[i] - 1, &b))
 			TH_LOG("cmd %u, entry_len %u", i, known[i] - 1);
 		EXPECT_EQ(KVP_ERR_NONE, b.out_error_index);
-		EXPECT_EQ(E2BIG, batch_elen(self->fd, cmds[i], 0, w, 1,
+		EXPECT_EQ(E2BIG, kvp_batch_len(self->fd, cmds[i], 0, w, 1,
 					    KVP_PAGE_SIZE + 1, &b))
 			TH_LOG("cmd %u, entry_len past PAGE_SIZE", i);
-		EXPECT_EQ(E2BIG, batch_elen(self->fd, cmds[i], 0, w, 1, ~0u,
+		EXPECT_EQ(E2BIG, kvp_batch_len(self->fd, cmds[i], 0, w, 1, ~0u,
 					    &b))
 			TH_LOG("cmd %u, entry_len ~0", i);
 	}
@@ -719,17 +686,17 @@ TEST_F(cache, element_lengths)
 
 	/* DONATE, 24-byte entries: a non-zero tail names its entry. */
 	w[1].tail = 1;
-	EXPECT_EQ(E2BIG, batch_elen(self->fd, KVPOOL_DONATE, 0, w, 2,
+	EXPECT_EQ(E2BIG, kvp_batch_len(self->fd, KVPOOL_DONATE, 0, w, 2,
 				    sizeof(w[0]), &b));
 	EXPECT_EQ(1, b.out_error_index);
 	w[1].tail = 0;
 	w[0].tail = 1ull << 63;
-	EXPECT_EQ(E2BIG, batch_elen(self->fd, KVPOOL_DONATE, 0, w, 2,
+	EXPECT_EQ(E2BIG, kvp_batch_len(self->fd, KVPOOL_DONATE, 0, w, 2,
 				    sizeof(w[0]), &b));
 	EXPECT_EQ(0, b.out_error_index);
 	w[0].tail = 0;
 	EXPECT_UNCHANGED(self->fd, h, 3);
-	ASSERT_EQ(0, batch_elen(self->fd, KVPOOL_DONATE, 0, w, 2,
+	ASSERT_EQ(0, kvp_batch_len(self->fd, KVPOOL_DONATE, 0, w, 2,
 				sizeof(w[0]), &b));
 	EXPECT_EQ(2 + 3, b.out_nr_pages);
 	EXPECT_EQ(KVP_ERR_NONE, b.out_error_index);
@@ -747,12 +714,12 @@ TEST_F(cache, element_lengths)
 	memcpy(odd + 20, &w[0].e, sizeof(w[0].e));
 	odd[20 + 17] = 1;
 	kvp_snap(self->fd, h, 3, &self->before);
-	EXPECT_EQ(E2BIG, batch_elen(self->fd, KVPOOL_SWA_FREE, 0, odd, 2, 20,
+	EXPECT_EQ(E2BIG, kvp_batch_len(self->fd, KVPOOL_SWA_FREE, 0, odd, 2, 20,
 				    &b));
 	EXPECT_EQ(1, b.out_error_index);
 	EXPECT_UNCHANGED(self->fd, h, 3);
 	odd[20 + 17] = 0;
-	ASSERT_EQ(0, batch_elen(self->fd, KVPOOL_SWA_FREE, 0, odd, 2, 20, &b));
+	ASSERT_EQ(0, kvp_batch_len(self->fd, KVPOOL_SWA_FREE, 0, odd, 2, 20, &b));
 	/* h[2]: pages 0 and 1; h[0]: page 2 only, 0 and 1 are protected. */
 	EXPECT_EQ(2 + 1, b.out_nr_pages);
 	kvp_snap_row(self->fd, h[2], r);
@@ -767,12 +734,12 @@ TEST_F(cache, element_lengths)
 	ev[2] = p[1];
 	ev[3] = 0x100;
 	kvp_snap(self->fd, h, 3, &self->before);
-	EXPECT_EQ(E2BIG, batch_elen(self->fd, KVPOOL_CACHE_EVICT, 0, ev, 2, 8,
+	EXPECT_EQ(E2BIG, kvp_batch_len(self->fd, KVPOOL_CACHE_EVICT, 0, ev, 2, 8,
 				    &b));
 	EXPECT_EQ(1, b.out_error_index);
 	EXPECT_UNCHANGED(self->fd, h, 3);
 	ev[3] = 0;
-	ASSERT_EQ(0, batch_elen(self->fd, KVPOOL_CACHE_EVICT, 0, ev, 2, 8, &b));
+	ASSERT_EQ(0, kvp_batch_len(self->fd, KVPOOL_CACHE_EVICT, 0, ev, 2, 8, &b));
 	EXPECT_EQ(2, b.out_nr_pages);
 	ACCT();
 
@@ -783,12 +750,12 @@ TEST_F(cache, element_lengths)
 		};
 
 		kvp_snap(self->fd, h, 3, &self->before);
-		EXPECT_EQ(E2BIG, batch_elen(self->fd, KVPOOL_RELEASE, 0, hw, 3,
+		EXPECT_EQ(E2BIG, kvp_batch_len(self->fd, KVPOOL_RELEASE, 0, hw, 3,
 					    16, &b));
 		EXPECT_EQ(2, b.out_error_index);
 		EXPECT_UNCHANGED(self->fd, h, 3);
 		hw[5].generation = 0;
-		ASSERT_EQ(0, batch_elen(self->fd, KVPOOL_RELEASE, 0, hw, 3, 16,
+		ASSERT_EQ(0, kvp_batch_len(self->fd, KVPOOL_RELEASE, 0, hw, 3, 16,
 					&b));
 		/* Own pages: h[0] its page 3, h[1] its 3, h[2] its 2 and 3. */
 		EXPECT_EQ(1 + 1 + 2, b.out_nr_pages);
@@ -811,7 +778,7 @@ TEST_F(cache, attach_maps_pages)
 	ASSERT_EQ(0, kvp_stats(self->fd, &s0));
 	EXPECT_EQ(3, s0.out_cache_evictable);
 
-	h = new_row(_metadata, self->fd, 0, 0);
+	h = kvp_new_row(_metadata, self->fd, 0, 0);
 	ASSERT_EQ(0, kvp_attach(self->fd, h, p, 3));
 	kvp_snap_row(self->fd, h, r);
 	ASSERT_EQ(0, r->err);
@@ -834,7 +801,7 @@ TEST_F(cache, attach_maps_pages)
 	/* A second row borrows two of them, in another order. */
 	order[0] = p[2];
 	order[1] = p[0];
-	h2 = new_row(_metadata, self->fd, 0, 0);
+	h2 = kvp_new_row(_metadata, self->fd, 0, 0);
 	ASSERT_EQ(0, kvp_attach(self->fd, h2, order, 2));
 	kvp_snap_row(self->fd, h2, r);
 	EXPECT_EQ(2 * pt, r->alloc);
@@ -883,12 +850,12 @@ TEST_F(cache, attach_pinned)
 	struct kvpool_stats s;
 	__u32 p[2], n;
 
-	d = new_row(_metadata, self->fd, 3 * pt, 3 * pt);
+	d = kvp_new_row(_metadata, self->fd, 3 * pt, 3 * pt);
 	ASSERT_EQ(3, row_ids(_metadata, self->fd, d, self->ids, 3));
 	ASSERT_EQ(0, kvp_donate1(self->fd, d, 2 * pt, &n));
 	ASSERT_EQ(2, n);
 	memcpy(p, self->ids, sizeof(p));
-	h = new_row(_metadata, self->fd, 0, 0);
+	h = kvp_new_row(_metadata, self->fd, 0, 0);
 	ASSERT_EQ(0, kvp_attach(self->fd, h, p, 2));
 	ASSERT_EQ(0, kvp_stats(self->fd, &s));
 	EXPECT_EQ(2, s.out_cache_pinned);
@@ -914,7 +881,7 @@ TEST_F(cache, attach_row_limit)
 	cache_pages(_metadata, self, self->fd, ROW_PAGES / 2, p);
 	cache_pages(_metadata, self, self->fd, ROW_PAGES / 2 + 1,
 		    p + ROW_PAGES / 2);
-	h = new_row(_metadata, self->fd, 0, 0);
+	h = kvp_new_row(_metadata, self->fd, 0, 0);
 	kvp_snap(self->fd, &h, 1, &self->before);
 	EXPECT_EQ(EINVAL, kvp_attach(self->fd, h, p, ROW_PAGES + 1));
 	/* Products that do not fit 32 bits are out of range as well. */
@@ -953,18 +920,18 @@ TEST_F(cache, attach_errors)
 	make_stale(_metadata, self->fd, &stale, &fresh);
 	cache_pages(_metadata, self, self->fd, 2, mine);
 	cache_pages(_metadata, self, self->fd2, 1, theirs);
-	tok = new_row(_metadata, self->fd, 1, 0);	/* allocated 1 */
-	own = new_row(_metadata, self->fd, 2 * pt, pt);
+	tok = kvp_new_row(_metadata, self->fd, 1, 0);	/* allocated 1 */
+	own = kvp_new_row(_metadata, self->fd, 2 * pt, pt);
 	ASSERT_EQ(2, row_ids(_metadata, self->fd, own, self->ids, 2));
 	own_id = self->ids[1];
-	fr = new_row(_metadata, self->fd2, 0, 0);
+	fr = kvp_new_row(_metadata, self->fd2, 0, 0);
 	ASSERT_EQ(0, kvp_grow(self->fd2, fr, pt));
 	ASSERT_EQ(1, row_ids(_metadata, self->fd2, fr, &fr_id, 1));
-	parked = new_row(_metadata, self->fd, 0, 0);
+	parked = kvp_new_row(_metadata, self->fd, 0, 0);
 	ASSERT_EQ(0, kvp_to_slot(self->fd, 9, parked, NULL));
-	done = new_row(_metadata, self->fd, 0, 0);
+	done = kvp_new_row(_metadata, self->fd, 0, 0);
 	ASSERT_EQ(0, kvp_attach(self->fd, done, &mine[1], 1));
-	h = new_row(_metadata, self->fd, 0, 0);
+	h = kvp_new_row(_metadata, self->fd, 0, 0);
 	freed = free_page_id(_metadata, self);
 	/* Last: no later alloc takes the row (or the free page) again. */
 	released = released_row(_metadata, self->fd);
@@ -1066,7 +1033,7 @@ TEST_F(cache, attach_errors)
 	ACCT();
 
 	/* 8-byte page ids with zero tails: accepted. */
-	h = new_row(_metadata, self->fd, 0, 0);
+	h = kvp_new_row(_metadata, self->fd, 0, 0);
 	wide[0] = mine[1];
 	wide[1] = 0;
 	wide[2] = mine[0];
@@ -1087,7 +1054,7 @@ TEST_F(cache, attach_after_trim)
 	__u32 p[2], n;
 
 	cache_pages(_metadata, self, self->fd, 2, p);
-	h = new_row(_metadata, self->fd, 3 * pt, 0);
+	h = kvp_new_row(_metadata, self->fd, 3 * pt, 0);
 	ASSERT_EQ(0, kvp_trim1(self->fd, h, &n));
 	ASSERT_EQ(3, n);
 	ASSERT_EQ(0, kvp_attach(self->fd, h, p, 2));
@@ -1121,7 +1088,7 @@ TEST_F(cache, evict_frees)
 	/* Gone from the cache: a second evict or an attach is ENOENT. */
 	EXPECT_EQ(ENOENT, kvp_evict(self->fd, &p[2], 1, &b));
 	EXPECT_EQ(0, b.out_error_index);
-	h = new_row(_metadata, self->fd, 0, 0);
+	h = kvp_new_row(_metadata, self->fd, 0, 0);
 	EXPECT_EQ(ENOENT, kvp_attach(self->fd, h, &p[1], 1));
 	/* The rest, last first. */
 	rest[0] = p[4];
@@ -1145,14 +1112,14 @@ TEST_F(cache, evict_errors)
 	unsigned int i;
 
 	cache_pages(_metadata, self, self->fd, 3, ev);
-	d = new_row(_metadata, self->fd, 3 * pt, 3 * pt);
+	d = kvp_new_row(_metadata, self->fd, 3 * pt, 3 * pt);
 	ASSERT_EQ(3, row_ids(_metadata, self->fd, d, self->ids, 3));
 	ASSERT_EQ(0, kvp_donate1(self->fd, d, 2 * pt, &n));
 	ASSERT_EQ(2, n);
 	memcpy(pin, self->ids, sizeof(pin));
 	own_id = self->ids[2];
 	cache_pages(_metadata, self, self->fd2, 1, theirs);
-	own = new_row(_metadata, self->fd, pt, 0);
+	own = kvp_new_row(_metadata, self->fd, pt, 0);
 	freed = free_page_id(_metadata, self);
 	ACCT();
 	kvp_snap(self->fd, &d, 1, &self->before);
@@ -1235,14 +1202,14 @@ TEST_F(cache, pins_shared_prefix)
 	struct kvpool_batch b;
 	__u32 p[3], n;
 
-	d = new_row(_metadata, self->fd, 3 * pt + half, 3 * pt + half);
+	d = kvp_new_row(_metadata, self->fd, 3 * pt + half, 3 * pt + half);
 	ASSERT_EQ(NP(3 * pt + half),
 		  row_ids(_metadata, self->fd, d, self->ids, 4));
 	memcpy(p, self->ids, sizeof(p));
 	ASSERT_EQ(0, kvp_donate1(self->fd, d, 3 * pt + half, &n));
 	ASSERT_EQ(3, n);
-	r1 = new_row(_metadata, self->fd, 0, 0);
-	r2 = new_row(_metadata, self->fd, 0, 0);
+	r1 = kvp_new_row(_metadata, self->fd, 0, 0);
+	r2 = kvp_new_row(_metadata, self->fd, 0, 0);
 	ASSERT_EQ(0, kvp_attach(self->fd, r1, p, 3));
 	ASSERT_EQ(0, kvp_attach(self->fd, r2, p, 2));
 	ASSERT_EQ(0, kvp_stats(self->fd, &s));
@@ -1290,7 +1257,7 @@ TEST_F(cache, pins_follow_slots)
 	__u32 p[2], n = ~0u;
 
 	cache_pages(_metadata, self, self->fd, 2, p);
-	h = new_row(_metadata, self->fd, 0, 0);
+	h = kvp_new_row(_metadata, self->fd, 0, 0);
 	ASSERT_EQ(0, kvp_attach(self->fd, h, p, 2));
 	ASSERT_EQ(0, kvp_grow(self->fd, h, 3 * pt + half));
 	ASSERT_EQ(0, kvp_stats(self->fd, &s0));
@@ -1343,7 +1310,7 @@ TEST_F(cache, pins_donor_slot)
 	struct kvpool_stats s;
 	__u32 p[4], n = ~0u;
 
-	h = new_row(_metadata, self->fd, 4 * pt, 4 * pt);
+	h = kvp_new_row(_metadata, self->fd, 4 * pt, 4 * pt);
 	ASSERT_EQ(4, row_ids(_metadata, self->fd, h, p, 4));
 	ASSERT_EQ(0, kvp_donate1(self->fd, h, 3 * pt, &n));
 	ASSERT_EQ(0, kvp_to_slot(self->fd, 1, h, &n));
@@ -1373,7 +1340,7 @@ TEST_F(cache, release_donate)
 	struct kvpool_batch b;
 	__u32 ids[6], n = ~0u;
 
-	h = new_row(_metadata, self->fd, 6 * pt, 3 * pt + half);
+	h = kvp_new_row(_metadata, self->fd, 6 * pt, 3 * pt + half);
 	ASSERT_EQ(6, row_ids(_metadata, self->fd, h, ids, 6));
 	ASSERT_EQ(0, kvp_stats(self->fd, &s0));
 	ASSERT_EQ(0, kvp_release_donate1(self->fd, h, &n));
@@ -1406,7 +1373,7 @@ TEST_F(cache, release_donate_protected)
 	__u32 p[2], n = ~0u;
 
 	/* Donated to 2 pages; commit 4 of 5: two more go on release. */
-	h = new_row(_metadata, self->fd, 5 * pt, 4 * pt);
+	h = kvp_new_row(_metadata, self->fd, 5 * pt, 4 * pt);
 	ASSERT_EQ(0, kvp_donate1(self->fd, h, 2 * pt, &n));
 	ASSERT_EQ(2, n);
 	ASSERT_EQ(0, kvp_stats(self->fd, &s0));
@@ -1419,7 +1386,7 @@ TEST_F(cache, release_donate_protected)
 	ACCT();
 
 	/* Donated to committed already: nothing more, no EALREADY. */
-	h = new_row(_metadata, self->fd, 2 * pt, 2 * pt);
+	h = kvp_new_row(_metadata, self->fd, 2 * pt, 2 * pt);
 	ASSERT_EQ(0, kvp_donate1(self->fd, h, 2 * pt, &n));
 	ASSERT_EQ(0, kvp_release_donate1(self->fd, h, &n));
 	EXPECT_EQ(0, n);
@@ -1430,7 +1397,7 @@ TEST_F(cache, release_donate_protected)
 
 	/* Borrowed a prefix, grew 2 own pages: those go, the prefix unpins. */
 	cache_pages(_metadata, self, self->fd, 2, p);
-	a = new_row(_metadata, self->fd, 0, 0);
+	a = kvp_new_row(_metadata, self->fd, 0, 0);
 	ASSERT_EQ(0, kvp_attach(self->fd, a, p, 2));
 	ASSERT_EQ(0, kvp_grow(self->fd, a, 4 * pt));
 	ASSERT_EQ(0, kvp_commit1(self->fd, a, 4 * pt));
@@ -1443,7 +1410,7 @@ TEST_F(cache, release_donate_protected)
 	ACCT();
 
 	/* Nothing committed: nothing donated, all freed. */
-	h = new_row(_metadata, self->fd, 3 * pt, 0);
+	h = kvp_new_row(_metadata, self->fd, 3 * pt, 0);
 	ASSERT_EQ(0, kvp_release_donate1(self->fd, h, &n));
 	EXPECT_EQ(3, n);
 	ASSERT_EQ(0, kvp_stats(self->fd, &s1));
@@ -1464,9 +1431,9 @@ TEST_F(cache, release_donate_errors)
 	struct kvpool_batch b;
 	unsigned int i;
 
-	h[0] = new_row(_metadata, self->fd, 3 * pt, 3 * pt);
-	h[1] = new_row(_metadata, self->fd, 2 * pt, pt);
-	foreign = new_row(_metadata, self->fd2, pt, pt);
+	h[0] = kvp_new_row(_metadata, self->fd, 3 * pt, 3 * pt);
+	h[1] = kvp_new_row(_metadata, self->fd, 2 * pt, pt);
+	foreign = kvp_new_row(_metadata, self->fd2, pt, pt);
 	kvp_snap(self->fd, h, 2, &self->before);
 	for (i = 0; i < ARRAY_SIZE(flags); i++) {
 		EXPECT_EQ(EOPNOTSUPP, kvp_batch(self->fd, KVPOOL_RELEASE,
@@ -1505,7 +1472,7 @@ TEST_F(cache, swa_frees_window)
 	struct kvpool_handle h;
 	__u32 ids[8], n = ~0u, i;
 
-	h = new_row(_metadata, self->fd, 8 * pt, 6 * pt + half);
+	h = kvp_new_row(_metadata, self->fd, 8 * pt, 6 * pt + half);
 	ASSERT_EQ(8, row_ids(_metadata, self->fd, h, ids, 8));
 	ASSERT_EQ(0, kvp_stats(self->fd, &s0));
 
@@ -1586,7 +1553,7 @@ TEST_F(cache, swa_protected)
 	__u32 p[2], ids[7], n = ~0u, i;
 
 	cache_pages(_metadata, self, self->fd, 2, p);
-	h = new_row(_metadata, self->fd, 0, 0);
+	h = kvp_new_row(_metadata, self->fd, 0, 0);
 	ASSERT_EQ(0, kvp_attach(self->fd, h, p, 2));
 	ASSERT_EQ(0, kvp_grow(self->fd, h, 7 * pt));
 	ASSERT_EQ(0, kvp_commit1(self->fd, h, 6 * pt));
@@ -1649,7 +1616,7 @@ TEST_F(cache, swa_protected)
 	ACCT();
 
 	/* A donor: protected from its own donation. */
-	d = new_row(_metadata, self->fd, 4 * pt, 4 * pt);
+	d = kvp_new_row(_metadata, self->fd, 4 * pt, 4 * pt);
 	ASSERT_EQ(4, row_ids(_metadata, self->fd, d, ids, 4));
 	ASSERT_EQ(0, kvp_donate1(self->fd, d, 2 * pt, &n));
 	EXPECT_EQ(EINVAL, kvp_swa_free1(self->fd, d, pt, NULL));
@@ -1681,7 +1648,7 @@ TEST_F(cache, swa_slot)
 	struct kvpool_stats s;
 	__u32 ids[5], got[5], n = ~0u, i;
 
-	h = new_row(_metadata, self->fd, 5 * pt, 4 * pt + half);
+	h = kvp_new_row(_metadata, self->fd, 5 * pt, 4 * pt + half);
 	ASSERT_EQ(5, row_ids(_metadata, self->fd, h, ids, 5));
 	ASSERT_EQ(0, kvp_swa_free1(self->fd, h, 3 * pt, &n));
 	ASSERT_EQ(3, n);
@@ -1727,9 +1694,9 @@ TEST_F(cache, swa_errors)
 	struct kvpool_batch b;
 
 	make_stale(_metadata, self->fd, &stale, &fresh);
-	h[0] = new_row(_metadata, self->fd, 4 * pt, 3 * pt);
-	h[1] = new_row(_metadata, self->fd, 4 * pt, 4 * pt);
-	foreign = new_row(_metadata, self->fd2, 2 * pt, 2 * pt);
+	h[0] = kvp_new_row(_metadata, self->fd, 4 * pt, 3 * pt);
+	h[1] = kvp_new_row(_metadata, self->fd, 4 * pt, 4 * pt);
+	foreign = kvp_new_row(_metadata, self->fd2, 2 * pt, 2 * pt);
 	released = released_row(_metadata, self->fd);
 	kvp_snap(self->fd, h, 2, &self->before);
 
@@ -1800,8 +1767,8 @@ TEST_F(cache, donate_after_window_slid)
 	struct kvpool_batch b;
 	__u32 ids[4], n = ~0u, i;
 
-	h[0] = new_row(_metadata, self->fd, 4 * pt, 4 * pt);	/* a good one */
-	h[1] = new_row(_metadata, self->fd, 4 * pt, 4 * pt);
+	h[0] = kvp_new_row(_metadata, self->fd, 4 * pt, 4 * pt);	/* a good one */
+	h[1] = kvp_new_row(_metadata, self->fd, 4 * pt, 4 * pt);
 	ASSERT_EQ(4, row_ids(_metadata, self->fd, h[1], ids, 4));
 	ASSERT_EQ(0, kvp_swa_free1(self->fd, h[1], 2 * pt, &n));
 	ASSERT_EQ(2, n);
@@ -1884,7 +1851,7 @@ TEST_F(cache, donated_prefix_stays_whole)
 	struct kvpool_stats s;
 	__u32 ids[6], n = ~0u, i;
 
-	d = new_row(_metadata, self->fd, 6 * pt, 6 * pt);
+	d = kvp_new_row(_metadata, self->fd, 6 * pt, 6 * pt);
 	ASSERT_EQ(6, row_ids(_metadata, self->fd, d, ids, 6));
 	ASSERT_EQ(0, kvp_donate1(self->fd, d, 2 * pt, &n));
 	ASSERT_EQ(2, n);
@@ -1920,7 +1887,7 @@ TEST_F(cache, donated_prefix_stays_whole)
 	ACCT();
 
 	/* The cached prefix is whole: another row maps it. */
-	a = new_row(_metadata, self->fd, 0, 0);
+	a = kvp_new_row(_metadata, self->fd, 0, 0);
 	ASSERT_EQ(0, kvp_attach(self->fd, a, ids, 3));
 	kvp_snap_row(self->fd, a, r);
 	EXPECT_EQ(3 * pt, r->protected_len);
@@ -1949,11 +1916,11 @@ TEST_F(cache, isolation)
 	cache_pages(_metadata, self, self->fd, 2, mine);
 	cache_pages(_metadata, self, self->fd2, 2, theirs);
 	/* One of theirs pinned by a row of theirs. */
-	b2 = new_row(_metadata, self->fd2, 0, 0);
+	b2 = kvp_new_row(_metadata, self->fd2, 0, 0);
 	ASSERT_EQ(0, kvp_attach(self->fd2, b2, &theirs[1], 1));
 	bp[0] = theirs[1];
-	h1 = new_row(_metadata, self->fd, 0, 0);
-	h2 = new_row(_metadata, self->fd2, 0, 0);
+	h1 = kvp_new_row(_metadata, self->fd, 0, 0);
+	h2 = kvp_new_row(_metadata, self->fd2, 0, 0);
 	ACCT();
 
 	ASSERT_EQ(0, kvp_stats(self->fd, &s1));
@@ -2183,7 +2150,7 @@ TEST_F(cache, accounting_walk)
 		ACCT();
 		/* The other client does its own thing meanwhile. */
 		cache_pages(_metadata, self, self->fd2, 3, q);
-		g = new_row(_metadata, self->fd2, 0, 0);
+		g = kvp_new_row(_metadata, self->fd2, 0, 0);
 		ASSERT_EQ(0, kvp_attach(self->fd2, g, q, 2));
 		ACCT();
 		ASSERT_EQ(0, kvp_from_slot(self->fd, round, &h[3], NULL));

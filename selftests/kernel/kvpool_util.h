@@ -525,6 +525,40 @@ static inline void kvp_snap_row(int fd, struct kvpool_handle h,
 	s->swa = q.out_swa_evicted_len;
 }
 
+/* kvp_snap_row() of the row parked in slot @session. */
+static inline void kvp_snap_slot(int fd, __u64 session,
+				 struct kvp_row_snap *s)
+{
+	struct kvpool_row_query q;
+
+	memset(s, 0, sizeof(*s));
+	s->err = kvp_query_slot(fd, session, s->pages, KVP_ROW_MAX_PAGES, &q);
+	if (s->err)
+		return;
+	s->state = q.out_state;
+	s->nr_pages = q.out_nr_pages;
+	s->idx = q.out_req_pool_idx;
+	s->alloc = q.out_allocated_len;
+	s->committed = q.out_committed_len;
+	s->protected_len = q.out_protected_len;
+	s->swa = q.out_swa_evicted_len;
+}
+
+/* A held row of @alloc tokens, @committed of them committed. */
+static inline struct kvpool_handle
+kvp_new_row(struct __test_metadata *_metadata, int fd, __u32 alloc,
+	    __u32 committed)
+{
+	struct kvpool_handle h;
+
+	ASSERT_EQ(0, kvp_row_alloc(fd, 1, &h, NULL));
+	if (alloc)
+		ASSERT_EQ(0, kvp_grow(fd, h, alloc));
+	if (committed)
+		ASSERT_EQ(0, kvp_commit1(fd, h, committed));
+	return h;
+}
+
 static inline const char *kvp_row_diff(const struct kvp_row_snap *a,
 				       const struct kvp_row_snap *b)
 {

@@ -268,37 +268,6 @@ out_page:
 
 /* ---- small helpers ------------------------------------------------------ */
 
-/* A held row of @alloc tokens, @committed of them committed. */
-static struct kvpool_handle new_row(struct __test_metadata *_metadata,
-				    int fd, __u32 alloc, __u32 committed)
-{
-	struct kvpool_handle h;
-
-	ASSERT_EQ(0, kvp_row_alloc(fd, 1, &h, NULL));
-	if (alloc)
-		ASSERT_EQ(0, kvp_grow(fd, h, alloc));
-	if (committed)
-		ASSERT_EQ(0, kvp_commit1(fd, h, committed));
-	return h;
-}
-
-static void snap_slot(int fd, __u64 session, struct kvp_row_snap *s)
-{
-	struct kvpool_row_query q;
-
-	memset(s, 0, sizeof(*s));
-	s->err = kvp_query_slot(fd, session, s->pages, KVP_ROW_MAX_PAGES, &q);
-	if (s->err)
-		return;
-	s->state = q.out_state;
-	s->nr_pages = q.out_nr_pages;
-	s->idx = q.out_req_pool_idx;
-	s->alloc = q.out_allocated_len;
-	s->committed = q.out_committed_len;
-	s->protected_len = q.out_protected_len;
-	s->swa = q.out_swa_evicted_len;
-}
-
 /* The same row in another place: everything but its state is equal. */
 static const char *row_diff_but_state(const struct kvp_row_snap *a,
 				      const struct kvp_row_snap *b)
@@ -498,7 +467,7 @@ TEST_F(respond, from_slot_window_unchanged)
 	int ret;
 
 	wp_init(_metadata, &self->w);
-	h = new_row(_metadata, self->fd, T(3), T(2));
+	h = kvp_new_row(_metadata, self->fd, T(3), T(2));
 	ASSERT_EQ(0, kvp_to_slot(self->fd, SESSION, h, NULL));
 	s = (struct kvpool_slot *)self->w.page;
 	init_slot(s, SESSION);
@@ -553,9 +522,9 @@ TEST_F(respond, from_slot_reparked)
 	ASSERT_NE(NULL, before);
 	after = before + 1;
 	wp_init(_metadata, &self->w);
-	h = new_row(_metadata, self->fd, T(3), T(2));
+	h = kvp_new_row(_metadata, self->fd, T(3), T(2));
 	ASSERT_EQ(0, kvp_to_slot(self->fd, SESSION, h, NULL));
-	snap_slot(self->fd, SESSION, before);
+	kvp_snap_slot(self->fd, SESSION, before);
 	ASSERT_EQ(0, before->err);
 	s = (struct kvpool_slot *)self->w.page;
 	init_slot(s, SESSION);
@@ -588,7 +557,7 @@ TEST_F(respond, from_slot_reparked)
 	EXPECT_EQ(3, st.out_slot_pages);
 	EXPECT_EQ(0, st.out_row_pages);
 	EXPECT_EQ(3, st.out_client_pages);
-	snap_slot(self->fd, SESSION, after);
+	kvp_snap_slot(self->fd, SESSION, after);
 	EXPECT_EQ(0, after->err);
 	EXPECT_EQ(KVPOOL_ROW_SLOT, after->state);
 	EXPECT_STREQ("", kvp_row_diff(before, after));
@@ -631,7 +600,7 @@ TEST_F(respond, from_slot_taken)
 	int ret;
 
 	wp_init(_metadata, &self->w);
-	h = new_row(_metadata, self->fd, T(5), T(5));
+	h = kvp_new_row(_metadata, self->fd, T(5), T(5));
 	ASSERT_EQ(0, kvp_to_slot(self->fd, SESSION, h, NULL));
 	s = (struct kvpool_slot *)self->w.page;
 	init_slot(s, SESSION);
@@ -680,7 +649,7 @@ TEST_F(respond, export_window_unchanged)
 	__u32 nr;
 
 	wp_init(_metadata, &self->w);
-	h = new_row(_metadata, self->fd, T(3), T(1));
+	h = kvp_new_row(_metadata, self->fd, T(3), T(1));
 	x = (struct kvpool_export *)self->w.page;
 	init_export(x, h);
 	low = lowest_free_fd();
@@ -733,7 +702,7 @@ TEST_F(respond, export_extended)
 	__u32 nr;
 
 	wp_init(_metadata, &self->w);
-	h = new_row(_metadata, self->fd, T(3), T(3));
+	h = kvp_new_row(_metadata, self->fd, T(3), T(3));
 	x = (struct kvpool_export *)self->w.page;
 	init_export(x, h);
 	low = lowest_free_fd();
@@ -786,7 +755,7 @@ TEST_F(respond, export_released)
 	int low, nfds, ret;
 
 	wp_init(_metadata, &self->w);
-	h = new_row(_metadata, self->fd, T(4), T(2));
+	h = kvp_new_row(_metadata, self->fd, T(4), T(2));
 	x = (struct kvpool_export *)self->w.page;
 	init_export(x, h);
 	low = lowest_free_fd();
@@ -883,7 +852,7 @@ TEST_F(respond, export_enfile)
 	before = calloc(2, sizeof(*before));
 	ASSERT_NE(NULL, before);
 	after = before + 1;
-	h = new_row(_metadata, self->fd, T(3), T(1));
+	h = kvp_new_row(_metadata, self->fd, T(3), T(1));
 	STATS(&s0);
 	kvp_snap_row(self->fd, h, before);
 	ASSERT_EQ(0, before->err);
@@ -968,7 +937,7 @@ TEST_F(respond, export_emfile)
 	before = calloc(2, sizeof(*before));
 	ASSERT_NE(NULL, before);
 	after = before + 1;
-	h = new_row(_metadata, self->fd, T(2), T(2));
+	h = kvp_new_row(_metadata, self->fd, T(2), T(2));
 	STATS(&s0);
 	kvp_snap_row(self->fd, h, before);
 	ASSERT_EQ(0, before->err);

@@ -52,37 +52,6 @@ FIXTURE_TEARDOWN(slots)
 
 #define NP(len) kvp_div_up((len), self->pt)
 
-/* A held row of `alloc` tokens, `committed` of them committed. */
-static struct kvpool_handle new_row(struct __test_metadata *_metadata,
-				    int fd, __u32 alloc, __u32 committed)
-{
-	struct kvpool_handle h;
-
-	ASSERT_EQ(0, kvp_row_alloc(fd, 1, &h, NULL));
-	if (alloc)
-		ASSERT_EQ(0, kvp_grow(fd, h, alloc));
-	if (committed)
-		ASSERT_EQ(0, kvp_commit1(fd, h, committed));
-	return h;
-}
-
-static void snap_slot(int fd, __u64 session, struct kvp_row_snap *s)
-{
-	struct kvpool_row_query q;
-
-	memset(s, 0, sizeof(*s));
-	s->err = kvp_query_slot(fd, session, s->pages, KVP_ROW_MAX_PAGES, &q);
-	if (s->err)
-		return;
-	s->state = q.out_state;
-	s->nr_pages = q.out_nr_pages;
-	s->idx = q.out_req_pool_idx;
-	s->alloc = q.out_allocated_len;
-	s->committed = q.out_committed_len;
-	s->protected_len = q.out_protected_len;
-	s->swa = q.out_swa_evicted_len;
-}
-
 /* The same row record and pages, whatever its state. */
 static const char *same_row(const struct kvp_row_snap *a,
 			    const struct kvp_row_snap *b)
@@ -102,7 +71,7 @@ TEST_F(slots, to_slot_basic)
 	struct kvpool_handle h;
 	__u32 n = ~0u;
 
-	h = new_row(_metadata, self->fd, 3 * pt + 1, 2 * pt);
+	h = kvp_new_row(_metadata, self->fd, 3 * pt + 1, 2 * pt);
 	kvp_snap_row(self->fd, h, &held);
 	ASSERT_EQ(0, held.err);
 	ASSERT_EQ(0, kvp_stats(self->fd, &before));
@@ -131,7 +100,7 @@ TEST_F(slots, to_slot_basic)
 	EXPECT_EQ(ENOENT, kvp_to_slot(self->fd, 8, h, &n));
 
 	/* The slot shows the same row, lengths and pages. */
-	snap_slot(self->fd, 7, &parked);
+	kvp_snap_slot(self->fd, 7, &parked);
 	ASSERT_EQ(0, parked.err);
 	EXPECT_EQ(KVPOOL_ROW_SLOT, parked.state);
 	EXPECT_EQ(h.req_pool_idx, parked.idx);
@@ -149,10 +118,10 @@ TEST_F(slots, to_slot_duplicate_session)
 	struct kvpool_handle a, b;
 	__u32 n;
 
-	a = new_row(_metadata, self->fd, 2 * self->pt, 0);
-	b = new_row(_metadata, self->fd, 3 * self->pt, self->pt);
+	a = kvp_new_row(_metadata, self->fd, 2 * self->pt, 0);
+	b = kvp_new_row(_metadata, self->fd, 3 * self->pt, self->pt);
 	ASSERT_EQ(0, kvp_to_slot(self->fd, 99, a, &n));
-	snap_slot(self->fd, 99, &a0);
+	kvp_snap_slot(self->fd, 99, &a0);
 	kvp_snap_row(self->fd, b, &b0);
 	ASSERT_EQ(0, kvp_stats(self->fd, &before));
 
@@ -160,7 +129,7 @@ TEST_F(slots, to_slot_duplicate_session)
 
 	ASSERT_EQ(0, kvp_stats(self->fd, &after));
 	EXPECT_STREQ("", kvp_stats_diff(&before, &after));
-	snap_slot(self->fd, 99, &a1);
+	kvp_snap_slot(self->fd, 99, &a1);
 	kvp_snap_row(self->fd, b, &b1);
 	EXPECT_STREQ("", kvp_row_diff(&a0, &a1));
 	EXPECT_STREQ("", kvp_row_diff(&b0, &b1));
@@ -176,7 +145,7 @@ TEST_F(slots, from_slot_basic)
 	struct kvpool_handle h, nh = { 0xdead, 0xbeef };
 	__u32 n = ~0u;
 
-	h = new_row(_metadata, self->fd, 5 * pt + 2, 2 * pt + 1);
+	h = kvp_new_row(_metadata, self->fd, 5 * pt + 2, 2 * pt + 1);
 	kvp_snap_row(self->fd, h, &held);
 	ASSERT_EQ(0, kvp_stats(self->fd, &before));
 	ASSERT_EQ(0, kvp_to_slot(self->fd, 1234, h, NULL));
@@ -217,7 +186,7 @@ TEST_F(slots, generations)
 	__u32 g;
 	int i;
 
-	h = new_row(_metadata, self->fd, self->pt, 0);
+	h = kvp_new_row(_metadata, self->fd, self->pt, 0);
 	g = h.generation;
 	for (i = 1; i <= 5; i++) {
 		ASSERT_EQ(0, kvp_to_slot(self->fd, 5, h, NULL));
@@ -235,7 +204,7 @@ TEST_F(slots, unknown_session)
 	struct kvpool_handle h, nh = { 0, 0 };
 	__u32 n;
 
-	h = new_row(_metadata, self->fd, 2 * self->pt, 0);
+	h = kvp_new_row(_metadata, self->fd, 2 * self->pt, 0);
 	ASSERT_EQ(0, kvp_to_slot(self->fd, 1, h, NULL));
 	ASSERT_EQ(0, kvp_stats(self->fd, &before));
 	EXPECT_EQ(ENOENT, kvp_from_slot(self->fd, 2, &nh, &n));
@@ -255,7 +224,7 @@ TEST_F(slots, slot_release)
 	struct kvpool_handle h, nh;
 	__u32 n = ~0u;
 
-	h = new_row(_metadata, self->fd, 3 * pt + 1, pt);
+	h = kvp_new_row(_metadata, self->fd, 3 * pt + 1, pt);
 	ASSERT_EQ(0, kvp_to_slot(self->fd, 77, h, NULL));
 	ASSERT_EQ(0, kvp_stats(self->fd, &before));
 
@@ -275,7 +244,7 @@ TEST_F(slots, slot_release)
 	EXPECT_EQ(ENOENT, kvp_query_slot(self->fd, 77, NULL, 0, &q));
 	EXPECT_EQ(ENOENT, kvp_query(self->fd, h, NULL, 0, &q));
 	/* The session id is free to use again. */
-	h = new_row(_metadata, self->fd, 1, 0);
+	h = kvp_new_row(_metadata, self->fd, 1, 0);
 	EXPECT_EQ(0, kvp_to_slot(self->fd, 77, h, NULL));
 }
 
@@ -286,16 +255,16 @@ TEST_F(slots, slot_release_handle_nonzero)
 	struct kvpool_slot s = { .size = sizeof(s), .session_id = 3 };
 	struct kvpool_handle h;
 
-	h = new_row(_metadata, self->fd, 2 * self->pt, 0);
+	h = kvp_new_row(_metadata, self->fd, 2 * self->pt, 0);
 	ASSERT_EQ(0, kvp_to_slot(self->fd, 3, h, NULL));
-	snap_slot(self->fd, 3, &a);
+	kvp_snap_slot(self->fd, 3, &a);
 	s.handle = h;
 	EXPECT_EQ(EINVAL, kvp_ioctl(self->fd, KVPOOL_SLOT_RELEASE, &s));
 	s.handle.req_pool_idx = 0;
 	EXPECT_EQ(EINVAL, kvp_ioctl(self->fd, KVPOOL_SLOT_RELEASE, &s));
 	s.handle = (struct kvpool_handle){ 1, 0 };
 	EXPECT_EQ(EINVAL, kvp_ioctl(self->fd, KVPOOL_SLOT_RELEASE, &s));
-	snap_slot(self->fd, 3, &b);
+	kvp_snap_slot(self->fd, 3, &b);
 	EXPECT_STREQ("", kvp_row_diff(&a, &b));
 }
 
@@ -308,9 +277,9 @@ TEST_F(slots, other_client)
 	struct kvpool_handle a, b, nh = { 0, 0 };
 	__u32 n;
 
-	a = new_row(_metadata, self->fd, 2 * self->pt, 1);
+	a = kvp_new_row(_metadata, self->fd, 2 * self->pt, 1);
 	ASSERT_EQ(0, kvp_to_slot(self->fd, 500, a, NULL));
-	snap_slot(self->fd, 500, &a0);
+	kvp_snap_slot(self->fd, 500, &a0);
 	ASSERT_EQ(0, kvp_stats(self->fd, &before));
 
 	EXPECT_EQ(ENOENT, kvp_from_slot(self->fd2, 500, &nh, &n));
@@ -320,13 +289,13 @@ TEST_F(slots, other_client)
 	EXPECT_STREQ("", kvp_stats_diff(&before, &after));
 
 	/* The other client may use the same id for a slot of its own. */
-	b = new_row(_metadata, self->fd2, 5 * self->pt, 0);
+	b = kvp_new_row(_metadata, self->fd2, 5 * self->pt, 0);
 	ASSERT_EQ(0, kvp_to_slot(self->fd2, 500, b, &n));
 	EXPECT_EQ(5, n);
-	snap_slot(self->fd2, 500, &b0);
+	kvp_snap_slot(self->fd2, 500, &b0);
 	ASSERT_EQ(0, b0.err);
 	EXPECT_EQ(b.req_pool_idx, b0.idx);
-	snap_slot(self->fd, 500, &a1);
+	kvp_snap_slot(self->fd, 500, &a1);
 	EXPECT_STREQ("", kvp_row_diff(&a0, &a1));
 
 	ASSERT_EQ(0, kvp_from_slot(self->fd2, 500, &nh, &n));
@@ -350,7 +319,7 @@ TEST_F(slots, session_id_64bit)
 	__u32 n;
 
 	for (i = 0; i < ARRAY_SIZE(ids); i++) {
-		h[i] = new_row(_metadata, self->fd, i + 1, 0);
+		h[i] = kvp_new_row(_metadata, self->fd, i + 1, 0);
 		ASSERT_EQ(0, kvp_to_slot(self->fd, ids[i], h[i], &n))
 			TH_LOG("session %#llx", (unsigned long long)ids[i]);
 	}
@@ -374,15 +343,15 @@ TEST_F(slots, to_slot_bad_handles)
 	struct kvpool_row_query q;
 	__u32 n;
 
-	mine = new_row(_metadata, self->fd, 1, 0);
-	foreign = new_row(_metadata, self->fd2, 1, 0);
-	parked = new_row(_metadata, self->fd, 1, 0);
+	mine = kvp_new_row(_metadata, self->fd, 1, 0);
+	foreign = kvp_new_row(_metadata, self->fd2, 1, 0);
+	parked = kvp_new_row(_metadata, self->fd, 1, 0);
 	ASSERT_EQ(0, kvp_to_slot(self->fd, 1, parked, NULL));
-	stale = new_row(_metadata, self->fd, 1, 0);
+	stale = kvp_new_row(_metadata, self->fd, 1, 0);
 	ASSERT_EQ(0, kvp_to_slot(self->fd, 2, stale, NULL));
 	ASSERT_EQ(0, kvp_from_slot(self->fd, 2, &nh, NULL));
 	/* Released last: a free row, nobody's. */
-	released = new_row(_metadata, self->fd, 1, 0);
+	released = kvp_new_row(_metadata, self->fd, 1, 0);
 	ASSERT_EQ(0, kvp_release1(self->fd, released, NULL));
 
 	ASSERT_EQ(0, kvp_stats(self->fd, &before));
@@ -407,7 +376,7 @@ TEST_F(slots, empty_row)
 	struct kvpool_handle h, nh;
 	__u32 n = ~0u;
 
-	h = new_row(_metadata, self->fd, 0, 0);
+	h = kvp_new_row(_metadata, self->fd, 0, 0);
 	ASSERT_EQ(0, kvp_to_slot(self->fd, 4, h, &n));
 	EXPECT_EQ(0, n);
 	ASSERT_EQ(0, kvp_query_slot(self->fd, 4, NULL, 0, &q));
@@ -433,12 +402,12 @@ TEST_F(slots, pages_never_move)
 	struct kvpool_stats st;
 	__u32 i;
 
-	h = new_row(_metadata, self->fd, 10 * self->pt, 3);
+	h = kvp_new_row(_metadata, self->fd, 10 * self->pt, 3);
 	kvp_snap_row(self->fd, h, &before);
 	ASSERT_EQ(0, kvp_to_slot(self->fd, 8, h, NULL));
 
 	ASSERT_EQ(0, kvp_stats(self->fd2, &st));
-	filler = new_row(_metadata, self->fd2, st.out_free_pages * self->pt, 0);
+	filler = kvp_new_row(_metadata, self->fd2, st.out_free_pages * self->pt, 0);
 	kvp_snap_row(self->fd2, filler, &other);
 	ASSERT_EQ(0, other.err);
 	ASSERT_EQ(st.out_free_pages, other.nr_pages);
@@ -519,7 +488,7 @@ TEST_F(slots, from_slot_reuses_to_slot_struct)
 	struct kvpool_handle h;
 	int i;
 
-	h = new_row(_metadata, self->fd, 3 * pt + 1, pt);
+	h = kvp_new_row(_metadata, self->fd, 3 * pt + 1, pt);
 	kvp_snap_row(self->fd, h, &held);
 	ASSERT_EQ(0, kvp_stats(self->fd, &before));
 	s.handle = h;
@@ -573,10 +542,10 @@ TEST_F(slots, from_slot_readonly_struct)
 	struct kvpool_handle h;
 	__u32 n;
 
-	h = new_row(_metadata, self->fd, 2 * pt + 3, pt);
+	h = kvp_new_row(_metadata, self->fd, 2 * pt + 3, pt);
 	kvp_snap_row(self->fd, h, &held);
 	ASSERT_EQ(0, kvp_to_slot(self->fd, 0x5107, h, &n));
-	snap_slot(self->fd, 0x5107, &parked0);
+	kvp_snap_slot(self->fd, 0x5107, &parked0);
 	ASSERT_EQ(0, parked0.err);
 
 	ro = mmap(NULL, KVP_PAGE_SIZE, PROT_READ | PROT_WRITE,
@@ -594,7 +563,7 @@ TEST_F(slots, from_slot_readonly_struct)
 	ASSERT_EQ(0, kvp_stats(self->fd, &mid));
 	EXPECT_STREQ("", kvp_stats_diff(&before, &mid));
 	EXPECT_EQ(0xdeadbeef, ro->out_nr_pages);
-	snap_slot(self->fd, 0x5107, &parked1);
+	kvp_snap_slot(self->fd, 0x5107, &parked1);
 	ASSERT_EQ(0, parked1.err) TH_LOG("the slot went on EFAULT");
 	EXPECT_EQ(KVPOOL_ROW_SLOT, parked1.state);
 	EXPECT_STREQ("", kvp_row_diff(&parked0, &parked1));
