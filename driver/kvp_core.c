@@ -1487,15 +1487,17 @@ u32 kvp_tenant_list_locked(struct kvp_pool *pool,
 /* ---- export and import ---- */
 
 /*
- * The row EXPORT would take, and the pages it would carry; nothing
- * changes. @link is where a slot's row hangs, for the unlink.
+ * The row EXPORT would take, the pages it owns and those it borrows (which
+ * would become its own); nothing changes. @link is where a slot's row
+ * hangs, for the unlink.
  */
 static int kvp_export_find(struct kvp_client *c, const struct kvpool_export *x,
-			   struct kvp_row **out, u32 **link, u32 *nr_pages)
+			   struct kvp_row **out, u32 **link, u32 *owned,
+			   u32 *borrowed)
 {
 	struct kvp_pool *pool = c->pool;
 	struct kvp_row *r = NULL;
-	u32 i, end, borrowed = 0;
+	u32 i, end;
 	int ret;
 
 	if (x->flags & KVPOOL_EXPORT_SLOT) {
@@ -1509,16 +1511,17 @@ static int kvp_export_find(struct kvp_client *c, const struct kvpool_export *x,
 	}
 
 	/* What it borrows becomes its own: only if no other row borrows. */
+	*borrowed = 0;
 	end = r->protected / pool->page_tokens;
 	for (i = 0; i < end; i++) {
 		if (r->pages[i] == KVPOOL_PAGE_NONE)
 			continue;
 		if (kvp_cache_ent(pool, r->pages[i])->pins != 1)
 			return -EBUSY;
-		borrowed++;
+		(*borrowed)++;
 	}
 	*out = r;
-	*nr_pages = kvp_row_owned(pool, r) + borrowed;
+	*owned = kvp_row_owned(pool, r);
 	return 0;
 }
 
@@ -1527,10 +1530,15 @@ int kvp_export_peek_locked(struct kvp_client *c,
 {
 	struct kvp_row *r;
 	u32 *link = NULL;
+	u32 owned, borrowed;
+	int ret;
 
 	lockdep_assert_held(&c->pool->lock);
 	*nr_pages = 0;
-	return kvp_export_find(c, x, &r, &link, nr_pages);
+	ret = kvp_export_find(c, x, &r, &link, &owned, &borrowed);
+	if (!ret)
+		*nr_pages = owned + borrowed;
+	return ret;
 }
 
 int kvp_export_locked(struct kvp_client *c, const struct kvpool_export *x,
@@ -1540,17 +1548,16 @@ int kvp_export_locked(struct kvp_client *c, const struct kvpool_export *x,
 	struct kvp_tenant *t = c->tenant;
 	struct kvp_row *r = NULL;
 	u32 *link = NULL;
-	u32 i, end, owned, borrowed = 0, total;
+	u32 i, end, owned, borrowed;
 	int ret;
 
 	lockdep_assert_held(&pool->lock);
 	*nr_pages = 0;
-	ret = kvp_export_find(c, x, &r, &link, &total);
+	ret = kvp_export_find(c, x, &r, &link, &owned, &borrowed);
 	if (ret)
 		return ret;
 
 	end = r->protected / pool->page_tokens;
-	owned = kvp_row_owned(pool, r);
 	for (i = 0; i < end; i++) {
 		u32 id = r->pages[i];
 
@@ -1559,7 +1566,6 @@ int kvp_export_locked(struct kvp_client *c, const struct kvpool_export *x,
 		kvp_cache_unlink(c, id);
 		pool->pages[id].owner = kvp_row_index(pool, r);
 		pool->pages[id].next = KVP_NIL;
-		borrowed++;
 	}
 	r->protected = 0;
 
