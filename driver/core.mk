@@ -1,0 +1,13 @@
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# The kvpool core: the sources and headers that build both into kvpool.ko
+# (Kbuild) and, against the userspace shim of selftests/unit, into the unit
+# test, the fuzzer and kvpool-replay's core backend. One list, so that a
+# file added to the core cannot be missing from any of them.
+#
+# Include with KVP_DRIVER set to the path of driver/ as the includer sees it.
+KVP_CORE_SRCS := kvp_core.c
+KVP_CORE_HDRS := kvp_core.h kvp_os.h
+
+KVP_CORE_SRC_PATHS := $(addprefix $(KVP_DRIVER)/,$(KVP_CORE_SRCS))
+KVP_CORE_HDR_PATHS := $(addprefix $(KVP_DRIVER)/,$(KVP_CORE_HDRS))
