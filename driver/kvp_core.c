@@ -51,15 +51,11 @@ static u32 kvp_page_pop(struct kvp_pool *pool, u32 owner)
 	return id;
 }
 
+/* Puts free row @idx on the free row stack; kvp_row_move() counts it. */
 static void kvp_row_push(struct kvp_pool *pool, u32 idx)
 {
-	struct kvp_row *r = &pool->rows[idx];
-
-	r->state = KVP_ROW_FREE;
-	r->owner = NULL;
-	r->next = pool->free_row_head;
+	pool->rows[idx].next = pool->free_row_head;
 	pool->free_row_head = idx;
-	pool->free_rows++;
 }
 
 int kvp_pool_init(struct kvp_pool *pool, u32 id, u32 flags, u32 nr_pages,
@@ -105,6 +101,7 @@ int kvp_pool_init(struct kvp_pool *pool, u32 id, u32 flags, u32 nr_pages,
 		kvp_page_push(pool, i);
 	for (i = nr_rows; i-- > first; )
 		kvp_row_push(pool, i);
+	pool->free_rows = nr_rows - first;
 	if (first) {
 		pool->pages[0].owner = KVP_OWNER_RESERVED;
 		pool->pages[0].next = KVP_NIL;
@@ -444,42 +441,6 @@ static u32 kvp_row_index(const struct kvp_pool *pool, const struct kvp_row *r)
 	return (u32)(r - pool->rows);
 }
 
-/*
- * Frees every page @r owns and its page array and returns the row to the
- * free stack; the row's record is zeroed. Accounting for the owner kind is
- * the caller's.
- */
-static u32 kvp_row_free_pages(struct kvp_pool *pool, struct kvp_row *r)
-{
-	u32 idx = kvp_row_index(pool, r);
-	u32 freed = 0;
-	u32 i;
-
-	for (i = 0; i < r->nr; i++) {
-		u32 id = r->pages[i];
-
-		if (id == KVPOOL_PAGE_NONE)
-			continue;
-		if (pool->pages[id].owner == idx) {
-			kvp_page_push(pool, id);
-			freed++;
-		} else {
-			kvp_unpin(pool, id);	/* borrowed from a cache */
-		}
-	}
-	kvfree(r->pages);
-	r->pages = NULL;
-	r->nr = 0;
-	r->cap = 0;
-	r->allocated = 0;
-	r->committed = 0;
-	r->protected = 0;
-	r->swa_evicted = 0;
-	r->session = 0;
-	kvp_row_push(pool, idx);
-	return freed;
-}
-
 /* @r becomes one of the rows @c holds. */
 static void kvp_held_link(struct kvp_client *c, struct kvp_row *r)
 {
@@ -508,37 +469,144 @@ static void kvp_held_unlink(struct kvp_client *c, struct kvp_row *r)
 	r->prev = KVP_NIL;
 }
 
-static u32 kvp_row_release(struct kvp_pool *pool, struct kvp_row *r)
+/*
+ * Adds @r (@d = 1) to, or takes it (@d = -1) out of, the counters of its
+ * state: the pool's rows and pages in that state and, for a row a client
+ * holds or parks, the client's. Every row is in exactly one state's row
+ * count and its owned pages in that state's page count; these are the
+ * identities kvp_verify_locked() checks.
+ */
+static void kvp_row_count(struct kvp_pool *pool, struct kvp_row *r, int d)
 {
 	struct kvp_client *c = r->owner;
-	u32 freed;
+	int pages = d * (int)r->owned;
 
-	kvp_held_unlink(c, r);
-	freed = kvp_row_free_pages(pool, r);
+	switch (r->state) {
+	case KVP_ROW_FREE:
+		pool->free_rows += d;
+		return;
+	case KVP_ROW_RESERVED:
+		pool->reserved_rows += d;
+		return;
+	case KVP_ROW_EXPORTED:
+		pool->export_rows += d;
+		pool->export_pages += pages;
+		return;
+	case KVP_ROW_HELD:
+		pool->held_rows += d;
+		pool->row_pages += pages;
+		c->nr_rows += d;
+		break;
+	case KVP_ROW_SLOT:
+		pool->slot_rows += d;
+		pool->slot_pages += pages;
+		c->nr_slots += d;
+		break;
+	}
+	c->nr_pages += pages;
+}
 
-	c->nr_rows--;
-	c->nr_pages -= freed;
-	c->tenant->rows--;
-	kvp_charge(pool, c->tenant, -(int)freed);
-	pool->held_rows--;
-	pool->row_pages -= freed;
+static struct kvp_tenant *kvp_row_tenant(const struct kvp_row *r)
+{
+	return r->owner ? r->owner->tenant : NULL;
+}
+
+/*
+ * The one place a row changes state or owner. Moves its counts from the
+ * old state to the new, its place on the owner's held list, and, when the
+ * tenant changes, its row and its owned pages from one tenant's charge to
+ * the other's. The caller links or unlinks slot chains.
+ */
+static void kvp_row_move(struct kvp_pool *pool, struct kvp_row *r,
+			 enum kvp_row_state state, struct kvp_client *owner)
+{
+	struct kvp_tenant *from = kvp_row_tenant(r);
+	struct kvp_tenant *to = owner ? owner->tenant : NULL;
+
+	if (r->state == KVP_ROW_HELD)
+		kvp_held_unlink(r->owner, r);
+	kvp_row_count(pool, r, -1);
+	r->state = state;
+	r->owner = owner;
+	kvp_row_count(pool, r, 1);
+	if (state == KVP_ROW_HELD)
+		kvp_held_link(owner, r);
+	if (from == to)
+		return;
+	if (from) {
+		from->rows--;
+		kvp_charge(pool, from, -(int)r->owned);
+	}
+	if (to) {
+		to->rows++;
+		kvp_charge(pool, to, r->owned);
+	}
+}
+
+/*
+ * @r owns @n more pages (fewer, for a negative @n) that stay with its
+ * tenant: pages moving between the row and its client's prefix cache.
+ */
+static void kvp_row_own(struct kvp_pool *pool, struct kvp_row *r, int n)
+{
+	kvp_row_count(pool, r, -1);
+	r->owned += n;
+	kvp_row_count(pool, r, 1);
+}
+
+/*
+ * @r owns @n more pages (fewer, for a negative @n) taken from (given back
+ * to) the free stack: its tenant, if it has one, is charged for them.
+ */
+static void kvp_row_take(struct kvp_pool *pool, struct kvp_row *r, int n)
+{
+	kvp_row_own(pool, r, n);
+	if (r->owner)
+		kvp_charge(pool, r->owner->tenant, n);
+}
+
+/*
+ * Frees every page @r owns and its page array and makes the row free: its
+ * record zeroed but for @gen, on the free row stack. Returns the pages
+ * freed. Slot chains are the caller's to unlink first.
+ */
+static u32 kvp_row_free(struct kvp_pool *pool, struct kvp_row *r)
+{
+	u32 idx = kvp_row_index(pool, r);
+	u32 freed = 0;
+	u32 i;
+
+	for (i = 0; i < r->nr; i++) {
+		u32 id = r->pages[i];
+
+		if (id == KVPOOL_PAGE_NONE)
+			continue;
+		if (pool->pages[id].owner == idx) {
+			kvp_page_push(pool, id);
+			freed++;
+		} else {
+			kvp_unpin(pool, id);	/* borrowed from a cache */
+		}
+	}
+	kvp_row_take(pool, r, -(int)freed);
+	kvp_row_move(pool, r, KVP_ROW_FREE, NULL);
+	kvfree(r->pages);
+	r->pages = NULL;
+	r->nr = 0;
+	r->cap = 0;
+	r->allocated = 0;
+	r->committed = 0;
+	r->protected = 0;
+	r->swa_evicted = 0;
+	r->session = 0;
+	kvp_row_push(pool, idx);
 	return freed;
 }
 
 static u32 kvp_slot_free(struct kvp_pool *pool, struct kvp_row *r, u32 *link)
 {
-	struct kvp_client *c = r->owner;
-	u32 freed;
-
 	*link = r->next;
-	freed = kvp_row_free_pages(pool, r);
-	c->nr_slots--;
-	c->nr_pages -= freed;
-	c->tenant->rows--;
-	kvp_charge(pool, c->tenant, -(int)freed);
-	pool->slot_rows--;
-	pool->slot_pages -= freed;
-	return freed;
+	return kvp_row_free(pool, r);
 }
 
 void kvp_client_detach_locked(struct kvp_client *c)
@@ -553,7 +621,7 @@ void kvp_client_detach_locked(struct kvp_client *c)
 				      &c->slot_head[b]);
 	/* O(what it holds), not O(nr_rows): any client can close at will. */
 	while (c->held_head != KVP_NIL)
-		kvp_row_release(pool, &pool->rows[c->held_head]);
+		kvp_row_free(pool, &pool->rows[c->held_head]);
 	/* Only its own rows borrow from its cache: all unpinned by now. */
 	while (c->nr_cache_pages)
 		kvp_cache_free(c, c->cache[c->nr_cache_pages - 1].page);
@@ -635,17 +703,11 @@ int kvp_row_alloc_locked(struct kvp_client *c, struct kvpool_handle *out,
 		struct kvp_row *r = &pool->rows[idx];
 
 		pool->free_row_head = r->next;
-		pool->free_rows--;
-		r->state = KVP_ROW_HELD;
-		r->owner = c;
-		kvp_held_link(c, r);
+		kvp_row_move(pool, r, KVP_ROW_HELD, c);
 		r->gen = kvp_next_gen(r->gen);
 		out[i].req_pool_idx = idx;
 		out[i].generation = r->gen;
 	}
-	pool->held_rows += count;
-	c->nr_rows += count;
-	c->tenant->rows += count;
 	return 0;
 }
 
@@ -825,9 +887,7 @@ int kvp_extend_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 		r->nr = want;
 		r->allocated = e[i].new_len;
 		e[i].out_nr_new = n;
-		c->nr_pages += n;
-		pool->row_pages += n;
-		kvp_charge(pool, t, n);
+		kvp_row_take(pool, r, n);
 	}
 	res->nr_pages = done;
 	/* Crossing the low watermark wakes pollers (see kvpool_pressure). */
@@ -891,9 +951,7 @@ int kvp_trim_locked(struct kvp_client *c, const struct kvpool_handle *h,
 			kvp_page_push(pool, r->pages[j]);
 			n++;
 		}
-		c->nr_pages -= n;
-		pool->row_pages -= n;
-		kvp_charge(pool, c->tenant, -(int)n);
+		kvp_row_take(pool, r, -(int)n);
 		freed += n;
 		r->nr = keep;
 		r->allocated = r->committed;
@@ -942,8 +1000,7 @@ static u32 kvp_row_donate(struct kvp_client *c, struct kvp_row *r, u32 upto)
 	}
 	if (end * pool->page_tokens > r->protected)
 		r->protected = end * pool->page_tokens;
-	c->nr_pages -= n;
-	pool->row_pages -= n;
+	kvp_row_own(pool, r, -(int)n);
 	return n;
 }
 
@@ -982,7 +1039,7 @@ int kvp_release_locked(struct kvp_client *c, const struct kvpool_handle *h,
 
 		if (flags & KVPOOL_RELEASE_DONATE)
 			kvp_row_donate(c, r, r->committed);
-		freed += kvp_row_release(pool, r);
+		freed += kvp_row_free(pool, r);
 	}
 	*nr_freed = freed;
 	return 0;
@@ -1069,9 +1126,7 @@ int kvp_swa_free_locked(struct kvp_client *c,
 		}
 		if (end * pt > r->swa_evicted)
 			r->swa_evicted = end * pt;
-		c->nr_pages -= n;
-		pool->row_pages -= n;
-		kvp_charge(pool, c->tenant, -(int)n);
+		kvp_row_take(pool, r, -(int)n);
 		freed += n;
 	}
 	*nr_freed = freed;
@@ -1175,26 +1230,12 @@ int kvp_cache_evict_locked(struct kvp_client *c, const u32 *pages,
 	return 0;
 }
 
-/* Pages a row owns (not those it borrows). */
-static u32 kvp_row_owned(const struct kvp_pool *pool, const struct kvp_row *r)
-{
-	u32 idx = kvp_row_index(pool, r);
-	u32 n = 0;
-	u32 i;
-
-	for (i = 0; i < r->nr; i++)
-		if (r->pages[i] != KVPOOL_PAGE_NONE &&
-		    pool->pages[r->pages[i]].owner == idx)
-			n++;
-	return n;
-}
-
 int kvp_to_slot_locked(struct kvp_client *c, const struct kvpool_handle *h,
 		       u64 session, u32 *nr_pages)
 {
 	struct kvp_pool *pool = c->pool;
 	struct kvp_row *r;
-	u32 b, n;
+	u32 b;
 	int ret;
 
 	lockdep_assert_held(&pool->lock);
@@ -1205,20 +1246,12 @@ int kvp_to_slot_locked(struct kvp_client *c, const struct kvpool_handle *h,
 	if (kvp_slot_find(c, session, NULL))
 		return -EEXIST;
 
-	n = kvp_row_owned(pool, r);
-	kvp_held_unlink(c, r);
-	r->state = KVP_ROW_SLOT;
+	kvp_row_move(pool, r, KVP_ROW_SLOT, c);
 	r->session = session;
 	b = kvp_slot_bucket(session);
 	r->next = c->slot_head[b];
 	c->slot_head[b] = h->req_pool_idx;
-	c->nr_rows--;
-	c->nr_slots++;
-	pool->held_rows--;
-	pool->slot_rows++;
-	pool->row_pages -= n;
-	pool->slot_pages += n;
-	*nr_pages = n;
+	*nr_pages = r->owned;
 	return 0;
 }
 
@@ -1236,7 +1269,7 @@ int kvp_from_slot_peek_locked(struct kvp_client *c, u64 session,
 		return -ENOENT;
 	out->req_pool_idx = kvp_row_index(pool, r);
 	out->generation = kvp_next_gen(r->gen);
-	*nr_pages = kvp_row_owned(pool, r);
+	*nr_pages = r->owned;
 	return 0;
 }
 
@@ -1246,7 +1279,6 @@ int kvp_from_slot_locked(struct kvp_client *c, u64 session,
 	struct kvp_pool *pool = c->pool;
 	struct kvp_row *r;
 	u32 *link;
-	u32 n;
 
 	lockdep_assert_held(&pool->lock);
 	*nr_pages = 0;
@@ -1255,20 +1287,12 @@ int kvp_from_slot_locked(struct kvp_client *c, u64 session,
 		return -ENOENT;
 
 	*link = r->next;
-	n = kvp_row_owned(pool, r);
 	r->session = 0;
-	r->state = KVP_ROW_HELD;
-	kvp_held_link(c, r);
+	kvp_row_move(pool, r, KVP_ROW_HELD, c);
 	r->gen = kvp_next_gen(r->gen);
-	c->nr_slots--;
-	c->nr_rows++;
-	pool->slot_rows--;
-	pool->held_rows++;
-	pool->slot_pages -= n;
-	pool->row_pages += n;
 	out->req_pool_idx = kvp_row_index(pool, r);
 	out->generation = r->gen;
-	*nr_pages = n;
+	*nr_pages = r->owned;
 	return 0;
 }
 
@@ -1521,7 +1545,7 @@ static int kvp_export_find(struct kvp_client *c, const struct kvpool_export *x,
 		(*borrowed)++;
 	}
 	*out = r;
-	*owned = kvp_row_owned(pool, r);
+	*owned = r->owned;
 	return 0;
 }
 
@@ -1545,7 +1569,6 @@ int kvp_export_locked(struct kvp_client *c, const struct kvpool_export *x,
 		      u32 *idx, u32 *nr_pages)
 {
 	struct kvp_pool *pool = c->pool;
-	struct kvp_tenant *t = c->tenant;
 	struct kvp_row *r = NULL;
 	u32 *link = NULL;
 	u32 i, end, owned, borrowed;
@@ -1557,6 +1580,7 @@ int kvp_export_locked(struct kvp_client *c, const struct kvpool_export *x,
 	if (ret)
 		return ret;
 
+	/* The pages it borrows become its own; its tenant keeps them. */
 	end = r->protected / pool->page_tokens;
 	for (i = 0; i < end; i++) {
 		u32 id = r->pages[i];
@@ -1567,28 +1591,14 @@ int kvp_export_locked(struct kvp_client *c, const struct kvpool_export *x,
 		pool->pages[id].owner = kvp_row_index(pool, r);
 		pool->pages[id].next = KVP_NIL;
 	}
+	kvp_row_own(pool, r, borrowed);
 	r->protected = 0;
 
-	if (r->state == KVP_ROW_SLOT) {
+	if (r->state == KVP_ROW_SLOT)
 		*link = r->next;
-		c->nr_slots--;
-		pool->slot_rows--;
-		pool->slot_pages -= owned;
-	} else {
-		kvp_held_unlink(c, r);
-		c->nr_rows--;
-		pool->held_rows--;
-		pool->row_pages -= owned;
-	}
-	c->nr_pages -= owned;
-	t->rows--;
-	kvp_charge(pool, t, -(int)(owned + borrowed));
-	r->state = KVP_ROW_EXPORTED;
-	r->owner = NULL;
+	kvp_row_move(pool, r, KVP_ROW_EXPORTED, NULL);
 	r->session = 0;
 	r->next = KVP_NIL;
-	pool->export_rows++;
-	pool->export_pages += owned + borrowed;
 	*idx = kvp_row_index(pool, r);
 	*nr_pages = owned + borrowed;
 	return 0;
@@ -1606,7 +1616,7 @@ int kvp_import_peek_locked(struct kvp_client *c, u32 idx,
 		return -EALREADY;
 	out->req_pool_idx = idx;
 	out->generation = kvp_next_gen(r->gen);
-	*nr_pages = kvp_row_owned(pool, r);
+	*nr_pages = r->owned;
 	return 0;
 }
 
@@ -1622,24 +1632,14 @@ int kvp_import_locked(struct kvp_client *c, u32 idx,
 	*nr_pages = 0;
 	if (r->state != KVP_ROW_EXPORTED)
 		return -EALREADY;
-	owned = kvp_row_owned(pool, r);
+	owned = r->owned;
 	if ((owned && t->max_pages && t->pages + owned > t->max_pages) ||
 	    (t->max_rows && t->rows + 1 > t->max_rows)) {
 		kvp_refused(pool, t, false);
 		return -EDQUOT;
 	}
-	r->state = KVP_ROW_HELD;
-	r->owner = c;
-	kvp_held_link(c, r);
+	kvp_row_move(pool, r, KVP_ROW_HELD, c);
 	r->gen = kvp_next_gen(r->gen);
-	pool->export_rows--;
-	pool->export_pages -= owned;
-	pool->held_rows++;
-	pool->row_pages += owned;
-	c->nr_rows++;
-	c->nr_pages += owned;
-	t->rows++;
-	kvp_charge(pool, t, owned);
 	out->req_pool_idx = idx;
 	out->generation = r->gen;
 	*nr_pages = owned;
@@ -1649,14 +1649,11 @@ int kvp_import_locked(struct kvp_client *c, u32 idx,
 void kvp_export_drop_locked(struct kvp_pool *pool, u32 idx)
 {
 	struct kvp_row *r = &pool->rows[idx];
-	u32 freed;
 
 	lockdep_assert_held(&pool->lock);
 	if (r->state != KVP_ROW_EXPORTED)
 		return;		/* imported: the importer owns it now */
-	freed = kvp_row_free_pages(pool, r);
-	pool->export_rows--;
-	pool->export_pages -= freed;
+	kvp_row_free(pool, r);
 }
 
 /* Counts a violation and logs the first few. */
@@ -1666,13 +1663,38 @@ void kvp_export_drop_locked(struct kvp_pool *pool, u32 idx)
 			kvp_report(pool, fmt, ##__VA_ARGS__);		\
 	} while (0)
 
-/* Verify's scratch memory and findings. */
+/* What verify counts for a client, by its cidx. */
+struct kvp_vclient {
+	u32 rows, slots, pages;
+	u32 base;	/* where its cache entries start in kvp_vstate.refs */
+};
+
+/* What verify counts for a tenant, by its id. */
+struct kvp_vtenant {
+	u32 rows, pages;
+};
+
+/*
+ * Verify's scratch memory and findings: everything it tallies lives here,
+ * none of it in the structs it checks.
+ */
 struct kvp_vstate {
 	u32 *per_row;	/* pages each row owns, by the page table */
 	u8 *seen;	/* a bit per page some row maps as its own */
-	u32 *refs;	/* borrowers of each cache entry, at client->v_base */
+	u32 *refs;	/* borrowers of each cache entry */
+	struct kvp_vclient *cl;		/* [pool->clients_cap] */
+	struct kvp_vtenant *tn;		/* [pool->tenants_cap] */
 	u32 bad;
 };
+
+static void kvp_vstate_free(struct kvp_vstate *vs)
+{
+	kvfree(vs->per_row);
+	kvfree(vs->seen);
+	kvfree(vs->refs);
+	kvfree(vs->cl);
+	kvfree(vs->tn);
+}
 
 /* The client whose cache owns page @id, or NULL if the owner is broken. */
 static struct kvp_client *kvp_cache_owner(struct kvp_pool *pool, u32 id)
@@ -1700,7 +1722,7 @@ static void kvp_verify_row(struct kvp_pool *pool, struct kvp_row *r,
 	case KVP_ROW_FREE:
 	case KVP_ROW_RESERVED:
 		if (r->owner || r->nr || r->allocated || r->committed ||
-		    r->protected || r->swa_evicted || r->pages)
+		    r->protected || r->swa_evicted || r->pages || r->owned)
 			kvp_violation(pool, bad,
 				      "row %u: free but not zeroed (nr %u alloc %u)",
 				      idx, r->nr, r->allocated);
@@ -1757,7 +1779,8 @@ static void kvp_verify_row(struct kvp_pool *pool, struct kvp_row *r,
 			c = kvp_is_cache(pool->pages[id].owner) ?
 			    kvp_cache_owner(pool, id) : NULL;
 			if (c && c == r->owner)
-				vs->refs[c->v_base + pool->pages[id].next]++;
+				vs->refs[vs->cl[c->cidx].base +
+					 pool->pages[id].next]++;
 			else
 				kvp_violation(pool, bad,
 					      "row %u: borrows page %u owned by %#x",
@@ -1873,17 +1896,19 @@ static void kvp_verify_caches(struct kvp_pool *pool, struct kvp_vstate *vs)
 
 	for (i = 0; i < pool->clients_cap; i++) {
 		struct kvp_client *c = pool->clients[i];
+		struct kvp_vclient *vc = &vs->cl[i];
 
 		if (!c)
 			continue;
-		if (c->v_rows != c->nr_rows || c->v_slots != c->nr_slots ||
-		    c->v_pages != c->nr_pages)
+		if (vc->rows != c->nr_rows || vc->slots != c->nr_slots ||
+		    vc->pages != c->nr_pages)
 			kvp_violation(pool, bad,
 				      "client %u: rows %u/%u slots %u/%u pages %u/%u (counted/kept)",
-				      c->id, c->v_rows, c->nr_rows, c->v_slots,
-				      c->nr_slots, c->v_pages, c->nr_pages);
+				      c->id, vc->rows, c->nr_rows, vc->slots,
+				      c->nr_slots, vc->pages, c->nr_pages);
 		kvp_verify_held(pool, c, vs);
-		c->tenant->v_pages += c->nr_cache_pages;
+		if (c->tenant->id < pool->tenants_cap)
+			vs->tn[c->tenant->id].pages += c->nr_cache_pages;
 		for (j = 0; j < c->nr_cache_pages; j++) {
 			struct kvp_cache_ent *ent = &c->cache[j];
 
@@ -1894,11 +1919,11 @@ static void kvp_verify_caches(struct kvp_pool *pool, struct kvp_vstate *vs)
 				kvp_violation(pool, bad,
 					      "client %u: cache entry %u names page %u, not its own",
 					      c->id, j, ent->page);
-			if (ent->pins != vs->refs[c->v_base + j])
+			if (ent->pins != vs->refs[vc->base + j])
 				kvp_violation(pool, bad,
 					      "client %u: cache page %u pinned %u times, borrowed %u",
 					      c->id, ent->page, ent->pins,
-					      vs->refs[c->v_base + j]);
+					      vs->refs[vc->base + j]);
 			if (ent->pins)
 				pinned++;
 			else
@@ -1949,13 +1974,22 @@ static void kvp_verify_rows(struct kvp_pool *pool, struct kvp_vstate *vs)
 			kvp_violation(pool, bad,
 				      "row %u: maps %u of its pages, owns %u",
 				      i, owned, vs->per_row[i]);
+		if (owned != r->owned)
+			kvp_violation(pool, bad,
+				      "row %u: owns %u pages, counted as %u",
+				      i, owned, r->owned);
 		if (r->owner && (r->state == KVP_ROW_HELD ||
-				 r->state == KVP_ROW_SLOT)) {
-			r->owner->v_rows += r->state == KVP_ROW_HELD;
-			r->owner->v_slots += r->state == KVP_ROW_SLOT;
-			r->owner->v_pages += owned;
-			r->owner->tenant->v_rows++;
-			r->owner->tenant->v_pages += owned;
+				 r->state == KVP_ROW_SLOT) &&
+		    r->owner->cidx < pool->clients_cap &&
+		    r->owner->tenant->id < pool->tenants_cap) {
+			struct kvp_vclient *vc = &vs->cl[r->owner->cidx];
+			struct kvp_vtenant *vt = &vs->tn[r->owner->tenant->id];
+
+			vc->rows += r->state == KVP_ROW_HELD;
+			vc->slots += r->state == KVP_ROW_SLOT;
+			vc->pages += owned;
+			vt->rows++;
+			vt->pages += owned;
 		}
 		if (r->state == KVP_ROW_SLOT && r->owner &&
 		    kvp_slot_find(r->owner, r->session, NULL) != r)
@@ -2012,13 +2046,14 @@ static void kvp_verify_tenants(struct kvp_pool *pool, struct kvp_vstate *vs)
 		for (j = 0; j < pool->clients_cap; j++)
 			clients += pool->clients[j] &&
 				   pool->clients[j]->tenant == t;
-		if (t->id != i || t->v_pages != t->pages ||
-		    t->v_rows != t->rows || clients != t->nr_clients ||
+		if (t->id != i || vs->tn[i].pages != t->pages ||
+		    vs->tn[i].rows != t->rows || clients != t->nr_clients ||
 		    (!clients && !t->configured))
 			kvp_violation(pool, &vs->bad,
 				      "tenant %u: at %u, pages %u/%u rows %u/%u clients %u/%u (counted/kept)",
-				      t->id, i, t->v_pages, t->pages, t->v_rows,
-				      t->rows, clients, t->nr_clients);
+				      t->id, i, vs->tn[i].pages, t->pages,
+				      vs->tn[i].rows, t->rows, clients,
+				      t->nr_clients);
 		unmet += kvp_unmet(t);
 		sum_min += t->min_pages;
 	}
@@ -2039,6 +2074,11 @@ int kvp_verify_locked(struct kvp_pool *pool, u32 *violations)
 
 	lockdep_assert_held(&pool->lock);
 
+	/* One more entry each, so that an empty table is no special case. */
+	vs.cl = kvcalloc(pool->clients_cap + 1, sizeof(*vs.cl), GFP_KERNEL);
+	vs.tn = kvcalloc(pool->tenants_cap + 1, sizeof(*vs.tn), GFP_KERNEL);
+	if (!vs.cl || !vs.tn)
+		goto nomem;
 	for (i = 0; i < pool->clients_cap; i++) {
 		struct kvp_client *c = pool->clients[i];
 
@@ -2047,32 +2087,19 @@ int kvp_verify_locked(struct kvp_pool *pool, u32 *violations)
 		if (c->cidx != i || c->pool != pool)
 			kvp_violation(pool, &vs.bad, "client %u: at %u, says %u",
 				      c->id, i, c->cidx);
-		c->v_rows = 0;
-		c->v_slots = 0;
-		c->v_pages = 0;
-		c->v_base = ncache;
+		vs.cl[i].base = ncache;
 		ncache += c->nr_cache_pages;
 		nclients++;
 	}
 	if (nclients != pool->nr_clients)
 		kvp_violation(pool, &vs.bad, "clients: counted %u, kept %u",
 			      nclients, pool->nr_clients);
-	for (i = 0; i < pool->tenants_cap; i++) {
-		if (pool->tenants[i]) {
-			pool->tenants[i]->v_pages = 0;
-			pool->tenants[i]->v_rows = 0;
-		}
-	}
 
 	vs.per_row = kvcalloc(pool->nr_rows, sizeof(*vs.per_row), GFP_KERNEL);
 	vs.seen = kvcalloc(pool->nr_pages / 8 + 1, 1, GFP_KERNEL);
 	vs.refs = kvcalloc(ncache + 1, sizeof(*vs.refs), GFP_KERNEL);
-	if (!vs.per_row || !vs.seen || !vs.refs) {
-		kvfree(vs.per_row);
-		kvfree(vs.seen);
-		kvfree(vs.refs);
-		return -ENOMEM;
-	}
+	if (!vs.per_row || !vs.seen || !vs.refs)
+		goto nomem;
 
 	kvp_verify_pages(pool, &vs);
 	kvp_verify_rows(pool, &vs);
@@ -2091,10 +2118,11 @@ int kvp_verify_locked(struct kvp_pool *pool, u32 *violations)
 	    pool->reserved_rows + pool->export_rows != pool->nr_rows)
 		kvp_violation(pool, &vs.bad, "rows: sum != %u", pool->nr_rows);
 	kvp_verify_tenants(pool, &vs);
-
-	kvfree(vs.per_row);
-	kvfree(vs.seen);
-	kvfree(vs.refs);
 	*violations = vs.bad;
+	kvp_vstate_free(&vs);
 	return 0;
+
+nomem:
+	kvp_vstate_free(&vs);
+	return -ENOMEM;
 }

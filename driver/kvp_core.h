@@ -65,6 +65,11 @@ struct kvp_client;
  * @prev: held: the previous row the client holds, so any can be unlinked
  * @mark: batch epoch, to refuse a row named twice in one batch
  * @gen: generation of the current (or last) handle; never 0
+ * @owned: how many of its @pages it owns (the rest it borrows from its
+ *         client's prefix cache, or are holes): what the counters of its
+ *         state and owner hold for it
+ * @state, @owner and @owned change only through kvp_row_move() and
+ * kvp_row_own() (kvp_core.c), which keep every counter with them.
  */
 struct kvp_row {
 	u32 *pages;
@@ -72,6 +77,7 @@ struct kvp_row {
 	u64 session;
 	u32 nr;
 	u32 cap;
+	u32 owned;
 	u32 allocated;
 	u32 committed;
 	u32 protected;
@@ -115,7 +121,6 @@ struct kvp_tenant {
 	u32 nr_clients;
 	bool configured;
 	char label[KVPOOL_LABEL_LEN];
-	u32 v_pages, v_rows;	/* verify's scratch tallies */
 };
 
 /*
@@ -140,8 +145,6 @@ struct kvp_client {
 	u32 slot_head[KVP_SLOT_BUCKETS];	/* row index chains, by session */
 	/* its held rows, linked by next/prev: close walks only these */
 	u32 held_head;
-	/* verify's scratch tallies */
-	u32 v_rows, v_slots, v_pages, v_base;
 };
 
 struct kvp_pool {

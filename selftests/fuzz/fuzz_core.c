@@ -128,7 +128,7 @@ struct fz_rsnap {
 	u8 state;
 	int owner;		/* client slot, -1 none, 99 not one of ours */
 	u64 session;
-	u32 nr, allocated, committed, protected, swa, next, gen;
+	u32 nr, allocated, committed, protected, swa, next, gen, owned;
 	u32 pages[FZ_MAX_ROW_PAGES];
 };
 
@@ -317,6 +317,7 @@ static void fz_snap(struct fz *f, struct fz_snap *s)
 		rs->swa = r->swa_evicted;
 		rs->next = r->next;
 		rs->gen = r->gen;
+		rs->owned = r->owned;
 		FZ_CHECK(f, r->nr <= FZ_MAX_ROW_PAGES && r->nr <= r->cap,
 			 "row %u: nr %u cap %u", i, r->nr, r->cap);
 		if (r->nr)
@@ -408,6 +409,7 @@ static const char *fz_snap_diff(const struct fz *f, const struct fz_snap *a,
 		    x->committed != y->committed ||
 		    x->protected != y->protected || x->swa != y->swa ||
 		    x->next != y->next || x->gen != y->gen ||
+		    x->owned != y->owned ||
 		    !fz_same(x->pages, y->pages, x->nr)) {
 			snprintf(buf, sizeof(buf), "row %u", i);
 			return buf;

@@ -1119,7 +1119,7 @@ struct psnap {
 		struct kvp_client *owner;
 		u64 session;
 		u32 nr, allocated, committed, protected, swa_evicted, next;
-		u32 gen;
+		u32 gen, owned;
 		u8 state;
 		u32 pages[SNAP_PAGES];
 	} rows[SNAP_ROWS];
@@ -1145,6 +1145,7 @@ static void psnap_take(struct tpool *t, struct psnap *s)
 		s->rows[i].swa_evicted = r->swa_evicted;
 		s->rows[i].next = r->next;
 		s->rows[i].gen = r->gen;
+		s->rows[i].owned = r->owned;
 		s->rows[i].state = r->state;
 		if (r->nr)
 			memcpy(s->rows[i].pages, r->pages, r->nr * sizeof(u32));
