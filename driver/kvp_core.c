@@ -83,6 +83,8 @@ int kvp_pool_init(struct kvp_pool *pool, u32 id, u32 flags, u32 nr_pages,
 		return -ENOMEM;
 	}
 	mutex_init(&pool->lock);
+	xa_init_flags(&pool->clients, XA_FLAGS_ALLOC);
+	xa_init_flags(&pool->tenants, XA_FLAGS_ALLOC);
 	pool->id = id;
 	pool->flags = flags;
 	pool->nr_pages = nr_pages;
@@ -115,48 +117,22 @@ int kvp_pool_init(struct kvp_pool *pool, u32 id, u32 flags, u32 nr_pages,
 
 void kvp_pool_fini(struct kvp_pool *pool)
 {
+	struct kvp_tenant *t;
+	unsigned long id;
 	u32 i;
 
 	/* Rows can only be held by clients, and clients pin the pool. */
 	for (i = 0; i < pool->nr_rows; i++)
 		kvfree(pool->rows[i].pages);
-	for (i = 0; i < pool->tenants_cap; i++)
-		kvfree(pool->tenants[i]);	/* configured, client-less */
-	kvfree(pool->tenants);
-	kvfree(pool->clients);
+	xa_for_each(&pool->tenants, id, t)
+		kvfree(t);	/* configured, client-less */
+	xa_destroy(&pool->tenants);
+	xa_destroy(&pool->clients);
 	kvfree(pool->rows);
 	kvfree(pool->pages);
 	mutex_destroy(&pool->lock);
 	pool->rows = NULL;
 	pool->pages = NULL;
-}
-
-/*
- * Makes room for one more entry in a table of pointers that doubles from
- * 16 up to @max entries, and returns the index of a free entry.
- */
-static int kvp_table_slot(void ***tab, u32 *cap, u32 used, u32 max, u32 *idx)
-{
-	void **t;
-	u32 i, n;
-
-	if (used == *cap) {
-		if (*cap >= max)
-			return -EMFILE;
-		n = *cap ? *cap * 2 : 16;
-		t = kvcalloc(n, sizeof(*t), GFP_KERNEL);
-		if (!t)
-			return -ENOMEM;
-		if (*cap)
-			memcpy(t, *tab, *cap * sizeof(*t));
-		kvfree(*tab);
-		*tab = t;
-		*cap = n;
-	}
-	for (i = 0; (*tab)[i]; i++)
-		;	/* a free entry exists: used < cap */
-	*idx = i;
-	return 0;
 }
 
 /*
@@ -203,17 +179,21 @@ static void kvp_charge(struct kvp_pool *pool, struct kvp_tenant *t,
 		kvp_pressure_changed(pool);
 }
 
+static struct hlist_head *kvp_tenant_bucket(struct kvp_pool *pool,
+					    u64 cgroup_id, u32 uid)
+{
+	return &pool->tenant_hash[hash_64(cgroup_id ^ ((u64)uid << 32),
+					  KVP_TENANT_HASH_BITS)];
+}
+
 static struct kvp_tenant *kvp_tenant_find(struct kvp_pool *pool,
 					  u64 cgroup_id, u32 uid)
 {
-	u32 i;
+	struct kvp_tenant *t;
 
-	for (i = 0; i < pool->tenants_cap; i++) {
-		struct kvp_tenant *t = pool->tenants[i];
-
-		if (t && t->cgroup_id == cgroup_id && t->uid == uid)
+	hlist_for_each_entry(t, kvp_tenant_bucket(pool, cgroup_id, uid), hash)
+		if (t->cgroup_id == cgroup_id && t->uid == uid)
 			return t;
-	}
 	return NULL;
 }
 
@@ -221,24 +201,27 @@ static int kvp_tenant_get(struct kvp_pool *pool, u64 cgroup_id, u32 uid,
 			  struct kvp_tenant **out)
 {
 	struct kvp_tenant *t = kvp_tenant_find(pool, cgroup_id, uid);
-	u32 idx;
 	int ret;
 
 	if (t) {
 		*out = t;
 		return 0;
 	}
-	ret = kvp_table_slot((void ***)&pool->tenants, &pool->tenants_cap,
-			     pool->nr_tenants, KVP_MAX_TENANTS, &idx);
-	if (ret)
-		return ret;
+	if (pool->nr_tenants >= KVP_MAX_TENANTS)
+		return -EMFILE;
 	t = kvcalloc(1, sizeof(*t), GFP_KERNEL);
 	if (!t)
 		return -ENOMEM;
+	ret = xa_alloc(&pool->tenants, &t->id, t,
+		       XA_LIMIT(0, KVP_MAX_TENANTS - 1), GFP_KERNEL);
+	if (ret) {
+		kvfree(t);
+		return ret == -EBUSY ? -EMFILE : ret;
+	}
 	t->cgroup_id = cgroup_id;
 	t->uid = uid;
-	t->id = idx;
-	pool->tenants[idx] = t;
+	INIT_LIST_HEAD(&t->clients);
+	hlist_add_head(&t->hash, kvp_tenant_bucket(pool, cgroup_id, uid));
 	pool->nr_tenants++;
 	*out = t;
 	return 0;
@@ -252,7 +235,8 @@ static void kvp_tenant_put(struct kvp_pool *pool, struct kvp_tenant *t)
 		pool->blocked_tenant = KVP_NIL;
 	if (t->nr_clients || t->configured)
 		return;
-	pool->tenants[t->id] = NULL;
+	hlist_del(&t->hash);
+	xa_erase(&pool->tenants, t->id);
 	pool->nr_tenants--;
 	kvfree(t);
 }
@@ -266,24 +250,28 @@ int kvp_client_attach_tenant_locked(struct kvp_pool *pool,
 	int ret;
 
 	lockdep_assert_held(&pool->lock);
-	ret = kvp_table_slot((void ***)&pool->clients, &pool->clients_cap,
-			     pool->nr_clients, KVP_MAX_CLIENTS, &cidx);
+	if (pool->nr_clients >= KVP_MAX_CLIENTS)
+		return -EMFILE;
+	ret = xa_alloc(&pool->clients, &cidx, c,
+		       XA_LIMIT(0, KVP_MAX_CLIENTS - 1), GFP_KERNEL);
 	if (ret)
-		return ret;
+		return ret == -EBUSY ? -EMFILE : ret;
 	ret = kvp_tenant_get(pool, cgroup_id, uid, &t);
-	if (ret)
+	if (ret) {
+		xa_erase(&pool->clients, cidx);
 		return ret;
+	}
 
 	memset(c, 0, sizeof(*c));
 	c->pool = pool;
 	c->id = ++pool->next_client_id;
 	c->tenant = t;
+	list_add_tail(&c->tenant_link, &t->clients);
 	t->nr_clients++;
 	for (i = 0; i < KVP_SLOT_BUCKETS; i++)
 		c->slot_head[i] = KVP_NIL;
 	c->held_head = KVP_NIL;
 	c->cidx = cidx;
-	pool->clients[cidx] = c;
 	pool->nr_clients++;
 	return 0;
 }
@@ -298,19 +286,18 @@ static bool kvp_is_cache(u32 owner)
 	return (owner & KVP_OWNER_CACHE) && owner < KVP_OWNER_RESERVED;
 }
 
-/* The cache entry of page @id, which the caller knows is a cache page. */
-static struct kvp_cache_ent *kvp_cache_ent(struct kvp_pool *pool, u32 id)
+/* The client whose cache page @id is. */
+static struct kvp_client *kvp_cache_client(struct kvp_pool *pool,
+					   u32 id)
 {
-	struct kvp_client *c = pool->clients[pool->pages[id].owner &
-					     ~KVP_OWNER_CACHE];
-
-	return &c->cache[pool->pages[id].next];
+	return xa_load(&pool->clients, pool->pages[id].owner & ~KVP_OWNER_CACHE);
 }
 
-/* The client whose cache page @id is. */
-static struct kvp_client *kvp_cache_client(struct kvp_pool *pool, u32 id)
+/* The cache entry of page @id, which the caller knows is a cache page. */
+static struct kvp_cache_ent *kvp_cache_ent(struct kvp_pool *pool,
+					   u32 id)
 {
-	return pool->clients[pool->pages[id].owner & ~KVP_OWNER_CACHE];
+	return &kvp_cache_client(pool, id)->cache[pool->pages[id].next];
 }
 
 /* Counts a cache page of @c going from unpinned to pinned (@d = 1) or back. */
@@ -436,7 +423,8 @@ static u32 kvp_next_gen(u32 gen)
 	return gen + 1 ? gen + 1 : 1;
 }
 
-static u32 kvp_row_index(const struct kvp_pool *pool, const struct kvp_row *r)
+static u32 kvp_row_index(const struct kvp_pool *pool,
+			 const struct kvp_row *r)
 {
 	return (u32)(r - pool->rows);
 }
@@ -629,7 +617,8 @@ void kvp_client_detach_locked(struct kvp_client *c)
 	c->cache = NULL;
 	c->cache_cap = 0;
 
-	pool->clients[c->cidx] = NULL;
+	xa_erase(&pool->clients, c->cidx);
+	list_del(&c->tenant_link);
 	c->tenant->nr_clients--;
 	kvp_tenant_put(pool, c->tenant);
 	c->tenant = NULL;
@@ -1350,8 +1339,6 @@ int kvp_row_query_locked(struct kvp_client *c, struct kvpool_row_query *q,
 	return 0;
 }
 
-/* ---- tenants and pressure ---- */
-
 int kvp_tenant_set_locked(struct kvp_pool *pool, struct kvpool_ctl_tenant *a)
 {
 	struct kvp_tenant *t;
@@ -1366,10 +1353,9 @@ int kvp_tenant_set_locked(struct kvp_pool *pool, struct kvpool_ctl_tenant *a)
 	    (a->max_pages && a->min_pages > a->max_pages))
 		return -EINVAL;
 	if (a->flags & KVPOOL_TENANT_BY_ID) {
-		if (a->tenant_id >= pool->tenants_cap ||
-		    !pool->tenants[a->tenant_id])
+		t = xa_load(&pool->tenants, a->tenant_id);
+		if (!t)
 			return -ENOENT;
-		t = pool->tenants[a->tenant_id];
 	} else {
 		t = kvp_tenant_find(pool, a->cgroup_id, a->uid);
 	}
@@ -1435,7 +1421,7 @@ u32 kvp_pressure_locked(struct kvp_client *c, u32 *reasons)
 	struct kvp_pool *pool = c->pool;
 	struct kvp_tenant *t = c->tenant;
 	u32 mine = c->nr_cache_pages - c->nr_cache_pinned;
-	u32 ask = 0, want, i;
+	u32 ask = 0, want;
 
 	lockdep_assert_held(&pool->lock);
 	*reasons = 0;
@@ -1455,15 +1441,15 @@ u32 kvp_pressure_locked(struct kvp_client *c, u32 *reasons)
 	}
 	if (pool->blocked_tenant != KVP_NIL && pool->blocked_tenant != t->id &&
 	    t->pages > t->min_pages) {
-		struct kvp_tenant *b = pool->tenants[pool->blocked_tenant];
+		struct kvp_tenant *b = xa_load(&pool->tenants,
+					       pool->blocked_tenant);
+		struct kvp_tenant *o;
+		unsigned long id;
 		u32 above = 0;
 
-		for (i = 0; i < pool->tenants_cap; i++) {
-			struct kvp_tenant *o = pool->tenants[i];
-
-			if (o && o != b && o->pages > o->min_pages)
+		xa_for_each(&pool->tenants, id, o)
+			if (o != b && o->pages > o->min_pages)
 				above += o->cache_pages - o->cache_pinned;
-		}
 		want = kvp_share(kvp_unmet(b), mine, above);
 		ask = want > ask ? want : ask;
 		*reasons |= KVPOOL_PRESSURE_GUARANTEE;
@@ -1474,15 +1460,16 @@ u32 kvp_pressure_locked(struct kvp_client *c, u32 *reasons)
 u32 kvp_tenant_list_locked(struct kvp_pool *pool,
 			   struct kvpool_tenant_info *out, u32 count)
 {
-	u32 i, j, n = 0, why;
+	struct kvp_tenant *t;
+	struct kvp_client *c;
+	unsigned long id;
+	u32 n = 0, why;
 
 	lockdep_assert_held(&pool->lock);
-	for (i = 0; i < pool->tenants_cap; i++) {
-		struct kvp_tenant *t = pool->tenants[i];
+	/* O(tenants + clients): each client is asked once, by its tenant. */
+	xa_for_each(&pool->tenants, id, t) {
 		struct kvpool_tenant_info *ti;
 
-		if (!t)
-			continue;
 		if (n >= count) {
 			n++;
 			continue;
@@ -1500,15 +1487,11 @@ u32 kvp_tenant_list_locked(struct kvp_pool *pool,
 		ti->min_pages = t->min_pages;
 		ti->max_rows = t->max_rows;
 		memcpy(ti->label, t->label, sizeof(ti->label));
-		for (j = 0; j < pool->clients_cap; j++)
-			if (pool->clients[j] && pool->clients[j]->tenant == t)
-				ti->ask_pages +=
-					kvp_pressure_locked(pool->clients[j], &why);
+		list_for_each_entry(c, &t->clients, tenant_link)
+			ti->ask_pages += kvp_pressure_locked(c, &why);
 	}
 	return n;
 }
-
-/* ---- export and import ---- */
 
 /*
  * The row EXPORT would take, the pages it owns and those it borrows (which
@@ -1671,7 +1654,7 @@ struct kvp_vclient {
 
 /* What verify counts for a tenant, by its id. */
 struct kvp_vtenant {
-	u32 rows, pages;
+	u32 rows, pages, clients;
 };
 
 /*
@@ -1682,10 +1665,22 @@ struct kvp_vstate {
 	u32 *per_row;	/* pages each row owns, by the page table */
 	u8 *seen;	/* a bit per page some row maps as its own */
 	u32 *refs;	/* borrowers of each cache entry */
-	struct kvp_vclient *cl;		/* [pool->clients_cap] */
-	struct kvp_vtenant *tn;		/* [pool->tenants_cap] */
+	struct kvp_vclient *cl;		/* [nr_cl], by cidx */
+	struct kvp_vtenant *tn;		/* [nr_tn], by tenant id */
+	u32 nr_cl, nr_tn;		/* highest index in use, plus one */
 	u32 bad;
 };
+
+/* One more than the highest index in use in @xa; 0 if it is empty. */
+static u32 kvp_xa_span(struct xarray *xa)
+{
+	unsigned long id, last = 0;
+	void *entry;
+
+	xa_for_each(xa, id, entry)
+		last = id + 1;
+	return (u32)last;
+}
 
 static void kvp_vstate_free(struct kvp_vstate *vs)
 {
@@ -1700,11 +1695,10 @@ static void kvp_vstate_free(struct kvp_vstate *vs)
 static struct kvp_client *kvp_cache_owner(struct kvp_pool *pool, u32 id)
 {
 	u32 cidx = pool->pages[id].owner & ~KVP_OWNER_CACHE;
-	struct kvp_client *c;
+	struct kvp_client *c = xa_load(&pool->clients, cidx);
 
-	if (cidx >= pool->clients_cap || !pool->clients[cidx])
+	if (!c)
 		return NULL;
-	c = pool->clients[cidx];
 	if (pool->pages[id].next >= c->nr_cache_pages ||
 	    c->cache[pool->pages[id].next].page != id)
 		return NULL;
@@ -1892,14 +1886,13 @@ static void kvp_verify_caches(struct kvp_pool *pool, struct kvp_vstate *vs)
 {
 	u32 evictable = 0, pinned = 0;
 	u32 *bad = &vs->bad;
-	u32 i, j;
+	struct kvp_client *c;
+	unsigned long i;
+	u32 j;
 
-	for (i = 0; i < pool->clients_cap; i++) {
-		struct kvp_client *c = pool->clients[i];
+	xa_for_each(&pool->clients, i, c) {
 		struct kvp_vclient *vc = &vs->cl[i];
 
-		if (!c)
-			continue;
 		if (vc->rows != c->nr_rows || vc->slots != c->nr_slots ||
 		    vc->pages != c->nr_pages)
 			kvp_violation(pool, bad,
@@ -1907,8 +1900,10 @@ static void kvp_verify_caches(struct kvp_pool *pool, struct kvp_vstate *vs)
 				      c->id, vc->rows, c->nr_rows, vc->slots,
 				      c->nr_slots, vc->pages, c->nr_pages);
 		kvp_verify_held(pool, c, vs);
-		if (c->tenant->id < pool->tenants_cap)
+		if (c->tenant->id < vs->nr_tn) {
 			vs->tn[c->tenant->id].pages += c->nr_cache_pages;
+			vs->tn[c->tenant->id].clients++;
+		}
 		for (j = 0; j < c->nr_cache_pages; j++) {
 			struct kvp_cache_ent *ent = &c->cache[j];
 
@@ -1980,8 +1975,8 @@ static void kvp_verify_rows(struct kvp_pool *pool, struct kvp_vstate *vs)
 				      i, owned, r->owned);
 		if (r->owner && (r->state == KVP_ROW_HELD ||
 				 r->state == KVP_ROW_SLOT) &&
-		    r->owner->cidx < pool->clients_cap &&
-		    r->owner->tenant->id < pool->tenants_cap) {
+		    r->owner->cidx < vs->nr_cl &&
+		    r->owner->tenant->id < vs->nr_tn) {
 			struct kvp_vclient *vc = &vs->cl[r->owner->cidx];
 			struct kvp_vtenant *vt = &vs->tn[r->owner->tenant->id];
 
@@ -2032,28 +2027,30 @@ static void kvp_verify_rows(struct kvp_pool *pool, struct kvp_vstate *vs)
 /* Tenants: usage, clients and the guarantee sum, from the bottom up. */
 static void kvp_verify_tenants(struct kvp_pool *pool, struct kvp_vstate *vs)
 {
-	u32 n = 0, unmet = 0, clients;
+	u32 n = 0, unmet = 0, clients, listed;
+	struct kvp_tenant *t;
+	struct kvp_client *c;
 	u64 sum_min = 0;
-	u32 i, j;
+	unsigned long i;
 
-	for (i = 0; i < pool->tenants_cap; i++) {
-		struct kvp_tenant *t = pool->tenants[i];
-
-		if (!t)
-			continue;
+	xa_for_each(&pool->tenants, i, t) {
 		n++;
-		clients = 0;
-		for (j = 0; j < pool->clients_cap; j++)
-			clients += pool->clients[j] &&
-				   pool->clients[j]->tenant == t;
+		clients = vs->tn[i].clients;
+		/* Its client list: each entry one of its clients, none left out. */
+		listed = 0;
+		list_for_each_entry(c, &t->clients, tenant_link) {
+			if (c->tenant != t || listed++ > clients)
+				break;
+		}
 		if (t->id != i || vs->tn[i].pages != t->pages ||
 		    vs->tn[i].rows != t->rows || clients != t->nr_clients ||
-		    (!clients && !t->configured))
+		    listed != clients || (!clients && !t->configured) ||
+		    kvp_tenant_find(pool, t->cgroup_id, t->uid) != t)
 			kvp_violation(pool, &vs->bad,
-				      "tenant %u: at %u, pages %u/%u rows %u/%u clients %u/%u (counted/kept)",
+				      "tenant %u: at %lu, pages %u/%u rows %u/%u clients %u/%u/%u (counted/kept/listed)",
 				      t->id, i, vs->tn[i].pages, t->pages,
 				      vs->tn[i].rows, t->rows, clients,
-				      t->nr_clients);
+				      t->nr_clients, listed);
 		unmet += kvp_unmet(t);
 		sum_min += t->min_pages;
 	}
@@ -2070,22 +2067,21 @@ int kvp_verify_locked(struct kvp_pool *pool, u32 *violations)
 {
 	struct kvp_vstate vs = { };
 	u32 nclients = 0, ncache = 0;
-	u32 i;
+	struct kvp_client *c;
+	unsigned long i;
 
 	lockdep_assert_held(&pool->lock);
 
 	/* One more entry each, so that an empty table is no special case. */
-	vs.cl = kvcalloc(pool->clients_cap + 1, sizeof(*vs.cl), GFP_KERNEL);
-	vs.tn = kvcalloc(pool->tenants_cap + 1, sizeof(*vs.tn), GFP_KERNEL);
+	vs.nr_cl = kvp_xa_span(&pool->clients);
+	vs.nr_tn = kvp_xa_span(&pool->tenants);
+	vs.cl = kvcalloc(vs.nr_cl + 1, sizeof(*vs.cl), GFP_KERNEL);
+	vs.tn = kvcalloc(vs.nr_tn + 1, sizeof(*vs.tn), GFP_KERNEL);
 	if (!vs.cl || !vs.tn)
 		goto nomem;
-	for (i = 0; i < pool->clients_cap; i++) {
-		struct kvp_client *c = pool->clients[i];
-
-		if (!c)
-			continue;
+	xa_for_each(&pool->clients, i, c) {
 		if (c->cidx != i || c->pool != pool)
-			kvp_violation(pool, &vs.bad, "client %u: at %u, says %u",
+			kvp_violation(pool, &vs.bad, "client %u: at %lu, says %u",
 				      c->id, i, c->cidx);
 		vs.cl[i].base = ncache;
 		ncache += c->nr_cache_pages;

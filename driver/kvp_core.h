@@ -28,6 +28,7 @@
 #define KVP_MAX_CLIENTS		65536U
 #define KVP_MAX_TENANTS		4096U
 #define KVP_REPORT_LIMIT	16U
+#define KVP_TENANT_HASH_BITS	6	/* buckets of the tenant lookup */
 
 /*
  * One page: the only per-page memory, 8 bytes.
@@ -68,8 +69,9 @@ struct kvp_client;
  * @owned: how many of its @pages it owns (the rest it borrows from its
  *         client's prefix cache, or are holes): what the counters of its
  *         state and owner hold for it
- * @state, @owner and @owned change only through kvp_row_move() and
- * kvp_row_own() (kvp_core.c), which keep every counter with them.
+ * @state, @owner and @owned change only through kvp_row_move(),
+ * kvp_row_own() and kvp_row_take() (kvp_core.c), which keep every
+ * counter with them.
  */
 struct kvp_row {
 	u32 *pages;
@@ -102,12 +104,16 @@ struct kvp_cache_ent {
 /*
  * A tenant: the clients of one cgroup v2 and uid. Protected by pool->lock.
  * @id: index in pool->tenants
+ * @hash: its place in pool->tenant_hash, by cgroup and uid
+ * @clients: its clients, by their @tenant_link
  * @pages: pages its clients hold: rows, slots and caches
  * @cache_pages, @cache_pinned: of which in caches, and pinned there
  * @rows: rows its clients hold, parked included
  * @configured: the administrator set limits: kept with no clients
  */
 struct kvp_tenant {
+	struct hlist_node hash;
+	struct list_head clients;
 	u64 cgroup_id;
 	u32 uid;
 	u32 id;
@@ -127,6 +133,7 @@ struct kvp_tenant {
  * A client: one open file of the pool. Protected by pool->lock.
  * Counts are kept for STATS and fdinfo, and recomputed by verify.
  * @cidx: index in pool->clients; names the client in page owners
+ * @tenant_link: its place on its tenant's @clients
  * @cache: its prefix cache's pages, @nr_cache_pages of them, room for
  *         @cache_cap; order is arbitrary (removal swaps the last in)
  */
@@ -142,6 +149,7 @@ struct kvp_client {
 	u32 cache_cap;
 	struct kvp_cache_ent *cache;
 	struct kvp_tenant *tenant;
+	struct list_head tenant_link;
 	u32 slot_head[KVP_SLOT_BUCKETS];	/* row index chains, by session */
 	/* its held rows, linked by next/prev: close walks only these */
 	u32 held_head;
@@ -169,13 +177,14 @@ struct kvp_pool {
 	u32 free_rows, held_rows, slot_rows, reserved_rows;
 	u32 nr_clients;
 	u32 next_client_id;
-	/* live clients by cidx; NULL where free; room for @clients_cap */
-	struct kvp_client **clients;
-	u32 clients_cap;
-
-	/* tenants by id, the same way; see struct kvp_tenant */
-	struct kvp_tenant **tenants;
-	u32 tenants_cap;
+	/*
+	 * Live clients by cidx and tenants by id: the lowest free index is
+	 * taken, so ids stay small and dense. The xarrays' own locks are
+	 * taken inside pool->lock, which is what protects their contents.
+	 */
+	struct xarray clients;
+	struct xarray tenants;
+	struct hlist_head tenant_hash[1 << KVP_TENANT_HASH_BITS];
 	u32 nr_tenants;
 	u32 unmet;		/* sum of tenants' (min_pages - pages) > 0 */
 	u64 sum_min;		/* sum of tenants' min_pages */

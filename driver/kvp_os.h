@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * The kernel services the kvpool core uses: mutexes and lockdep
- * assertions, kvmalloc-family allocations, and one logging hook. The core
+ * assertions, kvmalloc-family allocations, xarrays, lists, hash_64,
+ * min/max, and one logging hook. The core
  * calls them by their kernel names; the userspace unit test supplies its
  * own malloc-backed, failure-injecting versions of exactly these in
  * selftests/unit/kvp_os_user.h, as the kernel's tools/testing/radix-tree
@@ -13,14 +14,19 @@
 #ifdef __KERNEL__
 
 #include <linux/errno.h>
+#include <linux/hash.h>
 #include <linux/kernel.h>
+#include <linux/list.h>
 #include <linux/lockdep.h>
+#include <linux/math.h>
+#include <linux/minmax.h>
 #include <linux/mm.h>
 #include <linux/mutex.h>
 #include <linux/printk.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/types.h>
+#include <linux/xarray.h>
 
 /* One broken invariant, in a form tests can catch in the kernel log. */
 #define kvp_report(pool, fmt, ...) \

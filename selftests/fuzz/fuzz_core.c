@@ -124,6 +124,17 @@ static bool fz_same(const u32 *a, const u32 *b, u32 n)
 
 /* ---- snapshots of the whole core state -------------------------------- */
 
+/* One more than the highest index in use in @xa. */
+static u32 fz_span(struct xarray *xa)
+{
+	unsigned long id, last = 0;
+	void *entry;
+
+	xa_for_each(xa, id, entry)
+		last = id + 1;
+	return (u32)last;
+}
+
 struct fz_rsnap {
 	u8 state;
 	int owner;		/* client slot, -1 none, 99 not one of ours */
@@ -154,8 +165,8 @@ struct fz_snap {
 	u32 free_head, free_row_head, free_pages, row_pages, slot_pages;
 	u32 reserved_pages, cache_evictable, cache_pinned, free_rows;
 	u32 held_rows, slot_rows, reserved_rows, nr_clients, next_client_id;
-	u32 clients_cap;
-	u32 tenants_cap, nr_tenants, unmet, low_wmark, high_wmark;
+	u32 clients_span;	/* highest client index in use, plus one */
+	u32 tenants_span, nr_tenants, unmet, low_wmark, high_wmark;
 	u32 export_rows, export_pages;
 	u64 sum_min;
 	int clients[16];	/* pool->clients[] as client slots */
@@ -265,8 +276,8 @@ static void fz_snap(struct fz *f, struct fz_snap *s)
 	s->reserved_rows = pool->reserved_rows;
 	s->nr_clients = pool->nr_clients;
 	s->next_client_id = pool->next_client_id;
-	s->clients_cap = pool->clients_cap;
-	s->tenants_cap = pool->tenants_cap;
+	s->clients_span = fz_span(&pool->clients);
+	s->tenants_span = fz_span(&pool->tenants);
 	s->nr_tenants = pool->nr_tenants;
 	s->unmet = pool->unmet;
 	s->sum_min = pool->sum_min;
@@ -274,11 +285,11 @@ static void fz_snap(struct fz *f, struct fz_snap *s)
 	s->high_wmark = pool->high_wmark;
 	s->export_rows = pool->export_rows;
 	s->export_pages = pool->export_pages;
-	FZ_CHECK(f, pool->tenants_cap <= FZ_MAX_TENANTS, "tenants_cap %u",
-		 pool->tenants_cap);
+	FZ_CHECK(f, s->tenants_span <= FZ_MAX_TENANTS, "tenants_span %u",
+		 s->tenants_span);
 	memset(s->tenants, 0, sizeof(s->tenants));
-	for (i = 0; i < pool->tenants_cap; i++) {
-		const struct kvp_tenant *t = pool->tenants[i];
+	for (i = 0; i < s->tenants_span && i < FZ_MAX_TENANTS; i++) {
+		const struct kvp_tenant *t = xa_load(&pool->tenants, i);
 		struct fz_tsnap *ts = &s->tenants[i];
 
 		if (!t)
@@ -298,10 +309,10 @@ static void fz_snap(struct fz *f, struct fz_snap *s)
 		ts->nr_clients = t->nr_clients;
 		memcpy(ts->label, t->label, sizeof(ts->label));
 	}
-	FZ_CHECK(f, pool->clients_cap <= 16, "clients_cap %u", pool->clients_cap);
+	FZ_CHECK(f, s->clients_span <= 16, "clients_span %u", s->clients_span);
 	memset(s->clients, 0, sizeof(s->clients));
-	for (i = 0; i < pool->clients_cap; i++)
-		s->clients[i] = fz_slot_of(f, pool->clients[i]);
+	for (i = 0; i < s->clients_span && i < 16; i++)
+		s->clients[i] = fz_slot_of(f, xa_load(&pool->clients, i));
 	memcpy(s->pages, pool->pages, pool->nr_pages * sizeof(*s->pages));
 	for (i = 0; i < pool->nr_rows; i++) {
 		const struct kvp_row *r = &pool->rows[i];
@@ -373,8 +384,8 @@ static const char *fz_snap_diff(const struct fz *f, const struct fz_snap *a,
 	FZ_SCMP(reserved_rows);
 	FZ_SCMP(nr_clients);
 	FZ_SCMP(next_client_id);
-	FZ_SCMP(clients_cap);
-	FZ_SCMP(tenants_cap);
+	FZ_SCMP(clients_span);
+	FZ_SCMP(tenants_span);
 	FZ_SCMP(nr_tenants);
 	FZ_SCMP(unmet);
 	FZ_SCMP(sum_min);
@@ -2023,6 +2034,7 @@ static void op_tenant(struct fz *f, struct fz_in *in)
 	u32 mn = rd8(in), rows = rd8(in), lb = rd8(in);
 	u32 usable = f->pool.nr_pages - f->pool.reserved_pages;
 	const struct fz_tsnap *t = NULL;
+	const struct kvp_tenant *t2;
 	u64 sum_min;
 	u32 k;
 	int ret, want = 0;
@@ -2051,13 +2063,13 @@ static void op_tenant(struct fz *f, struct fz_in *in)
 		want = -EINVAL;
 	} else {
 		if (a.flags & KVPOOL_TENANT_BY_ID) {
-			if (a.tenant_id >= f->before.tenants_cap ||
+			if (a.tenant_id >= f->before.tenants_span ||
 			    !f->before.tenants[a.tenant_id].live)
 				want = -ENOENT;
 			else
 				t = &f->before.tenants[a.tenant_id];
 		} else {
-			for (k = 0; k < f->before.tenants_cap; k++)
+			for (k = 0; k < f->before.tenants_span; k++)
 				if (f->before.tenants[k].live &&
 				    f->before.tenants[k].cgroup_id == a.cgroup_id &&
 				    f->before.tenants[k].uid == a.uid)
@@ -2075,12 +2087,14 @@ static void op_tenant(struct fz *f, struct fz_in *in)
 	fz_end(f, ret, want);
 	if (ret)
 		return;
-	FZ_CHECK(f, a.tenant_id < f->pool.tenants_cap &&
-		 f->pool.tenants[a.tenant_id], "tenant %u", a.tenant_id);
-	FZ_EQ(f, f->pool.tenants[a.tenant_id]->max_pages, a.max_pages);
-	FZ_EQ(f, f->pool.tenants[a.tenant_id]->min_pages, a.min_pages);
-	FZ_EQ(f, f->pool.tenants[a.tenant_id]->max_rows, a.max_rows);
-	FZ_CHECK(f, f->pool.tenants[a.tenant_id]->configured, "not kept");
+	t2 = xa_load(&f->pool.tenants, a.tenant_id);
+	FZ_CHECK(f, t2, "tenant %u", a.tenant_id);
+	if (!t2)
+		return;
+	FZ_EQ(f, t2->max_pages, a.max_pages);
+	FZ_EQ(f, t2->min_pages, a.min_pages);
+	FZ_EQ(f, t2->max_rows, a.max_rows);
+	FZ_CHECK(f, t2->configured, "not kept");
 }
 
 static void op_wmark(struct fz *f, struct fz_in *in)

@@ -64,3 +64,90 @@ void kvp_user_report(unsigned int pool, const char *fmt, ...)
 	fputc('\n', stderr);
 	va_end(ap);
 }
+
+void xa_init_flags(struct xarray *xa, unsigned int flags)
+{
+	(void)flags;
+	xa->slots = NULL;
+	xa->cap = 0;
+}
+
+void xa_destroy(struct xarray *xa)
+{
+	kvp_user_free(xa->slots);
+	xa->slots = NULL;
+	xa->cap = 0;
+}
+
+void *xa_load(struct xarray *xa, unsigned long index)
+{
+	return index < xa->cap ? xa->slots[index] : NULL;
+}
+
+void *xa_erase(struct xarray *xa, unsigned long index)
+{
+	void *old = xa_load(xa, index);
+
+	if (old)
+		xa->slots[index] = NULL;
+	return old;
+}
+
+int xa_alloc(struct xarray *xa, u32 *id, void *entry, struct xa_limit limit,
+	     unsigned int gfp)
+{
+	unsigned long i, n;
+	void **t;
+
+	(void)gfp;
+	for (i = limit.min; i < xa->cap && i <= limit.max; i++) {
+		if (!xa->slots[i]) {
+			xa->slots[i] = entry;
+			*id = (u32)i;
+			return 0;
+		}
+	}
+	if (i > limit.max)
+		return -EBUSY;
+	n = xa->cap ? xa->cap * 2 : 16;
+	t = kvp_user_alloc(n, sizeof(*t), true);
+	if (!t)
+		return -ENOMEM;
+	if (xa->cap)
+		memcpy(t, xa->slots, xa->cap * sizeof(*t));
+	kvp_user_free(xa->slots);
+	xa->slots = t;
+	xa->cap = n;
+	xa->slots[i] = entry;
+	*id = (u32)i;
+	return 0;
+}
+
+void *xa_find(struct xarray *xa, unsigned long *index, unsigned long max,
+	      unsigned int filter)
+{
+	unsigned long i;
+
+	(void)filter;
+	for (i = *index; i < xa->cap && i <= max; i++) {
+		if (xa->slots[i]) {
+			*index = i;
+			return xa->slots[i];
+		}
+	}
+	return NULL;
+}
+
+void *xa_find_after(struct xarray *xa, unsigned long *index,
+		    unsigned long max, unsigned int filter)
+{
+	unsigned long i = *index + 1;
+	void *entry;
+
+	if (!i)
+		return NULL;
+	entry = xa_find(xa, &i, max, filter);
+	if (entry)
+		*index = i;
+	return entry;
+}

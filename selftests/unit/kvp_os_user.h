@@ -10,6 +10,7 @@
 #define _KVP_OS_USER_H
 
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -63,6 +64,121 @@ void kvp_user_report(unsigned int pool, const char *fmt, ...)
 
 #define kvp_report(pool, fmt, ...) \
 	kvp_user_report((pool)->id, fmt, ##__VA_ARGS__)
+
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+#define min(a, b)	((a) < (b) ? (a) : (b))
+#define max(a, b)	((a) > (b) ? (a) : (b))
+#define DIV_ROUND_UP(n, d)	(((n) + (d) - 1) / (d))
+
+/*
+ * The xarray calls the core makes, for an allocating xarray of pointers:
+ * one flat array that doubles from 16 entries as it fills, so an index is
+ * looked up in O(1) and xa_alloc() takes the lowest free one, as the
+ * kernel's does. Growing is an allocation like any other: fail-nth can
+ * make xa_alloc() return -ENOMEM.
+ */
+struct xarray {
+	void **slots;
+	unsigned long cap;
+};
+
+struct xa_limit {
+	u32 min, max;
+};
+
+#define XA_FLAGS_ALLOC		0
+#define XA_LIMIT(lo, hi)	((struct xa_limit){ .min = (lo), .max = (hi) })
+#define XA_PRESENT		0
+
+void xa_init_flags(struct xarray *xa, unsigned int flags);
+void xa_destroy(struct xarray *xa);
+void *xa_load(struct xarray *xa, unsigned long index);
+void *xa_erase(struct xarray *xa, unsigned long index);
+int xa_alloc(struct xarray *xa, u32 *id, void *entry, struct xa_limit limit,
+	     unsigned int gfp);
+void *xa_find(struct xarray *xa, unsigned long *index, unsigned long max,
+	      unsigned int filter);
+void *xa_find_after(struct xarray *xa, unsigned long *index,
+		    unsigned long max, unsigned int filter);
+
+#define xa_for_each(xa, index, entry)					\
+	for (index = 0, entry = xa_find(xa, &index, ULONG_MAX, XA_PRESENT); \
+	     entry;							\
+	     entry = xa_find_after(xa, &index, ULONG_MAX, XA_PRESENT))
+
+/* The list and hash-list calls the core makes, as <linux/list.h> has them. */
+struct list_head {
+	struct list_head *next, *prev;
+};
+
+static inline void INIT_LIST_HEAD(struct list_head *h)
+{
+	h->next = h;
+	h->prev = h;
+}
+
+static inline void list_add_tail(struct list_head *n, struct list_head *h)
+{
+	n->prev = h->prev;
+	n->next = h;
+	h->prev->next = n;
+	h->prev = n;
+}
+
+static inline void list_del(struct list_head *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+	n->next = NULL;
+	n->prev = NULL;
+}
+
+#define list_for_each_entry(pos, head, member)				\
+	for (pos = container_of((head)->next, __typeof__(*pos), member); \
+	     &pos->member != (head);					\
+	     pos = container_of(pos->member.next, __typeof__(*pos), member))
+
+struct hlist_node {
+	struct hlist_node *next, **pprev;
+};
+
+struct hlist_head {
+	struct hlist_node *first;
+};
+
+static inline void hlist_add_head(struct hlist_node *n, struct hlist_head *h)
+{
+	n->next = h->first;
+	if (h->first)
+		h->first->pprev = &n->next;
+	h->first = n;
+	n->pprev = &h->first;
+}
+
+static inline void hlist_del(struct hlist_node *n)
+{
+	*n->pprev = n->next;
+	if (n->next)
+		n->next->pprev = n->pprev;
+	n->next = NULL;
+	n->pprev = NULL;
+}
+
+#define hlist_for_each_entry(pos, head, member)				\
+	for (pos = (head)->first ?					\
+	     container_of((head)->first, __typeof__(*pos), member) : NULL; \
+	     pos;							\
+	     pos = pos->member.next ?					\
+	     container_of(pos->member.next, __typeof__(*pos), member) : NULL)
+
+/* <linux/hash.h>'s multiplicative hash, the same constant. */
+#define GOLDEN_RATIO_64 0x61C8864680B583EBull
+
+static inline u32 hash_64(u64 val, unsigned int bits)
+{
+	return (u32)((val * GOLDEN_RATIO_64) >> (64 - bits));
+}
 
 /* One thread here: plain accesses, as the kernel's do without KCSAN. */
 #define READ_ONCE(x)		(*(volatile __typeof__(x) *)&(x))
