@@ -70,7 +70,7 @@ struct kvp_client;
  *         client's prefix cache, or are holes): what the counters of its
  *         state and owner hold for it
  * @state, @owner and @owned change only through kvp_row_move(),
- * kvp_row_own() and kvp_row_take() (kvp_core.c), which keep every
+ * kvp_row_own() and kvp_row_take() (kvp_pool.c), which keep every
  * counter with them.
  */
 struct kvp_row {

@@ -17,7 +17,7 @@
  *	...
  *	close(fd);				// every row and page goes back
  *
- * The pool's state machine lives in kvp_core.c; this file copies
+ * The pool's state machine lives in the core (kvp_core.h); this file copies
  * arguments in and out, checks their shape, and takes the pool lock.
  *
  * Locking, outermost first:

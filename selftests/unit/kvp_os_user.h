@@ -134,6 +134,8 @@ static inline void list_del(struct list_head *n)
 	n->prev = NULL;
 }
 
+#define list_entry(ptr, type, member)	container_of(ptr, type, member)
+
 #define list_for_each_entry(pos, head, member)				\
 	for (pos = container_of((head)->next, __typeof__(*pos), member); \
 	     &pos->member != (head);					\

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Unit test of the kvpool core (driver/kvp_core.c) in userspace, built
+ * Unit test of the kvpool core (driver/core.mk's sources) in userspace, built
  * with AddressSanitizer and UndefinedBehaviorSanitizer. The very same
  * source that goes into kvpool.ko is compiled here against
  * kvp_os_user.h, which counts allocations and fails the Nth on request.

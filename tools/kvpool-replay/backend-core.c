@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * kvpool-replay, core backend: driver/kvp_core.c linked in, with the
+ * kvpool-replay, core backend: the driver's core linked in, with the
  * userspace shim of selftests/unit/kvp_os_user.c, one pool in this
  * process. Every op takes pool->lock around one *_locked call, as the
  * driver does around its ioctls, and answers as libkvpool would.

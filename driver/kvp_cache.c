@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kvpool core: a client's prefix cache: donate, attach, evict, pins.
+ *
+ * A cache page is owned by its client (KVP_OWNER_CACHE | cidx) and sits
+ * at pages[].next in the client's cache array; rows that map it below
+ * their protected length borrow it and pin it. Only unpinned pages can
+ * be evicted, and pressure asks for those.
+ */
+#include "kvp_priv.h"
+
+/* Counts a cache page of @c going from unpinned to pinned (@d = 1) or back. */
+static void kvp_pinned(struct kvp_client *c, int d)
+{
+	struct kvp_pool *pool = c->pool;
+	struct kvp_tenant *t = c->tenant;
+
+	c->nr_cache_pinned += d;
+	t->cache_pinned += d;
+	pool->cache_pinned += d;
+	pool->cache_evictable -= d;
+	/* Under pressure, a page @c could give back makes its ask grow. */
+	if (d < 0 && (pool->free_pages < pool->low_wmark ||
+		      pool->blocked_tenant != KVP_NIL ||
+		      (t->max_pages && t->pages > t->max_pages)))
+		kvp_pressure_changed(pool);
+}
+
+static void kvp_pin(struct kvp_pool *pool, u32 id)
+{
+	if (!kvp_cache_ent(pool, id)->pins++)
+		kvp_pinned(kvp_cache_client(pool, id), 1);
+}
+
+void kvp_unpin(struct kvp_pool *pool, u32 id)
+{
+	if (!--kvp_cache_ent(pool, id)->pins)
+		kvp_pinned(kvp_cache_client(pool, id), -1);
+}
+
+/* Room for @more pages in @c's cache: the one allocation a donate makes. */
+int kvp_cache_reserve(struct kvp_client *c, u32 more)
+{
+	u32 want = c->nr_cache_pages + more;
+	u32 cap = c->cache_cap ? c->cache_cap : 64;
+	struct kvp_cache_ent *ents;
+
+	if (want <= c->cache_cap)
+		return 0;
+	while (cap < want)
+		cap *= 2;
+	ents = kvmalloc_array(cap, sizeof(*ents), GFP_KERNEL_ACCOUNT);
+	if (!ents)
+		return -ENOMEM;
+	if (c->nr_cache_pages)
+		memcpy(ents, c->cache, c->nr_cache_pages * sizeof(*ents));
+	kvfree(c->cache);
+	c->cache = ents;
+	c->cache_cap = cap;
+	return 0;
+}
+
+/* Moves page @id, owned by a row of @c, into @c's cache, pinned once. */
+static void kvp_cache_add(struct kvp_client *c, u32 id)
+{
+	struct kvp_pool *pool = c->pool;
+	u32 n = c->nr_cache_pages++;
+
+	c->cache[n].page = id;
+	c->cache[n].pins = 1;
+	pool->pages[id].owner = KVP_OWNER_CACHE | c->cidx;
+	pool->pages[id].next = n;
+	pool->cache_pinned++;
+	c->nr_cache_pinned++;
+	c->tenant->cache_pages++;
+	c->tenant->cache_pinned++;
+}
+
+/* Takes cache page @id out of @c's cache array; its owner is the caller's. */
+void kvp_cache_unlink(struct kvp_client *c, u32 id)
+{
+	struct kvp_pool *pool = c->pool;
+	u32 n = pool->pages[id].next;
+	u32 last = --c->nr_cache_pages;
+
+	if (c->cache[n].pins)
+		kvp_pinned(c, -1);
+	pool->cache_evictable--;
+	c->tenant->cache_pages--;
+	if (n != last) {
+		c->cache[n] = c->cache[last];
+		pool->pages[c->cache[n].page].next = n;
+	}
+}
+
+/* Frees unpinned cache page @id of @c. */
+void kvp_cache_free(struct kvp_client *c, u32 id)
+{
+	kvp_cache_unlink(c, id);
+	kvp_page_push(c->pool, id);
+	kvp_charge(c->pool, c->tenant, -1);
+}
+
+/* Pages of @r a donate up to @upto would move: [protected, upto) whole. */
+u32 kvp_donate_count(struct kvp_pool *pool, struct kvp_row *r,
+		     u32 upto)
+{
+	u32 end = upto / pool->page_tokens;
+	u32 n = 0;
+	u32 p;
+
+	for (p = r->protected / pool->page_tokens; p < end; p++)
+		n += r->pages[p] != KVPOOL_PAGE_NONE;
+	return n;
+}
+
+/* Moves them into @c's cache, which has room; the row borrows them now. */
+u32 kvp_row_donate(struct kvp_client *c, struct kvp_row *r, u32 upto)
+{
+	struct kvp_pool *pool = c->pool;
+	u32 end = upto / pool->page_tokens;
+	u32 n = 0;
+	u32 p;
+
+	for (p = r->protected / pool->page_tokens; p < end; p++) {
+		if (r->pages[p] == KVPOOL_PAGE_NONE)
+			continue;	/* freed by SWA_FREE */
+		kvp_cache_add(c, r->pages[p]);
+		n++;
+	}
+	if (end * pool->page_tokens > r->protected)
+		r->protected = end * pool->page_tokens;
+	kvp_row_own(pool, r, -(int)n);
+	return n;
+}
+
+int kvp_donate_locked(struct kvp_client *c,
+		      const struct kvpool_len_entry *e, u32 count,
+		      u32 *nr_donated, u32 *error_index)
+{
+	struct kvp_pool *pool = c->pool;
+	u32 total = 0, done = 0;
+	u32 i;
+	int ret;
+
+	lockdep_assert_held(&pool->lock);
+	*nr_donated = 0;
+	*error_index = ~0U;
+	ret = kvp_lookup_batch(c, e, sizeof(*e), count, error_index);
+	if (ret)
+		return ret;
+	for (i = 0; i < count; i++) {
+		struct kvp_row *r = kvp_row_of(c, &e[i].handle);
+
+		if (e[i].__reserved || e[i].len > r->committed ||
+		    kvp_prefix_holed(r))
+			ret = -EINVAL;
+		else if (e[i].len <= r->protected)
+			ret = -EALREADY;
+		if (ret) {
+			*error_index = i;
+			return ret;
+		}
+		total += kvp_donate_count(pool, r, e[i].len);
+	}
+	ret = kvp_cache_reserve(c, total);
+	if (ret)
+		return ret;
+	for (i = 0; i < count; i++)
+		done += kvp_row_donate(c, kvp_row_of(c, &e[i].handle),
+				       e[i].len);
+	*nr_donated = done;
+	return 0;
+}
+
+/*
+ * Set in a cache entry's pins while a batch that names it is validated, so
+ * a page named twice is seen; pins never get near it (rows < 2^20).
+ */
+#define KVP_PIN_MARK	0x80000000U
+
+/*
+ * Checks that @pages are @c's cache pages, each named once and, with
+ * @unpinned, borrowed by no row. Each is marked while the batch is checked
+ * and all are unmarked before returning; *@bad is the first bad entry.
+ */
+static int kvp_cache_check(struct kvp_client *c, const u32 *pages, u32 n,
+			   bool unpinned, u32 *bad)
+{
+	struct kvp_pool *pool = c->pool;
+	struct kvp_cache_ent *ent;
+	int ret = 0;
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		if (pages[i] >= pool->nr_pages ||
+		    pool->pages[pages[i]].owner != (KVP_OWNER_CACHE | c->cidx)) {
+			ret = -ENOENT;
+			break;
+		}
+		ent = kvp_cache_ent(pool, pages[i]);
+		if (ent->pins & KVP_PIN_MARK) {
+			ret = -EINVAL;
+			break;
+		}
+		if (unpinned && ent->pins) {
+			ret = -EBUSY;
+			break;
+		}
+		ent->pins |= KVP_PIN_MARK;
+	}
+	*bad = i;
+	while (i--)
+		kvp_cache_ent(pool, pages[i])->pins &= ~KVP_PIN_MARK;
+	return ret;
+}
+
+int kvp_attach_prefix_locked(struct kvp_client *c,
+			     const struct kvpool_handle *h,
+			     const u32 *pages, u32 nr_pages)
+{
+	struct kvp_pool *pool = c->pool;
+	struct kvp_row *r;
+	u32 i, bad;
+	int ret;
+
+	lockdep_assert_held(&pool->lock);
+	ret = kvp_lookup(c, h, &r);
+	if (ret)
+		return ret;
+	if (r->allocated || !nr_pages ||
+	    (u64)nr_pages * pool->page_tokens > pool->row_tokens)
+		return -EINVAL;
+	ret = kvp_cache_check(c, pages, nr_pages, false, &bad);
+	if (ret)
+		return ret;
+	ret = kvp_row_reserve(r, nr_pages);
+	if (ret)
+		return ret;
+
+	for (i = 0; i < nr_pages; i++) {
+		kvp_pin(pool, pages[i]);
+		r->pages[i] = pages[i];
+	}
+	r->nr = nr_pages;
+	r->allocated = nr_pages * pool->page_tokens;
+	r->committed = r->allocated;
+	r->protected = r->allocated;
+	return 0;
+}
+
+int kvp_cache_evict_locked(struct kvp_client *c, const u32 *pages,
+			   u32 count, u32 *error_index)
+{
+	struct kvp_pool *pool = c->pool;
+	u32 i;
+	int ret;
+
+	lockdep_assert_held(&pool->lock);
+	*error_index = ~0U;
+	if (!count || count > pool->max_batch)
+		return -EINVAL;
+	ret = kvp_cache_check(c, pages, count, true, &i);
+	if (ret) {
+		*error_index = i;
+		return ret;
+	}
+	for (i = 0; i < count; i++)
+		kvp_cache_free(c, pages[i]);
+	return 0;
+}

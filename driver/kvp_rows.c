@@ -1,0 +1,529 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kvpool core: the request-row operations and session slots.
+ *
+ * Each batch op looks up and checks every entry before it changes
+ * anything, so an error leaves the pool as it was (kvp_lookup_batch()
+ * refuses a row named twice). Slots park a row under a session id of
+ * its client's, in one of KVP_SLOT_BUCKETS hash chains.
+ */
+#include "kvp_priv.h"
+
+#define KVP_ROW_MIN_CAP	16U
+
+static u32 kvp_slot_bucket(u64 session)
+{
+	/* Fibonacci hashing: the top bits of a golden-ratio product. */
+	return (u32)((session * 0x9e3779b97f4a7c15ULL) >> 58);
+}
+
+struct kvp_row *kvp_slot_find(struct kvp_client *c, u64 session,
+			      u32 **link)
+{
+	struct kvp_pool *pool = c->pool;
+	u32 *pos = &c->slot_head[kvp_slot_bucket(session)];
+
+	while (*pos != KVP_NIL) {
+		struct kvp_row *r = &pool->rows[*pos];
+
+		if (r->session == session) {
+			if (link)
+				*link = pos;
+			return r;
+		}
+		pos = &r->next;
+	}
+	return NULL;
+}
+
+u32 kvp_slot_free(struct kvp_pool *pool, struct kvp_row *r, u32 *link)
+{
+	*link = r->next;
+	return kvp_row_free(pool, r);
+}
+
+int kvp_row_alloc_locked(struct kvp_client *c, struct kvpool_handle *out,
+			 u32 count, u32 *out_short)
+{
+	struct kvp_pool *pool = c->pool;
+	u32 i;
+
+	lockdep_assert_held(&pool->lock);
+	*out_short = 0;
+	if (!count || count > pool->max_batch)
+		return -EINVAL;
+	if (c->tenant->max_rows && c->tenant->rows + count > c->tenant->max_rows) {
+		*out_short = c->tenant->rows + count - c->tenant->max_rows;
+		kvp_refused(pool, c->tenant, false);
+		return -EDQUOT;
+	}
+	if (count > pool->free_rows) {
+		*out_short = count - pool->free_rows;
+		kvp_refused(pool, c->tenant, false);
+		return -ENOSPC;
+	}
+	for (i = 0; i < count; i++) {
+		u32 idx = pool->free_row_head;
+		struct kvp_row *r = &pool->rows[idx];
+
+		pool->free_row_head = r->next;
+		kvp_row_move(pool, r, KVP_ROW_HELD, c);
+		r->gen = kvp_next_gen(r->gen);
+		out[i].req_pool_idx = idx;
+		out[i].generation = r->gen;
+	}
+	return 0;
+}
+
+/* A new epoch for marking the rows of one batch; see kvp_row_mark(). */
+static void kvp_mark_begin(struct kvp_pool *pool)
+{
+	u32 i;
+
+	if (++pool->mark_epoch)
+		return;
+	for (i = 0; i < pool->nr_rows; i++)
+		pool->rows[i].mark = 0;
+	pool->mark_epoch = 1;
+}
+
+/* Returns false if @r was already named in this batch. */
+static bool kvp_row_mark(struct kvp_pool *pool, struct kvp_row *r)
+{
+	if (r->mark == pool->mark_epoch)
+		return false;
+	r->mark = pool->mark_epoch;
+	return true;
+}
+
+int kvp_lookup(struct kvp_client *c, const struct kvpool_handle *h,
+	       struct kvp_row **out)
+{
+	struct kvp_pool *pool = c->pool;
+	struct kvp_row *r;
+
+	if (h->req_pool_idx >= pool->nr_rows)
+		return -ENOENT;
+	r = &pool->rows[h->req_pool_idx];
+	if (r->owner != c || r->state != KVP_ROW_HELD)
+		return -ENOENT;
+	/* A generation not issued yet names nothing; an older one is stale. */
+	if (r->gen != h->generation)
+		return (s32)(h->generation - r->gen) > 0 ? -ENOENT : -ESTALE;
+	*out = r;
+	return 0;
+}
+
+/* Looks up @count handles, refusing a row named twice. */
+int kvp_lookup_batch(struct kvp_client *c, const void *entries,
+		     size_t stride, u32 count, u32 *error_index)
+{
+	struct kvp_pool *pool = c->pool;
+	struct kvp_row *r;
+	u32 i;
+	int ret;
+
+	if (!count || count > pool->max_batch)
+		return -EINVAL;
+	kvp_mark_begin(pool);
+	for (i = 0; i < count; i++) {
+		const struct kvpool_handle *h = (const void *)
+			((const char *)entries + i * stride);
+
+		ret = kvp_lookup(c, h, &r);
+		if (!ret && !kvp_row_mark(pool, r))
+			ret = -EINVAL;
+		if (ret) {
+			*error_index = i;
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/* Grows @r's page array to hold at least @want ids. */
+int kvp_row_reserve(struct kvp_row *r, u32 want)
+{
+	u32 cap = r->cap ? r->cap : KVP_ROW_MIN_CAP;
+	u32 *pages;
+
+	if (want <= r->cap)
+		return 0;
+	while (cap < want)
+		cap = cap > U32_MAX / 2 ? want : cap * 2;
+	pages = kvmalloc_array(cap, sizeof(*pages), GFP_KERNEL_ACCOUNT);
+	if (!pages)
+		return -ENOMEM;
+	if (r->nr)
+		memcpy(pages, r->pages, r->nr * sizeof(*pages));
+	kvfree(r->pages);
+	r->pages = pages;
+	r->cap = cap;
+	return 0;
+}
+
+int kvp_extend_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
+		      u32 count, u32 pages_cap, struct kvp_extend_result *res)
+{
+	struct kvp_pool *pool = c->pool;
+	u32 free_before = pool->free_pages;
+	struct kvp_tenant *t;
+	u32 avail;
+	u64 need = 0;
+	u32 done = 0;
+	u32 i, j;
+	int ret;
+
+	lockdep_assert_held(&pool->lock);
+	memset(res, 0, sizeof(*res));
+	res->error_index = ~0U;
+
+	ret = kvp_lookup_batch(c, e, sizeof(*e), count, &res->error_index);
+	if (ret)
+		return ret;
+	for (i = 0; i < count; i++) {
+		struct kvp_row *r = kvp_row_of(c, &e[i].handle);
+
+		if (e[i].new_len < r->allocated ||
+		    e[i].new_len > pool->row_tokens) {
+			res->error_index = i;
+			return -EINVAL;
+		}
+		need += kvp_pages_for(pool, e[i].new_len) - r->nr;
+	}
+	/* need <= count * 2^24 < 2^37: no overflow in u64. */
+	if (need > pages_cap) {
+		res->nr_pages = need > U32_MAX ? U32_MAX : (u32)need;
+		return -ENOBUFS;
+	}
+	t = c->tenant;
+	if (need && t->max_pages && t->pages + need > t->max_pages) {
+		res->shortfall = (u32)(t->pages + need - t->max_pages);
+		kvp_refused(pool, t, false);
+		return -EDQUOT;
+	}
+	avail = kvp_available(pool, t);
+	if (need > avail) {
+		res->shortfall = (u32)(need - avail);
+		kvp_refused(pool, t, true);
+		return -ENOSPC;
+	}
+
+	/*
+	 * Allocations come before any page moves. A row's array may keep
+	 * the room it grew if a later one fails: that is capacity, not state.
+	 */
+	if (need) {
+		res->pages = kvmalloc_array((u32)need, sizeof(u32),
+					    GFP_KERNEL_ACCOUNT);
+		if (!res->pages)
+			return -ENOMEM;
+	}
+	for (i = 0; i < count; i++) {
+		struct kvp_row *r = kvp_row_of(c, &e[i].handle);
+
+		ret = kvp_row_reserve(r, kvp_pages_for(pool, e[i].new_len));
+		if (ret) {
+			kvfree(res->pages);
+			res->pages = NULL;
+			return ret;
+		}
+	}
+
+	for (i = 0; i < count; i++) {
+		struct kvp_row *r = kvp_row_of(c, &e[i].handle);
+		u32 idx = e[i].handle.req_pool_idx;
+		u32 want = kvp_pages_for(pool, e[i].new_len);
+		u32 n = want - r->nr;
+
+		for (j = r->nr; j < want; j++) {
+			u32 id = kvp_page_pop(pool, idx);
+
+			r->pages[j] = id;
+			res->pages[done++] = id;
+		}
+		r->nr = want;
+		r->allocated = e[i].new_len;
+		e[i].out_nr_new = n;
+		kvp_row_take(pool, r, n);
+	}
+	res->nr_pages = done;
+	/* Crossing the low watermark wakes pollers (see kvpool_pressure). */
+	if (free_before >= pool->low_wmark && pool->free_pages < pool->low_wmark)
+		kvp_pressure_changed(pool);
+	return 0;
+}
+
+int kvp_commit_locked(struct kvp_client *c,
+		      const struct kvpool_len_entry *e, u32 count,
+		      u32 *error_index)
+{
+	struct kvp_pool *pool = c->pool;
+	u32 i;
+	int ret;
+
+	lockdep_assert_held(&pool->lock);
+	*error_index = ~0U;
+	ret = kvp_lookup_batch(c, e, sizeof(*e), count, error_index);
+	if (ret)
+		return ret;
+	for (i = 0; i < count; i++) {
+		struct kvp_row *r = kvp_row_of(c, &e[i].handle);
+
+		if (e[i].__reserved || e[i].len < r->committed ||
+		    e[i].len > r->allocated) {
+			*error_index = i;
+			return -EINVAL;
+		}
+	}
+	for (i = 0; i < count; i++)
+		kvp_row_of(c, &e[i].handle)->committed = e[i].len;
+	return 0;
+}
+
+int kvp_trim_locked(struct kvp_client *c, const struct kvpool_handle *h,
+		    u32 count, u32 *nr_freed, u32 *error_index)
+{
+	struct kvp_pool *pool = c->pool;
+	u32 freed = 0;
+	u32 i, j;
+	int ret;
+
+	lockdep_assert_held(&pool->lock);
+	*nr_freed = 0;
+	*error_index = ~0U;
+	ret = kvp_lookup_batch(c, h, sizeof(*h), count, error_index);
+	if (ret)
+		return ret;
+	for (i = 0; i < count; i++) {
+		struct kvp_row *r = kvp_row_of(c, &h[i]);
+		u32 idx = h[i].req_pool_idx;
+		u32 keep = kvp_pages_for(pool, r->committed);
+		u32 n = 0;
+
+		/* committed >= protected, so borrowed pages are never here. */
+		for (j = keep; j < r->nr; j++) {
+			if (r->pages[j] == KVPOOL_PAGE_NONE ||
+			    pool->pages[r->pages[j]].owner != idx)
+				continue;
+			kvp_page_push(pool, r->pages[j]);
+			n++;
+		}
+		kvp_row_take(pool, r, -(int)n);
+		freed += n;
+		r->nr = keep;
+		r->allocated = r->committed;
+	}
+	*nr_freed = freed;
+	return 0;
+}
+
+int kvp_release_locked(struct kvp_client *c, const struct kvpool_handle *h,
+		       u32 count, u32 flags, u32 *nr_freed, u32 *error_index)
+{
+	struct kvp_pool *pool = c->pool;
+	u32 freed = 0, donate = 0;
+	u32 i;
+	int ret;
+
+	lockdep_assert_held(&pool->lock);
+	*nr_freed = 0;
+	*error_index = ~0U;
+	if (flags & ~KVPOOL_RELEASE_DONATE)
+		return -EOPNOTSUPP;
+	ret = kvp_lookup_batch(c, h, sizeof(*h), count, error_index);
+	if (ret)
+		return ret;
+	if (flags & KVPOOL_RELEASE_DONATE) {
+		for (i = 0; i < count; i++) {
+			struct kvp_row *r = kvp_row_of(c, &h[i]);
+
+			if (kvp_prefix_holed(r)) {
+				*error_index = i;
+				return -EINVAL;
+			}
+			donate += kvp_donate_count(pool, r, r->committed);
+		}
+		ret = kvp_cache_reserve(c, donate);
+		if (ret)
+			return ret;
+	}
+	for (i = 0; i < count; i++) {
+		struct kvp_row *r = kvp_row_of(c, &h[i]);
+
+		if (flags & KVPOOL_RELEASE_DONATE)
+			kvp_row_donate(c, r, r->committed);
+		freed += kvp_row_free(pool, r);
+	}
+	*nr_freed = freed;
+	return 0;
+}
+
+int kvp_swa_free_locked(struct kvp_client *c,
+			const struct kvpool_len_entry *e, u32 count,
+			u32 *nr_freed, u32 *error_index)
+{
+	struct kvp_pool *pool = c->pool;
+	u32 pt = pool->page_tokens;
+	u32 freed = 0;
+	u32 i, p;
+	int ret;
+
+	lockdep_assert_held(&pool->lock);
+	*nr_freed = 0;
+	*error_index = ~0U;
+	ret = kvp_lookup_batch(c, e, sizeof(*e), count, error_index);
+	if (ret)
+		return ret;
+	for (i = 0; i < count; i++) {
+		struct kvp_row *r = kvp_row_of(c, &e[i].handle);
+
+		if (e[i].__reserved || e[i].len > r->committed ||
+		    e[i].len < r->protected || e[i].len < r->swa_evicted) {
+			*error_index = i;
+			return -EINVAL;
+		}
+	}
+	for (i = 0; i < count; i++) {
+		struct kvp_row *r = kvp_row_of(c, &e[i].handle);
+		u32 start = (r->protected > r->swa_evicted ? r->protected :
+			     r->swa_evicted) / pt;
+		u32 end = e[i].len / pt;
+		u32 n = 0;
+
+		/* protected and swa_evicted are whole pages: all owned here. */
+		for (p = start; p < end; p++) {
+			if (r->pages[p] == KVPOOL_PAGE_NONE)
+				continue;
+			kvp_page_push(pool, r->pages[p]);
+			r->pages[p] = KVPOOL_PAGE_NONE;
+			n++;
+		}
+		if (end * pt > r->swa_evicted)
+			r->swa_evicted = end * pt;
+		kvp_row_take(pool, r, -(int)n);
+		freed += n;
+	}
+	*nr_freed = freed;
+	return 0;
+}
+
+int kvp_to_slot_locked(struct kvp_client *c, const struct kvpool_handle *h,
+		       u64 session, u32 *nr_pages)
+{
+	struct kvp_pool *pool = c->pool;
+	struct kvp_row *r;
+	u32 b;
+	int ret;
+
+	lockdep_assert_held(&pool->lock);
+	*nr_pages = 0;
+	ret = kvp_lookup(c, h, &r);
+	if (ret)
+		return ret;
+	if (kvp_slot_find(c, session, NULL))
+		return -EEXIST;
+
+	kvp_row_move(pool, r, KVP_ROW_SLOT, c);
+	r->session = session;
+	b = kvp_slot_bucket(session);
+	r->next = c->slot_head[b];
+	c->slot_head[b] = h->req_pool_idx;
+	*nr_pages = r->owned;
+	return 0;
+}
+
+int kvp_from_slot_peek_locked(struct kvp_client *c, u64 session,
+			      struct kvpool_handle *out, u32 *nr_pages)
+{
+	struct kvp_pool *pool = c->pool;
+	struct kvp_row *r;
+	u32 *link;
+
+	lockdep_assert_held(&pool->lock);
+	*nr_pages = 0;
+	r = kvp_slot_find(c, session, &link);
+	if (!r)
+		return -ENOENT;
+	out->req_pool_idx = kvp_row_index(pool, r);
+	out->generation = kvp_next_gen(r->gen);
+	*nr_pages = r->owned;
+	return 0;
+}
+
+int kvp_from_slot_locked(struct kvp_client *c, u64 session,
+			 struct kvpool_handle *out, u32 *nr_pages)
+{
+	struct kvp_pool *pool = c->pool;
+	struct kvp_row *r;
+	u32 *link;
+
+	lockdep_assert_held(&pool->lock);
+	*nr_pages = 0;
+	r = kvp_slot_find(c, session, &link);
+	if (!r)
+		return -ENOENT;
+
+	*link = r->next;
+	r->session = 0;
+	kvp_row_move(pool, r, KVP_ROW_HELD, c);
+	r->gen = kvp_next_gen(r->gen);
+	out->req_pool_idx = kvp_row_index(pool, r);
+	out->generation = r->gen;
+	*nr_pages = r->owned;
+	return 0;
+}
+
+int kvp_slot_release_locked(struct kvp_client *c, u64 session,
+			    u32 *nr_freed)
+{
+	struct kvp_pool *pool = c->pool;
+	struct kvp_row *r;
+	u32 *link;
+
+	lockdep_assert_held(&pool->lock);
+	*nr_freed = 0;
+	r = kvp_slot_find(c, session, &link);
+	if (!r)
+		return -ENOENT;
+	*nr_freed = kvp_slot_free(pool, r, link);
+	return 0;
+}
+
+int kvp_row_query_locked(struct kvp_client *c, struct kvpool_row_query *q,
+			 u32 **pages)
+{
+	struct kvp_pool *pool = c->pool;
+	struct kvp_row *r;
+	u32 n;
+	int ret;
+
+	lockdep_assert_held(&pool->lock);
+	if (pages)
+		*pages = NULL;
+	if (q->flags & KVPOOL_QUERY_BY_SLOT) {
+		r = kvp_slot_find(c, q->session_id, NULL);
+		if (!r)
+			return -ENOENT;
+	} else {
+		ret = kvp_lookup(c, &q->handle, &r);
+		if (ret)
+			return ret;
+	}
+
+	n = r->nr < q->pages_cap ? r->nr : q->pages_cap;
+	if (pages && n) {
+		*pages = kvmalloc_array(n, sizeof(u32), GFP_KERNEL_ACCOUNT);
+		if (!*pages)
+			return -ENOMEM;
+		memcpy(*pages, r->pages, n * sizeof(u32));
+	}
+	q->out_state = r->state;
+	q->out_nr_pages = r->nr;
+	q->out_req_pool_idx = kvp_row_index(pool, r);
+	q->out_allocated_len = r->allocated;
+	q->out_committed_len = r->committed;
+	q->out_protected_len = r->protected;
+	q->out_swa_evicted_len = r->swa_evicted;
+	return 0;
+}
