@@ -858,13 +858,11 @@ static int kvp_read_attr(int dirfd, const char *name, __u32 *val)
 }
 
 /* sysfs attribute names (docs/design.md) and where each figure goes. */
-#define KVP_INFO_ATTR(name, field) \
-	{ name, offsetof(struct kvpool_info, field), false }
-#define KVP_STATS_ATTR(name, field) \
-	{ name, offsetof(struct kvpool_stats, field), false }
+#define KVP_ATTR(type, name, field) \
+	{ name, offsetof(type, field), false }
 /* An attribute newer modules have and older ones lack: 0 there. */
-#define KVP_STATS_ATTR_NEW(name, field) \
-	{ name, offsetof(struct kvpool_stats, field), true }
+#define KVP_ATTR_NEW(type, name, field) \
+	{ name, offsetof(type, field), true }
 
 struct kvp_attr {
 	const char *name;
@@ -873,29 +871,48 @@ struct kvp_attr {
 };
 
 static const struct kvp_attr kvp_info_attrs[] = {
-	KVP_INFO_ATTR("pool_id", out_pool_id),
-	KVP_INFO_ATTR("nr_pages", out_nr_pages),
-	KVP_INFO_ATTR("page_tokens", out_page_tokens),
-	KVP_INFO_ATTR("nr_rows", out_nr_rows),
-	KVP_INFO_ATTR("row_tokens", out_row_tokens),
-	KVP_INFO_ATTR("create_flags", out_create_flags),
+	KVP_ATTR(struct kvpool_info, "pool_id", out_pool_id),
+	KVP_ATTR(struct kvpool_info, "nr_pages", out_nr_pages),
+	KVP_ATTR(struct kvpool_info, "page_tokens", out_page_tokens),
+	KVP_ATTR(struct kvpool_info, "nr_rows", out_nr_rows),
+	KVP_ATTR(struct kvpool_info, "row_tokens", out_row_tokens),
+	KVP_ATTR(struct kvpool_info, "create_flags", out_create_flags),
 };
 
 static const struct kvp_attr kvp_stats_attrs[] = {
-	KVP_STATS_ATTR("free_pages", out_free_pages),
-	KVP_STATS_ATTR("row_pages", out_row_pages),
-	KVP_STATS_ATTR("slot_pages", out_slot_pages),
-	KVP_STATS_ATTR("cache_evictable", out_cache_evictable),
-	KVP_STATS_ATTR("cache_pinned", out_cache_pinned),
-	KVP_STATS_ATTR("reserved_pages", out_reserved_pages),
-	KVP_STATS_ATTR("free_rows", out_free_rows),
-	KVP_STATS_ATTR("held_rows", out_held_rows),
-	KVP_STATS_ATTR("slot_rows", out_slot_rows),
-	KVP_STATS_ATTR("reserved_rows", out_reserved_rows),
-	KVP_STATS_ATTR("nr_clients", out_nr_clients),
-	KVP_STATS_ATTR_NEW("export_rows", out_export_rows),
-	KVP_STATS_ATTR_NEW("export_pages", out_export_pages),
+	KVP_ATTR(struct kvpool_stats, "free_pages", out_free_pages),
+	KVP_ATTR(struct kvpool_stats, "row_pages", out_row_pages),
+	KVP_ATTR(struct kvpool_stats, "slot_pages", out_slot_pages),
+	KVP_ATTR(struct kvpool_stats, "cache_evictable", out_cache_evictable),
+	KVP_ATTR(struct kvpool_stats, "cache_pinned", out_cache_pinned),
+	KVP_ATTR(struct kvpool_stats, "reserved_pages", out_reserved_pages),
+	KVP_ATTR(struct kvpool_stats, "free_rows", out_free_rows),
+	KVP_ATTR(struct kvpool_stats, "held_rows", out_held_rows),
+	KVP_ATTR(struct kvpool_stats, "slot_rows", out_slot_rows),
+	KVP_ATTR(struct kvpool_stats, "reserved_rows", out_reserved_rows),
+	KVP_ATTR(struct kvpool_stats, "nr_clients", out_nr_clients),
+	KVP_ATTR_NEW(struct kvpool_stats, "export_rows", out_export_rows),
+	KVP_ATTR_NEW(struct kvpool_stats, "export_pages", out_export_pages),
 };
+
+/*
+ * Not optional one by one: they came with one module, so a pool that
+ * lacks one predates them all (kvpool_pool_extra() says -EOPNOTSUPP).
+ */
+static const struct kvp_attr kvp_extra_attrs[] = {
+	KVP_ATTR(struct kvpool_pool_extra, "nr_tenants", nr_tenants),
+	KVP_ATTR(struct kvpool_pool_extra, "low_wmark", low_wmark),
+	KVP_ATTR(struct kvpool_pool_extra, "high_wmark", high_wmark),
+};
+
+/*
+ * Whether the pool of @dirfd is still there: its first attribute is. A
+ * missing file of a pool still there is one an older module lacks.
+ */
+static bool kvp_pool_there(int dirfd)
+{
+	return !faccessat(dirfd, "pool_id", F_OK, 0);
+}
 
 static int kvp_read_attrs(int dirfd, const struct kvp_attr *attrs,
 			  size_t nr, void *base)
@@ -907,12 +924,8 @@ static int kvp_read_attrs(int dirfd, const struct kvp_attr *attrs,
 		__u32 *val = (__u32 *)((char *)base + attrs[i].offset);
 
 		ret = kvp_read_attr(dirfd, attrs[i].name, val);
-		/*
-		 * A missing file is an older module if the pool is still
-		 * there (its first attribute is), else the pool has gone.
-		 */
 		if (ret == -ENODEV && attrs[i].optional &&
-		    !faccessat(dirfd, "pool_id", F_OK, 0)) {
+		    kvp_pool_there(dirfd)) {
 			*val = 0;
 			ret = 0;
 		}
@@ -922,20 +935,31 @@ static int kvp_read_attrs(int dirfd, const struct kvp_attr *attrs,
 	return 0;
 }
 
-KVP_PUBLIC
-int kvpool_pool_status(unsigned int pool_id, struct kvpool_info *info,
-		       struct kvpool_stats *stats)
+/* Open /sys/class/kvpool/kvpoolN; -ENODEV if there is no such pool. */
+static int kvp_open_pool_dir(unsigned int pool_id)
 {
-	struct kvpool_info i = { .size = sizeof(i) };
-	struct kvpool_stats s = { .size = sizeof(s) };
 	char path[sizeof(KVPOOL_CLASS_DIR "/" KVPOOL_DEV_PREFIX) + 16];
-	int dirfd, ret = 0;
+	int dirfd;
 
 	snprintf(path, sizeof(path), "%s/%s%u", KVPOOL_CLASS_DIR,
 		 KVPOOL_DEV_PREFIX, pool_id);
 	dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0)
 		return errno == ENOENT ? -ENODEV : -errno;
+	return dirfd;
+}
+
+KVP_PUBLIC
+int kvpool_pool_status(unsigned int pool_id, struct kvpool_info *info,
+		       struct kvpool_stats *stats)
+{
+	struct kvpool_info i = { .size = sizeof(i) };
+	struct kvpool_stats s = { .size = sizeof(s) };
+	int dirfd, ret = 0;
+
+	dirfd = kvp_open_pool_dir(pool_id);
+	if (dirfd < 0)
+		return dirfd;
 
 	if (info)
 		ret = kvp_read_attrs(dirfd, kvp_info_attrs,
@@ -951,6 +975,28 @@ int kvpool_pool_status(unsigned int pool_id, struct kvpool_info *info,
 		*info = i;
 	if (stats)
 		*stats = s;
+	return 0;
+}
+
+KVP_PUBLIC
+int kvpool_pool_extra(unsigned int pool_id, struct kvpool_pool_extra *extra)
+{
+	struct kvpool_pool_extra x = { 0 };
+	int dirfd, ret;
+
+	dirfd = kvp_open_pool_dir(pool_id);
+	if (dirfd < 0)
+		return dirfd;
+
+	ret = kvp_read_attrs(dirfd, kvp_extra_attrs,
+			     ARRAY_SIZE(kvp_extra_attrs), &x);
+	if (ret == -ENODEV && kvp_pool_there(dirfd))
+		ret = -EOPNOTSUPP;
+	close(dirfd);
+	if (ret)
+		return ret;
+
+	*extra = x;
 	return 0;
 }
 

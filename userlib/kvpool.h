@@ -413,10 +413,40 @@ int kvpool_pool_list(unsigned int *ids, unsigned int cap);
  * out_export_rows and out_export_pages 0 on a module without
  * KVPOOL_FEAT_EXPORT). Each figure is read from its own file, so unlike
  * kvpool_stats() they are not one snapshot while the pool is in use.
- * Returns 0 or -errno (-ENODEV: no such pool).
+ * The number of tenants and the watermarks are in neither struct:
+ * kvpool_pool_extra() reads them. Returns 0 or -errno (-ENODEV: no such
+ * pool).
  */
 int kvpool_pool_status(unsigned int pool_id, struct kvpool_info *info,
 		       struct kvpool_stats *stats);
+
+/*
+ * The figures of a pool that sysfs shows and neither struct kvpool_info
+ * nor struct kvpool_stats has a field for, from kvpool_pool_extra(). The
+ * library writes every field.
+ *
+ * @nr_tenants:  the pool's tenants (KVPOOL_FEAT_QUOTA): those with clients
+ *               and those the administrator gave limits;
+ * @low_wmark:   below this many free pages clients are asked to give
+ *               pages back (KVPOOL_FEAT_PRESSURE; 0: never);
+ * @high_wmark:  the free pages they are asked to restore;
+ * @__resv:      set to 0; room for later versions of this library.
+ */
+struct kvpool_pool_extra {
+	uint32_t nr_tenants;
+	uint32_t low_wmark;
+	uint32_t high_wmark;
+	uint32_t __resv[5];
+};
+
+/*
+ * Read the figures of struct kvpool_pool_extra for pool @pool_id from
+ * sysfs into *@extra, as kvpool_pool_status() reads the others: without
+ * becoming a client, one file a figure. Returns 0 or -errno (-ENODEV: no
+ * such pool; -EOPNOTSUPP: the module predates tenants and pressure, its
+ * sysfs lacks these figures).
+ */
+int kvpool_pool_extra(unsigned int pool_id, struct kvpool_pool_extra *extra);
 
 /*
  * Tenants (KVPOOL_FEAT_QUOTA; without it -ENOTTY). A client's tenant is

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * kvpool_pool_list() and kvpool_pool_status() against a sysfs tree laid
+ * kvpool_pool_list(), kvpool_pool_status() and kvpool_pool_extra() against
+ * a sysfs tree laid
  * out as docs/design.md describes it: pools are devices of their own
  * class, /sys/class/kvpool/kvpoolN, and the control device a misc device,
  * /sys/class/misc/kvpool-control. The library under test is built with
@@ -81,7 +82,7 @@ static const char *const attrs[] = {
 	"create_flags", "free_pages", "row_pages", "slot_pages",
 	"cache_evictable", "cache_pinned", "reserved_pages", "free_rows",
 	"held_rows", "slot_rows", "reserved_rows", "nr_clients",
-	"export_rows", "export_pages",
+	"export_rows", "export_pages", "nr_tenants", "low_wmark", "high_wmark",
 };
 
 static void make_pool_in(const char *parent, unsigned int id,
@@ -254,11 +255,51 @@ static void test_status(void)
 	      "vanished attribute not -ENODEV");
 }
 
+static void test_extra(void)
+{
+	struct kvpool_pool_extra x;
+	size_t i;
+	int ret;
+
+	memset(&x, 0xff, sizeof(x));
+	ret = kvpool_pool_extra(10, &x);
+	CHECK(ret == 0, "extra: %d", ret);
+	CHECK(x.nr_tenants == 1019 && x.low_wmark == 1020 &&
+	      x.high_wmark == 1021, "extra read wrong: %u %u %u",
+	      x.nr_tenants, x.low_wmark, x.high_wmark);
+	for (i = 0; i < ARRAY_SIZE(x.__resv); i++)
+		CHECK(x.__resv[i] == 0, "extra: __resv[%zu] is not 0", i);
+	CHECK(kvpool_pool_extra(3, &x) == -ENODEV, "extra of a missing pool");
+	CHECK(kvpool_pool_extra(7, &x) == -ENODEV,
+	      "extra of a pool in /sys/class/misc read");
+
+	put(CLASS "/kvpool10", "low_wmark", "12 apples\n");
+	CHECK(kvpool_pool_extra(10, &x) == -EIO, "extra: junk not -EIO");
+
+	/* A module from before tenants and pressure: no such files. */
+	if (unlink(CLASS "/kvpool10/nr_tenants") ||
+	    unlink(CLASS "/kvpool10/low_wmark") ||
+	    unlink(CLASS "/kvpool10/high_wmark"))
+		die("unlink");
+	memset(&x, 0xff, sizeof(x));
+	ret = kvpool_pool_extra(10, &x);
+	CHECK(ret == -EOPNOTSUPP, "extra, older module: %d", ret);
+	CHECK(x.nr_tenants == 0xffffffffU, "extra wrote on failure");
+	/* ... and the rest of such a pool still reads. */
+	CHECK(kvpool_pool_status(10, NULL, NULL) == 0,
+	      "older module: status failed");
+	if (unlink(CLASS "/kvpool10/pool_id"))
+		die("unlink");
+	CHECK(kvpool_pool_extra(10, &x) == -ENODEV,
+	      "extra of a gone pool not -ENODEV");
+}
+
 int main(void)
 {
 	test_not_loaded();
 	test_list();
 	test_status();
+	test_extra();
 	rm_rf(FAKE_SYSFS);
 
 	if (failures)
