@@ -13,7 +13,6 @@
  */
 #define _GNU_SOURCE		/* asprintf(), nftw() */
 #include <errno.h>
-#include <fcntl.h>
 #include <ftw.h>
 #include <getopt.h>
 #include <limits.h>
@@ -632,18 +631,13 @@ static void print_tenant_json(const struct kvpool_tenant_info *t,
 
 /* ---- status ---- */
 
-/* Where the pools' attributes are (docs/design.md): their own class. */
-#define SYSFS_DIR	"/sys/class/kvpool"
-
 struct pool_row {
 	unsigned int id;
 	struct kvpool_info info;
 	struct kvpool_stats st;
 	/* Added with tenants and pressure; a module before them lacks them. */
 	bool has_tenants;
-	unsigned int nr_tenants;
-	unsigned int low_wmark;
-	unsigned int high_wmark;
+	struct kvpool_pool_extra x;
 	/* From KVPOOL_CTL_TENANT_LIST, root only; tenant_err: why not. */
 	int tenant_err;
 	struct kvpool_tenant_info *tenants;
@@ -652,46 +646,15 @@ struct pool_row {
 };
 
 /*
- * Read /sys/class/kvpool/kvpoolN/@name, for the figures no struct of
- * kvpool_pool_status() has room for. Returns 0 or -errno.
- */
-static int read_pool_attr(unsigned int id, const char *name, unsigned int *val)
-{
-	char path[96], buf[32], *end;
-	unsigned long v;
-	ssize_t len;
-	int fd;
-
-	snprintf(path, sizeof(path), SYSFS_DIR "/kvpool%u/%s", id, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	len = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (len < 0)
-		return -errno;
-	buf[len] = '\0';
-	errno = 0;
-	v = strtoul(buf, &end, 10);
-	if (buf[0] < '0' || buf[0] > '9' || errno || v > UINT_MAX ||
-	    (*end && *end != '\n'))
-		return -EIO;
-	*val = (unsigned int)v;
-	return 0;
-}
-
-/*
  * The figures kvpool_pool_status() does not read; a module from before
- * tenants and pressure lacks them, and gets has_tenants false.
+ * tenants and pressure lacks them, and gets has_tenants false (so does a
+ * pool whose figures cannot be read: they show as missing).
  */
 static void read_pool_extra(struct pool_row *r)
 {
-	r->has_tenants =
-		!read_pool_attr(r->id, "nr_tenants", &r->nr_tenants) &&
-		!read_pool_attr(r->id, "low_wmark", &r->low_wmark) &&
-		!read_pool_attr(r->id, "high_wmark", &r->high_wmark);
+	r->has_tenants = !kvpool_pool_extra(r->id, &r->x);
 	if (!r->has_tenants)
-		r->nr_tenants = r->low_wmark = r->high_wmark = 0;
+		memset(&r->x, 0, sizeof(r->x));
 }
 
 /* One table column: a heading and where in a struct pool_row its figure is. */
@@ -722,9 +685,9 @@ static const struct column columns[] = {
 	{ "rows", "SLOT", ROW_FIELD(st.out_slot_rows), false },
 	{ "rows", "EXPORT", ROW_FIELD(st.out_export_rows), true },
 	{ "rows", "RSVD", ROW_FIELD(st.out_reserved_rows), false },
-	{ "wmark", "LOW", ROW_FIELD(low_wmark), true },
-	{ "wmark", "HIGH", ROW_FIELD(high_wmark), true },
-	{ NULL, "TENANTS", ROW_FIELD(nr_tenants), true },
+	{ "wmark", "LOW", ROW_FIELD(x.low_wmark), true },
+	{ "wmark", "HIGH", ROW_FIELD(x.high_wmark), true },
+	{ NULL, "TENANTS", ROW_FIELD(x.nr_tenants), true },
 	{ NULL, "CLIENTS", ROW_FIELD(st.out_nr_clients), false },
 };
 
@@ -896,11 +859,11 @@ static void print_json(const struct pool_row *rows, size_t nr)
 		printf("      \"slot_rows\": %u,\n", st->out_slot_rows);
 		printf("      \"reserved_rows\": %u,\n", st->out_reserved_rows);
 		printf("      \"nr_clients\": %u,\n", st->out_nr_clients);
-		json_newer(r, "nr_tenants", r->nr_tenants, false);
+		json_newer(r, "nr_tenants", r->x.nr_tenants, false);
 		json_newer(r, "export_rows", st->out_export_rows, false);
 		json_newer(r, "export_pages", st->out_export_pages, false);
-		json_newer(r, "low_wmark", r->low_wmark, false);
-		json_newer(r, "high_wmark", r->high_wmark, false);
+		json_newer(r, "low_wmark", r->x.low_wmark, false);
+		json_newer(r, "high_wmark", r->x.high_wmark, false);
 		/* null: not listed (not root, or no tenants in the module). */
 		printf("      \"tenants\": ");
 		if (r->tenant_err)
@@ -1550,7 +1513,8 @@ static int cmd_wmark(int argc, char **argv)
 		{ "high", required_argument, NULL, OPT_HIGH },
 		{ NULL, 0, NULL, 0 },
 	};
-	unsigned int low = 0, high = 0, *field, seen = 0, id, nr_pages;
+	unsigned int low = 0, high = 0, *field, seen = 0, id;
+	struct kvpool_info in;
 	int c, ret;
 
 	optind = 0;
@@ -1585,9 +1549,9 @@ static int cmd_wmark(int argc, char **argv)
 	if (ret == -EINVAL) {
 		err_msg("wmark: the kernel refused --low %u --high %u", low,
 			high);
-		if (!read_pool_attr(id, "nr_pages", &nr_pages))
+		if (!kvpool_pool_status(id, &in, NULL))
 			fprintf(stderr, "rules: --low <= --high <= the pool's pages (pool %u: %u)\n",
-				id, nr_pages);
+				id, in.out_nr_pages);
 		else
 			fprintf(stderr, "rules: --low <= --high <= the pool's pages\n");
 		return EXIT_FAIL;
