@@ -17,24 +17,7 @@
 #include <sys/stat.h>
 
 #include "kvpool.h"
-
-static int failures;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);			\
-			fputc('\n', stderr);				\
-			failures++;					\
-		}							\
-	} while (0)
-
-static void die(const char *what)
-{
-	perror(what);
-	exit(2);
-}
+#include "check.h"
 
 static void make_pair(int type, int sv[2])
 {
@@ -170,8 +153,5 @@ int main(void)
 	test_pass(SOCK_SEQPACKET, "seqpacket");
 	test_odd_messages();
 
-	if (failures)
-		return 1;
-	printf("PASS fdpass\n");
-	return 0;
+	return check_done("fdpass");
 }

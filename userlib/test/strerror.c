@@ -10,8 +10,7 @@
 #include <string.h>
 
 #include "kvpool.h"
-
-#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#include "check.h"
 
 /* The "General ioctl format" table of <linux/kvpool.h>, in its order. */
 static const int uapi_errnos[] = {
@@ -41,18 +40,6 @@ static const struct {
 	{ EAGAIN, "from_slot" },
 	{ ENFILE, "file table" },
 };
-
-static int failures;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);			\
-			fputc('\n', stderr);				\
-			failures++;					\
-		}							\
-	} while (0)
 
 int main(void)
 {
@@ -90,8 +77,5 @@ int main(void)
 	s = kvpool_strerror(100000);
 	CHECK(s && *s, "100000: no text");
 
-	if (failures)
-		return 1;
-	printf("PASS strerror\n");
-	return 0;
+	return check_done("strerror");
 }

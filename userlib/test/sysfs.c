@@ -17,8 +17,7 @@
 #include <sys/stat.h>
 
 #include "kvpool.h"
-
-#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#include "check.h"
 
 #ifndef FAKE_SYSFS
 #error "build with -DFAKE_SYSFS=... (the KVPOOL_SYSFS_DIR of the library)"
@@ -26,24 +25,6 @@
 
 #define CLASS	FAKE_SYSFS "/kvpool"
 #define MISC	FAKE_SYSFS "/misc"
-
-static int failures;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);			\
-			fputc('\n', stderr);				\
-			failures++;					\
-		}							\
-	} while (0)
-
-static void die(const char *what)
-{
-	perror(what);
-	exit(2);
-}
 
 static void mkdir_p(const char *path)
 {
@@ -302,8 +283,5 @@ int main(void)
 	test_extra();
 	rm_rf(FAKE_SYSFS);
 
-	if (failures)
-		return 1;
-	printf("PASS sysfs\n");
-	return 0;
+	return check_done("sysfs");
 }

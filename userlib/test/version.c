@@ -10,22 +10,11 @@
 #include <string.h>
 
 #include "kvpool.h"
+#include "check.h"
 
 #ifndef VERSION_FILE
 #error "build with -DVERSION_FILE=... (the top-level VERSION file)"
 #endif
-
-static int failures;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);			\
-			fputc('\n', stderr);				\
-			failures++;					\
-		}							\
-	} while (0)
 
 int main(int argc, char **argv)
 {
@@ -59,7 +48,7 @@ int main(int argc, char **argv)
 	CHECK(v && sscanf(v, "%u.%u.%u%c", &major, &minor, &patch, &tail) == 3,
 	      "'%s' is not MAJOR.MINOR.PATCH", v ? v : "(null)");
 
-	if (failures)
+	if (check_failures)
 		return 1;
 	printf("PASS %s: %s\n", argv[0][0] == '.' ? argv[0] + 2 : argv[0], v);
 	return 0;
