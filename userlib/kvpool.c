@@ -346,49 +346,49 @@ int kvpool_swa_free(struct kvpool *kp, const struct kvpool_len_entry *entries,
 			 count, res);
 }
 
-KVP_PUBLIC
-int kvpool_to_slot(struct kvpool *kp, struct kvpool_handle handle,
-		   uint64_t session_id)
+/*
+ * TO_SLOT, FROM_SLOT and SLOT_RELEASE share struct kvpool_slot: the
+ * session id, the row's handle going in (@in, TO_SLOT) or coming out
+ * (@out, FROM_SLOT; 0 going in), and the pages the slot held or holds.
+ * Returns those pages, or -errno (and then *@out is left alone).
+ */
+static int kvp_slot(struct kvpool *kp, unsigned long cmd, uint64_t session_id,
+		    const struct kvpool_handle *in, struct kvpool_handle *out)
 {
 	struct kvpool_slot arg = {
 		.size = sizeof(arg),
 		.session_id = session_id,
-		.handle = handle,
 	};
 	int ret;
 
-	ret = kvp_ioctl(kp->fd, KVPOOL_TO_SLOT, &arg);
-	return ret ? ret : (int)arg.out_nr_pages;
+	if (in)
+		arg.handle = *in;
+	ret = kvp_ioctl(kp->fd, cmd, &arg);
+	if (ret)
+		return ret;
+	if (out)
+		*out = arg.handle;
+	return (int)arg.out_nr_pages;
+}
+
+KVP_PUBLIC
+int kvpool_to_slot(struct kvpool *kp, struct kvpool_handle handle,
+		   uint64_t session_id)
+{
+	return kvp_slot(kp, KVPOOL_TO_SLOT, session_id, &handle, NULL);
 }
 
 KVP_PUBLIC
 int kvpool_from_slot(struct kvpool *kp, uint64_t session_id,
 		     struct kvpool_handle *handle)
 {
-	struct kvpool_slot arg = {
-		.size = sizeof(arg),
-		.session_id = session_id,
-	};
-	int ret;
-
-	ret = kvp_ioctl(kp->fd, KVPOOL_FROM_SLOT, &arg);
-	if (ret)
-		return ret;
-	*handle = arg.handle;
-	return (int)arg.out_nr_pages;
+	return kvp_slot(kp, KVPOOL_FROM_SLOT, session_id, NULL, handle);
 }
 
 KVP_PUBLIC
 int kvpool_slot_release(struct kvpool *kp, uint64_t session_id)
 {
-	struct kvpool_slot arg = {
-		.size = sizeof(arg),
-		.session_id = session_id,
-	};
-	int ret;
-
-	ret = kvp_ioctl(kp->fd, KVPOOL_SLOT_RELEASE, &arg);
-	return ret ? ret : (int)arg.out_nr_pages;
+	return kvp_slot(kp, KVPOOL_SLOT_RELEASE, session_id, NULL, NULL);
 }
 
 static int kvp_query(struct kvpool *kp, struct kvpool_row_query *arg,
@@ -503,6 +503,19 @@ int kvpool_import(struct kvpool *kp, int fd, struct kvpool_handle *out)
 #define KVP_FD_BYTE	'K'
 #define KVP_RECV_FDS	4
 
+/* A message of the one byte at @byte, with @ctl_len bytes of control. */
+static void kvp_fd_msg(struct msghdr *msg, struct iovec *iov, char *byte,
+		       void *ctl, size_t ctl_len)
+{
+	*iov = (struct iovec){ .iov_base = byte, .iov_len = 1 };
+	*msg = (struct msghdr){
+		.msg_iov = iov,
+		.msg_iovlen = 1,
+		.msg_control = ctl,
+		.msg_controllen = ctl_len,
+	};
+}
+
 KVP_PUBLIC
 int kvpool_send_fd(int sock, int fd)
 {
@@ -511,17 +524,13 @@ int kvpool_send_fd(int sock, int fd)
 		struct cmsghdr align;
 	} ctl;
 	char byte = KVP_FD_BYTE;
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr msg = {
-		.msg_iov = &iov,
-		.msg_iovlen = 1,
-		.msg_control = ctl.buf,
-		.msg_controllen = sizeof(ctl.buf),
-	};
+	struct iovec iov;
+	struct msghdr msg;
 	struct cmsghdr *cm;
 	ssize_t n;
 
 	memset(&ctl, 0, sizeof(ctl));
+	kvp_fd_msg(&msg, &iov, &byte, ctl.buf, sizeof(ctl.buf));
 	cm = CMSG_FIRSTHDR(&msg);
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
@@ -542,17 +551,13 @@ int kvpool_recv_fd(int sock)
 		struct cmsghdr align;
 	} ctl;
 	char byte;
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr msg = {
-		.msg_iov = &iov,
-		.msg_iovlen = 1,
-		.msg_control = ctl.buf,
-		.msg_controllen = sizeof(ctl.buf),
-	};
+	struct iovec iov;
+	struct msghdr msg;
 	struct cmsghdr *cm;
 	int fd = -1;
 	ssize_t n;
 
+	kvp_fd_msg(&msg, &iov, &byte, ctl.buf, sizeof(ctl.buf));
 	do {
 		n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
 	} while (n < 0 && errno == EINTR);
