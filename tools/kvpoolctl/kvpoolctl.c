@@ -107,6 +107,20 @@ static int pool_error(int err, const char *what, int pool)
 }
 
 /*
+ * The decimal at the start of @s into *@v, *@end past it. It must start
+ * with a digit: strtoull() alone would take a sign or blanks (and "-1" as
+ * ULLONG_MAX).
+ */
+static bool parse_decimal(const char *s, unsigned long long *v, char **end)
+{
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	*v = strtoull(s, end, 10);
+	return !errno;
+}
+
+/*
  * Parse a count: decimal, optionally followed by K, M or G (times 1024,
  * 1024^2, 1024^3), at most UINT32_MAX. The kernel checks the ranges.
  */
@@ -115,11 +129,7 @@ static bool parse_u32(const char *s, unsigned int *out)
 	unsigned long long v, mul = 1;
 	char *end;
 
-	if (*s < '0' || *s > '9')
-		return false;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
+	if (!parse_decimal(s, &v, &end))
 		return false;
 	switch (*end) {
 	case 'k': case 'K':
@@ -157,6 +167,16 @@ static int bad_pool(const char *s)
 {
 	err_msg("not a pool: '%s' (want N, kvpoolN or /dev/kvpoolN)", s);
 	return EXIT_USAGE;
+}
+
+/* The count @arg of option --@name into *@out, or false, said why. */
+static bool parse_count_opt(const char *name, const char *arg,
+			    unsigned int *out)
+{
+	if (parse_u32(arg, out))
+		return true;
+	err_msg("--%s: not a number: '%s'", name, arg);
+	return false;
 }
 
 /*
@@ -279,6 +299,28 @@ static int parse_simple(int argc, char **argv, const char *usage, bool *json,
 			return usage_of(usage, stderr);
 		}
 	}
+	return EXIT_OK;
+}
+
+/*
+ * parse_simple() for a command of exactly one POOL, into *@id. *@done as
+ * there: set when the command ends here, with the return value its exit
+ * code.
+ */
+static int parse_one_pool(int argc, char **argv, const char *usage,
+			  bool *json, unsigned int *id, bool *done)
+{
+	int ret;
+
+	ret = parse_simple(argc, argv, usage, json, done);
+	if (*done)
+		return ret;
+	*done = true;
+	if (argc - optind != 1)
+		return usage_of(usage, stderr);
+	if (!parse_pool(argv[optind], id))
+		return bad_pool(argv[optind]);
+	*done = false;
 	return EXIT_OK;
 }
 
@@ -1064,13 +1106,9 @@ static int cmd_info(int argc, char **argv)
 	unsigned int id;
 	int ret;
 
-	ret = parse_simple(argc, argv, usage_info, &json, &done);
+	ret = parse_one_pool(argc, argv, usage_info, &json, &id, &done);
 	if (done)
 		return ret;
-	if (argc - optind != 1)
-		return usage_of(usage_info, stderr);
-	if (!parse_pool(argv[optind], &id))
-		return bad_pool(argv[optind]);
 
 	ret = open_pool(id, &kp);
 	if (ret)
@@ -1223,11 +1261,9 @@ static int cmd_create(int argc, char **argv)
 		default:
 			return usage_of(usage_create, stderr);
 		}
-		if (!parse_u32(optarg, field)) {
-			err_msg("--%s: not a number: '%s'",
-				opts[c - OPT_PAGES + 1].name, optarg);
+		if (!parse_count_opt(opts[c - OPT_PAGES + 1].name, optarg,
+				     field))
 			return EXIT_USAGE;
-		}
 		seen |= 1U << (c - OPT_PAGES);
 	}
 	if (optind != argc || seen != 0xf) {
@@ -1261,13 +1297,9 @@ static int cmd_destroy(int argc, char **argv)
 	bool done;
 	int ret;
 
-	ret = parse_simple(argc, argv, usage_destroy, NULL, &done);
+	ret = parse_one_pool(argc, argv, usage_destroy, NULL, &id, &done);
 	if (done)
 		return ret;
-	if (argc - optind != 1)
-		return usage_of(usage_destroy, stderr);
-	if (!parse_pool(argv[optind], &id))
-		return bad_pool(argv[optind]);
 
 	ret = kvpool_pool_destroy(id);
 	if (ret)
@@ -1313,11 +1345,7 @@ static bool parse_u64(const char *s, __u64 *out)
 	unsigned long long v;
 	char *end;
 
-	if (*s < '0' || *s > '9')
-		return false;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end)
+	if (!parse_decimal(s, &v, &end) || *end)
 		return false;
 	*out = v;
 	return true;
@@ -1420,11 +1448,9 @@ static int tenant_set(int argc, char **argv)
 		default:
 			return usage_of(usage_tenant, stderr);
 		}
-		if (!parse_u32(optarg, field)) {
-			err_msg("--%s: not a number: '%s'",
-				opts[c - OPT_CGROUP + 1].name, optarg);
+		if (!parse_count_opt(opts[c - OPT_CGROUP + 1].name, optarg,
+				     field))
 			return EXIT_USAGE;
-		}
 	}
 	if (argc - optind != 1 || !have_uid || !cgroup == !have_id) {
 		err_msg("tenant set needs POOL, --cgroup or --cgroup-id (one of them), and --uid");
@@ -1463,13 +1489,9 @@ static int tenant_list(int argc, char **argv)
 	size_t nr;
 	int ret;
 
-	ret = parse_simple(argc, argv, usage_tenant, &json, &done);
+	ret = parse_one_pool(argc, argv, usage_tenant, &json, &id, &done);
 	if (done)
 		return ret;
-	if (argc - optind != 1)
-		return usage_of(usage_tenant, stderr);
-	if (!parse_pool(argv[optind], &id))
-		return bad_pool(argv[optind]);
 
 	ret = fetch_tenants(id, &t, &nr);
 	if (ret)
@@ -1531,11 +1553,9 @@ static int cmd_wmark(int argc, char **argv)
 		default:
 			return usage_of(usage_wmark, stderr);
 		}
-		if (!parse_u32(optarg, field)) {
-			err_msg("--%s: not a number: '%s'",
-				opts[c - OPT_LOW + 1].name, optarg);
+		if (!parse_count_opt(opts[c - OPT_LOW + 1].name, optarg,
+				     field))
 			return EXIT_USAGE;
-		}
 		seen |= 1U << (c - OPT_LOW);
 	}
 	if (argc - optind != 1 || seen != 0x3) {
