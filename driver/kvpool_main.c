@@ -28,9 +28,25 @@
  *			xarray's own lock.
  *   kvp_dev.core.lock	one pool: its core state, its clients, @dead and
  *			@nr_exports
+ *   (xarray locks)	kvp_pools' own, and inside a pool lock the core's
+ *			clients and tenants xarrays': innermost, never
+ *			held across anything that sleeps
  * No pool lock is ever taken under a lock of the driver core or the misc
  * layer: pools are not misc devices, so open() runs under no global lock,
  * and a client holding its pool's lock for long delays only that pool.
+ *
+ * Suffixes: a core function ending in _locked (kvp_core.h) needs its
+ * pool's lock, and asserts it; kvp_pool_create_locked() and
+ * kvp_pool_destroy_locked() here need kvp_pools_lock, and assert that.
+ *
+ * Read without a lock, on purpose:
+ *   pool->pressure_seq	READ_ONCE before and after an op to decide on a
+ *			wake-up (kvp_pool_ioctl()); the core writes it
+ *			with WRITE_ONCE under the pool lock. A stale read
+ *			costs one spurious or one late wake-up, which
+ *			poll's re-check of the ask absorbs.
+ *   kvp_live		smp_load_acquire in open, paired with the
+ *			smp_store_release that ends module init.
  *
  * Lifetime: a pool device is freed by the release of its struct device,
  * once the last reference is gone. The pool table holds one until
