@@ -10,6 +10,7 @@
 #   scripts/checkpatch.pl
 #   scripts/spelling.txt
 #   scripts/const_structs.checkpatch
+#   scripts/kernel-doc
 #
 # They land in ${KVPOOL_CACHE:-/var/cache/kvpool}/ksrc/ under the same
 # relative paths. When all of them are already there, nothing is done (fast
@@ -34,6 +35,7 @@ files=(
 	scripts/checkpatch.pl
 	scripts/spelling.txt
 	scripts/const_structs.checkpatch
+	scripts/kernel-doc
 )
 
 all_present() {

@@ -3,8 +3,8 @@
 #
 # The maintainers' checkers on the kernel code: checkpatch.pl --strict
 # (taken from Debian's linux-source-6.1 at run time) on driver/ and uapi/,
-# cppcheck on the userspace C, and a W=1 + sparse (C=2) build against each
-# kernel of $KERNELS. Prints
+# cppcheck on the userspace C, tools/doc-check.sh (docs against code), and
+# a W=1 + sparse (C=2) build against each kernel of $KERNELS. Prints
 # "PASS name" or "FAIL name" per check; exits non-zero if any failed.
 set -uo pipefail
 
@@ -37,6 +37,15 @@ if out=$(cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 else
 	echo "$out"
 	echo "FAIL lint: cppcheck"
+	rc=1
+fi
+
+# The docs against the code: ABI entries, ioctl list, kernel-doc.
+if out=$(tools/doc-check.sh 2>&1); then
+	echo "$out" | grep -E '^(PASS|FAIL)' | sed 's/^PASS doc-check/PASS lint: doc-check/'
+else
+	echo "$out" | grep -vE '^PASS'
+	echo "FAIL lint: doc-check"
 	rc=1
 fi
 

@@ -112,7 +112,8 @@
  * table in Documentation/userspace-api/ioctl/ioctl-number.rst of Linux
  * 7.3 (0xB8 is mshv.h and mrvl_cn10k_dpi.h, 0xBA liveupdate.h; 0xB9 is
  * listed for no one) and against every _IO*() in that release's uapi
- * headers (none uses type 0xB9). docs/ioctl-number.patch registers it.
+ * headers (none uses type 0xB9). docs/userspace-api/ioctl/ioctl-number.patch
+ * registers it.
  */
 #define KVPOOL_TYPE		0xb9
 
@@ -221,8 +222,7 @@ struct kvpool_info {
  * @out_free_pages: pages on the free list
  * @out_row_pages: pages owned by rows that requests hold
  * @out_slot_pages: pages owned by rows parked in session slots
- * @out_cache_evictable: pages in prefix caches, not pinned (0 until
- *                       KVPOOL_FEAT_PREFIX_CACHE)
+ * @out_cache_evictable: pages in prefix caches, not pinned
  * @out_cache_pinned: pages in prefix caches borrowed by a row
  * @out_reserved_pages: pages kept out of circulation (page 0)
  * @out_free_rows: rows free to allocate
@@ -361,6 +361,7 @@ struct kvpool_extend {
  * struct kvpool_len_entry - one row of a commit batch
  * @handle: the row
  * @len: the new committed length: >= the current one, <= allocated
+ * @__reserved: must be 0
  */
 struct kvpool_len_entry {
 	struct kvpool_handle handle;
@@ -609,6 +610,7 @@ struct kvpool_export {
  * @out_handle: the row's handle in this client: same req_pool_idx, next
  *              generation
  * @out_nr_pages: pages the row owns
+ * @__reserved2: must be 0
  *
  * The caller's tenant limits apply (EDQUOT); EALREADY if the file was
  * imported before, EXDEV if it is another pool's, EINVAL if it is not an
@@ -696,7 +698,8 @@ struct kvpool_ctl_create {
  * @pool_id: N
  * @__reserved: must be 0
  *
- * EBUSY while the pool has clients: nothing is taken from anyone.
+ * EBUSY while the pool has clients or an export file of it is open:
+ * nothing is taken from anyone.
  */
 struct kvpool_ctl_destroy {
 	__u32 size;
