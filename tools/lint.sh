@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # The maintainers' checkers on the kernel code: checkpatch.pl --strict
-# (taken from Debian's linux-source-6.1 at run time) on driver/ and uapi/,
-# cppcheck on the userspace C, tools/doc-check.sh (docs against code), and
+# (taken from Debian's linux-source-6.1 at run time) on driver/ and uapi/
+# and on every commit since the redesign (message and kernel diff), cppcheck on the userspace C, tools/doc-check.sh (docs against code), and
 # a W=1 + sparse (C=2) build against each kernel of $KERNELS. Prints
 # "PASS name" or "FAIL name" per check; exits non-zero if any failed.
 set -uo pipefail
@@ -23,6 +23,54 @@ else
 	echo "$out" | grep -E '(ERROR|WARNING|CHECK):'
 	echo "FAIL lint: checkpatch --strict"
 	rc=1
+fi
+
+# The commits themselves, from the codebase redesign (issue 10) on: each
+# one's message (subject, body, Fixes: tags) with its diff of the kernel
+# code (driver/, uapi/, Kbuild) through checkpatch --strict, as a
+# maintainer would read the patch. Userspace diffs are left out: the
+# kernel's rules (negative errnos, kernel types) do not apply there. A
+# commit that touches no kernel code is checked as a message alone
+# (NOT_UNIFIED_DIFF). MAINTAINERS: this tree has none.
+git_base=9af2a4b
+git_range=$git_base..HEAD
+if ! git rev-parse -q --verify "$git_base^{commit}" >/dev/null; then
+	git_range=
+	if [[ $(git rev-parse --is-shallow-repository) == true ]]; then
+		# A shallow clone: check the commits it has a parent of.
+		n=$(git rev-list --count HEAD)
+		((n > 1)) && git_range=HEAD~$((n - 1))..HEAD
+	fi
+fi
+if [[ -z $git_range ]]; then
+	echo "FAIL lint: checkpatch --git: commit $git_base is not in this clone"
+	rc=1
+else
+	patch=$(mktemp)
+	bad=0 n=0
+	for c in $(git rev-list --reverse "$git_range"); do
+		n=$((n + 1))
+		{
+			git show --format=email -s "$c"
+			echo ---
+			git diff "$c^" "$c" -- driver uapi Kbuild
+		} >"$patch"
+		out=$(perl "$ksrc/scripts/checkpatch.pl" --strict --no-tree \
+			--terse --show-types --no-signoff \
+			--ignore FILE_PATH_CHANGES,NOT_UNIFIED_DIFF "$patch" 2>&1)
+		if grep -qE '(ERROR|WARNING|CHECK):' <<<"$out"; then
+			grep -E '(ERROR|WARNING|CHECK):' <<<"$out" |
+				sed "s|^$patch|$(git log -1 --format=%h "$c")|"
+			bad=$((bad + 1))
+		fi
+	done
+	rm -f "$patch"
+	if ((bad)); then
+		echo "FAIL lint: checkpatch --git: $bad of $n commits ($git_range)"
+		rc=1
+	else
+		echo "PASS lint: checkpatch --git ($n commits, $git_range)"
+	fi
 fi
 
 # Userspace C: the core as the unit test builds it (-U__KERNEL__: its
