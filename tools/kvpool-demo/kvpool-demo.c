@@ -27,8 +27,7 @@
 
 #include <kvpool.h>
 
-#define __printf(a, b)	__attribute__((format(printf, a, b)))
-#define __noreturn	__attribute__((noreturn))
+#include "kvsched.h"
 
 enum {
 	EXIT_PASS = 0,
@@ -89,46 +88,6 @@ static void __printf(1, 2) err_msg(const char *fmt, ...)
 static const char *plural(unsigned int n)
 {
 	return n == 1 ? "" : "s";
-}
-
-static unsigned int div_up(unsigned int a, unsigned int b)
-{
-	return a / b + !!(a % b);
-}
-
-static bool write_full(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return false;
-		p += n;
-		len -= (size_t)n;
-	}
-	return true;
-}
-
-/* false on EOF or error: the other end is gone. */
-static bool read_full(int fd, void *buf, size_t len)
-{
-	char *p = buf;
-
-	while (len) {
-		ssize_t n = read(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return false;
-		p += n;
-		len -= (size_t)n;
-	}
-	return true;
 }
 
 /* ---- the client (child) side ---- */

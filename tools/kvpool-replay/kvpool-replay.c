@@ -61,14 +61,8 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 
+#include "kvsched.h"
 #include "replay.h"
-
-typedef uint8_t u8;
-typedef uint32_t u32;
-typedef uint64_t u64;
-
-#define __printf(a, b)	__attribute__((format(printf, a, b)))
-#define __noreturn	__attribute__((noreturn))
 
 enum {
 	EXIT_PASS = 0,
@@ -163,60 +157,6 @@ static void counts_add(struct rp_counts *a, const struct rp_counts *b)
 
 	for (i = 0; i < sizeof(*a) / sizeof(u64); i++)
 		d[i] += s[i];
-}
-
-/* ---- random numbers: splitmix64, the same on every machine -------------- */
-
-static u64 mix64(u64 x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ULL;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebULL;
-	x ^= x >> 31;
-	return x;
-}
-
-static u64 rng_next(u64 *s)
-{
-	*s += 0x9e3779b97f4a7c15ULL;
-	return mix64(*s);
-}
-
-static double rng_unit(u64 *s)
-{
-	return (double)(rng_next(s) >> 11) * 0x1.0p-53;
-}
-
-static u32 rng_below(u64 *s, u32 n)
-{
-	return (u32)(((rng_next(s) >> 32) * n) >> 32);
-}
-
-static double rng_normal(u64 *s)
-{
-	double u1 = rng_unit(s), u2 = rng_unit(s);
-
-	if (u1 < 1e-300)
-		u1 = 1e-300;
-	return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
-}
-
-/* Log-normal with the given median, clamped to [lo, hi]. */
-static u32 rng_lognormal(u64 *s, double median, double sigma, u32 lo, u32 hi)
-{
-	double v = median * exp(sigma * rng_normal(s));
-
-	if (v < lo)
-		return lo;
-	if (v > hi)
-		return hi;
-	return (u32)v;
-}
-
-static u32 rng_exp(u64 *s, double mean)
-{
-	return (u32)(-mean * log(1.0 - rng_unit(s)));
 }
 
 /* ---- workload ----------------------------------------------------------- */
@@ -396,42 +336,6 @@ static void __printf(2, 3) __noreturn fail(const struct rp_client *c,
 		_exit(EXIT_CHECK_FAILED);
 	cleanup_all();
 	exit(EXIT_CHECK_FAILED);
-}
-
-static void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n ? n : 1, size ? size : 1);
-
-	if (!p) {
-		fprintf(stderr, "kvpool-replay: out of memory\n");
-		exit(EXIT_SETUP);
-	}
-	return p;
-}
-
-static void *xrealloc(void *p, size_t n, size_t size)
-{
-	p = reallocarray(p, n ? n : 1, size);
-	if (!p) {
-		fprintf(stderr, "kvpool-replay: out of memory\n");
-		exit(EXIT_SETUP);
-	}
-	return p;
-}
-
-static u32 div_up(u32 a, u32 b)
-{
-	return a / b + !!(a % b);
-}
-
-static u32 min_u32(u32 a, u32 b)
-{
-	return a < b ? a : b;
-}
-
-static u32 max_u32(u32 a, u32 b)
-{
-	return a > b ? a : b;
 }
 
 /* Every broker call goes through here, to be counted. */
@@ -1769,7 +1673,7 @@ static void decode(struct rp_client *c)
 
 static u32 think_time(struct rp_sess *s)
 {
-	return 1 + rng_exp(&s->rng, 8.0);
+	return 1 + (u32)rng_exp(&s->rng, 8.0);
 }
 
 /*
@@ -2305,14 +2209,6 @@ static void print_summary(const struct rp_counts *per, u32 n, double secs)
 	       secs > 0 ? tot.calls / secs : 0.0);
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* ---- running: in this process, or one forked process per client -------- */
 
 static void cleanup_all(void)
@@ -2394,40 +2290,6 @@ static void run_in_process(void)
 	free(clients);
 	clients = NULL;
 	nclients = 0;
-}
-
-static bool write_full(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t k = write(fd, p, len);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return false;
-		p += k;
-		len -= (size_t)k;
-	}
-	return true;
-}
-
-static bool read_full(int fd, void *buf, size_t len)
-{
-	char *p = buf;
-
-	while (len) {
-		ssize_t k = read(fd, p, len);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return false;
-		p += k;
-		len -= (size_t)k;
-	}
-	return true;
 }
 
 /*

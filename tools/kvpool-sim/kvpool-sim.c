@@ -157,14 +157,6 @@ static void __printf(1, 2) msg(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-double sim_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void sleep_s(double s)
 {
 	struct timespec ts;
@@ -219,7 +211,7 @@ static bool failed;
 
 static void __printf(1, 2) event(const char *fmt, ...)
 {
-	double t = sim_now() - t0;
+	double t = now_s() - t0;
 	va_list ap;
 	char buf[160];
 
@@ -879,11 +871,11 @@ static double kill_one(void)
 	pages = te->now.pages;
 	rows = te->now.rows;
 	slots = sim_load(p->slots);
-	t_kill = sim_now();
+	t_kill = now_s();
 	p->state = PROC_KILLED;
 	kill(p->pid, SIGKILL);
 	waitpid(p->pid, &status, 0);
-	ms = (sim_now() - t_kill) * 1000;
+	ms = (now_s() - t_kill) * 1000;
 	sample_tenants();
 	event("SIGKILL %s (pid %d): held %u pages, %u rows (%u in slots)",
 	      te->cfg->name, p->pid, pages, rows, slots);
@@ -1306,14 +1298,14 @@ int main(int argc, char **argv)
 	} else {
 		printf("\033[2J");
 	}
-	t0 = sim_now();
+	t0 = now_s();
 	if (!start_all()) {
 		sim_store(sh->stop, 1);
 		failed = true;
 	}
 	next = t0;
 	for (;;) {
-		t = sim_now() - t0;
+		t = now_s() - t0;
 		if (t >= opt.duration || interrupted)
 			break;
 		if (opt.kill_at > 0 && !killed && t >= opt.kill_at) {
@@ -1351,15 +1343,15 @@ int main(int argc, char **argv)
 			next_log += 5;
 		}
 		next += opt.sample_ms / 1000;
-		sleep_s(next - sim_now());
+		sleep_s(next - now_s());
 	}
 	if (opt.live)
 		render(t, opt.kill_at, false);
 
 	/* Everyone gives everything back, by hand, and exits. */
 	sim_store(sh->stop, 1);
-	next = sim_now() + 15;
-	while ((left = reap(false)) && sim_now() < next)
+	next = now_s() + 15;
+	while ((left = reap(false)) && now_s() < next)
 		sleep_s(0.05);
 	if (left) {
 		msg("%u processes did not finish in 15 s: killing them", left);

@@ -56,59 +56,6 @@
 #define NIL		0xffffffffU
 #define NOSHARED	0xffffffffU
 
-/* ---- random numbers: splitmix64 ---------------------------------------- */
-
-static u64 mix64(u64 x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ULL;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebULL;
-	x ^= x >> 31;
-	return x;
-}
-
-static u64 rng_next(u64 *s)
-{
-	*s += 0x9e3779b97f4a7c15ULL;
-	return mix64(*s);
-}
-
-static double rng_unit(u64 *s)
-{
-	return (double)(rng_next(s) >> 11) * 0x1.0p-53;
-}
-
-static u32 rng_below(u64 *s, u32 n)
-{
-	return (u32)(((rng_next(s) >> 32) * n) >> 32);
-}
-
-static double rng_normal(u64 *s)
-{
-	double u1 = rng_unit(s), u2 = rng_unit(s);
-
-	if (u1 < 1e-300)
-		u1 = 1e-300;
-	return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
-}
-
-static u32 rng_lognormal(u64 *s, double median, double sigma, u32 lo, u32 hi)
-{
-	double v = median * exp(sigma * rng_normal(s));
-
-	if (v < lo)
-		return lo;
-	if (v > hi)
-		return hi;
-	return (u32)v;
-}
-
-static double rng_exp(u64 *s, double mean)
-{
-	return -mean * log(1.0 - rng_unit(s));
-}
-
 /* ---- the model ---------------------------------------------------------- */
 
 enum { RQ_WAIT, RQ_PREFILL, RQ_DECODE };
@@ -242,23 +189,15 @@ static void __printf(1, 2) __noreturn die(const char *fmt, ...)
 	_exit(1);
 }
 
-static void *xcalloc(size_t n, size_t size)
+static void __noreturn oom(void *ctx)
 {
-	void *p = calloc(n ? n : 1, size ? size : 1);
-
-	if (!p)
-		die("out of memory");
-	return p;
+	(void)ctx;
+	die("out of memory");
 }
 
 static u32 pages_of(u32 tokens)
 {
 	return (tokens + S.pt - 1) / S.pt;
-}
-
-static u32 min_u32(u32 a, u32 b)
-{
-	return a < b ? a : b;
 }
 
 #define check_count(what, got, want)					\
@@ -365,9 +304,7 @@ static void ev_push(double t, struct req *q)
 
 	if (S.nev == S.ev_cap) {
 		S.ev_cap = S.ev_cap ? 2 * S.ev_cap : 64;
-		S.ev = realloc(S.ev, S.ev_cap * sizeof(*S.ev));
-		if (!S.ev)
-			die("out of memory");
+		S.ev = xrealloc(S.ev, S.ev_cap, sizeof(*S.ev));
 	}
 	i = S.nev++;
 	while (i && S.ev[(i - 1) / 2].t > t) {
@@ -417,9 +354,7 @@ static void row_reserve(struct row *r, u32 npages)
 		return;
 	while (r->cap < npages)
 		r->cap = r->cap ? 2 * r->cap : 64;
-	r->pg = realloc(r->pg, r->cap * sizeof(u32));
-	if (!r->pg)
-		die("out of memory");
+	r->pg = xrealloc(r->pg, r->cap, sizeof(u32));
 }
 
 /* Pages the row owns: mapped, not borrowed from the cache. */
@@ -968,9 +903,7 @@ static void xpg_reserve(u32 n)
 	if (n <= S.xpg_cap)
 		return;
 	S.xpg_cap = n + n / 2;
-	S.xpg = realloc(S.xpg, S.xpg_cap * sizeof(u32));
-	if (!S.xpg)
-		die("out of memory");
+	S.xpg = xrealloc(S.xpg, S.xpg_cap, sizeof(u32));
 }
 
 /*
@@ -1375,23 +1308,6 @@ static void finish(u32 nfin)
 
 /* ---- handoff: the decode side ------------------------------------------- */
 
-static bool read_full(int fd, void *buf, size_t len)
-{
-	char *p = buf;
-
-	while (len) {
-		ssize_t n = read(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return false;
-		p += n;
-		len -= (size_t)n;
-	}
-	return true;
-}
-
 static void receive_rows(void)
 {
 	struct pollfd pfd = { .fd = S.a->sock, .events = POLLIN };
@@ -1549,6 +1465,8 @@ static void init(const struct sim_sched_args *a)
 	S.a = a;
 	S.me = a->me;
 	S.wl = w;
+	/* Out of memory fails this process as any broken check does. */
+	kvs_set_oom(oom, NULL);
 	ret = kvpool_open(a->pool_path, &S.kp);
 	if (ret < 0)
 		die("open %s: %s", a->pool_path, kvpool_strerror(ret));
@@ -1567,7 +1485,7 @@ static void init(const struct sim_sched_args *a)
 	S.rate = w->sess_rate * a->scale;
 	S.seed = mix64(a->seed ^ mix64(0x7e4a47ULL + (u64)a->tenant));
 	S.arr_rng = mix64(S.seed ^ mix64(0xa77ULL + a->gen));
-	S.next_arrival = (sim_now() - a->t0) +
+	S.next_arrival = (now_s() - a->t0) +
 			 rng_exp(&S.arr_rng, 1.0 / S.rate);
 	/* Restarts and the two roles draw from separate id ranges. */
 	S.next_sess = (a->gen << 24) | ((u32)a->role << 22);
@@ -1603,11 +1521,11 @@ int sim_sched_main(const struct sim_sched_args *a)
 
 	init(a);
 	sim_store(S.me->state, PROC_RUNNING);
-	next = sim_now();
+	next = now_s();
 	while (!sim_load(a->sh->stop)) {
 		double left;
 
-		S.now = sim_now() - a->t0;
+		S.now = now_s() - a->t0;
 		ret = kvpool_stats(S.kp, &S.st);
 		if (ret < 0)
 			die("stats: %s", kvpool_strerror(ret));
@@ -1625,10 +1543,10 @@ int sim_sched_main(const struct sim_sched_args *a)
 
 		/* Until the next step: wait for the kernel to ask. */
 		next += a->step_s;
-		left = next - sim_now();
+		left = next - now_s();
 		if (left < -a->step_s) {
 			S.me->late_steps++;
-			next = sim_now();
+			next = now_s();
 			left = 0;
 		}
 		ret = kvpool_wait_pressure(S.kp, left > 0 ? (int)(left * 1000) : 0);
@@ -1636,7 +1554,7 @@ int sim_sched_main(const struct sim_sched_args *a)
 			die("poll: %s", kvpool_strerror(ret));
 		if (ret == 1) {
 			answer_pressure();
-			left = next - sim_now();
+			left = next - now_s();
 			if (left > 0) {
 				struct timespec ts = {
 					.tv_sec = (time_t)left,

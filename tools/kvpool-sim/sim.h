@@ -20,13 +20,7 @@
 
 #include <kvpool.h>
 
-typedef uint8_t u8;
-typedef uint32_t u32;
-typedef uint64_t u64;
-
-#define __printf(a, b)	__attribute__((format(printf, a, b)))
-#define __noreturn	__attribute__((noreturn))
-#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#include "kvsched.h"
 
 #define SIM_MAX_TENANTS	3
 #define SIM_MAX_PROCS	16
@@ -145,8 +139,6 @@ struct sim_sched_args {
 
 /* Runs one scheduler process; returns its exit status. */
 int sim_sched_main(const struct sim_sched_args *a);
-
-double sim_now(void);
 
 #define sim_store(p, v)	__atomic_store_n(&(p), (v), __ATOMIC_RELAXED)
 #define sim_load(p)	__atomic_load_n(&(p), __ATOMIC_RELAXED)
