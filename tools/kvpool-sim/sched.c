@@ -127,7 +127,12 @@ struct pending {
 	struct handoff m;
 };
 
-static struct {
+/*
+ * One scheduler process's whole state. sim_sched_main() owns it and
+ * hands it down by pointer: nothing in this file is global, so the
+ * scheduler does not depend on being alone in its process.
+ */
+struct sched {
 	const struct sim_sched_args *a;
 	struct sim_proc *me;
 	const struct sim_workload *wl;
@@ -174,47 +179,48 @@ static struct {
 	u32 xpg_cap;
 	struct kvpool_stats st;
 	double now;
-} S;
+};
 
-static void __printf(1, 2) __noreturn die(const char *fmt, ...)
+static void __printf(2, 3) __noreturn die(struct sched *sc,
+						 const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(S.me->err, sizeof(S.me->err), fmt, ap);
+	vsnprintf(sc->me->err, sizeof(sc->me->err), fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "kvpool-sim: %s[%d]: %s\n",
-		S.a->cfg->name, (int)getpid(), S.me->err);
-	sim_store(S.me->state, PROC_FAILED);
+		sc->a->cfg->name, (int)getpid(), sc->me->err);
+	sim_store(sc->me->state, PROC_FAILED);
 	_exit(1);
 }
 
 static void __noreturn oom(void *ctx)
 {
-	(void)ctx;
-	die("out of memory");
+	die(ctx, "out of memory");
 }
 
-static u32 pages_of(u32 tokens)
+static u32 pages_of(struct sched *sc, u32 tokens)
 {
-	return (tokens + S.pt - 1) / S.pt;
+	return (tokens + sc->pt - 1) / sc->pt;
 }
 
 #define check_count(what, got, want)					\
 	do {								\
 		if ((u64)(got) != (u64)(want))				\
-			die("%s: kernel says %lld pages, mirror %llu",	\
-			    what, (long long)(got), (unsigned long long)(want)); \
+			die(sc, "%s: kernel says %lld pages, mirror %llu", \
+			    what, (long long)(got),			\
+			    (unsigned long long)(want));		\
 	} while (0)
 
 /* ---- sessions ----------------------------------------------------------- */
 
 /* Session @id of this tenant: the same in every process of the tenant. */
-static struct sess *sess_make(u32 id)
+static struct sess *sess_make(struct sched *sc, u32 id)
 {
-	const struct sim_workload *w = S.wl;
+	const struct sim_workload *w = sc->wl;
 	struct sess *s = xcalloc(1, sizeof(*s));
-	u64 rng = mix64(S.seed ^ mix64(0x5e55ULL + id));
+	u64 rng = mix64(sc->seed ^ mix64(0x5e55ULL + id));
 	u32 len = 0, t, nturns = 1;
 
 	s->id = id;
@@ -222,7 +228,7 @@ static struct sess *sess_make(u32 id)
 	s->shared = NOSHARED;
 	if (w->nshared && rng_unit(&rng) < w->p_shared) {
 		s->shared = rng_below(&rng, w->nshared);
-		s->shared_len = S.shared_len[s->shared];
+		s->shared_len = sc->shared_len[s->shared];
 		len = s->shared_len;
 	}
 	if (rng_unit(&rng) < w->p_multi)
@@ -238,15 +244,15 @@ static struct sess *sess_make(u32 id)
 		u32 o = rng_lognormal(&rng, w->out_median, w->out_sigma, 1,
 				      w->out_max);
 
-		if (len + u + o > S.max_req) {
+		if (len + u + o > sc->max_req) {
 			if (t)
 				break;
 			/* One turn must fit: shorten its prompt. */
-			if (len + 1 + o > S.max_req) {
+			if (len + 1 + o > sc->max_req) {
 				s->shared = NOSHARED;
 				s->shared_len = len = 0;
 			}
-			u = min_u32(u, S.max_req - len - o);
+			u = min_u32(u, sc->max_req - len - o);
 		}
 		s->user[t] = u;
 		s->out[t] = o;
@@ -257,9 +263,9 @@ static struct sess *sess_make(u32 id)
 }
 
 /* Identity of the text in page @i of session @s. */
-static u64 page_key(const struct sess *s, u32 i)
+static u64 page_key(struct sched *sc, const struct sess *s, u32 i)
 {
-	if (s->shared != NOSHARED && (u64)(i + 1) * S.pt <= s->shared_len)
+	if (s->shared != NOSHARED && (u64)(i + 1) * sc->pt <= s->shared_len)
 		return mix64(0x5a5a000000000000ULL ^ ((u64)s->shared << 32) ^ i);
 	return mix64(mix64(0xa5a5000000000000ULL ^ s->id) + i);
 }
@@ -279,63 +285,64 @@ static struct req *req_make(struct sess *s, u32 turn)
 	return q;
 }
 
-static void wait_push(struct req *q, bool front)
+static void wait_push(struct sched *sc, struct req *q, bool front)
 {
 	q->state = RQ_WAIT;
 	if (front) {
-		q->next = S.wq_head;
-		S.wq_head = q;
-		if (!S.wq_tail)
-			S.wq_tail = q;
+		q->next = sc->wq_head;
+		sc->wq_head = q;
+		if (!sc->wq_tail)
+			sc->wq_tail = q;
 	} else {
 		q->next = NULL;
-		if (S.wq_tail)
-			S.wq_tail->next = q;
+		if (sc->wq_tail)
+			sc->wq_tail->next = q;
 		else
-			S.wq_head = q;
-		S.wq_tail = q;
+			sc->wq_head = q;
+		sc->wq_tail = q;
 	}
-	S.nwait++;
+	sc->nwait++;
 }
 
-static void ev_push(double t, struct req *q)
+static void ev_push(struct sched *sc, double t, struct req *q)
 {
 	u32 i;
 
-	if (S.nev == S.ev_cap) {
-		S.ev_cap = S.ev_cap ? 2 * S.ev_cap : 64;
-		S.ev = xrealloc(S.ev, S.ev_cap, sizeof(*S.ev));
+	if (sc->nev == sc->ev_cap) {
+		sc->ev_cap = sc->ev_cap ? 2 * sc->ev_cap : 64;
+		sc->ev = xrealloc(sc->ev, sc->ev_cap, sizeof(*sc->ev));
 	}
-	i = S.nev++;
-	while (i && S.ev[(i - 1) / 2].t > t) {
-		S.ev[i] = S.ev[(i - 1) / 2];
+	i = sc->nev++;
+	while (i && sc->ev[(i - 1) / 2].t > t) {
+		sc->ev[i] = sc->ev[(i - 1) / 2];
 		i = (i - 1) / 2;
 	}
-	S.ev[i] = (struct event){ t, q };
+	sc->ev[i] = (struct event){ t, q };
 }
 
-static struct req *ev_pop(void)
+static struct req *ev_pop(struct sched *sc)
 {
-	struct req *q = S.ev[0].q;
-	struct event last = S.ev[--S.nev];
+	struct req *q = sc->ev[0].q;
+	struct event last = sc->ev[--sc->nev];
 	u32 i = 0, c;
 
-	while ((c = 2 * i + 1) < S.nev) {
-		if (c + 1 < S.nev && S.ev[c + 1].t < S.ev[c].t)
+	while ((c = 2 * i + 1) < sc->nev) {
+		if (c + 1 < sc->nev && sc->ev[c + 1].t < sc->ev[c].t)
 			c++;
-		if (S.ev[c].t >= last.t)
+		if (sc->ev[c].t >= last.t)
 			break;
-		S.ev[i] = S.ev[c];
+		sc->ev[i] = sc->ev[c];
 		i = c;
 	}
-	if (S.nev)
-		S.ev[i] = last;
+	if (sc->nev)
+		sc->ev[i] = last;
 	return q;
 }
 
-static void next_turn(struct sess *s, u32 turn)
+static void next_turn(struct sched *sc, struct sess *s, u32 turn)
 {
-	ev_push(S.now + rng_exp(&s->rng, S.wl->think_s), req_make(s, turn));
+	ev_push(sc, sc->now + rng_exp(&s->rng, sc->wl->think_s),
+		req_make(s, turn));
 }
 
 /* ---- rows --------------------------------------------------------------- */
@@ -358,11 +365,11 @@ static void row_reserve(struct row *r, u32 npages)
 }
 
 /* Pages the row owns: mapped, not borrowed from the cache. */
-static u32 row_owned(const struct row *r)
+static u32 row_owned(struct sched *sc, const struct row *r)
 {
 	u32 i, n = 0;
 
-	for (i = r->prot / S.pt; i < pages_of(r->alloc); i++)
+	for (i = r->prot / sc->pt; i < pages_of(sc, r->alloc); i++)
 		n += r->pg[i] != NIL;
 	return n;
 }
@@ -375,111 +382,112 @@ static void row_free(struct row *r)
 
 /* ---- the prefix cache --------------------------------------------------- */
 
-static bool cn_evictable(u32 p)
+static bool cn_evictable(struct sched *sc, u32 p)
 {
-	const struct cnode *n = &S.cn[p];
+	const struct cnode *n = &sc->cn[p];
 
 	if (n->pins)
 		return false;
 	return n->state == CN_ORPHAN || (n->state == CN_NODE && !n->nchild);
 }
 
-static void lru_del(u32 p)
+static void lru_del(struct sched *sc, u32 p)
 {
-	struct cnode *n = &S.cn[p];
+	struct cnode *n = &sc->cn[p];
 
 	if (n->prev != NIL)
-		S.cn[n->prev].next = n->next;
+		sc->cn[n->prev].next = n->next;
 	else
-		S.lru_head = n->next;
+		sc->lru_head = n->next;
 	if (n->next != NIL)
-		S.cn[n->next].prev = n->prev;
+		sc->cn[n->next].prev = n->prev;
 	else
-		S.lru_tail = n->prev;
+		sc->lru_tail = n->prev;
 	n->in_lru = false;
 }
 
-static void lru_add(u32 p, bool head)
+static void lru_add(struct sched *sc, u32 p, bool head)
 {
-	struct cnode *n = &S.cn[p];
+	struct cnode *n = &sc->cn[p];
 
 	n->in_lru = true;
 	if (head) {
 		n->prev = NIL;
-		n->next = S.lru_head;
-		if (S.lru_head != NIL)
-			S.cn[S.lru_head].prev = p;
+		n->next = sc->lru_head;
+		if (sc->lru_head != NIL)
+			sc->cn[sc->lru_head].prev = p;
 		else
-			S.lru_tail = p;
-		S.lru_head = p;
+			sc->lru_tail = p;
+		sc->lru_head = p;
 	} else {
 		n->next = NIL;
-		n->prev = S.lru_tail;
-		if (S.lru_tail != NIL)
-			S.cn[S.lru_tail].next = p;
+		n->prev = sc->lru_tail;
+		if (sc->lru_tail != NIL)
+			sc->cn[sc->lru_tail].next = p;
 		else
-			S.lru_head = p;
-		S.lru_tail = p;
+			sc->lru_head = p;
+		sc->lru_tail = p;
 	}
 }
 
 /* Puts @p on the LRU list or takes it off as it became (un)evictable. */
-static void lru_update(u32 p)
+static void lru_update(struct sched *sc, u32 p)
 {
-	bool e = cn_evictable(p);
+	bool e = cn_evictable(sc, p);
 
-	if (e && !S.cn[p].in_lru)
+	if (e && !sc->cn[p].in_lru)
 		/* Duplicates are no use to anyone: first to go. */
-		lru_add(p, S.cn[p].state == CN_ORPHAN);
-	else if (!e && S.cn[p].in_lru)
-		lru_del(p);
+		lru_add(sc, p, sc->cn[p].state == CN_ORPHAN);
+	else if (!e && sc->cn[p].in_lru)
+		lru_del(sc, p);
 }
 
-static u32 cache_lookup(u64 key)
+static u32 cache_lookup(struct sched *sc, u64 key)
 {
 	u32 p;
 
-	for (p = S.bucket[key & S.hmask]; p != NIL; p = S.cn[p].hnext)
-		if (S.cn[p].key == key)
+	for (p = sc->bucket[key & sc->hmask]; p != NIL; p = sc->cn[p].hnext)
+		if (sc->cn[p].key == key)
 			return p;
 	return NIL;
 }
 
-static void cache_unhash(u32 p)
+static void cache_unhash(struct sched *sc, u32 p)
 {
-	u32 *pp = &S.bucket[S.cn[p].key & S.hmask];
+	u32 *pp = &sc->bucket[sc->cn[p].key & sc->hmask];
 
 	while (*pp != p)
-		pp = &S.cn[*pp].hnext;
-	*pp = S.cn[p].hnext;
+		pp = &sc->cn[*pp].hnext;
+	*pp = sc->cn[p].hnext;
 }
 
-static void pin(u32 p)
+static void pin(struct sched *sc, u32 p)
 {
-	if (!S.cn[p].pins++)
-		S.npinned++;
-	lru_update(p);
+	if (!sc->cn[p].pins++)
+		sc->npinned++;
+	lru_update(sc, p);
 }
 
-static void unpin(u32 p)
+static void unpin(struct sched *sc, u32 p)
 {
-	if (!S.cn[p].pins)
-		die("mirror: unpin of page %u with no pins", p);
-	if (!--S.cn[p].pins)
-		S.npinned--;
-	lru_update(p);
+	if (!sc->cn[p].pins)
+		die(sc, "mirror: unpin of page %u with no pins", p);
+	if (!--sc->cn[p].pins)
+		sc->npinned--;
+	lru_update(sc, p);
 }
 
 /* Page @p of the row at position @i of @s joins the cache. */
-static void cache_add(const struct sess *s, u32 i, u32 p, u32 pins)
+static void cache_add(struct sched *sc, const struct sess *s, u32 i, u32 p,
+		      u32 pins)
 {
-	struct cnode *n = &S.cn[p];
-	u64 key = page_key(s, i);
+	struct cnode *n = &sc->cn[p];
+	u64 key = page_key(sc, s, i);
 	u32 parent = NIL;
-	bool orphan = cache_lookup(key) != NIL;
+	bool orphan = cache_lookup(sc, key) != NIL;
 
 	if (!orphan && i) {
-		parent = cache_lookup(page_key(s, i - 1));
+		parent = cache_lookup(sc, page_key(sc, s, i - 1));
 		/* The text before it left the cache: unreachable. */
 		orphan = parent == NIL;
 	}
@@ -488,75 +496,76 @@ static void cache_add(const struct sess *s, u32 i, u32 p, u32 pins)
 	n->parent = NIL;
 	n->pins = pins;
 	if (pins)
-		S.npinned++;
-	S.ncache++;
+		sc->npinned++;
+	sc->ncache++;
 	if (orphan) {
 		n->state = CN_ORPHAN;
 	} else {
 		n->state = CN_NODE;
 		n->key = key;
 		n->parent = parent;
-		n->hnext = S.bucket[key & S.hmask];
-		S.bucket[key & S.hmask] = p;
+		n->hnext = sc->bucket[key & sc->hmask];
+		sc->bucket[key & sc->hmask] = p;
 		if (parent != NIL) {
-			S.cn[parent].nchild++;
-			lru_update(parent);
+			sc->cn[parent].nchild++;
+			lru_update(sc, parent);
 		}
 	}
-	lru_update(p);
+	lru_update(sc, p);
 }
 
 /* Evicts up to @want unpinned cache pages, LRU leaves first. */
-static u32 cache_evict(u32 want)
+static u32 cache_evict(struct sched *sc, u32 want)
 {
 	struct kvpool_batch_result res;
 	u32 n = 0, done = 0;
 	int ret;
 
-	while (n < want && S.lru_head != NIL) {
-		u32 p = S.lru_head;
-		struct cnode *c = &S.cn[p];
+	while (n < want && sc->lru_head != NIL) {
+		u32 p = sc->lru_head;
+		struct cnode *c = &sc->cn[p];
 
-		lru_del(p);
+		lru_del(sc, p);
 		if (c->state == CN_NODE) {
-			cache_unhash(p);
+			cache_unhash(sc, p);
 			if (c->parent != NIL) {
 				u32 up = c->parent;
 
-				S.cn[up].nchild--;
+				sc->cn[up].nchild--;
 				/* As old as its child: next in line. */
-				if (cn_evictable(up) && !S.cn[up].in_lru)
-					lru_add(up, true);
+				if (cn_evictable(sc, up) && !sc->cn[up].in_lru)
+					lru_add(sc, up, true);
 			}
 		}
 		c->state = CN_NONE;
-		S.ids[n++] = p;
+		sc->ids[n++] = p;
 	}
 	while (done < n) {
-		u32 k = min_u32(n - done, S.max_batch);
+		u32 k = min_u32(n - done, sc->max_batch);
 
-		ret = kvpool_cache_evict(S.kp, S.ids + done, k, &res);
+		ret = kvpool_cache_evict(sc->kp, sc->ids + done, k, &res);
 		if (ret < 0)
-			die("cache evict of %u pages: %s (entry %u)", k,
+			die(sc, "cache evict of %u pages: %s (entry %u)", k,
 			    kvpool_strerror(ret), res.error_index);
 		check_count("cache evict", ret, k);
 		done += k;
 	}
-	S.ncache -= n;
-	S.me->evicted_pages += n;
+	sc->ncache -= n;
+	sc->me->evicted_pages += n;
 	return n;
 }
 
 /* Cached pages matching the start of @s, at most @limit, into @out. */
-static u32 cache_match(const struct sess *s, u32 limit, u32 *out)
+static u32 cache_match(struct sched *sc, const struct sess *s, u32 limit,
+		       u32 *out)
 {
 	u32 i, p, prev = NIL;
 
-	if (!S.use_cache)
+	if (!sc->use_cache)
 		return 0;
 	for (i = 0; i < limit; i++) {
-		p = cache_lookup(page_key(s, i));
-		if (p == NIL || S.cn[p].parent != prev)
+		p = cache_lookup(sc, page_key(sc, s, i));
+		if (p == NIL || sc->cn[p].parent != prev)
 			break;
 		out[i] = p;
 		prev = p;
@@ -565,107 +574,108 @@ static u32 cache_match(const struct sess *s, u32 limit, u32 *out)
 }
 
 /* The row's pages [prot, comm) whole join the cache; returns how many. */
-static u32 mirror_donate(struct req *q, u32 pins)
+static u32 mirror_donate(struct sched *sc, struct req *q, u32 pins)
 {
 	struct row *r = q->row;
-	u32 i, n = 0, end = r->comm / S.pt;
+	u32 i, n = 0, end = r->comm / sc->pt;
 
-	for (i = r->prot / S.pt; i < end; i++) {
+	for (i = r->prot / sc->pt; i < end; i++) {
 		if (r->pg[i] == NIL)
 			continue;
-		cache_add(q->s, i, r->pg[i], pins);
+		cache_add(sc, q->s, i, r->pg[i], pins);
 		n++;
 	}
-	if (end * S.pt > r->prot)
-		r->prot = end * S.pt;
+	if (end * sc->pt > r->prot)
+		r->prot = end * sc->pt;
 	return n;
 }
 
-static void mirror_unpin_row(struct row *r)
+static void mirror_unpin_row(struct sched *sc, struct row *r)
 {
 	u32 i;
 
-	for (i = 0; i < r->prot / S.pt; i++)
-		unpin(r->pg[i]);
+	for (i = 0; i < r->prot / sc->pt; i++)
+		unpin(sc, r->pg[i]);
 }
 
 /* ---- active requests ---------------------------------------------------- */
 
-static void act_remove(struct req *q)
+static void act_remove(struct sched *sc, struct req *q)
 {
 	u32 i;
 
-	for (i = 0; i < S.nact; i++)
-		if (S.act[i] == q)
+	for (i = 0; i < sc->nact; i++)
+		if (sc->act[i] == q)
 			break;
-	if (i == S.nact)
-		die("mirror: request not active");
-	memmove(&S.act[i], &S.act[i + 1], (S.nact - i - 1) * sizeof(*S.act));
-	S.nact--;
+	if (i == sc->nact)
+		die(sc, "mirror: request not active");
+	memmove(&sc->act[i], &sc->act[i + 1],
+		(sc->nact - i - 1) * sizeof(*sc->act));
+	sc->nact--;
 }
 
 /* RELEASE without donate of one row; returns the pages freed. */
-static u32 release_plain(struct row *r)
+static u32 release_plain(struct sched *sc, struct row *r)
 {
 	struct kvpool_batch_result res;
-	u32 owned = row_owned(r);
+	u32 owned = row_owned(sc, r);
 	int ret;
 
-	ret = kvpool_release(S.kp, &r->h, 1, &res);
+	ret = kvpool_release(sc->kp, &r->h, 1, &res);
 	if (ret < 0)
-		die("release: %s", kvpool_strerror(ret));
+		die(sc, "release: %s", kvpool_strerror(ret));
 	check_count("release", ret, owned);
-	mirror_unpin_row(r);
+	mirror_unpin_row(sc, r);
 	row_free(r);
 	return owned;
 }
 
 /* Retraction: the newest request gives everything back and waits again. */
-static u32 retract_newest(void)
+static u32 retract_newest(struct sched *sc)
 {
-	struct req *q = S.act[S.nact - 1];
+	struct req *q = sc->act[sc->nact - 1];
 	u32 freed;
 
-	S.nact--;
-	freed = release_plain(q->row);
+	sc->nact--;
+	freed = release_plain(sc, q->row);
 	q->row = NULL;
-	wait_push(q, true);
-	S.me->retractions++;
-	S.ratio = fmin(1.0, S.ratio + 0.3);
+	wait_push(sc, q, true);
+	sc->me->retractions++;
+	sc->ratio = fmin(1.0, sc->ratio + 0.3);
 	return freed;
 }
 
-static void park_unlink(struct sess *s)
+static void park_unlink(struct sched *sc, struct sess *s)
 {
 	if (s->pprev)
 		s->pprev->pnext = s->pnext;
 	else
-		S.park_head = s->pnext;
+		sc->park_head = s->pnext;
 	if (s->pnext)
 		s->pnext->pprev = s->pprev;
 	else
-		S.park_tail = s->pprev;
+		sc->park_tail = s->pprev;
 	s->pprev = s->pnext = NULL;
-	S.nparked--;
+	sc->nparked--;
 }
 
 /* SLOT_RELEASE of the oldest parked session; its next turn recomputes. */
-static u32 slot_drop_oldest(void)
+static u32 slot_drop_oldest(struct sched *sc)
 {
-	struct sess *s = S.park_head;
+	struct sess *s = sc->park_head;
 	struct row *r = s->parked;
-	u32 owned = row_owned(r);
+	u32 owned = row_owned(sc, r);
 	int ret;
 
-	ret = kvpool_slot_release(S.kp, s->id);
+	ret = kvpool_slot_release(sc->kp, s->id);
 	if (ret < 0)
-		die("slot release: %s", kvpool_strerror(ret));
+		die(sc, "slot release: %s", kvpool_strerror(ret));
 	check_count("slot release", ret, owned);
-	mirror_unpin_row(r);
+	mirror_unpin_row(sc, r);
 	row_free(r);
 	s->parked = NULL;
-	park_unlink(s);
-	S.me->slot_drops++;
+	park_unlink(sc, s);
+	sc->me->slot_drops++;
 	return owned;
 }
 
@@ -674,39 +684,39 @@ static u32 slot_drop_oldest(void)
  * then (if @retract) retract the newest requests. True if anything was
  * given back.
  */
-static bool make_room(u32 shortfall, bool retract)
+static bool make_room(struct sched *sc, u32 shortfall, bool retract)
 {
-	u32 got = cache_evict(shortfall + shortfall / 4 + 8);
+	u32 got = cache_evict(sc, shortfall + shortfall / 4 + 8);
 
-	while (got < shortfall && S.park_head)
-		got += slot_drop_oldest();
-	while (retract && got < shortfall && S.nact > 1)
-		got += retract_newest();
+	while (got < shortfall && sc->park_head)
+		got += slot_drop_oldest(sc);
+	while (retract && got < shortfall && sc->nact > 1)
+		got += retract_newest(sc);
 	return got > 0;
 }
 
-static void count_refusal(int ret)
+static void count_refusal(struct sched *sc, int ret)
 {
 	if (ret == -ENOSPC)
-		S.me->enospc++;
+		sc->me->enospc++;
 	else
-		S.me->edquot++;
+		sc->me->edquot++;
 }
 
 /* ---- pressure ----------------------------------------------------------- */
 
-static void answer_pressure(void)
+static void answer_pressure(struct sched *sc)
 {
 	struct kvpool_pressure p;
-	int ask = kvpool_pressure(S.kp, &p);
+	int ask = kvpool_pressure(sc->kp, &p);
 
 	if (ask < 0)
-		die("pressure: %s", kvpool_strerror(ask));
+		die(sc, "pressure: %s", kvpool_strerror(ask));
 	if (!ask)
 		return;
-	S.me->pressure_events++;
-	S.me->ask_pages += (u64)ask;
-	cache_evict((u32)ask);
+	sc->me->pressure_events++;
+	sc->me->ask_pages += (u64)ask;
+	cache_evict(sc, (u32)ask);
 }
 
 /*
@@ -716,210 +726,218 @@ static void answer_pressure(void)
  * prefill server holds half a document and waits for the rest, for ever.
  * Pages this process may hold, or UINT32_MAX.
  */
-static u32 my_cap(void)
+static u32 my_cap(struct sched *sc)
 {
-	if (S.a->share >= 1 || !S.st.out_tenant_max_pages)
+	if (sc->a->share >= 1 || !sc->st.out_tenant_max_pages)
 		return UINT32_MAX;
-	return (u32)(S.a->share * S.st.out_tenant_max_pages);
+	return (u32)(sc->a->share * sc->st.out_tenant_max_pages);
 }
 
-static u32 my_pages(void)
+static u32 my_pages(struct sched *sc)
 {
-	return S.st.out_client_pages + S.st.out_client_cache_pages;
+	return sc->st.out_client_pages + sc->st.out_client_cache_pages;
 }
 
 /*
  * Keeps the tenant (and this process's part) a little under its limit,
  * by this process's cache.
  */
-static void keep_headroom(void)
+static void keep_headroom(struct sched *sc)
 {
-	u32 max = S.st.out_tenant_max_pages, cap = my_cap(), want, room;
+	u32 max = sc->st.out_tenant_max_pages, cap = my_cap(sc), want, room;
 
-	if (!max || !S.use_cache)
+	if (!max || !sc->use_cache)
 		return;
 	want = max / 16;
-	room = S.st.out_tenant_pages < max ? max - S.st.out_tenant_pages : 0;
+	room = sc->st.out_tenant_pages < max ?
+	       max - sc->st.out_tenant_pages : 0;
 	if (cap != UINT32_MAX) {
-		u32 mine = my_pages() < cap ? cap - my_pages() : 0;
+		u32 mine = my_pages(sc) < cap ? cap - my_pages(sc) : 0;
 
 		want = cap / 16;
 		room = mine < room ? mine : room;
 	}
 	if (room < want)
-		cache_evict(want - room);
+		cache_evict(sc, want - room);
 }
 
 /* ---- admission ---------------------------------------------------------- */
 
 /* Pages this process may still take, as far as it can tell. */
-static u64 room_estimate(void)
+static u64 room_estimate(struct sched *sc)
 {
 	u64 tenant = UINT64_MAX, pool, room, reserve = 0;
-	u32 i, margin = S.nr_pages / 64, cap = my_cap();
+	u32 i, margin = sc->nr_pages / 64, cap = my_cap(sc);
 
-	if (S.st.out_tenant_max_pages)
-		tenant = S.st.out_tenant_max_pages > S.st.out_tenant_pages ?
-			 S.st.out_tenant_max_pages - S.st.out_tenant_pages : 0;
-	if (cap != UINT32_MAX && cap - my_pages() < tenant)
-		tenant = cap > my_pages() ? cap - my_pages() : 0;
-	pool = S.st.out_free_pages > margin ? S.st.out_free_pages - margin : 0;
-	room = (tenant < pool ? tenant : pool) + (S.ncache - S.npinned);
-	for (i = 0; i < S.nact; i++) {
-		const struct req *q = S.act[i];
+	if (sc->st.out_tenant_max_pages)
+		tenant = sc->st.out_tenant_max_pages > sc->st.out_tenant_pages ?
+			 sc->st.out_tenant_max_pages -
+			 sc->st.out_tenant_pages : 0;
+	if (cap != UINT32_MAX && cap - my_pages(sc) < tenant)
+		tenant = cap > my_pages(sc) ? cap - my_pages(sc) : 0;
+	pool = sc->st.out_free_pages > margin ?
+	       sc->st.out_free_pages - margin : 0;
+	room = (tenant < pool ? tenant : pool) + (sc->ncache - sc->npinned);
+	for (i = 0; i < sc->nact; i++) {
+		const struct req *q = sc->act[i];
 
-		reserve += (u64)(S.ratio * (q->out - q->gen) / S.pt) + 1;
+		reserve += (u64)(sc->ratio * (q->out - q->gen) / sc->pt) + 1;
 	}
 	return room > reserve ? room - reserve : 0;
 }
 
-static void admit(void)
+static void admit(struct sched *sc)
 {
-	u64 room = room_estimate();
+	u64 room = room_estimate(sc);
 	struct kvpool_batch_result res;
 	u32 n = 0, nrows = 0, i, j;
 	struct req *q;
 	int ret;
 
 	/* The kernel said no to what runs already: admit nothing more. */
-	if (S.stalled)
+	if (sc->stalled)
 		return;
 	/*
 	 * Exported rows belong to no tenant until the decode server takes
 	 * them: while it has not taken half our part, make no more.
 	 */
-	if (S.a->role == ROLE_PREFILL && my_cap() != UINT32_MAX &&
-	    S.st.out_export_pages > my_cap() / 2)
+	if (sc->a->role == ROLE_PREFILL && my_cap(sc) != UINT32_MAX &&
+	    sc->st.out_export_pages > my_cap(sc) / 2)
 		return;
 
-	for (q = S.wq_head; q && S.nact + n < S.max_running &&
-	     n < S.max_batch; q = q->next) {
+	for (q = sc->wq_head; q && sc->nact + n < sc->max_running &&
+	     n < sc->max_batch; q = q->next) {
 		u64 need;
 
 		q->target = q->prompt + q->gen;
 		if (q->s->parked) {
-			need = pages_of(q->target) - pages_of(q->s->parked->alloc);
+			need = pages_of(sc, q->target) -
+			       pages_of(sc, q->s->parked->alloc);
 		} else {
-			u32 k = cache_match(q->s, (q->target - 1) / S.pt, S.ids);
+			u32 k = cache_match(sc, q->s, (q->target - 1) / sc->pt,
+					    sc->ids);
 
-			need = pages_of(q->target) - k;
+			need = pages_of(sc, q->target) - k;
 			nrows++;
 		}
-		need += (u64)(S.ratio * q->out / S.pt) + 1;
+		need += (u64)(sc->ratio * q->out / sc->pt) + 1;
 		/* Something must run, or nothing ever frees. */
-		if (need > room && (S.nact + n))
+		if (need > room && (sc->nact + n))
 			break;
 		room = room > need ? room - need : 0;
-		S.xr[n++] = q;
+		sc->xr[n++] = q;
 	}
 	if (!n)
 		return;
 	if (nrows) {
-		ret = kvpool_alloc_rows(S.kp, S.hh, nrows, &res);
+		ret = kvpool_alloc_rows(sc->kp, sc->hh, nrows, &res);
 		if (ret == -ENOSPC || ret == -EDQUOT) {
-			count_refusal(ret);
+			count_refusal(sc, ret);
 			nrows = 0;	/* slot resumes only, this step */
 		} else if (ret < 0) {
-			die("row alloc: %s", kvpool_strerror(ret));
+			die(sc, "row alloc: %s", kvpool_strerror(ret));
 		}
 	}
 	for (i = 0, j = 0; i < n; i++) {
 		struct sess *s;
 		u32 k;
 
-		q = S.xr[i];
+		q = sc->xr[i];
 		s = q->s;
 		if (!s->parked && j == nrows)
 			break;		/* out of rows: the rest waits */
 		/* The wait queue is FIFO and we walk it from the front. */
-		S.wq_head = q->next;
-		if (!S.wq_head)
-			S.wq_tail = NULL;
-		S.nwait--;
-		S.me->prompt_tokens += q->target;
+		sc->wq_head = q->next;
+		if (!sc->wq_head)
+			sc->wq_tail = NULL;
+		sc->nwait--;
+		sc->me->prompt_tokens += q->target;
 		if (s->parked) {
 			struct kvpool_handle h;
 
-			ret = kvpool_from_slot(S.kp, s->id, &h);
+			ret = kvpool_from_slot(sc->kp, s->id, &h);
 			if (ret < 0)
-				die("from slot: %s", kvpool_strerror(ret));
-			check_count("from slot", ret, row_owned(s->parked));
+				die(sc, "from slot: %s", kvpool_strerror(ret));
+			check_count("from slot", ret, row_owned(sc, s->parked));
 			q->row = s->parked;
 			q->row->h = h;
 			s->parked = NULL;
-			park_unlink(s);
-			S.me->hit_tokens += q->row->comm;
+			park_unlink(sc, s);
+			sc->me->hit_tokens += q->row->comm;
 		} else {
-			q->row = row_new(S.hh[j++]);
-			k = cache_match(s, (q->target - 1) / S.pt, S.ids);
+			q->row = row_new(sc->hh[j++]);
+			k = cache_match(sc, s, (q->target - 1) / sc->pt,
+					sc->ids);
 			if (k) {
-				ret = kvpool_attach_prefix(S.kp, q->row->h,
-							   S.ids, k);
+				ret = kvpool_attach_prefix(sc->kp, q->row->h,
+							   sc->ids, k);
 				if (ret < 0)
-					die("attach prefix of %u pages: %s", k,
-					    kvpool_strerror(ret));
+					die(sc, "attach prefix of %u pages: %s",
+					    k, kvpool_strerror(ret));
 				row_reserve(q->row, k);
-				memcpy(q->row->pg, S.ids, k * sizeof(u32));
+				memcpy(q->row->pg, sc->ids, k * sizeof(u32));
 				for (u32 m = 0; m < k; m++)
-					pin(S.ids[m]);
+					pin(sc, sc->ids[m]);
 				q->row->alloc = q->row->comm = q->row->prot =
-					k * S.pt;
-				S.me->hit_tokens += k * S.pt;
+					k * sc->pt;
+				sc->me->hit_tokens += k * sc->pt;
 			}
 		}
 		q->state = RQ_PREFILL;
-		S.act[S.nact++] = q;
+		sc->act[sc->nact++] = q;
 	}
 	if (j < nrows) {
 		/* Rows taken for requests we could not place: give back. */
-		ret = kvpool_release(S.kp, S.hh + j, nrows - j, NULL);
+		ret = kvpool_release(sc->kp, sc->hh + j, nrows - j, NULL);
 		if (ret < 0)
-			die("release of spare rows: %s", kvpool_strerror(ret));
+			die(sc, "release of spare rows: %s",
+			    kvpool_strerror(ret));
 	}
 }
 
 /* ---- extend ------------------------------------------------------------- */
 
-/* Applies a successful EXTEND of S.xe[0..n) for S.xr[0..n). */
-static void extend_apply(u32 n, int got, u32 want)
+/* Applies a successful EXTEND of sc->xe[0..n) for sc->xr[0..n). */
+static void extend_apply(struct sched *sc, u32 n, int got, u32 want)
 {
 	u32 i, k, off = 0;
 
 	check_count("extend", got, want);
 	for (i = 0; i < n; i++) {
-		struct row *r = S.xr[i]->row;
-		u32 have = pages_of(r->alloc), nn = pages_of(S.xe[i].new_len);
+		struct row *r = sc->xr[i]->row;
+		u32 have = pages_of(sc, r->alloc);
+		u32 nn = pages_of(sc, sc->xe[i].new_len);
 
-		check_count("extend entry", S.xe[i].out_nr_new, nn - have);
+		check_count("extend entry", sc->xe[i].out_nr_new, nn - have);
 		row_reserve(r, nn);
 		for (k = have; k < nn; k++)
-			r->pg[k] = S.xpg[off++];
-		r->alloc = S.xe[i].new_len;
+			r->pg[k] = sc->xpg[off++];
+		r->alloc = sc->xe[i].new_len;
 	}
 }
 
-static void xpg_reserve(u32 n)
+static void xpg_reserve(struct sched *sc, u32 n)
 {
-	if (n <= S.xpg_cap)
+	if (n <= sc->xpg_cap)
 		return;
-	S.xpg_cap = n + n / 2;
-	S.xpg = xrealloc(S.xpg, S.xpg_cap, sizeof(u32));
+	sc->xpg_cap = n + n / 2;
+	sc->xpg = xrealloc(sc->xpg, sc->xpg_cap, sizeof(u32));
 }
 
 /*
  * How far past its limit the tenant would go with @want more pages.
  * (The kernel says it in out_short, but libkvpool passes that on for
- * ENOSPC only: ask STATS.)
+ * ENOSPC only: ask STATsc->)
  */
-static u32 quota_short(u32 want)
+static u32 quota_short(struct sched *sc, u32 want)
 {
 	struct kvpool_stats st;
 	u64 after;
-	int ret = kvpool_stats(S.kp, &st);
+	int ret = kvpool_stats(sc->kp, &st);
 
 	if (ret < 0)
-		die("stats: %s", kvpool_strerror(ret));
-	S.st = st;
+		die(sc, "stats: %s", kvpool_strerror(ret));
+	sc->st = st;
 	after = (u64)st.out_tenant_pages + want;
 	if (!st.out_tenant_max_pages || after <= st.out_tenant_max_pages)
 		return want;	/* another process of the tenant raced us */
@@ -927,10 +945,10 @@ static u32 quota_short(u32 want)
 }
 
 /*
- * One EXTEND of the rows in S.xr[0..n) to S.xe[i].new_len; on refusal,
+ * One EXTEND of the rows in sc->xr[0..n) to sc->xe[i].new_len; on refusal,
  * make room and try again. Returns false if the batch could not grow.
  */
-static bool extend_batch(u32 n, bool retract)
+static bool extend_batch(struct sched *sc, u32 n, bool retract)
 {
 	struct kvpool_batch_result res;
 	int attempt, ret;
@@ -940,89 +958,92 @@ static bool extend_batch(u32 n, bool retract)
 
 		/* A retraction may have taken some rows out of the batch. */
 		for (i = 0; i < n; i++) {
-			struct row *r = S.xr[i]->row;
+			struct row *r = sc->xr[i]->row;
 
-			if (!r || S.xr[i]->state == RQ_WAIT)
+			if (!r || sc->xr[i]->state == RQ_WAIT)
 				continue;
-			S.xr[k] = S.xr[i];
-			S.xe[k] = S.xe[i];
-			S.xe[k].handle = r->h;
-			S.xe[k].out_nr_new = 0;
-			want += pages_of(S.xe[k].new_len) - pages_of(r->alloc);
+			sc->xr[k] = sc->xr[i];
+			sc->xe[k] = sc->xe[i];
+			sc->xe[k].handle = r->h;
+			sc->xe[k].out_nr_new = 0;
+			want += pages_of(sc, sc->xe[k].new_len) -
+				pages_of(sc, r->alloc);
 			k++;
 		}
 		n = k;
 		if (!n)
 			return false;
-		xpg_reserve(want);
-		ret = kvpool_extend(S.kp, S.xe, n, S.xpg, want, &res);
+		xpg_reserve(sc, want);
+		ret = kvpool_extend(sc->kp, sc->xe, n, sc->xpg, want, &res);
 		if (ret >= 0) {
-			extend_apply(n, ret, want);
+			extend_apply(sc, n, ret, want);
 			return true;
 		}
 		if (ret != -ENOSPC && ret != -EDQUOT)
-			die("extend of %u rows: %s (entry %u)", n,
+			die(sc, "extend of %u rows: %s (entry %u)", n,
 			    kvpool_strerror(ret), res.error_index);
-		count_refusal(ret);
-		S.last_short = ret == -ENOSPC ? res.nr_missing : quota_short(want);
-		S.last_err = ret;
-		if (!make_room(S.last_short, retract))
+		count_refusal(sc, ret);
+		sc->last_short = ret == -ENOSPC ? res.nr_missing :
+				 quota_short(sc, want);
+		sc->last_err = ret;
+		if (!make_room(sc, sc->last_short, retract))
 			return false;
 	}
 	return false;
 }
 
-static void commit_rows(u32 n)
+static void commit_rows(struct sched *sc, u32 n)
 {
 	struct kvpool_batch_result res;
 	u32 i;
 	int ret;
 
 	for (i = 0; i < n; i++)
-		S.le[i] = (struct kvpool_len_entry){
-			.handle = S.xr[i]->row->h, .len = S.xr[i]->row->comm,
+		sc->le[i] = (struct kvpool_len_entry){
+			.handle = sc->xr[i]->row->h,
+			.len = sc->xr[i]->row->comm,
 		};
-	ret = kvpool_commit(S.kp, S.le, n, &res);
+	ret = kvpool_commit(sc->kp, sc->le, n, &res);
 	if (ret < 0)
-		die("commit of %u rows: %s (entry %u)", n,
+		die(sc, "commit of %u rows: %s (entry %u)", n,
 		    kvpool_strerror(ret), res.error_index);
 }
 
 /* ---- prefill ------------------------------------------------------------ */
 
-static void export_row(struct req *q)
+static void export_row(struct sched *sc, struct req *q)
 {
 	struct row *r = q->row;
 	struct handoff m = {
 		.sess = q->s->id, .comm = r->comm,
-		.nr_pages = row_owned(r), .magic = HANDOFF_MAGIC,
+		.nr_pages = row_owned(sc, r), .magic = HANDOFF_MAGIC,
 	};
 	int fd, ret;
 
-	fd = kvpool_export(S.kp, r->h);
+	fd = kvpool_export(sc->kp, r->h);
 	if (fd < 0)
-		die("export: %s", kvpool_strerror(fd));
-	ret = kvpool_send_fd(S.a->sock, fd);
-	if (!ret && write(S.a->sock, &m, sizeof(m)) != (ssize_t)sizeof(m))
+		die(sc, "export: %s", kvpool_strerror(fd));
+	ret = kvpool_send_fd(sc->a->sock, fd);
+	if (!ret && write(sc->a->sock, &m, sizeof(m)) != (ssize_t)sizeof(m))
 		ret = -errno;
 	close(fd);
-	if (ret < 0 && !sim_load(S.a->sh->stop))
-		die("handing a row to decode: %s", strerror(-ret));
-	S.me->exports++;
-	act_remove(q);
+	if (ret < 0 && !sim_load(sc->a->sh->stop))
+		die(sc, "handing a row to decode: %s", strerror(-ret));
+	sc->me->exports++;
+	act_remove(sc, q);
 	row_free(r);
 	free(q->s);
 	free(q);
 }
 
-static void prefill(void)
+static void prefill(struct sched *sc)
 {
 	struct kvpool_batch_result res;
-	u32 budget = S.prefill_budget, n = 0, i, ndon = 0, ndecode = 0;
+	u32 budget = sc->prefill_budget, n = 0, i, ndon = 0, ndecode = 0;
 	int ret;
 
-	for (i = 0; i < S.nact; i++) {
-		struct req *q = S.act[i];
+	for (i = 0; i < sc->nact; i++) {
+		struct req *q = sc->act[i];
 		u32 chunk;
 
 		if (q->state != RQ_PREFILL) {
@@ -1033,15 +1054,15 @@ static void prefill(void)
 			continue;
 		chunk = min_u32(q->target - q->row->comm, budget);
 		budget -= chunk;
-		S.xr[n] = q;
-		S.xe[n] = (struct kvpool_extend_entry){
+		sc->xr[n] = q;
+		sc->xe[n] = (struct kvpool_extend_entry){
 			.handle = q->row->h, .new_len = q->row->comm + chunk,
 		};
 		n++;
 	}
 	if (!n)
 		return;
-	if (!extend_batch(n, false)) {
+	if (!extend_batch(sc, n, false)) {
 		/*
 		 * Stuck. At the tenant's limit, the room can only come
 		 * from the tenant itself, and a prefill server holds no
@@ -1051,53 +1072,53 @@ static void prefill(void)
 		 * nothing moves for 2 s and nothing decodes here, retract
 		 * the newest.
 		 */
-		if (S.a->need_fd >= 0 && S.a->role == ROLE_PREFILL &&
-		    S.last_err == -EDQUOT && S.stalled % 20 == 0) {
-			u32 need = S.last_short;
+		if (sc->a->need_fd >= 0 && sc->a->role == ROLE_PREFILL &&
+		    sc->last_err == -EDQUOT && sc->stalled % 20 == 0) {
+			u32 need = sc->last_short;
 
-			if (write(S.a->need_fd, &need, sizeof(need)) < 0 &&
+			if (write(sc->a->need_fd, &need, sizeof(need)) < 0 &&
 			    errno != EAGAIN)
-				die("asking decode for room: %s",
+				die(sc, "asking decode for room: %s",
 				    strerror(errno));
 		}
-		if (S.stalled++ * S.a->step_s > 2.0 && !ndecode &&
-		    S.nact > 1) {
-			retract_newest();
-			S.stalled = 0;
+		if (sc->stalled++ * sc->a->step_s > 2.0 && !ndecode &&
+		    sc->nact > 1) {
+			retract_newest(sc);
+			sc->stalled = 0;
 		}
 		return;
 	}
-	S.stalled = 0;
-	for (i = 0, n = 0; i < S.nact; i++)
-		if (S.act[i]->state == RQ_PREFILL &&
-		    S.act[i]->row->alloc > S.act[i]->row->comm) {
-			S.act[i]->row->comm = S.act[i]->row->alloc;
-			S.xr[n++] = S.act[i];
+	sc->stalled = 0;
+	for (i = 0, n = 0; i < sc->nact; i++)
+		if (sc->act[i]->state == RQ_PREFILL &&
+		    sc->act[i]->row->alloc > sc->act[i]->row->comm) {
+			sc->act[i]->row->comm = sc->act[i]->row->alloc;
+			sc->xr[n++] = sc->act[i];
 		}
 	if (!n)
 		return;
-	commit_rows(n);
+	commit_rows(sc, n);
 	for (i = 0; i < n; i++) {
-		struct req *q = S.xr[i];
+		struct req *q = sc->xr[i];
 		struct row *r = q->row;
 
 		if (r->comm < q->target)
 			continue;
 		q->state = RQ_DECODE;
-		if (S.a->role == ROLE_PREFILL)
+		if (sc->a->role == ROLE_PREFILL)
 			continue;
-		if (S.use_cache && !q->s->swa &&
-		    (r->comm / S.pt) * S.pt > r->prot) {
-			S.le[ndon] = (struct kvpool_len_entry){
+		if (sc->use_cache && !q->s->swa &&
+		    (r->comm / sc->pt) * sc->pt > r->prot) {
+			sc->le[ndon] = (struct kvpool_len_entry){
 				.handle = r->h, .len = r->comm,
 			};
-			S.xr[ndon++] = q;	/* i >= ndon: still unread */
+			sc->xr[ndon++] = q;	/* i >= ndon: still unread */
 		}
 	}
-	if (S.a->role == ROLE_PREFILL) {
-		for (i = 0; i < S.nact;) {
-			if (S.act[i]->state == RQ_DECODE)
-				export_row(S.act[i]);
+	if (sc->a->role == ROLE_PREFILL) {
+		for (i = 0; i < sc->nact;) {
+			if (sc->act[i]->state == RQ_DECODE)
+				export_row(sc, sc->act[i]);
 			else
 				i++;
 		}
@@ -1105,89 +1126,92 @@ static void prefill(void)
 	}
 	if (!ndon)
 		return;
-	ret = kvpool_donate(S.kp, S.le, ndon, &res);
+	ret = kvpool_donate(sc->kp, sc->le, ndon, &res);
 	if (ret < 0)
-		die("donate of %u rows: %s (entry %u)", ndon,
+		die(sc, "donate of %u rows: %s (entry %u)", ndon,
 		    kvpool_strerror(ret), res.error_index);
 	{
 		u64 want = 0;
 
 		for (i = 0; i < ndon; i++)
-			want += mirror_donate(S.xr[i], 1);
+			want += mirror_donate(sc, sc->xr[i], 1);
 		check_count("donate", ret, want);
 	}
 }
 
 /* ---- decode ------------------------------------------------------------- */
 
-static void swa_free_rows(void)
+static void swa_free_rows(struct sched *sc)
 {
 	struct kvpool_batch_result res;
 	u32 i, n = 0, p;
 	u64 want = 0;
 	int ret;
 
-	for (i = 0; i < S.nact; i++) {
-		struct req *q = S.act[i];
+	for (i = 0; i < sc->nact; i++) {
+		struct req *q = sc->act[i];
 		struct row *r = q->row;
 		u32 from, edge;
 
 		if (!q->s->swa || q->state != RQ_DECODE ||
-		    r->comm < S.wl->swa_window)
+		    r->comm < sc->wl->swa_window)
 			continue;
 		from = r->prot > r->swa ? r->prot : r->swa;
-		edge = ((r->comm - S.wl->swa_window) / S.pt) * S.pt;
-		if (edge < from + 4 * S.pt)
+		edge = ((r->comm - sc->wl->swa_window) / sc->pt) * sc->pt;
+		if (edge < from + 4 * sc->pt)
 			continue;	/* free in runs of 4 pages */
-		for (p = from / S.pt; p < edge / S.pt; p++) {
+		for (p = from / sc->pt; p < edge / sc->pt; p++) {
 			want += r->pg[p] != NIL;
 			r->pg[p] = NIL;
 		}
 		r->swa = edge;
-		S.le[n++] = (struct kvpool_len_entry){ .handle = r->h, .len = edge };
+		sc->le[n++] = (struct kvpool_len_entry){
+			.handle = r->h, .len = edge,
+		};
 	}
 	if (!n)
 		return;
-	ret = kvpool_swa_free(S.kp, S.le, n, &res);
+	ret = kvpool_swa_free(sc->kp, sc->le, n, &res);
 	if (ret < 0)
-		die("swa free of %u rows: %s", n, kvpool_strerror(ret));
+		die(sc, "swa free of %u rows: %s", n, kvpool_strerror(ret));
 	check_count("swa free", ret, want);
 }
 
-static void finish(u32 nfin);
+static void finish(struct sched *sc, u32 nfin);
 
-static void decode(void)
+static void decode(struct sched *sc)
 {
 	u32 i, n = 0, nfin = 0;
 
-	for (i = 0; i < S.nact; i++) {
-		struct req *q = S.act[i];
+	for (i = 0; i < sc->nact; i++) {
+		struct req *q = sc->act[i];
 		struct row *r = q->row;
 		u32 want;
 
 		if (q->state != RQ_DECODE)
 			continue;
-		want = min_u32(r->comm + S.ahead, q->prompt + q->out + S.ahead);
-		want = min_u32(want, S.row_tokens);
+		want = min_u32(r->comm + sc->ahead,
+			       q->prompt + q->out + sc->ahead);
+		want = min_u32(want, sc->row_tokens);
 		if (want <= r->alloc)
 			continue;
-		S.xr[n] = q;
-		S.xe[n] = (struct kvpool_extend_entry){
+		sc->xr[n] = q;
+		sc->xe[n] = (struct kvpool_extend_entry){
 			.handle = r->h, .new_len = want,
 		};
 		n++;
 	}
-	if (n && !extend_batch(n, true))
+	if (n && !extend_batch(sc, n, true))
 		return;		/* no room this step: nobody decodes */
-	for (i = 0, n = 0; i < S.nact; i++) {
-		struct req *q = S.act[i];
+	for (i = 0, n = 0; i < sc->nact; i++) {
+		struct req *q = sc->act[i];
 		struct row *r = q->row;
 		u32 acc = 1, d;
 
 		if (q->state != RQ_DECODE)
 			continue;
-		for (d = 0; d < S.wl->draft; d++) {
-			if (rng_unit(&q->s->rng) >= S.wl->accept)
+		for (d = 0; d < sc->wl->draft; d++) {
+			if (rng_unit(&q->s->rng) >= sc->wl->accept)
 				break;
 			acc++;
 		}
@@ -1197,23 +1221,23 @@ static void decode(void)
 			continue;
 		r->comm += acc;
 		q->gen += acc;
-		S.me->gen_tokens += acc;
-		S.xr[n++] = q;
+		sc->me->gen_tokens += acc;
+		sc->xr[n++] = q;
 	}
 	if (!n)
 		return;
-	commit_rows(n);
-	swa_free_rows();
-	for (i = 0; i < S.nact; i++)
-		if (S.act[i]->state == RQ_DECODE &&
-		    S.act[i]->gen >= S.act[i]->out)
-			S.xr[nfin++] = S.act[i];
+	commit_rows(sc, n);
+	swa_free_rows(sc);
+	for (i = 0; i < sc->nact; i++)
+		if (sc->act[i]->state == RQ_DECODE &&
+		    sc->act[i]->gen >= sc->act[i]->out)
+			sc->xr[nfin++] = sc->act[i];
 	if (nfin)
-		finish(nfin);
+		finish(sc, nfin);
 }
 
-/* The rows of S.xr[0..nfin) are done. */
-static void finish(u32 nfin)
+/* The rows of sc->xr[0..nfin) are done. */
+static void finish(struct sched *sc, u32 nfin)
 {
 	struct kvpool_batch_result res;
 	struct req **fin = xcalloc(nfin, sizeof(*fin));
@@ -1221,7 +1245,7 @@ static void finish(u32 nfin)
 	u64 want = 0, dwant = 0;
 	int ret;
 
-	memcpy(fin, S.xr, nfin * sizeof(*fin));
+	memcpy(fin, sc->xr, nfin * sizeof(*fin));
 	/* The speculative tail: TRIM, one call. */
 	for (i = 0; i < nfin; i++) {
 		struct row *r = fin[i]->row;
@@ -1229,16 +1253,17 @@ static void finish(u32 nfin)
 		if (r->alloc > r->comm) {
 			u32 p;
 
-			for (p = pages_of(r->comm); p < pages_of(r->alloc); p++)
+			for (p = pages_of(sc, r->comm);
+			     p < pages_of(sc, r->alloc); p++)
 				want += r->pg[p] != NIL;
-			S.hh[n++] = r->h;
+			sc->hh[n++] = r->h;
 		}
 		r->alloc = r->comm;
 	}
 	if (n) {
-		ret = kvpool_trim(S.kp, S.hh, n, &res);
+		ret = kvpool_trim(sc->kp, sc->hh, n, &res);
 		if (ret < 0)
-			die("trim of %u rows: %s", n, kvpool_strerror(ret));
+			die(sc, "trim of %u rows: %s", n, kvpool_strerror(ret));
 		check_count("trim", ret, want);
 	}
 	for (i = 0; i < nfin; i++) {
@@ -1246,34 +1271,34 @@ static void finish(u32 nfin)
 		struct sess *s = q->s;
 		bool more = q->turn + 1 < s->nturns;
 
-		act_remove(q);
-		S.me->finished++;
+		act_remove(sc, q);
+		sc->me->finished++;
 		if (more && s->stream) {
-			ret = kvpool_to_slot(S.kp, q->row->h, s->id);
+			ret = kvpool_to_slot(sc->kp, q->row->h, s->id);
 			if (ret < 0)
-				die("to slot: %s", kvpool_strerror(ret));
-			check_count("to slot", ret, row_owned(q->row));
+				die(sc, "to slot: %s", kvpool_strerror(ret));
+			check_count("to slot", ret, row_owned(sc, q->row));
 			s->parked = q->row;
-			s->pprev = S.park_tail;
+			s->pprev = sc->park_tail;
 			s->pnext = NULL;
-			if (S.park_tail)
-				S.park_tail->pnext = s;
+			if (sc->park_tail)
+				sc->park_tail->pnext = s;
 			else
-				S.park_head = s;
-			S.park_tail = s;
-			S.nparked++;
+				sc->park_head = s;
+			sc->park_tail = s;
+			sc->nparked++;
 			q->row = NULL;
-		} else if (S.use_cache && !s->swa) {
-			S.hh[ndon] = q->row->h;
-			S.xr[ndon++] = q;
+		} else if (sc->use_cache && !s->swa) {
+			sc->hh[ndon] = q->row->h;
+			sc->xr[ndon++] = q;
 			continue;	/* released below */
 		} else {
-			release_plain(q->row);
+			release_plain(sc, q->row);
 			q->row = NULL;
 			nrel++;
 		}
 		if (more)
-			next_turn(s, q->turn + 1);
+			next_turn(sc, s, q->turn + 1);
 		else if (!s->parked)
 			free(s);
 		free(q);
@@ -1281,22 +1306,22 @@ static void finish(u32 nfin)
 	if (ndon) {
 		want = 0;
 		for (i = 0; i < ndon; i++)
-			want += row_owned(S.xr[i]->row);
-		ret = kvpool_release_donate(S.kp, S.hh, ndon, &res);
+			want += row_owned(sc, sc->xr[i]->row);
+		ret = kvpool_release_donate(sc->kp, sc->hh, ndon, &res);
 		if (ret < 0)
-			die("release with donate of %u rows: %s", ndon,
+			die(sc, "release with donate of %u rows: %s", ndon,
 			    kvpool_strerror(ret));
 		for (i = 0; i < ndon; i++) {
-			struct req *q = S.xr[i];
+			struct req *q = sc->xr[i];
 			struct row *r = q->row;
-			u32 np = r->prot / S.pt, k;
+			u32 np = r->prot / sc->pt, k;
 
-			dwant += mirror_donate(q, 0);
+			dwant += mirror_donate(sc, q, 0);
 			for (k = 0; k < np; k++)
-				unpin(r->pg[k]);
+				unpin(sc, r->pg[k]);
 			row_free(r);
 			if (q->turn + 1 < q->s->nturns)
-				next_turn(q->s, q->turn + 1);
+				next_turn(sc, q->s, q->turn + 1);
 			else
 				free(q->s);
 			free(q);
@@ -1308,45 +1333,46 @@ static void finish(u32 nfin)
 
 /* ---- handoff: the decode side ------------------------------------------- */
 
-static void receive_rows(void)
+static void receive_rows(struct sched *sc)
 {
-	struct pollfd pfd = { .fd = S.a->sock, .events = POLLIN };
+	struct pollfd pfd = { .fd = sc->a->sock, .events = POLLIN };
 
-	while (S.npend < S.max_batch && poll(&pfd, 1, 0) == 1) {
-		struct pending *pe = &S.pend[S.npend];
-		int fd = kvpool_recv_fd(S.a->sock);
+	while (sc->npend < sc->max_batch && poll(&pfd, 1, 0) == 1) {
+		struct pending *pe = &sc->pend[sc->npend];
+		int fd = kvpool_recv_fd(sc->a->sock);
 
 		if (fd == -ECONNRESET)
 			return;
 		if (fd < 0)
-			die("receiving a row: %s", strerror(-fd));
-		if (!read_full(S.a->sock, &pe->m, sizeof(pe->m)) ||
+			die(sc, "receiving a row: %s", strerror(-fd));
+		if (!read_full(sc->a->sock, &pe->m, sizeof(pe->m)) ||
 		    pe->m.magic != HANDOFF_MAGIC)
-			die("handoff message lost");
+			die(sc, "handoff message lost");
 		pe->fd = fd;
-		S.npend++;
+		sc->npend++;
 	}
 }
 
 /* The prefill server could not get pages: evict that much cache. */
-static void read_needs(void)
+static void read_needs(struct sched *sc)
 {
 	u32 need, sum = 0;
 
-	while (read(S.a->need_fd, &need, sizeof(need)) == (ssize_t)sizeof(need))
+	while (read(sc->a->need_fd, &need, sizeof(need)) ==
+	       (ssize_t)sizeof(need))
 		sum += need;
 	if (sum)
-		cache_evict(sum);
+		cache_evict(sc, sum);
 }
 
-static void import_rows(void)
+static void import_rows(struct sched *sc)
 {
 	u32 i = 0;
 
-	read_needs();
-	receive_rows();
-	while (i < S.npend && S.nact < S.max_running) {
-		struct pending *pe = &S.pend[i];
+	read_needs(sc);
+	receive_rows(sc);
+	while (i < sc->npend && sc->nact < sc->max_running) {
+		struct pending *pe = &sc->pend[i];
 		struct kvpool_row_query rq;
 		struct kvpool_handle h;
 		struct req *q;
@@ -1354,107 +1380,109 @@ static void import_rows(void)
 		int ret;
 
 		/* Our part of the tenant first; but always one at a time. */
-		if (S.nact && my_cap() != UINT32_MAX &&
-		    my_pages() + pe->m.nr_pages > my_cap()) {
-			u32 over = my_pages() + pe->m.nr_pages - my_cap();
+		if (sc->nact && my_cap(sc) != UINT32_MAX &&
+		    my_pages(sc) + pe->m.nr_pages > my_cap(sc)) {
+			u32 over = my_pages(sc) + pe->m.nr_pages - my_cap(sc);
 
-			if (cache_evict(over) < over)
+			if (cache_evict(sc, over) < over)
 				break;
-			S.st.out_client_cache_pages -= over;
+			sc->st.out_client_cache_pages -= over;
 		}
-		ret = kvpool_import(S.kp, pe->fd, &h);
+		ret = kvpool_import(sc->kp, pe->fd, &h);
 		if (ret == -EDQUOT) {
-			count_refusal(ret);
-			if (make_room(pe->m.nr_pages, false))
-				ret = kvpool_import(S.kp, pe->fd, &h);
+			count_refusal(sc, ret);
+			if (make_room(sc, pe->m.nr_pages, false))
+				ret = kvpool_import(sc->kp, pe->fd, &h);
 			if (ret == -EDQUOT)
 				break;	/* later, in order */
 		}
 		if (ret < 0)
-			die("import: %s", kvpool_strerror(ret));
+			die(sc, "import: %s", kvpool_strerror(ret));
 		check_count("import", ret, pe->m.nr_pages);
-		S.st.out_client_pages += (u32)ret;
+		sc->st.out_client_pages += (u32)ret;
 		close(pe->fd);
-		S.me->imports++;
+		sc->me->imports++;
 		r = row_new(h);
 		row_reserve(r, pe->m.nr_pages);
-		ret = kvpool_row_query(S.kp, h, r->pg, r->cap, &rq);
+		ret = kvpool_row_query(sc->kp, h, r->pg, r->cap, &rq);
 		if (ret < 0)
-			die("row query: %s", kvpool_strerror(ret));
+			die(sc, "row query: %s", kvpool_strerror(ret));
 		check_count("row query", ret, pe->m.nr_pages);
 		if (rq.out_committed_len != pe->m.comm || rq.out_protected_len)
-			die("imported row: committed %u protected %u, sent %u",
+			die(sc,
+			    "imported row: committed %u protected %u, sent %u",
 			    rq.out_committed_len, rq.out_protected_len,
 			    pe->m.comm);
 		r->alloc = rq.out_allocated_len;
 		r->comm = rq.out_committed_len;
-		q = req_make(sess_make(pe->m.sess), 0);
+		q = req_make(sess_make(sc, pe->m.sess), 0);
 		q->row = r;
 		q->target = q->prompt;
 		q->state = RQ_DECODE;
-		S.act[S.nact++] = q;
+		sc->act[sc->nact++] = q;
 		i++;
 	}
-	memmove(S.pend, S.pend + i, (S.npend - i) * sizeof(*S.pend));
-	S.npend -= i;
+	memmove(sc->pend, sc->pend + i, (sc->npend - i) * sizeof(*sc->pend));
+	sc->npend -= i;
 }
 
 /* ---- the process -------------------------------------------------------- */
 
-static void arrivals(void)
+static void arrivals(struct sched *sc)
 {
-	if (S.a->role != ROLE_DECODE) {
-		while (S.next_arrival <= S.now) {
-			struct sess *s = sess_make(S.next_sess++);
+	if (sc->a->role != ROLE_DECODE) {
+		while (sc->next_arrival <= sc->now) {
+			struct sess *s = sess_make(sc, sc->next_sess++);
 
-			wait_push(req_make(s, 0), false);
-			S.me->arrived++;
-			S.next_arrival += rng_exp(&S.arr_rng, 1.0 / S.rate);
+			wait_push(sc, req_make(s, 0), false);
+			sc->me->arrived++;
+			sc->next_arrival += rng_exp(&sc->arr_rng,
+						    1.0 / sc->rate);
 		}
 	}
-	while (S.nev && S.ev[0].t <= S.now) {
-		wait_push(ev_pop(), false);
-		S.me->arrived++;
+	while (sc->nev && sc->ev[0].t <= sc->now) {
+		wait_push(sc, ev_pop(sc), false);
+		sc->me->arrived++;
 	}
 }
 
-static void publish(void)
+static void publish(struct sched *sc)
 {
-	sim_store(S.me->running, S.nact);
-	sim_store(S.me->waiting, S.nwait);
-	sim_store(S.me->slots, S.nparked);
-	sim_store(S.me->cache_pages, S.ncache);
+	sim_store(sc->me->running, sc->nact);
+	sim_store(sc->me->waiting, sc->nwait);
+	sim_store(sc->me->slots, sc->nparked);
+	sim_store(sc->me->cache_pages, sc->ncache);
 }
 
 /* Everything back, by hand (a crash would do the same by close). */
-static void drain(void)
+static void drain(struct sched *sc)
 {
 	struct kvpool_stats st;
 	int ret;
 	u32 i;
 
-	sim_store(S.me->state, PROC_DRAINING);
-	while (S.nact)
-		release_plain(S.act[--S.nact]->row);
-	while (S.park_head)
-		slot_drop_oldest();
-	cache_evict(S.ncache);
-	for (i = 0; i < S.npend; i++)
-		close(S.pend[i].fd);
-	S.npend = 0;
-	publish();
-	ret = kvpool_stats(S.kp, &st);
+	sim_store(sc->me->state, PROC_DRAINING);
+	while (sc->nact)
+		release_plain(sc, sc->act[--sc->nact]->row);
+	while (sc->park_head)
+		slot_drop_oldest(sc);
+	cache_evict(sc, sc->ncache);
+	for (i = 0; i < sc->npend; i++)
+		close(sc->pend[i].fd);
+	sc->npend = 0;
+	publish(sc);
+	ret = kvpool_stats(sc->kp, &st);
 	if (ret < 0)
-		die("stats: %s", kvpool_strerror(ret));
+		die(sc, "stats: %s", kvpool_strerror(ret));
 	if (st.out_client_rows || st.out_client_slots || st.out_client_pages ||
-	    st.out_client_cache_pages || S.ncache || S.npinned)
-		die("after drain: rows %u slots %u pages %u cache %u, mirror cache %u pinned %u",
+	    st.out_client_cache_pages || sc->ncache || sc->npinned)
+		die(sc, "after drain: rows %u slots %u pages %u cache %u, mirror cache %u pinned %u",
 		    st.out_client_rows, st.out_client_slots,
 		    st.out_client_pages, st.out_client_cache_pages,
-		    S.ncache, S.npinned);
+		    sc->ncache, sc->npinned);
 }
 
-static void init(const struct sim_sched_args *a)
+static void init(struct sched *sc, const struct sim_sched_args *a)
 {
 	const struct sim_workload *w = &a->cfg->wl;
 	struct kvpool_info info;
@@ -1462,98 +1490,102 @@ static void init(const struct sim_sched_args *a)
 	u32 k, hsize;
 	int ret;
 
-	S.a = a;
-	S.me = a->me;
-	S.wl = w;
+	sc->a = a;
+	sc->me = a->me;
+	sc->wl = w;
 	/* Out of memory fails this process as any broken check does. */
-	kvs_set_oom(oom, NULL);
-	ret = kvpool_open(a->pool_path, &S.kp);
+	kvs_set_oom(oom, sc);
+	ret = kvpool_open(a->pool_path, &sc->kp);
 	if (ret < 0)
-		die("open %s: %s", a->pool_path, kvpool_strerror(ret));
-	kvpool_info(S.kp, &info);
-	S.pt = info.out_page_tokens;
-	S.nr_pages = info.out_nr_pages;
-	S.row_tokens = info.out_row_tokens;
-	S.max_batch = info.out_max_batch;
-	S.max_running = (u32)fmax(4, w->max_running * a->scale);
-	S.max_running = min_u32(S.max_running, S.max_batch);
-	S.max_running = min_u32(S.max_running, info.out_nr_rows / 2);
-	S.prefill_budget = w->prefill_budget;
-	S.use_cache = a->role != ROLE_PREFILL;
-	S.ahead = 1 + w->draft;
-	S.ratio = 0.5;
-	S.rate = w->sess_rate * a->scale;
-	S.seed = mix64(a->seed ^ mix64(0x7e4a47ULL + (u64)a->tenant));
-	S.arr_rng = mix64(S.seed ^ mix64(0xa77ULL + a->gen));
-	S.next_arrival = (now_s() - a->t0) +
-			 rng_exp(&S.arr_rng, 1.0 / S.rate);
+		die(sc, "open %s: %s", a->pool_path, kvpool_strerror(ret));
+	kvpool_info(sc->kp, &info);
+	sc->pt = info.out_page_tokens;
+	sc->nr_pages = info.out_nr_pages;
+	sc->row_tokens = info.out_row_tokens;
+	sc->max_batch = info.out_max_batch;
+	sc->max_running = (u32)fmax(4, w->max_running * a->scale);
+	sc->max_running = min_u32(sc->max_running, sc->max_batch);
+	sc->max_running = min_u32(sc->max_running, info.out_nr_rows / 2);
+	sc->prefill_budget = w->prefill_budget;
+	sc->use_cache = a->role != ROLE_PREFILL;
+	sc->ahead = 1 + w->draft;
+	sc->ratio = 0.5;
+	sc->rate = w->sess_rate * a->scale;
+	sc->seed = mix64(a->seed ^ mix64(0x7e4a47ULL + (u64)a->tenant));
+	sc->arr_rng = mix64(sc->seed ^ mix64(0xa77ULL + a->gen));
+	sc->next_arrival = (now_s() - a->t0) +
+			 rng_exp(&sc->arr_rng, 1.0 / sc->rate);
 	/* Restarts and the two roles draw from separate id ranges. */
-	S.next_sess = (a->gen << 24) | ((u32)a->role << 22);
+	sc->next_sess = (a->gen << 24) | ((u32)a->role << 22);
 	/* Long enough to matter, never more than an eighth of the pool. */
-	S.max_req = min_u32(S.row_tokens - (S.ahead + 2) * S.pt,
-			    (u32)((u64)S.nr_pages * S.pt / 8));
-	srng = mix64(S.seed ^ 0x5157ULL);
+	sc->max_req = min_u32(sc->row_tokens - (sc->ahead + 2) * sc->pt,
+			    (u32)((u64)sc->nr_pages * sc->pt / 8));
+	srng = mix64(sc->seed ^ 0x5157ULL);
 	for (k = 0; k < w->nshared && k < 16; k++)
-		S.shared_len[k] = rng_lognormal(&srng, w->shared_median, 0.4,
-						S.pt, S.max_req / 2);
+		sc->shared_len[k] = rng_lognormal(&srng, w->shared_median, 0.4,
+						sc->pt, sc->max_req / 2);
 
-	S.cn = xcalloc(S.nr_pages, sizeof(*S.cn));
-	for (hsize = 1; hsize < S.nr_pages; hsize <<= 1)
+	sc->cn = xcalloc(sc->nr_pages, sizeof(*sc->cn));
+	for (hsize = 1; hsize < sc->nr_pages; hsize <<= 1)
 		;
-	S.hmask = hsize - 1;
-	S.bucket = xcalloc(hsize, sizeof(u32));
-	memset(S.bucket, 0xff, hsize * sizeof(u32));
-	S.lru_head = S.lru_tail = NIL;
-	S.act = xcalloc(S.max_batch, sizeof(*S.act));
-	S.xe = xcalloc(S.max_batch, sizeof(*S.xe));
-	S.le = xcalloc(S.max_batch, sizeof(*S.le));
-	S.hh = xcalloc(S.max_batch, sizeof(*S.hh));
-	S.xr = xcalloc(S.max_batch, sizeof(*S.xr));
-	S.ids = xcalloc(S.nr_pages, sizeof(u32));
-	S.pend = xcalloc(S.max_batch, sizeof(*S.pend));
-	xpg_reserve(4096);
+	sc->hmask = hsize - 1;
+	sc->bucket = xcalloc(hsize, sizeof(u32));
+	memset(sc->bucket, 0xff, hsize * sizeof(u32));
+	sc->lru_head = sc->lru_tail = NIL;
+	sc->act = xcalloc(sc->max_batch, sizeof(*sc->act));
+	sc->xe = xcalloc(sc->max_batch, sizeof(*sc->xe));
+	sc->le = xcalloc(sc->max_batch, sizeof(*sc->le));
+	sc->hh = xcalloc(sc->max_batch, sizeof(*sc->hh));
+	sc->xr = xcalloc(sc->max_batch, sizeof(*sc->xr));
+	sc->ids = xcalloc(sc->nr_pages, sizeof(u32));
+	sc->pend = xcalloc(sc->max_batch, sizeof(*sc->pend));
+	xpg_reserve(sc, 4096);
 }
 
 int sim_sched_main(const struct sim_sched_args *a)
 {
+	/* The process's whole state: one scheduler, here for its lifetime. */
+	struct sched sched = { 0 };
+	struct sched *sc = &sched;
 	double next;
 	int ret;
 
-	init(a);
-	sim_store(S.me->state, PROC_RUNNING);
+	init(sc, a);
+	sim_store(sc->me->state, PROC_RUNNING);
 	next = now_s();
 	while (!sim_load(a->sh->stop)) {
 		double left;
 
-		S.now = now_s() - a->t0;
-		ret = kvpool_stats(S.kp, &S.st);
+		sc->now = now_s() - a->t0;
+		ret = kvpool_stats(sc->kp, &sc->st);
 		if (ret < 0)
-			die("stats: %s", kvpool_strerror(ret));
-		keep_headroom();
-		arrivals();
+			die(sc, "stats: %s", kvpool_strerror(ret));
+		keep_headroom(sc);
+		arrivals(sc);
 		if (a->role == ROLE_DECODE)
-			import_rows();
-		admit();
-		prefill();
+			import_rows(sc);
+		admit(sc);
+		prefill(sc);
 		if (a->role != ROLE_PREFILL)
-			decode();
-		S.me->steps++;
-		S.ratio = fmax(0.1, S.ratio - 0.002);
-		publish();
+			decode(sc);
+		sc->me->steps++;
+		sc->ratio = fmax(0.1, sc->ratio - 0.002);
+		publish(sc);
 
 		/* Until the next step: wait for the kernel to ask. */
 		next += a->step_s;
 		left = next - now_s();
 		if (left < -a->step_s) {
-			S.me->late_steps++;
+			sc->me->late_steps++;
 			next = now_s();
 			left = 0;
 		}
-		ret = kvpool_wait_pressure(S.kp, left > 0 ? (int)(left * 1000) : 0);
+		ret = kvpool_wait_pressure(sc->kp,
+					   left > 0 ? (int)(left * 1000) : 0);
 		if (ret < 0 && ret != -EINTR)
-			die("poll: %s", kvpool_strerror(ret));
+			die(sc, "poll: %s", kvpool_strerror(ret));
 		if (ret == 1) {
-			answer_pressure();
+			answer_pressure(sc);
 			left = next - now_s();
 			if (left > 0) {
 				struct timespec ts = {
@@ -1565,8 +1597,8 @@ int sim_sched_main(const struct sim_sched_args *a)
 			}
 		}
 	}
-	drain();
-	kvpool_close(S.kp);
-	sim_store(S.me->state, PROC_DONE);
+	drain(sc);
+	kvpool_close(sc->kp);
+	sim_store(sc->me->state, PROC_DONE);
 	return 0;
 }
