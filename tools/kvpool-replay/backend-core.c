@@ -3,7 +3,11 @@
  * kvpool-replay, core backend: the driver's core linked in, with the
  * userspace shim of selftests/unit/kvp_os_user.c, one pool in this
  * process. Every op takes pool->lock around one *_locked call, as the
- * driver does around its ioctls, and answers as libkvpool would.
+ * driver does around its ioctls, and answers as libkvpool would: the
+ * driver's checks before the core is called (kvp_check_batch() of
+ * driver/kvpool_main.c), libkvpool's choice of which entry an error
+ * blames (kvp_error_index() of userlib/kvpool.c), a shortfall on ENOSPC
+ * and EDQUOT alone, the driver's feature bits.
  *
  * Copyright (C) 2026 The kvpool authors
  *
@@ -40,6 +44,38 @@ static void set_res(struct kvpool_batch_result *res, u32 index, u32 missing,
 	res->error_index = index;
 	res->nr_missing = missing;
 	res->nr_pages = nr_pages;
+}
+
+/*
+ * The driver refuses an empty or oversized batch before the core sees
+ * it; the core checks again, but not for every op, so check here too.
+ */
+static int check_batch(unsigned int n)
+{
+	return !n || n > pool.max_batch ? -EINVAL : 0;
+}
+
+/*
+ * Which entry to blame for @ret, as libkvpool does: only the errnos
+ * about one entry carry an index, and only one inside the batch; an
+ * EINVAL for the count itself blames none.
+ */
+static u32 blame(int ret, unsigned int n, u32 index)
+{
+	switch (ret) {
+	case -EINVAL:
+		if (check_batch(n))
+			return KVPOOL_NO_INDEX;
+		/* fall through */
+	case -ENOENT:
+	case -ESTALE:
+	case -E2BIG:
+	case -EALREADY:
+	case -EBUSY:
+		return index < n ? index : KVPOOL_NO_INDEX;
+	default:
+		return KVPOOL_NO_INDEX;
+	}
 }
 
 static int c_setup(struct rp_pool *p)
@@ -112,9 +148,12 @@ static int c_info(void *cl, struct kvpool_info *info)
 	info->out_abi_version = KVPOOL_ABI_VERSION;
 	info->out_pool_id = pool.id;
 	/*
-	 * Everything the core implements, as the driver reports it: the
-	 * replay's ops table uses only some of it, but a caller testing a
-	 * bit must see the core, not this backend's subset.
+	 * Everything the core implements, as the driver's INFO reports it
+	 * (kvp_info_ioctl() in driver/kvpool_main.c): the replay's ops
+	 * table uses only some of it, but a caller testing a bit must see
+	 * the core, not this backend's subset. Spelt out, not taken from
+	 * RP_CORE_FEATURES: that is what kvpool-replay.c checks this
+	 * answer against.
 	 */
 	info->out_features = KVPOOL_FEAT_ROWS | KVPOOL_FEAT_EXTEND |
 			     KVPOOL_FEAT_SLOTS | KVPOOL_FEAT_VERIFY |
@@ -159,6 +198,11 @@ static int c_alloc_rows(void *cl, struct kvpool_handle *h, unsigned int n,
 	u32 missing = 0;
 	int ret;
 
+	ret = check_batch(n);
+	if (ret) {
+		set_res(res, KVPOOL_NO_INDEX, 0, 0);
+		return ret;
+	}
 	kvpool_lock();
 	ret = kvp_row_alloc_locked(cl, h, n, &missing);
 	kvpool_unlock();
@@ -175,13 +219,19 @@ static int c_extend(void *cl, struct kvpool_extend_entry *e, unsigned int n,
 	struct kvp_extend_result r;
 	int ret;
 
+	ret = check_batch(n);
+	if (ret) {
+		set_res(res, KVPOOL_NO_INDEX, 0, 0);
+		return ret;
+	}
 	kvpool_lock();
 	ret = kvp_extend_locked(cl, e, n, pages_cap, &r);
 	kvpool_unlock();
 	if (!ret && r.nr_pages)
 		memcpy(pages, r.pages, (size_t)r.nr_pages * sizeof(u32));
 	kvfree(r.pages);
-	set_res(res, r.error_index < n ? r.error_index : KVPOOL_NO_INDEX,
+	/* As libkvpool: nr_pages on success and ENOBUFS (the room needed). */
+	set_res(res, blame(ret, n, r.error_index),
 		(ret == -ENOSPC || ret == -EDQUOT) ? r.shortfall : 0,
 		(!ret || ret == -ENOBUFS) ? r.nr_pages : 0);
 	return ret ? ret : (int)r.nr_pages;
@@ -191,16 +241,19 @@ static int c_extend(void *cl, struct kvpool_extend_entry *e, unsigned int n,
 static int batch_done(int ret, u32 index, unsigned int n, u32 out,
 		      struct kvpool_batch_result *res)
 {
-	set_res(res, index < n ? index : KVPOOL_NO_INDEX, 0, ret ? 0 : out);
+	set_res(res, blame(ret, n, index), 0, ret ? 0 : out);
 	return ret ? ret : (int)out;
 }
 
 static int c_commit(void *cl, const struct kvpool_len_entry *e,
 		    unsigned int n, struct kvpool_batch_result *res)
 {
-	u32 index;
+	u32 index = KVPOOL_NO_INDEX;
 	int ret;
 
+	ret = check_batch(n);
+	if (ret)
+		return batch_done(ret, index, n, 0, res);
 	kvpool_lock();
 	ret = kvp_commit_locked(cl, e, n, &index);
 	kvpool_unlock();
@@ -210,9 +263,12 @@ static int c_commit(void *cl, const struct kvpool_len_entry *e,
 static int c_trim(void *cl, const struct kvpool_handle *h, unsigned int n,
 		  struct kvpool_batch_result *res)
 {
-	u32 index, freed;
+	u32 index = KVPOOL_NO_INDEX, freed;
 	int ret;
 
+	ret = check_batch(n);
+	if (ret)
+		return batch_done(ret, index, n, 0, res);
 	kvpool_lock();
 	ret = kvp_trim_locked(cl, h, n, &freed, &index);
 	kvpool_unlock();
@@ -223,9 +279,12 @@ static int release_flags(void *cl, const struct kvpool_handle *h,
 			 unsigned int n, u32 flags,
 			 struct kvpool_batch_result *res)
 {
-	u32 index, freed;
+	u32 index = KVPOOL_NO_INDEX, freed;
 	int ret;
 
+	ret = check_batch(n);
+	if (ret)
+		return batch_done(ret, index, n, 0, res);
 	kvpool_lock();
 	ret = kvp_release_locked(cl, h, n, flags, &freed, &index);
 	kvpool_unlock();
@@ -247,9 +306,12 @@ static int c_release_donate(void *cl, const struct kvpool_handle *h,
 static int c_donate(void *cl, const struct kvpool_len_entry *e,
 		    unsigned int n, struct kvpool_batch_result *res)
 {
-	u32 index, moved;
+	u32 index = KVPOOL_NO_INDEX, moved;
 	int ret;
 
+	ret = check_batch(n);
+	if (ret)
+		return batch_done(ret, index, n, 0, res);
 	kvpool_lock();
 	ret = kvp_donate_locked(cl, e, n, &moved, &index);
 	kvpool_unlock();
@@ -270,9 +332,12 @@ static int c_attach_prefix(void *cl, struct kvpool_handle h,
 static int c_cache_evict(void *cl, const uint32_t *pages, unsigned int n,
 			 struct kvpool_batch_result *res)
 {
-	u32 index;
+	u32 index = KVPOOL_NO_INDEX;
 	int ret;
 
+	ret = check_batch(n);
+	if (ret)
+		return batch_done(ret, index, n, 0, res);
 	kvpool_lock();
 	ret = kvp_cache_evict_locked(cl, pages, n, &index);
 	kvpool_unlock();
@@ -282,9 +347,12 @@ static int c_cache_evict(void *cl, const uint32_t *pages, unsigned int n,
 static int c_swa_free(void *cl, const struct kvpool_len_entry *e,
 		      unsigned int n, struct kvpool_batch_result *res)
 {
-	u32 index, freed;
+	u32 index = KVPOOL_NO_INDEX, freed;
 	int ret;
 
+	ret = check_batch(n);
+	if (ret)
+		return batch_done(ret, index, n, 0, res);
 	kvpool_lock();
 	ret = kvp_swa_free_locked(cl, e, n, &freed, &index);
 	kvpool_unlock();
