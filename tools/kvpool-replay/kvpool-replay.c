@@ -62,6 +62,7 @@
 #include <sys/wait.h>
 
 #include "kvsched.h"
+#include "pcache.h"
 #include "replay.h"
 
 enum {
@@ -71,8 +72,8 @@ enum {
 	EXIT_SETUP = 3,
 };
 
-#define RP_NIL		0xffffffffU	/* end of a list */
-#define RP_ROOT		0xfffffffeU	/* the radix index's root */
+#define RP_NIL		PC_NIL		/* end of a list */
+#define RP_ROOT		PC_ROOT		/* the radix index's root */
 #define RP_NONE		KVPOOL_PAGE_NONE
 #define RP_NR_SYS	4		/* shared system prompts */
 #define RP_DRAFT	3		/* speculative draft tokens per step */
@@ -212,32 +213,6 @@ struct rp_row {
 	u32 last_swa;		/* committed at the last SWA_FREE */
 };
 
-/* This client's view of a page. */
-enum {
-	PG_NONE,		/* not ours, or free */
-	PG_ROW,			/* owned by one of our rows or slots */
-	PG_NODE,		/* in our cache, a node of the index */
-	PG_ORPHAN,		/* in our cache, in no node */
-	PG_EVICT_NODE,		/* picked for eviction */
-	PG_EVICT_ORPHAN,
-};
-
-struct rp_page {
-	u32 prev, next;		/* LRU (nodes) or orphan list */
-	u32 hnext;		/* hash chain */
-	u32 parent;		/* node: parent node or RP_ROOT */
-	u32 nchild;
-	u32 pins;		/* our rows mapping it below protected */
-	u32 urefs;		/* row cursors on it */
-	u8 state;
-	bool in_lru;		/* a leaf node, on the LRU list */
-	u64 key;		/* node: hash of its page's tokens */
-};
-
-struct rp_list {
-	u32 head, tail, n;
-};
-
 /* Events: a request arrives, or an abandoned session's slot expires. */
 enum { EV_ARRIVE, EV_ABANDON };
 
@@ -278,13 +253,7 @@ struct rp_client {
 	bool done;
 	double ratio;		/* new-token ratio, for admission */
 	struct kvpool_stats st;	/* the last STATS */
-	/* cache mirror */
-	struct rp_page *pg;
-	u32 *bucket;
-	u32 hmask;
-	struct rp_list lru;	/* leaf nodes, least recently used first */
-	struct rp_list orphans;
-	u32 ncache, npinned;
+	struct pcache pc;	/* the prefix cache's mirror */
 	/* scratch */
 	struct kvpool_extend_entry *xe;
 	struct rp_req **xr;
@@ -358,42 +327,6 @@ static void expect_count(struct rp_client *c, int ret, u64 want,
 		     what, ret, want);
 }
 
-/* ---- lists of pages (LRU, orphans) -------------------------------------- */
-
-static void list_add_tail(struct rp_client *c, struct rp_list *l, u32 p)
-{
-	c->pg[p].prev = l->tail;
-	c->pg[p].next = RP_NIL;
-	if (l->tail != RP_NIL)
-		c->pg[l->tail].next = p;
-	else
-		l->head = p;
-	l->tail = p;
-	l->n++;
-}
-
-static void list_del(struct rp_client *c, struct rp_list *l, u32 p)
-{
-	struct rp_page *e = &c->pg[p];
-
-	if (e->prev != RP_NIL)
-		c->pg[e->prev].next = e->next;
-	else
-		l->head = e->next;
-	if (e->next != RP_NIL)
-		c->pg[e->next].prev = e->prev;
-	else
-		l->tail = e->prev;
-	e->prev = e->next = RP_NIL;
-	l->n--;
-}
-
-static void list_init(struct rp_list *l)
-{
-	l->head = l->tail = RP_NIL;
-	l->n = 0;
-}
-
 /* ---- the radix index: one node per cached page ------------------------- */
 
 static u64 page_key(const struct rp_client *c, const u32 *tok, u32 pos)
@@ -406,75 +339,13 @@ static u64 page_key(const struct rp_client *c, const u32 *tok, u32 pos)
 	return h;
 }
 
-static u32 bucket_of(const struct rp_client *c, u32 parent, u64 key)
-{
-	return (u32)mix64(key ^ ((u64)parent * 0x9e3779b97f4a7c15ULL)) &
-	       c->hmask;
-}
-
-static u32 idx_lookup(const struct rp_client *c, u32 parent, u64 key)
-{
-	u32 p = c->bucket[bucket_of(c, parent, key)];
-
-	while (p != RP_NIL) {
-		const struct rp_page *e = &c->pg[p];
-
-		if (e->state == PG_NODE && e->parent == parent &&
-		    e->key == key)
-			return p;
-		p = e->hnext;
-	}
-	return RP_NIL;
-}
-
-/* A leaf used now goes to the LRU's tail; inner nodes are not on it. */
-static void lru_touch(struct rp_client *c, u32 p)
-{
-	if (!c->pg[p].in_lru)
-		return;
-	list_del(c, &c->lru, p);
-	list_add_tail(c, &c->lru, p);
-}
-
-/* Orphan @p (a cache page of ours in no node) becomes a node. */
-static void idx_insert(struct rp_client *c, u32 parent, u64 key, u32 p)
-{
-	struct rp_page *e = &c->pg[p];
-	u32 b = bucket_of(c, parent, key);
-
-	list_del(c, &c->orphans, p);
-	e->state = PG_NODE;
-	e->parent = parent;
-	e->key = key;
-	e->nchild = 0;
-	e->hnext = c->bucket[b];
-	c->bucket[b] = p;
-	if (parent != RP_ROOT && !c->pg[parent].nchild++ &&
-	    c->pg[parent].in_lru) {
-		list_del(c, &c->lru, parent);
-		c->pg[parent].in_lru = false;
-	}
-	list_add_tail(c, &c->lru, p);
-	e->in_lru = true;
-}
-
-static void idx_unhash(struct rp_client *c, u32 p)
-{
-	u32 *pos = &c->bucket[bucket_of(c, c->pg[p].parent, c->pg[p].key)];
-
-	while (*pos != p)
-		pos = &c->pg[*pos].hnext;
-	*pos = c->pg[p].hnext;
-	c->pg[p].hnext = RP_NIL;
-}
-
 /* Longest cached prefix of @tok, at most @limit pages, into c->ids. */
 static u32 idx_match(struct rp_client *c, const u32 *tok, u32 limit)
 {
 	u32 node = RP_ROOT, n = 0;
 
 	while (n < limit) {
-		u32 p = idx_lookup(c, node, page_key(c, tok, n));
+		u32 p = pc_lookup(&c->pc, node, page_key(c, tok, n));
 
 		if (p == RP_NIL)
 			break;
@@ -487,10 +358,10 @@ static u32 idx_match(struct rp_client *c, const u32 *tok, u32 limit)
 static void set_cursor(struct rp_client *c, struct rp_row *r, u32 node)
 {
 	if (r->cursor != RP_ROOT)
-		c->pg[r->cursor].urefs--;
+		c->pc.pg[r->cursor].urefs--;
 	r->cursor = node;
 	if (node != RP_ROOT)
-		c->pg[node].urefs++;
+		c->pc.pg[node].urefs++;
 }
 
 /*
@@ -514,16 +385,16 @@ static void idx_insert_row(struct rp_client *c, struct rp_row *r)
 			break;
 		}
 		key = page_key(c, r->tok, pos);
-		node = idx_lookup(c, r->cursor, key);
+		node = pc_lookup(&c->pc, r->cursor, key);
 		if (node == RP_NIL) {
-			if (c->pg[page].state != PG_ORPHAN)
+			if (c->pc.pg[page].state != PG_ORPHAN)
 				fail(c, "mirror: row %u position %u: page %u is no orphan (state %u)",
 				     r->h.req_pool_idx, pos, page,
-				     c->pg[page].state);
-			idx_insert(c, r->cursor, key, page);
+				     c->pc.pg[page].state);
+			pc_insert(&c->pc, r->cursor, key, page);
 			node = page;
 		} else {
-			lru_touch(c, node);
+			pc_touch(&c->pc, node);
 		}
 		set_cursor(c, r, node);
 		r->walked++;
@@ -532,27 +403,10 @@ static void idx_insert_row(struct rp_client *c, struct rp_row *r)
 
 /* ---- pins and cache accounting ----------------------------------------- */
 
-static void pin(struct rp_client *c, u32 p)
-{
-	if (!c->pg[p].pins++)
-		c->npinned++;
-}
-
 static void unpin(struct rp_client *c, u32 p)
 {
-	if (!c->pg[p].pins)
+	if (!pc_unpin(&c->pc, p))
 		fail(c, "mirror: unpinning page %u with no pins", p);
-	if (!--c->pg[p].pins)
-		c->npinned--;
-}
-
-static bool evictable(const struct rp_client *c, u32 p)
-{
-	const struct rp_page *e = &c->pg[p];
-
-	if (e->pins || e->urefs)
-		return false;
-	return e->state == PG_ORPHAN || (e->state == PG_NODE && !e->nchild);
 }
 
 /* ---- rows --------------------------------------------------------------- */
@@ -593,10 +447,10 @@ static void row_forget(struct rp_client *c, struct rp_row *r)
 		if ((u64)i * c->pt < r->protected_len) {
 			unpin(c, p);
 		} else {
-			if (c->pg[p].state != PG_ROW)
+			if (c->pc.pg[p].state != PG_ROW)
 				fail(c, "mirror: row page %u in state %u",
-				     p, c->pg[p].state);
-			c->pg[p].state = PG_NONE;
+				     p, c->pc.pg[p].state);
+			c->pc.pg[p].state = PG_NONE;
 		}
 	}
 	set_cursor(c, r, RP_ROOT);
@@ -635,14 +489,11 @@ static u32 row_donate(struct rp_client *c, struct rp_row *r, u32 upto)
 
 		if (id == RP_NONE)
 			continue;
-		if (c->pg[id].state != PG_ROW)
+		if (c->pc.pg[id].state != PG_ROW)
 			fail(c, "mirror: donating page %u in state %u", id,
-			     c->pg[id].state);
-		c->pg[id].state = PG_ORPHAN;
-		c->pg[id].pins = 0;
-		list_add_tail(c, &c->orphans, id);
-		c->ncache++;
-		pin(c, id);
+			     c->pc.pg[id].state);
+		pc_add_orphan(&c->pc, id);
+		pc_pin(&c->pc, id);
 		n++;
 	}
 	if (end * c->pt > r->protected_len)
@@ -877,7 +728,6 @@ static void gen_workload(struct rp_client *c)
 static void client_init(struct rp_client *c, u32 idx)
 {
 	struct kvpool_info info;
-	u32 i, nb = 1;
 	int ret;
 
 	memset(c, 0, sizeof(*c));
@@ -914,18 +764,7 @@ static void client_init(struct rp_client *c, u32 idx)
 	c->usable = c->nr_pages - c->reserved;
 	c->max_batch = min_u32(o.max_batch, info.out_max_batch);
 
-	c->pg = xcalloc(c->nr_pages, sizeof(*c->pg));
-	for (i = 0; i < c->nr_pages; i++) {
-		c->pg[i].prev = c->pg[i].next = c->pg[i].hnext = RP_NIL;
-		c->pg[i].parent = RP_ROOT;
-	}
-	while (nb < c->nr_pages)
-		nb *= 2;
-	c->bucket = xcalloc(nb, sizeof(u32));
-	memset(c->bucket, 0xff, nb * sizeof(u32));
-	c->hmask = nb - 1;
-	list_init(&c->lru);
-	list_init(&c->orphans);
+	pc_init(&c->pc, c->nr_pages);
 
 	c->xe = xcalloc(c->max_batch, sizeof(*c->xe));
 	c->xr = xcalloc(c->max_batch, sizeof(*c->xr));
@@ -967,8 +806,7 @@ static void client_free(struct rp_client *c)
 {
 	u32 i;
 
-	free(c->pg);
-	free(c->bucket);
+	pc_free(&c->pc);
 	free(c->xe);
 	free(c->xr);
 	free(c->xpages);
@@ -999,7 +837,7 @@ static void client_free(struct rp_client *c)
 static void evict_ids(struct rp_client *c, u32 n)
 {
 	struct kvpool_batch_result res;
-	u32 done = 0, i;
+	u32 done = 0;
 	int ret;
 
 	while (done < n) {
@@ -1014,55 +852,8 @@ static void evict_ids(struct rp_client *c, u32 n)
 		expect_count(c, ret, k, "CACHE_EVICT");
 		done += k;
 	}
-	for (i = 0; i < n; i++) {
-		u32 p = c->ids[i];
-		struct rp_page *e = &c->pg[p];
-
-		if (e->state == PG_EVICT_ORPHAN) {
-			list_del(c, &c->orphans, p);
-		} else {
-			idx_unhash(c, p);
-			if (e->in_lru)
-				list_del(c, &c->lru, p);
-			e->in_lru = false;
-		}
-		e->state = PG_NONE;
-		c->ncache--;
-	}
-	/* A parent whose last child went is a leaf again, the oldest. */
-	for (i = 0; i < n; i++) {
-		u32 q = c->pg[c->ids[i]].parent;
-
-		c->pg[c->ids[i]].parent = RP_ROOT;
-		if (q == RP_ROOT || c->pg[q].state != PG_NODE ||
-		    c->pg[q].nchild || c->pg[q].in_lru)
-			continue;
-		c->pg[q].prev = RP_NIL;
-		c->pg[q].next = c->lru.head;
-		if (c->lru.head != RP_NIL)
-			c->pg[c->lru.head].prev = q;
-		else
-			c->lru.tail = q;
-		c->lru.head = q;
-		c->lru.n++;
-		c->pg[q].in_lru = true;
-	}
+	pc_evicted(&c->pc, c->ids, n);
 	c->cnt.pg_evict += n;
-}
-
-/* Mark @p for eviction into c->ids; its parent may become a leaf. */
-static void pick(struct rp_client *c, u32 p, u32 *n)
-{
-	struct rp_page *e = &c->pg[p];
-
-	if (e->state == PG_NODE) {
-		if (e->parent != RP_ROOT)
-			c->pg[e->parent].nchild--;
-		e->state = PG_EVICT_NODE;
-	} else {
-		e->state = PG_EVICT_ORPHAN;
-	}
-	c->ids[(*n)++] = p;
 }
 
 /*
@@ -1075,24 +866,9 @@ static u32 evict_lru(struct rp_client *c, u32 want)
 	u32 total = 0;
 
 	while (total < want) {
-		u32 n = 0, p, cap = min_u32(want - total, c->ids_cap);
+		u32 n = pc_pick_lru(&c->pc, c->ids,
+				    min_u32(want - total, c->ids_cap));
 
-		for (p = c->orphans.head; p != RP_NIL && n < cap;
-		     p = c->pg[p].next)
-			if (evictable(c, p))
-				pick(c, p, &n);
-		for (p = c->lru.head; p != RP_NIL && n < cap;
-		     p = c->pg[p].next) {
-			u32 q;
-
-			if (!evictable(c, p))
-				continue;
-			pick(c, p, &n);
-			for (q = c->pg[p].parent;
-			     q != RP_ROOT && n < cap && evictable(c, q);
-			     q = c->pg[q].parent)
-				pick(c, q, &n);
-		}
 		if (!n)
 			break;
 		evict_ids(c, n);
@@ -1104,12 +880,8 @@ static u32 evict_lru(struct rp_client *c, u32 want)
 /* Free the duplicates donates left behind, once nothing maps them. */
 static void sweep_orphans(struct rp_client *c)
 {
-	u32 n = 0, p;
+	u32 n = pc_pick_orphans(&c->pc, c->ids, c->ids_cap);
 
-	for (p = c->orphans.head; p != RP_NIL && n < c->ids_cap;
-	     p = c->pg[p].next)
-		if (evictable(c, p))
-			pick(c, p, &n);
 	if (n)
 		evict_ids(c, n);
 }
@@ -1252,10 +1024,10 @@ static void extend_apply(struct rp_client *c, u32 n, int got, u32 need)
 
 			if (p >= c->nr_pages || (c->reserved && p == 0))
 				fail(c, "EXTEND handed out page %u", p);
-			if (c->pg[p].state != PG_NONE)
+			if (c->pc.pg[p].state != PG_NONE)
 				fail(c, "EXTEND handed out page %u, which this client holds (state %u)",
-				     p, c->pg[p].state);
-			c->pg[p].state = PG_ROW;
+				     p, c->pc.pg[p].state);
+			c->pc.pg[p].state = PG_ROW;
 			r->pages[j] = p;
 		}
 		r->owned += want - r->nr;
@@ -1365,7 +1137,7 @@ static void donate_batch(struct rp_client *c, u32 n)
 /* Pages the pool could give us now, by the last STATS. */
 static u64 room_estimate(const struct rp_client *c)
 {
-	return (u64)c->st.out_free_pages + (c->ncache - c->npinned);
+	return (u64)c->st.out_free_pages + (c->pc.ncache - c->pc.npinned);
 }
 
 /*
@@ -1503,8 +1275,8 @@ static void admit(struct rp_client *c, u32 *budget, u32 *nnew)
 				row_reserve(r, n);
 				for (j = 0; j < n; j++) {
 					r->pages[j] = c->ids[j];
-					pin(c, c->ids[j]);
-					lru_touch(c, c->ids[j]);
+					pc_pin(&c->pc, c->ids[j]);
+					pc_touch(&c->pc, c->ids[j]);
 				}
 				r->nr = n;
 				r->allocated = r->committed =
@@ -1610,7 +1382,7 @@ static void swa_batch(struct rp_client *c, u32 n)
 		for (p = lo; p < end; p++) {
 			if (r->pages[p] == RP_NONE)
 				continue;
-			c->pg[r->pages[p]].state = PG_NONE;
+			c->pc.pg[r->pages[p]].state = PG_NONE;
 			r->pages[p] = RP_NONE;
 			r->owned--;
 		}
@@ -1740,7 +1512,7 @@ static void finish(struct rp_client *c, u32 nfin)
 			for (p = keep; p < r->nr; p++) {
 				if (r->pages[p] == RP_NONE)
 					continue;
-				c->pg[r->pages[p]].state = PG_NONE;
+				c->pc.pg[r->pages[p]].state = PG_NONE;
 				r->owned--;
 			}
 			r->nr = keep;
@@ -1885,11 +1657,11 @@ static void check_stats(struct rp_client *c)
 	if (s->out_client_rows != c->nact ||
 	    s->out_client_slots != c->nparked ||
 	    s->out_client_pages != pages ||
-	    s->out_client_cache_pages != c->ncache)
+	    s->out_client_cache_pages != c->pc.ncache)
 		fail(c, "STATS: client rows %u slots %u pages %u cache %u; mirror %u %u %" PRIu64 " %u",
 		     s->out_client_rows, s->out_client_slots,
 		     s->out_client_pages, s->out_client_cache_pages,
-		     c->nact, c->nparked, pages, c->ncache);
+		     c->nact, c->nparked, pages, c->pc.ncache);
 }
 
 /* Pool-wide figures against the sum of every client's mirror. */
@@ -1910,8 +1682,8 @@ static void check_pool_exact(struct rp_client *c, struct rp_client *all,
 			row += k->act[i]->row->owned;
 		for (ps = k->park_head; ps; ps = ps->park_next)
 			slot += ps->parked->owned;
-		pinned += k->npinned;
-		cache += k->ncache;
+		pinned += k->pc.npinned;
+		cache += k->pc.ncache;
 		held += k->nact;
 		parked += k->nparked;
 	}
@@ -1991,7 +1763,7 @@ static bool client_step(struct rp_client *c)
 	prefill(c);
 	decode(c);
 	sweep_orphans(c);
-	if (o.clients > 1 && c->ncache > c->npinned) {
+	if (o.clients > 1 && c->pc.ncache > c->pc.npinned) {
 		/* What a pressure notice would ask of us: shrink the cache. */
 		struct kvpool_stats st;
 		int ret = CALL(c, stats, &st);
@@ -2007,15 +1779,15 @@ static bool client_step(struct rp_client *c)
 		usleep(100);
 	if (c->idle > RP_IDLE_LIMIT)
 		fail(c, "no progress in %u steps: %u active, %u waiting, %u parked, %u cache pages (%u pinned), %u free pages",
-		     RP_IDLE_LIMIT, c->nact, c->nwait, c->nparked, c->ncache,
-		     c->npinned, c->st.out_free_pages);
+		     RP_IDLE_LIMIT, c->nact, c->nwait, c->nparked, c->pc.ncache,
+		     c->pc.npinned, c->st.out_free_pages);
 	return true;
 }
 
 /* Release everything left and evict the whole cache. */
 static void client_drain(struct rp_client *c)
 {
-	u32 n, p;
+	u32 n;
 
 	while (c->nact) {
 		struct rp_req *q = c->act[c->nact - 1];
@@ -2025,23 +1797,13 @@ static void client_drain(struct rp_client *c)
 	}
 	while (c->park_head)
 		slot_drop(c, c->park_head);
-	for (;;) {
-		n = 0;
-		for (p = c->orphans.head; p != RP_NIL && n < c->ids_cap;
-		     p = c->pg[p].next)
-			pick(c, p, &n);
-		for (p = c->lru.head; p != RP_NIL && n < c->ids_cap;
-		     p = c->pg[p].next)
-			pick(c, p, &n);
-		if (!n)
-			break;
+	while ((n = pc_pick_all(&c->pc, c->ids, c->ids_cap)))
 		evict_ids(c, n);
-	}
 	check_verify(c);
 	check_stats(c);
 	if (c->st.out_client_rows || c->st.out_client_slots ||
 	    c->st.out_client_pages || c->st.out_client_cache_pages ||
-	    c->ncache || c->npinned)
+	    c->pc.ncache || c->pc.npinned)
 		fail(c, "after draining: client rows %u slots %u pages %u cache %u",
 		     c->st.out_client_rows, c->st.out_client_slots,
 		     c->st.out_client_pages, c->st.out_client_cache_pages);
