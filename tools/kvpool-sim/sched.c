@@ -51,6 +51,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pcache.h"
 #include "sim.h"
 
 #define NIL		0xffffffffU
@@ -91,20 +92,6 @@ struct req {
 	int state;
 	struct row *row;
 	struct req *next;	/* wait queue */
-};
-
-/* A cache page of this client: a node of the radix tree or a duplicate. */
-enum { CN_NONE, CN_NODE, CN_ORPHAN };
-
-struct cnode {
-	u64 key;
-	u32 parent;		/* node page of the previous position, or NIL */
-	u32 nchild;
-	u32 pins;		/* our rows that borrow it */
-	u32 prev, next;		/* LRU of evictable pages */
-	u32 hnext;
-	u8 state;
-	bool in_lru;
 };
 
 struct event {
@@ -163,12 +150,7 @@ struct sched {
 	u32 nparked;
 	struct pending *pend;
 	u32 npend;
-	/* the prefix cache */
-	struct cnode *cn;
-	u32 *bucket;
-	u32 hmask;
-	u32 lru_head, lru_tail;
-	u32 ncache, npinned;
+	struct pcache pc;	/* the prefix cache's mirror */
 	/* scratch, max_batch entries or nr_pages ids */
 	struct kvpool_extend_entry *xe;
 	struct kvpool_len_entry *le;
@@ -382,208 +364,95 @@ static void row_free(struct row *r)
 
 /* ---- the prefix cache --------------------------------------------------- */
 
-static bool cn_evictable(struct sched *sc, u32 p)
-{
-	const struct cnode *n = &sc->cn[p];
-
-	if (n->pins)
-		return false;
-	return n->state == CN_ORPHAN || (n->state == CN_NODE && !n->nchild);
-}
-
-static void lru_del(struct sched *sc, u32 p)
-{
-	struct cnode *n = &sc->cn[p];
-
-	if (n->prev != NIL)
-		sc->cn[n->prev].next = n->next;
-	else
-		sc->lru_head = n->next;
-	if (n->next != NIL)
-		sc->cn[n->next].prev = n->prev;
-	else
-		sc->lru_tail = n->prev;
-	n->in_lru = false;
-}
-
-static void lru_add(struct sched *sc, u32 p, bool head)
-{
-	struct cnode *n = &sc->cn[p];
-
-	n->in_lru = true;
-	if (head) {
-		n->prev = NIL;
-		n->next = sc->lru_head;
-		if (sc->lru_head != NIL)
-			sc->cn[sc->lru_head].prev = p;
-		else
-			sc->lru_tail = p;
-		sc->lru_head = p;
-	} else {
-		n->next = NIL;
-		n->prev = sc->lru_tail;
-		if (sc->lru_tail != NIL)
-			sc->cn[sc->lru_tail].next = p;
-		else
-			sc->lru_head = p;
-		sc->lru_tail = p;
-	}
-}
-
-/* Puts @p on the LRU list or takes it off as it became (un)evictable. */
-static void lru_update(struct sched *sc, u32 p)
-{
-	bool e = cn_evictable(sc, p);
-
-	if (e && !sc->cn[p].in_lru)
-		/* Duplicates are no use to anyone: first to go. */
-		lru_add(sc, p, sc->cn[p].state == CN_ORPHAN);
-	else if (!e && sc->cn[p].in_lru)
-		lru_del(sc, p);
-}
-
-static u32 cache_lookup(struct sched *sc, u64 key)
-{
-	u32 p;
-
-	for (p = sc->bucket[key & sc->hmask]; p != NIL; p = sc->cn[p].hnext)
-		if (sc->cn[p].key == key)
-			return p;
-	return NIL;
-}
-
-static void cache_unhash(struct sched *sc, u32 p)
-{
-	u32 *pp = &sc->bucket[sc->cn[p].key & sc->hmask];
-
-	while (*pp != p)
-		pp = &sc->cn[*pp].hnext;
-	*pp = sc->cn[p].hnext;
-}
-
-static void pin(struct sched *sc, u32 p)
-{
-	if (!sc->cn[p].pins++)
-		sc->npinned++;
-	lru_update(sc, p);
-}
+/*
+ * libkvsched's mirror (pcache.h), keyed by page_key(): the key names the
+ * text, so a page's parent is the node of the page before it.
+ */
 
 static void unpin(struct sched *sc, u32 p)
 {
-	if (!sc->cn[p].pins)
+	if (!pc_unpin(&sc->pc, p))
 		die(sc, "mirror: unpin of page %u with no pins", p);
-	if (!--sc->cn[p].pins)
-		sc->npinned--;
-	lru_update(sc, p);
-}
-
-/* Page @p of the row at position @i of @s joins the cache. */
-static void cache_add(struct sched *sc, const struct sess *s, u32 i, u32 p,
-		      u32 pins)
-{
-	struct cnode *n = &sc->cn[p];
-	u64 key = page_key(sc, s, i);
-	u32 parent = NIL;
-	bool orphan = cache_lookup(sc, key) != NIL;
-
-	if (!orphan && i) {
-		parent = cache_lookup(sc, page_key(sc, s, i - 1));
-		/* The text before it left the cache: unreachable. */
-		orphan = parent == NIL;
-	}
-	memset(n, 0, sizeof(*n));
-	n->prev = n->next = n->hnext = NIL;
-	n->parent = NIL;
-	n->pins = pins;
-	if (pins)
-		sc->npinned++;
-	sc->ncache++;
-	if (orphan) {
-		n->state = CN_ORPHAN;
-	} else {
-		n->state = CN_NODE;
-		n->key = key;
-		n->parent = parent;
-		n->hnext = sc->bucket[key & sc->hmask];
-		sc->bucket[key & sc->hmask] = p;
-		if (parent != NIL) {
-			sc->cn[parent].nchild++;
-			lru_update(sc, parent);
-		}
-	}
-	lru_update(sc, p);
+	/* Evictable again from now on: least recently used is from now. */
+	if (!sc->pc.pg[p].pins)
+		pc_touch(&sc->pc, p);
 }
 
 /* Evicts up to @want unpinned cache pages, LRU leaves first. */
 static u32 cache_evict(struct sched *sc, u32 want)
 {
 	struct kvpool_batch_result res;
-	u32 n = 0, done = 0;
+	u32 total = 0, n, done, k;
 	int ret;
 
-	while (n < want && sc->lru_head != NIL) {
-		u32 p = sc->lru_head;
-		struct cnode *c = &sc->cn[p];
-
-		lru_del(sc, p);
-		if (c->state == CN_NODE) {
-			cache_unhash(sc, p);
-			if (c->parent != NIL) {
-				u32 up = c->parent;
-
-				sc->cn[up].nchild--;
-				/* As old as its child: next in line. */
-				if (cn_evictable(sc, up) && !sc->cn[up].in_lru)
-					lru_add(sc, up, true);
-			}
+	while (total < want) {
+		n = pc_pick_lru(&sc->pc, sc->ids,
+				min_u32(want - total, sc->nr_pages));
+		if (!n)
+			break;
+		for (done = 0; done < n; done += k) {
+			k = min_u32(n - done, sc->max_batch);
+			ret = kvpool_cache_evict(sc->kp, sc->ids + done, k,
+						 &res);
+			if (ret < 0)
+				die(sc, "cache evict of %u pages: %s (entry %u)",
+				    k, kvpool_strerror(ret), res.error_index);
+			check_count("cache evict", ret, k);
 		}
-		c->state = CN_NONE;
-		sc->ids[n++] = p;
+		pc_evicted(&sc->pc, sc->ids, n);
+		total += n;
 	}
-	while (done < n) {
-		u32 k = min_u32(n - done, sc->max_batch);
-
-		ret = kvpool_cache_evict(sc->kp, sc->ids + done, k, &res);
-		if (ret < 0)
-			die(sc, "cache evict of %u pages: %s (entry %u)", k,
-			    kvpool_strerror(ret), res.error_index);
-		check_count("cache evict", ret, k);
-		done += k;
-	}
-	sc->ncache -= n;
-	sc->me->evicted_pages += n;
-	return n;
+	sc->me->evicted_pages += total;
+	return total;
 }
 
 /* Cached pages matching the start of @s, at most @limit, into @out. */
 static u32 cache_match(struct sched *sc, const struct sess *s, u32 limit,
 		       u32 *out)
 {
-	u32 i, p, prev = NIL;
+	u32 i, p = PC_ROOT;
 
 	if (!sc->use_cache)
 		return 0;
 	for (i = 0; i < limit; i++) {
-		p = cache_lookup(sc, page_key(sc, s, i));
-		if (p == NIL || sc->cn[p].parent != prev)
+		p = pc_lookup(&sc->pc, p, page_key(sc, s, i));
+		if (p == PC_NIL)
 			break;
 		out[i] = p;
-		prev = p;
 	}
 	return i;
 }
 
-/* The row's pages [prot, comm) whole join the cache; returns how many. */
+/*
+ * The row's pages [prot, comm) whole join the cache, each pinned @pins
+ * times; returns how many. A page becomes the node for its text when
+ * the page before it is in the index and its text is not yet; else it
+ * is an orphan (a duplicate, or unreachable), first to be evicted.
+ */
 static u32 mirror_donate(struct sched *sc, struct req *q, u32 pins)
 {
 	struct row *r = q->row;
-	u32 i, n = 0, end = r->comm / sc->pt;
+	u32 i, n = 0, start = r->prot / sc->pt, end = r->comm / sc->pt;
+	u32 node = PC_ROOT;
 
-	for (i = r->prot / sc->pt; i < end; i++) {
-		if (r->pg[i] == NIL)
-			continue;
-		cache_add(sc, q->s, i, r->pg[i], pins);
-		n++;
+	/* From the root: the prefix below prot is where the parents are. */
+	for (i = 0; i < end; i++) {
+		u64 key = page_key(sc, q->s, i);
+		u32 p = r->pg[i], next = PC_NIL;
+
+		if (node != PC_NIL)
+			next = pc_lookup(&sc->pc, node, key);
+		if (i >= start && p != NIL) {
+			pc_add_orphan(&sc->pc, p);
+			if (pins)
+				pc_pin(&sc->pc, p);
+			if (next == PC_NIL && node != PC_NIL) {
+				pc_insert(&sc->pc, node, key, p);
+				next = p;
+			}
+			n++;
+		}
+		node = next;
 	}
 	if (end * sc->pt > r->prot)
 		r->prot = end * sc->pt;
@@ -777,7 +646,8 @@ static u64 room_estimate(struct sched *sc)
 		tenant = cap > my_pages(sc) ? cap - my_pages(sc) : 0;
 	pool = sc->st.out_free_pages > margin ?
 	       sc->st.out_free_pages - margin : 0;
-	room = (tenant < pool ? tenant : pool) + (sc->ncache - sc->npinned);
+	room = (tenant < pool ? tenant : pool) +
+	       (sc->pc.ncache - sc->pc.npinned);
 	for (i = 0; i < sc->nact; i++) {
 		const struct req *q = sc->act[i];
 
@@ -877,7 +747,7 @@ static void admit(struct sched *sc)
 				row_reserve(q->row, k);
 				memcpy(q->row->pg, sc->ids, k * sizeof(u32));
 				for (u32 m = 0; m < k; m++)
-					pin(sc, sc->ids[m]);
+					pc_pin(&sc->pc, sc->ids[m]);
 				q->row->alloc = q->row->comm = q->row->prot =
 					k * sc->pt;
 				sc->me->hit_tokens += k * sc->pt;
@@ -1451,7 +1321,7 @@ static void publish(struct sched *sc)
 	sim_store(sc->me->running, sc->nact);
 	sim_store(sc->me->waiting, sc->nwait);
 	sim_store(sc->me->slots, sc->nparked);
-	sim_store(sc->me->cache_pages, sc->ncache);
+	sim_store(sc->me->cache_pages, sc->pc.ncache);
 }
 
 /* Everything back, by hand (a crash would do the same by close). */
@@ -1466,7 +1336,7 @@ static void drain(struct sched *sc)
 		release_plain(sc, sc->act[--sc->nact]->row);
 	while (sc->park_head)
 		slot_drop_oldest(sc);
-	cache_evict(sc, sc->ncache);
+	cache_evict(sc, sc->pc.ncache);
 	for (i = 0; i < sc->npend; i++)
 		close(sc->pend[i].fd);
 	sc->npend = 0;
@@ -1475,11 +1345,11 @@ static void drain(struct sched *sc)
 	if (ret < 0)
 		die(sc, "stats: %s", kvpool_strerror(ret));
 	if (st.out_client_rows || st.out_client_slots || st.out_client_pages ||
-	    st.out_client_cache_pages || sc->ncache || sc->npinned)
+	    st.out_client_cache_pages || sc->pc.ncache || sc->pc.npinned)
 		die(sc, "after drain: rows %u slots %u pages %u cache %u, mirror cache %u pinned %u",
 		    st.out_client_rows, st.out_client_slots,
 		    st.out_client_pages, st.out_client_cache_pages,
-		    sc->ncache, sc->npinned);
+		    sc->pc.ncache, sc->pc.npinned);
 }
 
 static void init(struct sched *sc, const struct sim_sched_args *a)
@@ -1487,7 +1357,7 @@ static void init(struct sched *sc, const struct sim_sched_args *a)
 	const struct sim_workload *w = &a->cfg->wl;
 	struct kvpool_info info;
 	u64 srng;
-	u32 k, hsize;
+	u32 k;
 	int ret;
 
 	sc->a = a;
@@ -1525,13 +1395,7 @@ static void init(struct sched *sc, const struct sim_sched_args *a)
 		sc->shared_len[k] = rng_lognormal(&srng, w->shared_median, 0.4,
 						sc->pt, sc->max_req / 2);
 
-	sc->cn = xcalloc(sc->nr_pages, sizeof(*sc->cn));
-	for (hsize = 1; hsize < sc->nr_pages; hsize <<= 1)
-		;
-	sc->hmask = hsize - 1;
-	sc->bucket = xcalloc(hsize, sizeof(u32));
-	memset(sc->bucket, 0xff, hsize * sizeof(u32));
-	sc->lru_head = sc->lru_tail = NIL;
+	pc_init(&sc->pc, sc->nr_pages);
 	sc->act = xcalloc(sc->max_batch, sizeof(*sc->act));
 	sc->xe = xcalloc(sc->max_batch, sizeof(*sc->xe));
 	sc->le = xcalloc(sc->max_batch, sizeof(*sc->le));
