@@ -237,10 +237,54 @@ static int c_extend(void *cl, struct kvpool_extend_entry *e, unsigned int n,
 	return ret ? ret : (int)r.nr_pages;
 }
 
-/* The ops on struct kvpool_batch: @out is what out_nr_pages would say. */
-static int batch_done(int ret, u32 index, unsigned int n, u32 out,
-		      struct kvpool_batch_result *res)
+/* The ops on struct kvpool_batch, as the driver's kvp_batch() has them. */
+enum batch_op {
+	BATCH_COMMIT,
+	BATCH_TRIM,
+	BATCH_RELEASE,
+	BATCH_DONATE,
+	BATCH_SWA_FREE,
+	BATCH_CACHE_EVICT,
+};
+
+/*
+ * One op on @n entries at @e (len entries, handles or page ids, by op);
+ * its count is what out_nr_pages would say: pages freed, or moved to
+ * the cache by DONATE, or evicted.
+ */
+static int batch(void *cl, enum batch_op op, u32 flags, const void *e,
+		 unsigned int n, struct kvpool_batch_result *res)
 {
+	u32 index = KVPOOL_NO_INDEX, out = 0;
+	int ret;
+
+	ret = check_batch(n);
+	if (ret)
+		goto done;
+	kvpool_lock();
+	switch (op) {
+	case BATCH_COMMIT:
+		ret = kvp_commit_locked(cl, e, n, &index);
+		break;
+	case BATCH_TRIM:
+		ret = kvp_trim_locked(cl, e, n, &out, &index);
+		break;
+	case BATCH_RELEASE:
+		ret = kvp_release_locked(cl, e, n, flags, &out, &index);
+		break;
+	case BATCH_DONATE:
+		ret = kvp_donate_locked(cl, e, n, &out, &index);
+		break;
+	case BATCH_SWA_FREE:
+		ret = kvp_swa_free_locked(cl, e, n, &out, &index);
+		break;
+	case BATCH_CACHE_EVICT:
+		ret = kvp_cache_evict_locked(cl, e, n, &index);
+		out = n;
+		break;
+	}
+	kvpool_unlock();
+done:
 	set_res(res, blame(ret, n, index), 0, ret ? 0 : out);
 	return ret ? ret : (int)out;
 }
@@ -248,74 +292,43 @@ static int batch_done(int ret, u32 index, unsigned int n, u32 out,
 static int c_commit(void *cl, const struct kvpool_len_entry *e,
 		    unsigned int n, struct kvpool_batch_result *res)
 {
-	u32 index = KVPOOL_NO_INDEX;
-	int ret;
-
-	ret = check_batch(n);
-	if (ret)
-		return batch_done(ret, index, n, 0, res);
-	kvpool_lock();
-	ret = kvp_commit_locked(cl, e, n, &index);
-	kvpool_unlock();
-	return batch_done(ret, index, n, 0, res);
+	return batch(cl, BATCH_COMMIT, 0, e, n, res);
 }
 
 static int c_trim(void *cl, const struct kvpool_handle *h, unsigned int n,
 		  struct kvpool_batch_result *res)
 {
-	u32 index = KVPOOL_NO_INDEX, freed;
-	int ret;
-
-	ret = check_batch(n);
-	if (ret)
-		return batch_done(ret, index, n, 0, res);
-	kvpool_lock();
-	ret = kvp_trim_locked(cl, h, n, &freed, &index);
-	kvpool_unlock();
-	return batch_done(ret, index, n, freed, res);
-}
-
-static int release_flags(void *cl, const struct kvpool_handle *h,
-			 unsigned int n, u32 flags,
-			 struct kvpool_batch_result *res)
-{
-	u32 index = KVPOOL_NO_INDEX, freed;
-	int ret;
-
-	ret = check_batch(n);
-	if (ret)
-		return batch_done(ret, index, n, 0, res);
-	kvpool_lock();
-	ret = kvp_release_locked(cl, h, n, flags, &freed, &index);
-	kvpool_unlock();
-	return batch_done(ret, index, n, freed, res);
+	return batch(cl, BATCH_TRIM, 0, h, n, res);
 }
 
 static int c_release(void *cl, const struct kvpool_handle *h, unsigned int n,
 		     struct kvpool_batch_result *res)
 {
-	return release_flags(cl, h, n, 0, res);
+	return batch(cl, BATCH_RELEASE, 0, h, n, res);
 }
 
 static int c_release_donate(void *cl, const struct kvpool_handle *h,
 			    unsigned int n, struct kvpool_batch_result *res)
 {
-	return release_flags(cl, h, n, KVPOOL_RELEASE_DONATE, res);
+	return batch(cl, BATCH_RELEASE, KVPOOL_RELEASE_DONATE, h, n, res);
 }
 
 static int c_donate(void *cl, const struct kvpool_len_entry *e,
 		    unsigned int n, struct kvpool_batch_result *res)
 {
-	u32 index = KVPOOL_NO_INDEX, moved;
-	int ret;
+	return batch(cl, BATCH_DONATE, 0, e, n, res);
+}
 
-	ret = check_batch(n);
-	if (ret)
-		return batch_done(ret, index, n, 0, res);
-	kvpool_lock();
-	ret = kvp_donate_locked(cl, e, n, &moved, &index);
-	kvpool_unlock();
-	return batch_done(ret, index, n, moved, res);
+static int c_swa_free(void *cl, const struct kvpool_len_entry *e,
+		      unsigned int n, struct kvpool_batch_result *res)
+{
+	return batch(cl, BATCH_SWA_FREE, 0, e, n, res);
+}
+
+static int c_cache_evict(void *cl, const uint32_t *pages, unsigned int n,
+			 struct kvpool_batch_result *res)
+{
+	return batch(cl, BATCH_CACHE_EVICT, 0, pages, n, res);
 }
 
 static int c_attach_prefix(void *cl, struct kvpool_handle h,
@@ -327,36 +340,6 @@ static int c_attach_prefix(void *cl, struct kvpool_handle h,
 	ret = kvp_attach_prefix_locked(cl, &h, pages, n);
 	kvpool_unlock();
 	return ret;
-}
-
-static int c_cache_evict(void *cl, const uint32_t *pages, unsigned int n,
-			 struct kvpool_batch_result *res)
-{
-	u32 index = KVPOOL_NO_INDEX;
-	int ret;
-
-	ret = check_batch(n);
-	if (ret)
-		return batch_done(ret, index, n, 0, res);
-	kvpool_lock();
-	ret = kvp_cache_evict_locked(cl, pages, n, &index);
-	kvpool_unlock();
-	return batch_done(ret, index, n, n, res);
-}
-
-static int c_swa_free(void *cl, const struct kvpool_len_entry *e,
-		      unsigned int n, struct kvpool_batch_result *res)
-{
-	u32 index = KVPOOL_NO_INDEX, freed;
-	int ret;
-
-	ret = check_batch(n);
-	if (ret)
-		return batch_done(ret, index, n, 0, res);
-	kvpool_lock();
-	ret = kvp_swa_free_locked(cl, e, n, &freed, &index);
-	kvpool_unlock();
-	return batch_done(ret, index, n, freed, res);
 }
 
 static int c_to_slot(void *cl, struct kvpool_handle h, uint64_t session)
