@@ -29,13 +29,6 @@
 
 #include "kvsched.h"
 
-enum {
-	EXIT_PASS = 0,
-	EXIT_CHECK_FAILED = 1,
-	EXIT_USAGE = 2,
-	EXIT_SETUP = 3,
-};
-
 #define MAX_ROWS	8	/* rows per client */
 #define MAX_PAGES_ROW	4	/* pages per row at most */
 #define DECODE_STEPS	8	/* one token per row per step */

@@ -65,13 +65,6 @@
 #include "pcache.h"
 #include "replay.h"
 
-enum {
-	EXIT_PASS = 0,
-	EXIT_CHECK_FAILED = 1,
-	EXIT_USAGE = 2,
-	EXIT_SETUP = 3,
-};
-
 #define RP_NIL		PC_NIL		/* end of a list */
 #define RP_ROOT		PC_ROOT		/* the radix index's root */
 #define RP_NONE		KVPOOL_PAGE_NONE

@@ -60,13 +60,6 @@
 
 #include "sim.h"
 
-enum {
-	EXIT_PASS = 0,
-	EXIT_CHECK_FAILED = 1,
-	EXIT_USAGE = 2,
-	EXIT_SETUP = 3,
-};
-
 /*
  * The tenants. Rates are for a 400k-token pool (SIM_REF_TOKENS) and
  * scale with the pool; steps are 25 ms.

@@ -25,6 +25,14 @@ typedef uint64_t u64;
 #define __noreturn	__attribute__((noreturn))
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
+/* The tools' exit status (their manuals and --help say the same). */
+enum {
+	EXIT_PASS = 0,
+	EXIT_CHECK_FAILED = 1,
+	EXIT_USAGE = 2,
+	EXIT_SETUP = 3,		/* module, pool, privilege, memory */
+};
+
 static inline u32 div_up(u32 a, u32 b)
 {
 	return a / b + !!(a % b);
@@ -61,7 +69,7 @@ double rng_exp(u64 *s, double mean);
 /*
  * Allocation that does not come back empty. On failure the handler set
  * by kvs_set_oom() runs (it must not return); without one the program
- * says "out of memory" and exits 3, the tools' setup failure.
+ * says "out of memory" and exits EXIT_SETUP.
  */
 void kvs_set_oom(void (*fn)(void *ctx), void *ctx);
 void *xcalloc(size_t n, size_t size);

@@ -27,7 +27,7 @@ static void __noreturn oom(void)
 	if (oom_fn)
 		oom_fn(oom_ctx);
 	fprintf(stderr, "%s: out of memory\n", program_invocation_short_name);
-	exit(3);
+	exit(EXIT_SETUP);
 }
 
 /* Never a zero size: NULL would read as a failure. */
@@ -48,6 +48,11 @@ void *xrealloc(void *p, size_t n, size_t size)
 	return p;
 }
 
+/*
+ * read_full() and write_full() are one loop twice: read() fills a
+ * buffer and write() only reads its own, a const a shared loop would
+ * have to cast away.
+ */
 bool read_full(int fd, void *buf, size_t len)
 {
 	char *p = buf;
