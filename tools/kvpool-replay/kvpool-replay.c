@@ -61,6 +61,7 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 
+#include "evq.h"
 #include "kvsched.h"
 #include "pcache.h"
 #include "replay.h"
@@ -209,13 +210,6 @@ struct rp_row {
 /* Events: a request arrives, or an abandoned session's slot expires. */
 enum { EV_ARRIVE, EV_ABANDON };
 
-struct rp_event {
-	u64 when;
-	u64 seq;
-	u32 kind;
-	u32 id;
-};
-
 struct rp_client {
 	u32 idx;
 	void *cl;
@@ -233,9 +227,7 @@ struct rp_client {
 	u32 nstreaming;
 	/* scheduler */
 	u64 now;
-	u64 seq;
-	struct rp_event *ev;
-	u32 nev, ev_cap;
+	struct kvs_evq evq;	/* by step */
 	struct rp_req **wait;	/* ring */
 	u32 wait_head, nwait, wait_cap;
 	struct rp_req **act;	/* holding rows, in admission order */
@@ -532,50 +524,9 @@ static void wait_pop(struct rp_client *c)
 	c->nwait--;
 }
 
-static bool ev_less(const struct rp_event *a, const struct rp_event *b)
-{
-	return a->when < b->when || (a->when == b->when && a->seq < b->seq);
-}
-
 static void ev_push(struct rp_client *c, u64 when, u32 kind, u32 id)
 {
-	struct rp_event e = { .when = when, .seq = c->seq++, .kind = kind,
-			      .id = id };
-	u32 i;
-
-	if (c->nev == c->ev_cap) {
-		c->ev_cap = c->ev_cap ? c->ev_cap * 2 : 64;
-		c->ev = xrealloc(c->ev, c->ev_cap, sizeof(*c->ev));
-	}
-	i = c->nev++;
-	while (i && ev_less(&e, &c->ev[(i - 1) / 2])) {
-		c->ev[i] = c->ev[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	c->ev[i] = e;
-}
-
-static struct rp_event ev_pop(struct rp_client *c)
-{
-	struct rp_event top = c->ev[0], last = c->ev[--c->nev];
-	u32 i = 0;
-
-	for (;;) {
-		u32 l = 2 * i + 1, m = i;
-
-		if (l < c->nev && ev_less(&c->ev[l], &last))
-			m = l;
-		if (l + 1 < c->nev &&
-		    ev_less(&c->ev[l + 1], m == i ? &last : &c->ev[l]))
-			m = l + 1;
-		if (m == i)
-			break;
-		c->ev[i] = c->ev[m];
-		i = m;
-	}
-	if (c->nev)
-		c->ev[i] = last;
-	return top;
+	evq_push(&c->evq, (double)when, kind, id, NULL);
 }
 
 /* ---- workload generation ------------------------------------------------ */
@@ -811,7 +762,7 @@ static void client_free(struct rp_client *c)
 	free(c->ids);
 	free(c->qpages);
 	free(c->wait);
-	free(c->ev);
+	evq_free(&c->evq);
 	for (i = 0; i < c->nreq; i++)
 		if (c->req[i].row)
 			free(c->req[i].row->pages), free(c->req[i].row);
@@ -1731,14 +1682,15 @@ static void check_step(struct rp_client *c)
 /* One scheduler step; false once the workload is done. */
 static bool client_step(struct rp_client *c)
 {
-	if (c->cnt.finished == c->nreq && !c->nev)
+	if (c->cnt.finished == c->nreq && !c->evq.n)
 		return false;
 	c->now++;
 	/* Nothing to run: skip to the next arrival. */
-	if (!c->nact && !c->nwait && c->nev && c->ev[0].when > c->now)
-		c->now = c->ev[0].when;
-	while (c->nev && c->ev[0].when <= c->now) {
-		struct rp_event e = ev_pop(c);
+	if (!c->nact && !c->nwait && c->evq.n &&
+	    c->evq.ev[0].when > (double)c->now)
+		c->now = (u64)c->evq.ev[0].when;
+	while (evq_due(&c->evq, (double)c->now)) {
+		struct kvs_event e = evq_pop(&c->evq);
 
 		if (e.kind == EV_ARRIVE) {
 			struct rp_req *q = &c->req[e.id];

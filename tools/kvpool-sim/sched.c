@@ -51,6 +51,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "evq.h"
 #include "pcache.h"
 #include "sim.h"
 
@@ -92,11 +93,6 @@ struct req {
 	int state;
 	struct row *row;
 	struct req *next;	/* wait queue */
-};
-
-struct event {
-	double t;
-	struct req *q;
 };
 
 /* Prefill to decode: sent on the socket right after the row's fd. */
@@ -144,8 +140,7 @@ struct sched {
 	u32 nwait;
 	struct req **act;	/* holding rows, oldest admission first */
 	u32 nact;
-	struct event *ev;
-	u32 nev, ev_cap;
+	struct kvs_evq evq;	/* follow-up turns, by seconds */
 	struct sess *park_head, *park_tail;
 	u32 nparked;
 	struct pending *pend;
@@ -286,45 +281,10 @@ static void wait_push(struct sched *sc, struct req *q, bool front)
 	sc->nwait++;
 }
 
-static void ev_push(struct sched *sc, double t, struct req *q)
-{
-	u32 i;
-
-	if (sc->nev == sc->ev_cap) {
-		sc->ev_cap = sc->ev_cap ? 2 * sc->ev_cap : 64;
-		sc->ev = xrealloc(sc->ev, sc->ev_cap, sizeof(*sc->ev));
-	}
-	i = sc->nev++;
-	while (i && sc->ev[(i - 1) / 2].t > t) {
-		sc->ev[i] = sc->ev[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	sc->ev[i] = (struct event){ t, q };
-}
-
-static struct req *ev_pop(struct sched *sc)
-{
-	struct req *q = sc->ev[0].q;
-	struct event last = sc->ev[--sc->nev];
-	u32 i = 0, c;
-
-	while ((c = 2 * i + 1) < sc->nev) {
-		if (c + 1 < sc->nev && sc->ev[c + 1].t < sc->ev[c].t)
-			c++;
-		if (sc->ev[c].t >= last.t)
-			break;
-		sc->ev[i] = sc->ev[c];
-		i = c;
-	}
-	if (sc->nev)
-		sc->ev[i] = last;
-	return q;
-}
-
 static void next_turn(struct sched *sc, struct sess *s, u32 turn)
 {
-	ev_push(sc, sc->now + rng_exp(&s->rng, sc->wl->think_s),
-		req_make(s, turn));
+	evq_push(&sc->evq, sc->now + rng_exp(&s->rng, sc->wl->think_s), 0,
+		 0, req_make(s, turn));
 }
 
 /* ---- rows --------------------------------------------------------------- */
@@ -1310,8 +1270,8 @@ static void arrivals(struct sched *sc)
 						    1.0 / sc->rate);
 		}
 	}
-	while (sc->nev && sc->ev[0].t <= sc->now) {
-		wait_push(sc, ev_pop(sc), false);
+	while (evq_due(&sc->evq, sc->now)) {
+		wait_push(sc, evq_pop(&sc->evq).ptr, false);
 		sc->me->arrived++;
 	}
 }
