@@ -755,9 +755,8 @@ static void xpg_reserve(struct sched *sc, u32 n)
 }
 
 /*
- * How far past its limit the tenant would go with @want more pages.
- * (The kernel says it in out_short, but libkvpool passes that on for
- * ENOSPC only: ask STATsc->)
+ * How far past its limit the tenant would go with @want more pages,
+ * from STATS: the tenant's pages now, its other process's included.
  */
 static u32 quota_short(struct sched *sc, u32 want)
 {
