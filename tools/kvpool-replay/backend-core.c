@@ -199,13 +199,11 @@ static int c_alloc_rows(void *cl, struct kvpool_handle *h, unsigned int n,
 	int ret;
 
 	ret = check_batch(n);
-	if (ret) {
-		set_res(res, KVPOOL_NO_INDEX, 0, 0);
-		return ret;
+	if (!ret) {
+		kvpool_lock();
+		ret = kvp_row_alloc_locked(cl, h, n, &missing);
+		kvpool_unlock();
 	}
-	kvpool_lock();
-	ret = kvp_row_alloc_locked(cl, h, n, &missing);
-	kvpool_unlock();
 	/* As libkvpool: the shortfall means something on both. */
 	set_res(res, KVPOOL_NO_INDEX,
 		(ret == -ENOSPC || ret == -EDQUOT) ? missing : 0, 0);
@@ -216,17 +214,15 @@ static int c_extend(void *cl, struct kvpool_extend_entry *e, unsigned int n,
 		    uint32_t *pages, unsigned int pages_cap,
 		    struct kvpool_batch_result *res)
 {
-	struct kvp_extend_result r;
+	struct kvp_extend_result r = { .error_index = KVPOOL_NO_INDEX };
 	int ret;
 
 	ret = check_batch(n);
-	if (ret) {
-		set_res(res, KVPOOL_NO_INDEX, 0, 0);
-		return ret;
+	if (!ret) {
+		kvpool_lock();
+		ret = kvp_extend_locked(cl, e, n, pages_cap, &r);
+		kvpool_unlock();
 	}
-	kvpool_lock();
-	ret = kvp_extend_locked(cl, e, n, pages_cap, &r);
-	kvpool_unlock();
 	if (!ret && r.nr_pages)
 		memcpy(pages, r.pages, (size_t)r.nr_pages * sizeof(u32));
 	kvfree(r.pages);
