@@ -14,8 +14,9 @@
  *
  *  - admits waiting requests: a row each (one ROW_ALLOC for the step),
  *    ATTACH_PREFIX of the longest cached prefix of the prompt (the radix
- *    index lives here, at page granularity, with an LRU), or FROM_SLOT
- *    for a streaming session's next turn;
+ *    index lives in this program, at page granularity, with an LRU:
+ *    tools/lib/pcache.c, shared with kvpool-sim), or FROM_SLOT for a
+ *    streaming session's next turn;
  *  - prefills in chunks within a token budget: one EXTEND for all chunks,
  *    COMMIT, then DONATE of the full pages to the prefix cache;
  *  - decodes the whole running batch with ONE EXTEND; with --spec the

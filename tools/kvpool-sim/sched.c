@@ -32,8 +32,9 @@
  *  - finish: TRIM of the speculative tail, then TO_SLOT (streaming
  *    session) or RELEASE with KVPOOL_RELEASE_DONATE (one call).
  *
- * The prefix cache is a radix tree at page granularity kept here (the
- * kernel only knows which pages are in the cache and how many rows
+ * The prefix cache is a radix tree at page granularity kept in this
+ * process, libkvsched's mirror (tools/lib/pcache.c, the replay's too;
+ * the kernel only knows which pages are in the cache and how many rows
  * borrow each). Token contents are not simulated, only their identity:
  * page i of a session is the same text as page i of every session that
  * shares its system prompt, if the page lies within that prompt, and of
