@@ -77,10 +77,10 @@ fi
 # kernel configuration is sparse's and W=1's), the library, the tools.
 user=(driver/kvp_[a-z]*.c selftests/unit/*.c userlib/kvpool.c
       tools/kvpoolctl/*.c tools/kvpool-demo/*.c tools/kvpool-replay/*.c
-      tools/kvpool-sim/*.c)
+      tools/kvpool-sim/*.c tools/lib/*.c)
 if out=$(cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 		--std=c11 --inline-suppr -U__KERNEL__ -Iuapi -Idriver \
-		-Iselftests/unit -Iuserlib "${user[@]}" 2>&1) && [[ -z $out ]]; then
+		-Iselftests/unit -Iuserlib -Itools/lib "${user[@]}" 2>&1) && [[ -z $out ]]; then
 	echo "PASS lint: cppcheck (${#user[@]} files)"
 else
 	echo "$out"
