@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * libFuzzer target over the kvpool core (driver/kvp_core.c), compiled in
+ * libFuzzer target over the kvpool core (driver/core.mk), compiled in
  * userspace against selftests/unit/kvp_os_user.{h,c} exactly as the unit
  * test is, with ASan and UBSan on.
  *

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kvpool driver: /dev/kvpool-control, the administrator's device:
+ * create and destroy pools, set tenant limits and watermarks, list
+ * tenants.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/fs.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/uaccess.h>
+
+#include "kvpool_drv.h"
+
+/*
+ * The id is reserved and written back first, outside kvp_pools_lock (a
+ * slow fault must not hold up other control ops): once the pool exists,
+ * the call succeeds (see kvp_respond()). A reserved id reads as no pool.
+ */
+static int kvp_ctl_create_ioctl(struct kvp_ucmd *ucmd)
+{
+	struct kvpool_ctl_create *cmd = ucmd->cmd;
+	u32 id;
+	int ret;
+
+	if (cmd->flags & ~KVPOOL_CREATE_RESERVE_ZERO)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved)
+		return -EINVAL;
+	ret = kvp_geom_check(cmd->flags, cmd->nr_pages, cmd->page_tokens,
+			     cmd->nr_rows, cmd->row_tokens);
+	if (ret)
+		return ret;
+
+	ret = xa_alloc(&kvp_pools, &id, NULL, XA_LIMIT(0, KVP_MAX_POOLS - 1),
+		       GFP_KERNEL);
+	if (ret)
+		return ret == -EBUSY ? -ENOSPC : ret;	/* all 64 exist */
+	cmd->out_pool_id = id;
+	ret = kvp_respond(ucmd);
+	if (!ret) {
+		mutex_lock(&kvp_pools_lock);
+		ret = kvp_pool_create_locked(id, cmd->flags, cmd->nr_pages,
+					     cmd->page_tokens, cmd->nr_rows,
+					     cmd->row_tokens);
+		mutex_unlock(&kvp_pools_lock);
+	}
+	if (ret) {
+		xa_erase(&kvp_pools, id);
+		ucmd->responded = false;
+		cmd->out_pool_id = 0;
+	}
+	return ret;
+}
+
+/* Runs @fn on pool @id with its lock held, then wakes its pollers. */
+static int kvp_ctl_on_pool(u32 id, int (*fn)(struct kvp_pool *, void *),
+			   void *arg)
+{
+	struct kvp_dev *kd;
+	int ret;
+
+	mutex_lock(&kvp_pools_lock);
+	kd = id < KVP_MAX_POOLS ? xa_load(&kvp_pools, id) : NULL;
+	if (!kd) {
+		mutex_unlock(&kvp_pools_lock);
+		return -ENODEV;
+	}
+	mutex_lock(&kd->core.lock);
+	ret = fn(&kd->core, arg);
+	mutex_unlock(&kd->core.lock);
+	wake_up_interruptible_all(&kd->wq);
+	mutex_unlock(&kvp_pools_lock);
+	return ret;
+}
+
+static int kvp_tenant_set_fn(struct kvp_pool *pool, void *arg)
+{
+	return kvp_tenant_set_locked(pool, arg);
+}
+
+static int kvp_ctl_tenant_set_ioctl(struct kvp_ucmd *ucmd)
+{
+	struct kvpool_ctl_tenant *cmd = ucmd->cmd;
+
+	if (cmd->flags & ~KVPOOL_TENANT_BY_ID)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved || cmd->__reserved2)
+		return -EINVAL;
+	return kvp_ctl_on_pool(cmd->pool_id, kvp_tenant_set_fn, cmd);
+}
+
+static int kvp_wmark_fn(struct kvp_pool *pool, void *arg)
+{
+	struct kvpool_ctl_wmark *cmd = arg;
+
+	return kvp_set_wmark_locked(pool, cmd->low_wmark, cmd->high_wmark);
+}
+
+static int kvp_ctl_set_wmark_ioctl(struct kvp_ucmd *ucmd)
+{
+	struct kvpool_ctl_wmark *cmd = ucmd->cmd;
+
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved)
+		return -EINVAL;
+	return kvp_ctl_on_pool(cmd->pool_id, kvp_wmark_fn, cmd);
+}
+
+struct kvp_list_arg {
+	struct kvpool_tenant_info *info;
+	u32 count;
+	u32 nr;
+};
+
+static int kvp_tenant_list_fn(struct kvp_pool *pool, void *arg)
+{
+	struct kvp_list_arg *la = arg;
+
+	la->nr = kvp_tenant_list_locked(pool, la->info, la->count);
+	return 0;
+}
+
+static int kvp_ctl_tenant_list_ioctl(struct kvp_ucmd *ucmd)
+{
+	struct kvpool_ctl_tenant_list *cmd = ucmd->cmd;
+	struct kvp_list_arg la = { };
+	int ret;
+
+	cmd->out_nr_tenants = 0;
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	ret = kvp_check_len(cmd->entry_len, sizeof(*la.info));
+	if (ret)
+		return ret;
+	la.count = min_t(u32, cmd->count, KVP_MAX_TENANTS);
+	if (la.count) {
+		la.info = kvcalloc(la.count, sizeof(*la.info), GFP_KERNEL);
+		if (!la.info)
+			return -ENOMEM;
+	}
+	ret = kvp_ctl_on_pool(cmd->pool_id, kvp_tenant_list_fn, &la);
+	if (!ret) {
+		cmd->out_nr_tenants = la.nr;
+		if (la.info &&
+		    kvp_write_array(cmd->tenants, la.info, min(la.count, la.nr),
+				    cmd->entry_len, sizeof(*la.info), true))
+			ret = -EFAULT;
+	}
+	kvfree(la.info);
+	return ret;
+}
+
+static int kvp_ctl_destroy_ioctl(struct kvp_ucmd *ucmd)
+{
+	struct kvpool_ctl_destroy *cmd = ucmd->cmd;
+	int ret;
+
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved)
+		return -EINVAL;
+	mutex_lock(&kvp_pools_lock);
+	ret = kvp_pool_destroy_locked(cmd->pool_id);
+	mutex_unlock(&kvp_pools_lock);
+	return ret;
+}
+
+#define KVP_CTL_OP(_name, _fn, _struct, _last)				\
+	KVP_OP(KVPOOL_CMD_CTL_CREATE, _name, _fn, _struct, _last,	\
+	       KVP_OP_ADMIN)
+
+static const struct kvp_ioctl_op kvp_ctl_ops[] = {
+	KVP_CTL_OP(CTL_CREATE, kvp_ctl_create_ioctl,
+		   struct kvpool_ctl_create, __reserved),
+	KVP_CTL_OP(CTL_DESTROY, kvp_ctl_destroy_ioctl,
+		   struct kvpool_ctl_destroy, __reserved),
+	KVP_CTL_OP(CTL_TENANT_SET, kvp_ctl_tenant_set_ioctl,
+		   struct kvpool_ctl_tenant, __reserved2),
+	KVP_CTL_OP(CTL_TENANT_LIST, kvp_ctl_tenant_list_ioctl,
+		   struct kvpool_ctl_tenant_list, tenants),
+	KVP_CTL_OP(CTL_SET_WMARK, kvp_ctl_set_wmark_ioctl,
+		   struct kvpool_ctl_wmark, __reserved),
+};
+
+static long kvp_ctl_ioctl(struct file *file, unsigned int cmd,
+			  unsigned long arg)
+{
+	return kvp_dispatch(NULL, kvp_ctl_ops, ARRAY_SIZE(kvp_ctl_ops),
+			    KVPOOL_CMD_CTL_CREATE, cmd, arg);
+}
+
+static const struct file_operations kvp_ctl_fops = {
+	.owner = THIS_MODULE,
+	.open = nonseekable_open,
+	.unlocked_ioctl = kvp_ctl_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+};
+
+struct miscdevice kvp_ctl_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "kvpool-control",
+	.fops = &kvp_ctl_fops,
+	.mode = 0600,
+};

@@ -1,0 +1,763 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kvpool driver: the ioctl dispatcher, arrays of caller-sized elements,
+ * and the pool device's file operations and ioctls. Each op copies its
+ * arguments in, checks their shape, takes the pool lock around one core
+ * call (kvp_core.h) and copies the answer out.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/capability.h>
+#include <linux/cgroup.h>
+#include <linux/cred.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/module.h>
+#include <linux/nospec.h>
+#include <linux/poll.h>
+#include <linux/sched.h>
+#include <linux/seq_file.h>
+#include <linux/uaccess.h>
+#include <linux/wait.h>
+
+#include "kvpool_drv.h"
+
+/*
+ * Copies the user's struct in (checking size and unknown tail), runs the
+ * op, and copies the struct back so out_* fields reach the caller, also
+ * on errors that report something (ENOSPC's shortfall, the bad entry).
+ * Unknown numbers are ENOTTY for everyone; only then are privileges
+ * checked.
+ */
+long kvp_dispatch(struct kvp_client *c, const struct kvp_ioctl_op *ops,
+		  unsigned int nr_ops, unsigned int base,
+		  unsigned int cmd, unsigned long arg)
+{
+	union kvp_ucmd_buffer buf;
+	const struct kvp_ioctl_op *op;
+	struct kvp_ucmd ucmd = { .client = c };
+	unsigned int nr = _IOC_NR(cmd);
+	int ret;
+
+	if (_IOC_TYPE(cmd) != KVPOOL_TYPE || nr < base || nr - base >= nr_ops)
+		return -ENOTTY;
+	op = &ops[array_index_nospec(nr - base, nr_ops)];
+	if (!op->execute || op->ioctl_num != cmd)
+		return -ENOTTY;
+	if ((op->flags & KVP_OP_ADMIN) && !capable(CAP_SYS_ADMIN))
+		return -EPERM;
+
+	ucmd.ubuffer = (void __user *)arg;
+	ret = get_user(ucmd.user_size, (u32 __user *)ucmd.ubuffer);
+	if (ret)
+		return ret;
+	if (ucmd.user_size < op->min_size)
+		return -EINVAL;
+	if (ucmd.user_size > PAGE_SIZE)
+		return -E2BIG;
+	ret = copy_struct_from_user(&buf, op->size, ucmd.ubuffer,
+				    ucmd.user_size);
+	if (ret)
+		return ret;
+	ucmd.cmd = &buf;
+	ucmd.op_size = op->size;
+	ret = op->execute(&ucmd);
+	if (ret == -EFAULT || (!ret && ucmd.responded))
+		return ret;
+	if (copy_to_user(ucmd.ubuffer, &buf,
+			 min_t(u32, ucmd.user_size, op->size)))
+		return -EFAULT;
+	return ret;
+}
+
+/*
+ * Writes the struct back now, before the op takes effect: for the ops
+ * whose result (a new fd, handle or id) the caller could not learn any
+ * other way. If this faults, nothing has happened yet.
+ */
+int kvp_respond(struct kvp_ucmd *ucmd)
+{
+	if (copy_to_user(ucmd->ubuffer, ucmd->cmd,
+			 min(ucmd->user_size, ucmd->op_size)))
+		return -EFAULT;
+	ucmd->responded = true;
+	return 0;
+}
+
+/*
+ * An element length: at least what this header's element has (shorter
+ * ones were never released), at most a page, like the structs.
+ */
+int kvp_check_len(u32 len, size_t ksize)
+{
+	if (len < ksize)
+		return -EINVAL;
+	if (len > PAGE_SIZE)
+		return -E2BIG;
+	return 0;
+}
+
+/*
+ * Reads @count elements of @len bytes at @uptr into a new array of
+ * @ksize-byte ones; bytes of an element past @ksize must be zero (E2BIG,
+ * and *@error_index names it). Returns the array (kvfree() it) or an
+ * ERR_PTR.
+ */
+void *kvp_read_array(u64 uptr, u32 count, u32 len, size_t ksize,
+		     u32 *error_index)
+{
+	void __user *u = u64_to_user_ptr(uptr);
+	char *p;
+	u32 i;
+	int ret = 0;
+
+	p = kvmalloc_array(count, ksize, GFP_KERNEL_ACCOUNT);
+	if (!p)
+		return ERR_PTR(-ENOMEM);
+	if (len == ksize) {
+		if (copy_from_user(p, u, (size_t)count * ksize))
+			ret = -EFAULT;
+		goto out;
+	}
+	for (i = 0; i < count; i++) {
+		ret = copy_struct_from_user(p + i * ksize, ksize,
+					    u + (size_t)i * len, len);
+		if (ret) {
+			if (ret == -E2BIG && error_index)
+				*error_index = i;
+			break;
+		}
+		if (!(i % 1024))
+			cond_resched();
+	}
+out:
+	if (ret) {
+		kvfree(p);
+		return ERR_PTR(ret);
+	}
+	return p;
+}
+
+/*
+ * Writes @count @ksize-byte elements to the caller's array of @len-byte
+ * ones; with @zero_tail, the bytes of each past @ksize are zeroed (an
+ * element the kernel alone writes), else left as the caller gave them
+ * (an element it read: the tail was checked zero).
+ */
+int kvp_write_array(u64 uptr, const void *src, u32 count, u32 len,
+		    size_t ksize, bool zero_tail)
+{
+	void __user *u = u64_to_user_ptr(uptr);
+	const char *p = src;
+	u32 i;
+
+	if (len == ksize)
+		return copy_to_user(u, p, (size_t)count * ksize) ? -EFAULT : 0;
+	for (i = 0; i < count; i++) {
+		void __user *e = u + (size_t)i * len;
+
+		if (copy_to_user(e, p + i * ksize, ksize))
+			return -EFAULT;
+		if (zero_tail && clear_user(e + ksize, len - ksize))
+			return -EFAULT;
+		if (!(i % 1024))
+			cond_resched();
+	}
+	return 0;
+}
+
+static int kvp_check_batch(struct kvp_client *c, u32 flags, u32 count)
+{
+	if (flags)	/* flags a caller allows are masked off before */
+		return -EOPNOTSUPP;
+	if (!count || count > c->pool->max_batch)
+		return -EINVAL;
+	return 0;
+}
+
+static int kvp_info_ioctl(struct kvp_ucmd *ucmd)
+{
+	struct kvp_client *c = ucmd->client;
+	struct kvp_pool *pool = c->pool;
+	struct kvpool_info *cmd = ucmd->cmd;
+
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved)
+		return -EINVAL;
+	/* Geometry never changes after creation: no lock needed. */
+	cmd->out_abi_version = KVPOOL_ABI_VERSION;
+	cmd->out_pool_id = pool->id;
+	cmd->out_features = KVPOOL_FEAT_ROWS | KVPOOL_FEAT_EXTEND |
+			    KVPOOL_FEAT_SLOTS | KVPOOL_FEAT_VERIFY |
+			    KVPOOL_FEAT_PREFIX_CACHE | KVPOOL_FEAT_SWA |
+			    KVPOOL_FEAT_EXPORT | KVPOOL_FEAT_QUOTA |
+			    KVPOOL_FEAT_PRESSURE;
+	cmd->out_nr_pages = pool->nr_pages;
+	cmd->out_page_tokens = pool->page_tokens;
+	cmd->out_nr_rows = pool->nr_rows;
+	cmd->out_row_tokens = pool->row_tokens;
+	cmd->out_create_flags = pool->flags;
+	cmd->out_max_batch = pool->max_batch;
+	cmd->out_client_id = c->id;
+	return 0;
+}
+
+static int kvp_stats_ioctl(struct kvp_ucmd *ucmd)
+{
+	struct kvp_client *c = ucmd->client;
+	struct kvpool_stats *cmd = ucmd->cmd;
+
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved)
+		return -EINVAL;
+	mutex_lock(&c->pool->lock);
+	kvp_stats_locked(c, cmd);
+	mutex_unlock(&c->pool->lock);
+	return 0;
+}
+
+static int kvp_row_alloc_ioctl(struct kvp_ucmd *ucmd)
+{
+	struct kvp_client *c = ucmd->client;
+	struct kvpool_row_alloc *cmd = ucmd->cmd;
+	struct kvpool_handle *h;
+	u32 freed, idx;
+	int ret;
+
+	cmd->out_short = 0;
+	ret = kvp_check_batch(c, cmd->flags, cmd->count);
+	if (!ret && cmd->__reserved)
+		ret = -EINVAL;
+	if (!ret)
+		ret = kvp_check_len(cmd->entry_len, sizeof(*h));
+	if (ret)
+		return ret;
+	h = kvmalloc_array(cmd->count, sizeof(*h), GFP_KERNEL_ACCOUNT);
+	if (!h)
+		return -ENOMEM;
+
+	mutex_lock(&c->pool->lock);
+	ret = kvp_row_alloc_locked(c, h, cmd->count, &cmd->out_short);
+	mutex_unlock(&c->pool->lock);
+	if (ret)
+		goto out_free;
+
+	if (kvp_write_array(cmd->handles, h, cmd->count, cmd->entry_len,
+			    sizeof(*h), true)) {
+		/*
+		 * The caller cannot name rows it never learnt of: give them
+		 * back rather than leave them held until close.
+		 */
+		mutex_lock(&c->pool->lock);
+		kvp_release_locked(c, h, cmd->count, 0, &freed, &idx);
+		mutex_unlock(&c->pool->lock);
+		ret = -EFAULT;
+	}
+out_free:
+	kvfree(h);
+	return ret;
+}
+
+static int kvp_extend_ioctl(struct kvp_ucmd *ucmd)
+{
+	struct kvp_client *c = ucmd->client;
+	struct kvpool_extend *cmd = ucmd->cmd;
+	struct kvpool_extend_entry *e;
+	struct kvp_extend_result res;
+	int ret;
+
+	cmd->out_nr_pages = 0;
+	cmd->out_short = 0;
+	cmd->out_error_index = ~0U;
+	ret = kvp_check_batch(c, cmd->flags, cmd->count);
+	if (!ret && cmd->__reserved)
+		ret = -EINVAL;
+	if (!ret)
+		ret = kvp_check_len(cmd->entry_len, sizeof(*e));
+	if (!ret)
+		ret = kvp_check_len(cmd->page_entry_len, sizeof(u32));
+	if (ret)
+		return ret;
+	e = kvp_read_array(cmd->entries, cmd->count, cmd->entry_len,
+			   sizeof(*e), &cmd->out_error_index);
+	if (IS_ERR(e))
+		return PTR_ERR(e);
+
+	mutex_lock(&c->pool->lock);
+	ret = kvp_extend_locked(c, e, cmd->count, cmd->pages_cap, &res);
+	mutex_unlock(&c->pool->lock);
+	cmd->out_nr_pages = res.nr_pages;
+	cmd->out_short = res.shortfall;
+	cmd->out_error_index = res.error_index;
+	if (ret)
+		goto out_free;
+
+	if (kvp_write_array(cmd->entries, e, cmd->count, cmd->entry_len,
+			    sizeof(*e), false) ||
+	    kvp_write_array(cmd->pages, res.pages, res.nr_pages,
+			    cmd->page_entry_len, sizeof(u32), true))
+		ret = -EFAULT;
+out_free:
+	kvfree(res.pages);
+	kvfree(e);
+	return ret;
+}
+
+enum kvp_batch_op {
+	KVP_BATCH_COMMIT,
+	KVP_BATCH_TRIM,
+	KVP_BATCH_RELEASE,
+	KVP_BATCH_DONATE,
+	KVP_BATCH_SWA_FREE,
+	KVP_BATCH_CACHE_EVICT,
+};
+
+/* The ops that share struct kvpool_batch: entry size and allowed flags. */
+static const struct {
+	size_t entry_size;
+	u32 flags;
+} kvp_batch_ops[] = {
+	[KVP_BATCH_COMMIT] = { sizeof(struct kvpool_len_entry), 0 },
+	[KVP_BATCH_TRIM] = { sizeof(struct kvpool_handle), 0 },
+	[KVP_BATCH_RELEASE] = { sizeof(struct kvpool_handle),
+				KVPOOL_RELEASE_DONATE },
+	[KVP_BATCH_DONATE] = { sizeof(struct kvpool_len_entry), 0 },
+	[KVP_BATCH_SWA_FREE] = { sizeof(struct kvpool_len_entry), 0 },
+	[KVP_BATCH_CACHE_EVICT] = { sizeof(u32), 0 },
+};
+
+static int kvp_batch(struct kvp_client *c, struct kvpool_batch *cmd,
+		     enum kvp_batch_op op)
+{
+	size_t size = kvp_batch_ops[op].entry_size;
+	void *e;
+	int ret;
+
+	cmd->out_error_index = ~0U;
+	cmd->out_nr_pages = 0;
+	ret = kvp_check_batch(c, cmd->flags & ~kvp_batch_ops[op].flags,
+			      cmd->count);
+	if (!ret)
+		ret = kvp_check_len(cmd->entry_len, size);
+	if (ret)
+		return ret;
+	e = kvp_read_array(cmd->entries, cmd->count, cmd->entry_len, size,
+			   &cmd->out_error_index);
+	if (IS_ERR(e))
+		return PTR_ERR(e);
+
+	mutex_lock(&c->pool->lock);
+	switch (op) {
+	case KVP_BATCH_COMMIT:
+		ret = kvp_commit_locked(c, e, cmd->count,
+					&cmd->out_error_index);
+		break;
+	case KVP_BATCH_TRIM:
+		ret = kvp_trim_locked(c, e, cmd->count, &cmd->out_nr_pages,
+				      &cmd->out_error_index);
+		break;
+	case KVP_BATCH_RELEASE:
+		ret = kvp_release_locked(c, e, cmd->count, cmd->flags,
+					 &cmd->out_nr_pages,
+					 &cmd->out_error_index);
+		break;
+	case KVP_BATCH_DONATE:
+		ret = kvp_donate_locked(c, e, cmd->count, &cmd->out_nr_pages,
+					&cmd->out_error_index);
+		break;
+	case KVP_BATCH_SWA_FREE:
+		ret = kvp_swa_free_locked(c, e, cmd->count, &cmd->out_nr_pages,
+					  &cmd->out_error_index);
+		break;
+	case KVP_BATCH_CACHE_EVICT:
+		ret = kvp_cache_evict_locked(c, e, cmd->count,
+					     &cmd->out_error_index);
+		if (!ret)
+			cmd->out_nr_pages = cmd->count;
+		break;
+	}
+	mutex_unlock(&c->pool->lock);
+	kvfree(e);
+	return ret;
+}
+
+static int kvp_commit_ioctl(struct kvp_ucmd *ucmd)
+{
+	return kvp_batch(ucmd->client, ucmd->cmd, KVP_BATCH_COMMIT);
+}
+
+static int kvp_trim_ioctl(struct kvp_ucmd *ucmd)
+{
+	return kvp_batch(ucmd->client, ucmd->cmd, KVP_BATCH_TRIM);
+}
+
+static int kvp_release_ioctl(struct kvp_ucmd *ucmd)
+{
+	return kvp_batch(ucmd->client, ucmd->cmd, KVP_BATCH_RELEASE);
+}
+
+static int kvp_donate_ioctl(struct kvp_ucmd *ucmd)
+{
+	return kvp_batch(ucmd->client, ucmd->cmd, KVP_BATCH_DONATE);
+}
+
+static int kvp_swa_free_ioctl(struct kvp_ucmd *ucmd)
+{
+	return kvp_batch(ucmd->client, ucmd->cmd, KVP_BATCH_SWA_FREE);
+}
+
+static int kvp_cache_evict_ioctl(struct kvp_ucmd *ucmd)
+{
+	return kvp_batch(ucmd->client, ucmd->cmd, KVP_BATCH_CACHE_EVICT);
+}
+
+static int kvp_attach_prefix_ioctl(struct kvp_ucmd *ucmd)
+{
+	struct kvp_client *c = ucmd->client;
+	struct kvpool_attach *cmd = ucmd->cmd;
+	u32 max = c->pool->row_tokens / c->pool->page_tokens;
+	u32 *pages;
+	int ret;
+
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	if (!cmd->nr_pages || cmd->nr_pages > max)
+		return -EINVAL;
+	ret = kvp_check_len(cmd->page_entry_len, sizeof(u32));
+	if (ret)
+		return ret;
+	pages = kvp_read_array(cmd->pages, cmd->nr_pages, cmd->page_entry_len,
+			       sizeof(u32), NULL);
+	if (IS_ERR(pages))
+		return PTR_ERR(pages);
+	mutex_lock(&c->pool->lock);
+	ret = kvp_attach_prefix_locked(c, &cmd->handle, pages, cmd->nr_pages);
+	mutex_unlock(&c->pool->lock);
+	kvfree(pages);
+	return ret;
+}
+
+/* TO_SLOT names a row; FROM_SLOT only writes one; SLOT_RELEASE needs none. */
+static int kvp_slot_check(struct kvpool_slot *cmd, bool handle_must_be_0)
+{
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved)
+		return -EINVAL;
+	if (handle_must_be_0 &&
+	    (cmd->handle.req_pool_idx || cmd->handle.generation))
+		return -EINVAL;
+	cmd->out_nr_pages = 0;
+	return 0;
+}
+
+static int kvp_to_slot_ioctl(struct kvp_ucmd *ucmd)
+{
+	struct kvp_client *c = ucmd->client;
+	struct kvpool_slot *cmd = ucmd->cmd;
+	int ret;
+
+	ret = kvp_slot_check(cmd, false);
+	if (ret)
+		return ret;
+	mutex_lock(&c->pool->lock);
+	ret = kvp_to_slot_locked(c, &cmd->handle, cmd->session_id,
+				 &cmd->out_nr_pages);
+	mutex_unlock(&c->pool->lock);
+	return ret;
+}
+
+static bool kvp_same_handle(const struct kvpool_handle *a,
+			    const struct kvpool_handle *b)
+{
+	return a->req_pool_idx == b->req_pool_idx &&
+	       a->generation == b->generation;
+}
+
+/*
+ * The new handle is the only name the caller gets for the row: it is
+ * written back before the row leaves the slot (see kvp_respond()).
+ */
+static int kvp_from_slot_ioctl(struct kvp_ucmd *ucmd)
+{
+	struct kvp_client *c = ucmd->client;
+	struct kvpool_slot *cmd = ucmd->cmd;
+	struct kvpool_handle h, now;
+	u32 n, n_now;
+	int ret;
+
+	ret = kvp_slot_check(cmd, false);
+	if (ret)
+		return ret;
+	memset(&cmd->handle, 0, sizeof(cmd->handle));
+	mutex_lock(&c->pool->lock);
+	ret = kvp_from_slot_peek_locked(c, cmd->session_id, &h, &n);
+	mutex_unlock(&c->pool->lock);
+	if (ret)
+		return ret;
+	cmd->handle = h;
+	cmd->out_nr_pages = n;
+	ret = kvp_respond(ucmd);
+	if (ret)
+		return ret;
+
+	mutex_lock(&c->pool->lock);
+	/* Another thread of the caller may have changed the slot since. */
+	ret = kvp_from_slot_peek_locked(c, cmd->session_id, &now, &n_now);
+	if (!ret && (!kvp_same_handle(&h, &now) || n != n_now))
+		ret = -EAGAIN;
+	if (!ret)
+		ret = kvp_from_slot_locked(c, cmd->session_id, &now, &n_now);
+	mutex_unlock(&c->pool->lock);
+	if (ret) {
+		ucmd->responded = false;
+		memset(&cmd->handle, 0, sizeof(cmd->handle));
+		cmd->out_nr_pages = 0;
+	}
+	return ret;
+}
+
+static int kvp_slot_release_ioctl(struct kvp_ucmd *ucmd)
+{
+	struct kvp_client *c = ucmd->client;
+	struct kvpool_slot *cmd = ucmd->cmd;
+	int ret;
+
+	ret = kvp_slot_check(cmd, true);
+	if (ret)
+		return ret;
+	mutex_lock(&c->pool->lock);
+	ret = kvp_slot_release_locked(c, cmd->session_id, &cmd->out_nr_pages);
+	mutex_unlock(&c->pool->lock);
+	return ret;
+}
+
+static int kvp_row_query_ioctl(struct kvp_ucmd *ucmd)
+{
+	struct kvp_client *c = ucmd->client;
+	struct kvpool_row_query *cmd = ucmd->cmd;
+	u32 *pages = NULL;
+	int ret;
+
+	if (cmd->flags & ~KVPOOL_QUERY_BY_SLOT)
+		return -EOPNOTSUPP;
+	if (cmd->flags & KVPOOL_QUERY_BY_SLOT) {
+		if (cmd->handle.req_pool_idx || cmd->handle.generation)
+			return -EINVAL;
+	} else if (cmd->session_id) {
+		return -EINVAL;
+	}
+	if (cmd->__reserved)
+		return -EINVAL;
+	ret = kvp_check_len(cmd->page_entry_len, sizeof(u32));
+	if (ret)
+		return ret;
+	mutex_lock(&c->pool->lock);
+	ret = kvp_row_query_locked(c, cmd, &pages);
+	mutex_unlock(&c->pool->lock);
+	if (ret)
+		return ret;
+	if (pages &&
+	    kvp_write_array(cmd->pages, pages,
+			    min(cmd->pages_cap, cmd->out_nr_pages),
+			    cmd->page_entry_len, sizeof(u32), true))
+		ret = -EFAULT;
+	kvfree(pages);
+	return ret;
+}
+
+static int kvp_verify_ioctl(struct kvp_ucmd *ucmd)
+{
+	struct kvp_pool *pool = ucmd->client->pool;
+	struct kvpool_verify *cmd = ucmd->cmd;
+	int ret;
+
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved)
+		return -EINVAL;
+	mutex_lock(&pool->lock);
+	ret = kvp_verify_locked(pool, &cmd->out_violations);
+	mutex_unlock(&pool->lock);
+	if (ret)
+		return ret;
+	cmd->out_pages_checked = pool->nr_pages;
+	cmd->out_rows_checked = pool->nr_rows;
+	return 0;
+}
+
+static int kvp_pressure_ioctl(struct kvp_ucmd *ucmd)
+{
+	struct kvp_client *c = ucmd->client;
+	struct kvpool_pressure *cmd = ucmd->cmd;
+
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved)
+		return -EINVAL;
+	mutex_lock(&c->pool->lock);
+	cmd->out_ask_pages = kvp_pressure_locked(c, &cmd->out_reasons);
+	cmd->out_free_pages = c->pool->free_pages;
+	cmd->out_low_wmark = c->pool->low_wmark;
+	cmd->out_high_wmark = c->pool->high_wmark;
+	mutex_unlock(&c->pool->lock);
+	return 0;
+}
+
+#define KVP_POOL_OP(_name, _fn, _struct, _last, _flags)			\
+	KVP_OP(KVPOOL_CMD_INFO, _name, _fn, _struct, _last, _flags)
+
+static const struct kvp_ioctl_op kvp_pool_ops[] = {
+	KVP_POOL_OP(INFO, kvp_info_ioctl, struct kvpool_info,
+		    __reserved, 0),
+	KVP_POOL_OP(STATS, kvp_stats_ioctl, struct kvpool_stats,
+		    out_tenant_max_rows, 0),
+	KVP_POOL_OP(ROW_ALLOC, kvp_row_alloc_ioctl,
+		    struct kvpool_row_alloc, __reserved, 0),
+	KVP_POOL_OP(EXTEND, kvp_extend_ioctl, struct kvpool_extend,
+		    __reserved, 0),
+	KVP_POOL_OP(COMMIT, kvp_commit_ioctl, struct kvpool_batch,
+		    out_nr_pages, 0),
+	KVP_POOL_OP(TRIM, kvp_trim_ioctl, struct kvpool_batch,
+		    out_nr_pages, 0),
+	KVP_POOL_OP(RELEASE, kvp_release_ioctl, struct kvpool_batch,
+		    out_nr_pages, 0),
+	KVP_POOL_OP(TO_SLOT, kvp_to_slot_ioctl, struct kvpool_slot,
+		    __reserved, 0),
+	KVP_POOL_OP(FROM_SLOT, kvp_from_slot_ioctl, struct kvpool_slot,
+		    __reserved, 0),
+	KVP_POOL_OP(SLOT_RELEASE, kvp_slot_release_ioctl,
+		    struct kvpool_slot, __reserved, 0),
+	KVP_POOL_OP(ROW_QUERY, kvp_row_query_ioctl,
+		    struct kvpool_row_query, __reserved, 0),
+	/* O(pool) under the pool lock: not for every client to repeat. */
+	KVP_POOL_OP(VERIFY, kvp_verify_ioctl, struct kvpool_verify,
+		    __reserved, KVP_OP_ADMIN),
+	KVP_POOL_OP(DONATE, kvp_donate_ioctl, struct kvpool_batch,
+		    out_nr_pages, 0),
+	KVP_POOL_OP(ATTACH_PREFIX, kvp_attach_prefix_ioctl,
+		    struct kvpool_attach, pages, 0),
+	KVP_POOL_OP(CACHE_EVICT, kvp_cache_evict_ioctl,
+		    struct kvpool_batch, out_nr_pages, 0),
+	KVP_POOL_OP(SWA_FREE, kvp_swa_free_ioctl, struct kvpool_batch,
+		    out_nr_pages, 0),
+	KVP_POOL_OP(EXPORT, kvp_export_ioctl, struct kvpool_export,
+		    out_nr_pages, 0),
+	KVP_POOL_OP(IMPORT, kvp_import_ioctl, struct kvpool_import,
+		    __reserved2, 0),
+	KVP_POOL_OP(PRESSURE, kvp_pressure_ioctl,
+		    struct kvpool_pressure, __reserved, 0),
+};
+
+static long kvp_pool_ioctl(struct file *file, unsigned int cmd,
+			   unsigned long arg)
+{
+	struct kvp_client *c = file->private_data;
+	u32 seq = READ_ONCE(c->pool->pressure_seq);
+	long ret;
+
+	ret = kvp_dispatch(c, kvp_pool_ops, ARRAY_SIZE(kvp_pool_ops),
+			   KVPOOL_CMD_INFO, cmd, arg);
+	/* The op may have raised someone's ask: let pollers look again. */
+	if (READ_ONCE(c->pool->pressure_seq) != seq)
+		wake_up_interruptible_all(&kvp_dev_of(c->pool)->wq);
+	return ret;
+}
+
+static __poll_t kvp_pool_poll(struct file *file, poll_table *wait)
+{
+	struct kvp_client *c = file->private_data;
+	u32 ask, why;
+
+	poll_wait(file, &kvp_dev_of(c->pool)->wq, wait);
+	mutex_lock(&c->pool->lock);
+	ask = kvp_pressure_locked(c, &why);
+	mutex_unlock(&c->pool->lock);
+	return ask ? EPOLLPRI : 0;
+}
+
+static int kvp_pool_open(struct inode *inode, struct file *file)
+{
+	struct kvp_dev *kd = container_of(inode->i_cdev, struct kvp_dev, cdev);
+	struct kvp_client *c;
+	u64 cgid = 0;
+	u32 uid;
+	int ret;
+
+	/*
+	 * A failing init frees the module: nothing may stay open on it.
+	 * Pairs with the release at the end of kvpool_init().
+	 */
+	if (!smp_load_acquire(&kvp_live))
+		return -ENODEV;
+
+	/*
+	 * The tenant is the opener's, fixed now: a client cannot change it
+	 * by moving cgroups or passing the file on.
+	 */
+#ifdef CONFIG_CGROUPS
+	rcu_read_lock();
+	cgid = cgroup_id(task_dfl_cgroup(current));
+	rcu_read_unlock();
+#endif
+	uid = from_kuid(&init_user_ns, current_euid());
+
+	c = kzalloc(sizeof(*c), GFP_KERNEL_ACCOUNT);
+	if (!c)
+		return -ENOMEM;
+	/* No global lock is held here: this waits for this pool only. */
+	mutex_lock(&kd->core.lock);
+	ret = kd->dead ? -ENODEV :
+	      kvp_client_attach_tenant_locked(&kd->core, c, cgid, uid);
+	mutex_unlock(&kd->core.lock);
+	if (ret) {
+		kfree(c);
+		return ret;
+	}
+	file->private_data = c;
+	return nonseekable_open(inode, file);
+}
+
+/*
+ * The last reference to the file is gone: give back all it held. The
+ * file's cdev reference keeps the device alive until after this returns.
+ */
+static int kvp_pool_release(struct inode *inode, struct file *file)
+{
+	struct kvp_client *c = file->private_data;
+	struct kvp_pool *pool = c->pool;
+
+	mutex_lock(&pool->lock);
+	kvp_client_detach_locked(c);
+	mutex_unlock(&pool->lock);
+	kfree(c);
+	return 0;
+}
+
+static void kvp_pool_show_fdinfo(struct seq_file *m, struct file *file)
+{
+	struct kvp_client *c = file->private_data;
+	struct kvp_pool *pool = c->pool;
+
+	mutex_lock(&pool->lock);
+	seq_printf(m, "kvpool-pool:\t%u\n", pool->id);
+	seq_printf(m, "kvpool-client-id:\t%u\n", c->id);
+	seq_printf(m, "kvpool-tenant:\t%u\n", c->tenant->id);
+	seq_printf(m, "kvpool-rows:\t%u\n", c->nr_rows);
+	seq_printf(m, "kvpool-slots:\t%u\n", c->nr_slots);
+	seq_printf(m, "kvpool-pages:\t%u\n", c->nr_pages);
+	seq_printf(m, "kvpool-cache-pages:\t%u\n", c->nr_cache_pages);
+	mutex_unlock(&pool->lock);
+}
+
+const struct file_operations kvp_pool_fops = {
+	.owner = THIS_MODULE,
+	.open = kvp_pool_open,
+	.release = kvp_pool_release,
+	.unlocked_ioctl = kvp_pool_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.show_fdinfo = kvp_pool_show_fdinfo,
+	.poll = kvp_pool_poll,
+};
