@@ -134,6 +134,28 @@ u32 kvp_row_donate(struct kvp_client *c, struct kvp_row *r, u32 upto)
 	return n;
 }
 
+/**
+ * kvp_donate_locked() - move rows' prefixes into the prefix cache (DONATE)
+ * @c: the client
+ * @e: the entries: a handle and the length to donate up to, each
+ * @count: entries
+ * @nr_donated: gets the pages moved into the cache
+ * @error_index: gets the entry at fault; ~0U when none is
+ *
+ * Each row's whole pages in [protected, len) become @c's cache pages; the
+ * row keeps mapping them, now borrowed and pinning them, and its protected
+ * length rises to len rounded down to a page. The cache array is grown
+ * once for the whole batch before anything moves.
+ *
+ * Context: @c->pool->lock held; may sleep (allocates).
+ * Return: 0; -EINVAL if @count is 0 or above &kvp_pool.max_batch, a row
+ * is named twice, an entry's reserved field is set, a len is above the
+ * row's committed length, or the row's prefix has holes
+ * (kvp_prefix_holed()); -EALREADY if a len is not above the row's
+ * protected length (nothing to donate); -ENOENT or -ESTALE if a handle
+ * names no row @c holds (kvp_lookup()); -ENOMEM if the cache cannot grow.
+ * On error nothing changed (the cache array may keep room it grew).
+ */
 int kvp_donate_locked(struct kvp_client *c,
 		      const struct kvpool_len_entry *e, u32 count,
 		      u32 *nr_donated, u32 *error_index)
@@ -215,6 +237,25 @@ static int kvp_cache_check(struct kvp_client *c, const u32 *pages, u32 n,
 	return ret;
 }
 
+/**
+ * kvp_attach_prefix_locked() - map cached pages at a new row's start
+ * @c: the client
+ * @h: the row's handle; the row must have no tokens yet
+ * @pages: @nr_pages pages of @c's prefix cache, each once
+ * @nr_pages: pages to map
+ *
+ * The row's positions [0, k), k = @nr_pages * page_tokens, map @pages in
+ * order, and its allocated, committed and protected lengths become k.
+ * The pages stay the cache's: the row borrows them, and each is pinned
+ * (eviction refuses it) until no row does.
+ *
+ * Context: @c->pool->lock held; may sleep (allocates).
+ * Return: 0; -ENOENT or -ESTALE if @h names no row @c holds
+ * (kvp_lookup()); -EINVAL if the row has tokens, @nr_pages is 0 or k is
+ * above row_tokens, or a page is named twice; -ENOENT if a page is not
+ * one of @c's cache pages; -ENOMEM. On error nothing changed (the row's
+ * page array may keep room it grew).
+ */
 int kvp_attach_prefix_locked(struct kvp_client *c,
 			     const struct kvpool_handle *h,
 			     const u32 *pages, u32 nr_pages)
@@ -249,6 +290,21 @@ int kvp_attach_prefix_locked(struct kvp_client *c,
 	return 0;
 }
 
+/**
+ * kvp_cache_evict_locked() - free prefix-cache pages (CACHE_EVICT)
+ * @c: the client
+ * @pages: page ids of @c's cache
+ * @count: ids
+ * @error_index: gets the entry at fault; ~0U when none is
+ *
+ * What a client does when kvp_pressure_locked() asks it to: the pages go
+ * back to the free stack and its tenant is no longer charged for them.
+ *
+ * Context: @c->pool->lock held.
+ * Return: 0; -EINVAL if @count is 0 or above &kvp_pool.max_batch, or a
+ * page is named twice; -ENOENT if a page is not one of @c's cache pages;
+ * -EBUSY if a row borrows one. On error nothing changed.
+ */
 int kvp_cache_evict_locked(struct kvp_client *c, const u32 *pages,
 			   u32 count, u32 *error_index)
 {

@@ -2,11 +2,18 @@
 /*
  * kvpool core: the page pool and the row ownership state machine.
  *
- * Kernel-agnostic: it builds into kvpool.ko and into the userspace unit
- * test (selftests/unit). It takes no locks of its own; every function whose
- * name ends in _locked must be called with pool->lock held, and asserts it.
+ * Kernel-agnostic: it builds into kvpool.ko and, against the userspace
+ * shim of selftests/unit, into the unit test, the fuzzer and
+ * kvpool-replay's core backend (driver/core.mk). It takes no locks of its
+ * own; every function whose name ends in _locked must be called with
+ * pool->lock held, and asserts it.
+ *
  * Functions validate everything against the pool's state before changing
- * anything, so an error return means nothing changed.
+ * anything, so an error return means nothing changed: no page, row, cache
+ * entry or count moved. Two traces of a failed op are not state: a
+ * refusal for want of pages or rows records pressure (kvp_refused()), so
+ * that pollers are asked to evict, and an array grown before the failure
+ * keeps its room.
  */
 #ifndef _KVP_CORE_H
 #define _KVP_CORE_H
@@ -30,48 +37,73 @@
 #define KVP_REPORT_LIMIT	16U
 #define KVP_TENANT_HASH_BITS	6	/* buckets of the tenant lookup */
 
-/*
- * One page: the only per-page memory, 8 bytes.
- * @next: free: the next free page (KVP_NIL ends the stack); in a prefix
- *        cache: its index in the owning client's @cache array; owned by a
- *        row: unused.
- * @owner: KVP_OWNER_FREE, KVP_OWNER_RESERVED, the owning row's index, or
- *         KVP_OWNER_CACHE | the owning client's @cidx.
+/**
+ * struct kvp_page - one page of the pool
+ * @next: free: the next free page (%KVP_NIL ends the stack); in a prefix
+ *        cache: its index in the owning client's &kvp_client.cache array;
+ *        owned by a row: unused.
+ * @owner: %KVP_OWNER_FREE, %KVP_OWNER_RESERVED, the owning row's index, or
+ *         %KVP_OWNER_CACHE | the owning client's &kvp_client.cidx.
+ *
+ * The only per-page memory, 8 bytes, so that a pool of 2^27 pages still
+ * has its page table below 1 GiB.
  */
 struct kvp_page {
 	u32 next;
 	u32 owner;
 };
 
+/**
+ * enum kvp_row_state - who holds a row
+ * @KVP_ROW_FREE: on the free row stack
+ * @KVP_ROW_HELD: held by a request of its client, named by a handle
+ * @KVP_ROW_SLOT: parked in one of its client's session slots
+ * @KVP_ROW_RESERVED: row 0 of a %KVPOOL_CREATE_RESERVE_ZERO pool, never
+ *                    handed out
+ * @KVP_ROW_EXPORTED: held by an export file, no client
+ *
+ * HELD and SLOT equal their uapi values, so that ROW_QUERY reports the
+ * state as it is.
+ */
 enum kvp_row_state {
 	KVP_ROW_FREE = 0,
 	KVP_ROW_HELD = KVPOOL_ROW_HELD,
 	KVP_ROW_SLOT = KVPOOL_ROW_SLOT,
 	KVP_ROW_RESERVED,
-	KVP_ROW_EXPORTED,	/* held by an export file, no client */
+	KVP_ROW_EXPORTED,
 };
 
 struct kvp_client;
 
-/*
- * One row (req_pool_idx). Everything is protected by pool->lock.
- * @pages: page ids by position, @nr of them valid (ceil(allocated /
- *         page_tokens)), room for @cap; NULL when @cap is 0. Entries below
- *         swa_evicted may be KVPOOL_PAGE_NONE.
+/**
+ * struct kvp_row - one request row (req_pool_idx)
+ * @pages: page ids by position, @nr of them valid, room for @cap; NULL
+ *         when @cap is 0. Entries below @swa_evicted may be
+ *         %KVPOOL_PAGE_NONE.
  * @owner: the client holding the row (held or slot); NULL when free or
  *         exported
- * @session: the slot's session id while state is KVP_ROW_SLOT
- * @next: free: next free row; slot: next row in the client's slot bucket;
- *        held: next row the client holds (KVP_NIL ends each list)
- * @prev: held: the previous row the client holds, so any can be unlinked
- * @mark: batch epoch, to refuse a row named twice in one batch
- * @gen: generation of the current (or last) handle; never 0
+ * @session: the slot's session id while @state is %KVP_ROW_SLOT
+ * @nr: valid entries of @pages: ceil(@allocated / page_tokens)
+ * @cap: room in @pages; it only grows while the row lives, so a failed
+ *       batch may leave it larger (capacity, not state)
  * @owned: how many of its @pages it owns (the rest it borrows from its
  *         client's prefix cache, or are holes): what the counters of its
  *         state and owner hold for it
- * @state, @owner and @owned change only through kvp_row_move(),
- * kvp_row_own() and kvp_row_take() (kvp_pool.c), which keep every
- * counter with them.
+ * @allocated: tokens the row has pages for (EXTEND's new_len)
+ * @committed: tokens written (COMMIT); TRIM cuts @allocated back to it
+ * @protected: tokens at its start that are prefix-cache pages (attached
+ *             or donated): whole pages, which TRIM and SWA_FREE leave
+ * @swa_evicted: tokens at its start that SWA_FREE has freed: whole pages
+ * @next: free: next free row; slot: next row in the client's slot bucket;
+ *        held: next row the client holds (%KVP_NIL ends each list)
+ * @prev: held: the previous row the client holds, so any can be unlinked
+ * @mark: batch epoch, to refuse a row named twice in one batch
+ * @gen: generation of the current (or last) handle; never 0
+ * @state: an &enum kvp_row_state
+ *
+ * Everything is protected by &kvp_pool.lock. @state, @owner and @owned
+ * change only through kvp_row_move(), kvp_row_own() and kvp_row_take()
+ * (kvp_pool.c), which keep every counter with them.
  */
 struct kvp_row {
 	u32 *pages;
@@ -91,25 +123,37 @@ struct kvp_row {
 	u8 state;
 };
 
-/*
- * A page of a client's prefix cache.
+/**
+ * struct kvp_cache_ent - a page of a client's prefix cache
  * @page: its id
- * @pins: rows that borrow it (map it below their protected length)
+ * @pins: rows that borrow it (map it below their protected length); only
+ *        an unpinned page can be evicted
  */
 struct kvp_cache_ent {
 	u32 page;
 	u32 pins;
 };
 
-/*
- * A tenant: the clients of one cgroup v2 and uid. Protected by pool->lock.
- * @id: index in pool->tenants
- * @hash: its place in pool->tenant_hash, by cgroup and uid
- * @clients: its clients, by their @tenant_link
+/**
+ * struct kvp_tenant - the clients of one cgroup v2 and uid
+ * @hash: its place in &kvp_pool.tenant_hash, by cgroup and uid
+ * @clients: its clients, by their &kvp_client.tenant_link
+ * @cgroup_id: the cgroup v2 id its clients opened the pool from
+ * @uid: their uid
+ * @id: index in &kvp_pool.tenants
+ * @max_pages: limit on @pages (EDQUOT beyond); 0: none
+ * @min_pages: guarantee: pages other tenants' allocations leave free for
+ *             it until it holds that many
+ * @max_rows: limit on @rows (EDQUOT beyond); 0: none
  * @pages: pages its clients hold: rows, slots and caches
- * @cache_pages, @cache_pinned: of which in caches, and pinned there
+ * @cache_pages: of which in caches
+ * @cache_pinned: of which pinned there
  * @rows: rows its clients hold, parked included
+ * @nr_clients: its clients, the length of @clients
  * @configured: the administrator set limits: kept with no clients
+ * @label: the administrator's name for it, NUL-terminated
+ *
+ * Protected by &kvp_pool.lock.
  */
 struct kvp_tenant {
 	struct hlist_node hash;
@@ -129,101 +173,163 @@ struct kvp_tenant {
 	char label[KVPOOL_LABEL_LEN];
 };
 
-/*
- * A client: one open file of the pool. Protected by pool->lock.
- * Counts are kept for STATS and fdinfo, and recomputed by verify.
- * @cidx: index in pool->clients; names the client in page owners
- * @tenant_link: its place on its tenant's @clients
+/**
+ * struct kvp_client - one open file of the pool
+ * @pool: the pool it joined
+ * @id: its id, never reused within the pool: what fdinfo shows
+ * @cidx: index in &kvp_pool.clients; names the client in page owners
+ * @nr_rows: rows held by requests
+ * @nr_slots: rows parked in slots
+ * @nr_pages: pages its rows and slots own
+ * @nr_cache_pages: pages in @cache
+ * @nr_cache_pinned: of which a row borrows
+ * @cache_cap: room in @cache
  * @cache: its prefix cache's pages, @nr_cache_pages of them, room for
  *         @cache_cap; order is arbitrary (removal swaps the last in)
+ * @tenant: the tenant it belongs to
+ * @tenant_link: its place on its tenant's &kvp_tenant.clients
+ * @slot_head: row index chains of its slots, by session hash
+ * @held_head: its held rows, linked by &kvp_row.next and &kvp_row.prev:
+ *             close walks only these
+ *
+ * Protected by &kvp_pool.lock. The counts are kept for STATS and fdinfo,
+ * and recomputed by kvp_verify_locked().
  */
 struct kvp_client {
 	struct kvp_pool *pool;
 	u32 id;
 	u32 cidx;
-	u32 nr_rows;		/* rows held by requests */
-	u32 nr_slots;		/* rows parked in slots */
-	u32 nr_pages;		/* pages its rows and slots own */
+	u32 nr_rows;
+	u32 nr_slots;
+	u32 nr_pages;
 	u32 nr_cache_pages;
-	u32 nr_cache_pinned;	/* of which a row borrows */
+	u32 nr_cache_pinned;
 	u32 cache_cap;
 	struct kvp_cache_ent *cache;
 	struct kvp_tenant *tenant;
 	struct list_head tenant_link;
-	u32 slot_head[KVP_SLOT_BUCKETS];	/* row index chains, by session */
-	/* its held rows, linked by next/prev: close walks only these */
+	u32 slot_head[KVP_SLOT_BUCKETS];
 	u32 held_head;
 };
 
+/**
+ * struct kvp_pool - one pool: its page and row tables, counters and tenants
+ * @lock: the caller's to take: the core never does, and every _locked
+ *        function asserts it is held
+ * @id: the pool's number (/dev/kvpoolN)
+ * @flags: ``KVPOOL_CREATE_*`` it was made with
+ * @nr_pages: pages in @pages
+ * @page_tokens: tokens a page holds
+ * @nr_rows: rows in @rows
+ * @row_tokens: most tokens one row may hold
+ * @max_batch: most entries of one batch: min(@nr_rows, %KVP_MAX_BATCH)
+ * @pages: the page table, [@nr_pages]
+ * @rows: the row table, [@nr_rows]
+ * @free_head: top of the free page stack
+ * @free_row_head: top of the free row stack
+ * @mark_epoch: the current batch's mark, see &kvp_row.mark
+ * @free_pages: pages on the free stack
+ * @row_pages: pages held rows own
+ * @slot_pages: pages parked rows own
+ * @reserved_pages: page 0 of a %KVPOOL_CREATE_RESERVE_ZERO pool, else 0
+ * @cache_evictable: prefix-cache pages no row borrows
+ * @cache_pinned: prefix-cache pages some row borrows
+ * @free_rows: rows on the free stack
+ * @held_rows: rows held by requests
+ * @slot_rows: rows parked in slots
+ * @reserved_rows: row 0 of a %KVPOOL_CREATE_RESERVE_ZERO pool, else 0
+ * @nr_clients: live clients, the entries of @clients
+ * @next_client_id: the last &kvp_client.id handed out
+ * @clients: live clients by &kvp_client.cidx
+ * @tenants: tenants by &kvp_tenant.id
+ * @tenant_hash: tenants by cgroup and uid, for attaching a client
+ * @nr_tenants: the entries of @tenants
+ * @unmet: sum of tenants' (min_pages - pages) where that is > 0
+ * @sum_min: sum of tenants' min_pages
+ * @low_wmark: below this many free pages, clients are asked to evict
+ * @high_wmark: the free pages that ask aims for
+ * @pressure_seq: bumped when pollers should look again
+ * @blocked_tenant: %KVP_NIL, or a tenant refused below its guarantee
+ * @export_rows: rows held by export files
+ * @export_pages: pages those rows own
+ *
+ * The page and row counters are those of &struct kvpool_stats; together
+ * they add up to @nr_pages and @nr_rows, which kvp_verify_locked()
+ * checks. @clients and @tenants take the lowest free index, so ids stay
+ * small and dense; the xarrays' own locks are taken inside @lock, which
+ * is what protects their contents. See kvp_pressure_locked() for how the
+ * watermarks and @blocked_tenant turn into an eviction ask.
+ */
 struct kvp_pool {
 	struct mutex lock;	/* protects everything below and all clients */
 	u32 id;
-	u32 flags;		/* KVPOOL_CREATE_* */
+	u32 flags;
 	u32 nr_pages;
 	u32 page_tokens;
 	u32 nr_rows;
 	u32 row_tokens;
 	u32 max_batch;
 
-	struct kvp_page *pages;	/* [nr_pages] */
-	struct kvp_row *rows;	/* [nr_rows] */
-	u32 free_head;		/* free page stack */
-	u32 free_row_head;	/* free row stack */
+	struct kvp_page *pages;
+	struct kvp_row *rows;
+	u32 free_head;
+	u32 free_row_head;
 	u32 mark_epoch;
 
-	/* accounting, see struct kvpool_stats */
 	u32 free_pages, row_pages, slot_pages, reserved_pages;
 	u32 cache_evictable, cache_pinned;
 	u32 free_rows, held_rows, slot_rows, reserved_rows;
 	u32 nr_clients;
 	u32 next_client_id;
-	/*
-	 * Live clients by cidx and tenants by id: the lowest free index is
-	 * taken, so ids stay small and dense. The xarrays' own locks are
-	 * taken inside pool->lock, which is what protects their contents.
-	 */
 	struct xarray clients;
 	struct xarray tenants;
 	struct hlist_head tenant_hash[1 << KVP_TENANT_HASH_BITS];
 	u32 nr_tenants;
-	u32 unmet;		/* sum of tenants' (min_pages - pages) > 0 */
-	u64 sum_min;		/* sum of tenants' min_pages */
+	u32 unmet;
+	u64 sum_min;
 
-	/* pressure, see kvp_pressure_locked() */
 	u32 low_wmark, high_wmark;
-	u32 pressure_seq;	/* bumped when pollers should look again */
-	u32 blocked_tenant;	/* KVP_NIL, or refused below its guarantee */
+	u32 pressure_seq;
+	u32 blocked_tenant;
 
 	u32 export_rows, export_pages;
 };
 
-/* Geometry of a new pool; errors are EINVAL or EOPNOTSUPP (flags). */
+/*
+ * The API, by the file that defines it; the kernel-doc of each function
+ * is at its definition.
+ */
+
+/* Pools and clients (kvp_pool.c). */
 int kvp_geom_check(u32 flags, u32 nr_pages, u32 page_tokens,
 		   u32 nr_rows, u32 row_tokens);
 int kvp_pool_init(struct kvp_pool *pool, u32 id, u32 flags, u32 nr_pages,
 		  u32 page_tokens, u32 nr_rows, u32 row_tokens);
-/* Only with no clients left. */
 void kvp_pool_fini(struct kvp_pool *pool);
 
-/*
- * Joins @c to the tenant of @cgroup_id and @uid, made if new.
- * -EMFILE past KVP_MAX_CLIENTS or KVP_MAX_TENANTS, -ENOMEM; nothing
- * changed then.
- */
 int kvp_client_attach_tenant_locked(struct kvp_pool *pool,
 				    struct kvp_client *c, u64 cgroup_id,
 				    u32 uid);
-/* The same, in the tenant of cgroup 0 and uid 0. */
 int kvp_client_attach_locked(struct kvp_pool *pool, struct kvp_client *c);
-/* Frees every row, slot and page @c holds and unlinks it. */
 void kvp_client_detach_locked(struct kvp_client *c);
 
 void kvp_stats_locked(struct kvp_client *c, struct kvpool_stats *st);
 
+/*
+ * Request rows (kvp_rows.c; DONATE, ATTACH_PREFIX and CACHE_EVICT, the
+ * prefix cache's, in kvp_cache.c).
+ */
 int kvp_row_alloc_locked(struct kvp_client *c, struct kvpool_handle *out,
 			 u32 count, u32 *out_short);
 
-/* Result of an extend; @pages is allocated by the core, kvfree() it. */
+/**
+ * struct kvp_extend_result - what kvp_extend_locked() hands back
+ * @pages: the new pages' ids, in entry order; allocated by the core, the
+ *         caller kvfree()s it; NULL when there are none
+ * @nr_pages: ids in @pages; on -ENOBUFS, how many there would have been
+ * @shortfall: on -EDQUOT and -ENOSPC, how many pages were missing
+ * @error_index: the entry an error is about; ~0U when it is about none
+ */
 struct kvp_extend_result {
 	u32 *pages;
 	u32 nr_pages;
@@ -252,57 +358,53 @@ int kvp_attach_prefix_locked(struct kvp_client *c,
 int kvp_cache_evict_locked(struct kvp_client *c, const u32 *pages,
 			   u32 count, u32 *error_index);
 
+/* Session slots and ROW_QUERY (kvp_rows.c). */
 int kvp_to_slot_locked(struct kvp_client *c, const struct kvpool_handle *h,
 		       u64 session, u32 *nr_pages);
 int kvp_from_slot_locked(struct kvp_client *c, u64 session,
 			 struct kvpool_handle *out, u32 *nr_pages);
-/* What FROM_SLOT would give (handle, pages) without doing it. */
 int kvp_from_slot_peek_locked(struct kvp_client *c, u64 session,
 			      struct kvpool_handle *out, u32 *nr_pages);
 int kvp_slot_release_locked(struct kvp_client *c, u64 session,
 			    u32 *nr_freed);
 
-/*
- * Fills @q's out_* fields. With @pages non-NULL, *@pages gets a core
- * allocation of min(q->pages_cap, out_nr_pages) ids (NULL if that is 0).
- */
 int kvp_row_query_locked(struct kvp_client *c, struct kvpool_row_query *q,
 			 u32 **pages);
 
-/* Tenants and pressure (the administrator's side). */
+/* Tenants and pressure, the administrator's side (kvp_tenant.c). */
 int kvp_tenant_set_locked(struct kvp_pool *pool,
 			  struct kvpool_ctl_tenant *t);
-/* Fills min(@count, nr_tenants) entries; returns nr_tenants. */
 u32 kvp_tenant_list_locked(struct kvp_pool *pool,
 			   struct kvpool_tenant_info *out, u32 count);
 int kvp_set_wmark_locked(struct kvp_pool *pool, u32 low, u32 high);
-/* Pages @c is asked to evict now, and why (KVPOOL_PRESSURE_*). */
 u32 kvp_pressure_locked(struct kvp_client *c, u32 *reasons);
 
 /*
- * Export: the row leaves @c for an export file (*@idx names it there);
- * import takes an exported row into @c; drop frees one never imported.
+ * Export and import (kvp_export.c). The _peek_ functions exist so the
+ * driver can write its answer to userspace before the op takes effect.
  */
 int kvp_export_locked(struct kvp_client *c, const struct kvpool_export *x,
 		      u32 *idx, u32 *nr_pages);
 int kvp_import_locked(struct kvp_client *c, u32 idx,
 		      struct kvpool_handle *out, u32 *nr_pages);
 void kvp_export_drop_locked(struct kvp_pool *pool, u32 idx);
-/*
- * What EXPORT and IMPORT would report (pages, the new handle) without
- * doing it, so the driver can write its answer before the op takes effect.
- */
 int kvp_export_peek_locked(struct kvp_client *c,
 			   const struct kvpool_export *x, u32 *nr_pages);
 int kvp_import_peek_locked(struct kvp_client *c, u32 idx,
 			   struct kvpool_handle *out, u32 *nr_pages);
 
-/*
- * Sets *@violations to the number of broken invariants, each also
- * kvp_report()ed; -ENOMEM if it could not get its scratch memory.
- */
+/* The invariant checker (kvp_verify.c). */
 int kvp_verify_locked(struct kvp_pool *pool, u32 *violations);
 
+/**
+ * kvp_pages_for() - pages that hold a number of tokens
+ * @pool: the pool, for its page size
+ * @tokens: a length in tokens
+ *
+ * Context: any; reads only the pool's fixed geometry.
+ * Return: ceil(@tokens / page_tokens), without the overflow of adding
+ * page_tokens - 1 first (@tokens may be near U32_MAX).
+ */
 static inline u32 kvp_pages_for(const struct kvp_pool *pool, u32 tokens)
 {
 	return tokens / pool->page_tokens + !!(tokens % pool->page_tokens);

@@ -48,6 +48,18 @@ static int kvp_export_find(struct kvp_client *c, const struct kvpool_export *x,
 	return 0;
 }
 
+/**
+ * kvp_export_peek_locked() - what EXPORT would report, without it
+ * @c: the client
+ * @x: the request: a handle, or with %KVPOOL_EXPORT_SLOT a session id
+ * @nr_pages: gets the pages the row would own once exported
+ *
+ * Lets the driver write its answer before the row leaves @c; flags other
+ * than %KVPOOL_EXPORT_SLOT are the driver's to refuse.
+ *
+ * Context: @c->pool->lock held.
+ * Return: as kvp_export_locked(). Changes nothing either way.
+ */
 int kvp_export_peek_locked(struct kvp_client *c,
 			   const struct kvpool_export *x, u32 *nr_pages)
 {
@@ -64,6 +76,25 @@ int kvp_export_peek_locked(struct kvp_client *c,
 	return ret;
 }
 
+/**
+ * kvp_export_locked() - hand a row from a client to an export file (EXPORT)
+ * @c: the client
+ * @x: the request: a handle, or with %KVPOOL_EXPORT_SLOT a session id
+ * @idx: gets the row's index, by which the export file names it
+ * @nr_pages: gets the pages the row owns now
+ *
+ * The row leaves @c and its tenant, neither of which is charged for it
+ * any more, and belongs to no client until kvp_import_locked(). The pages
+ * it borrowed from @c's prefix cache become its own and its protected
+ * length drops to 0: the importer may be another process, whose cache
+ * they are not.
+ *
+ * Context: @c->pool->lock held.
+ * Return: 0; -ENOENT if @c has no such slot; -ENOENT or -ESTALE if the
+ * handle names no row @c holds (kvp_lookup()); -EBUSY if another row
+ * borrows one of the row's prefix pages too, as they cannot then become
+ * its own. On error nothing changed.
+ */
 int kvp_export_locked(struct kvp_client *c, const struct kvpool_export *x,
 		      u32 *idx, u32 *nr_pages)
 {
@@ -103,6 +134,20 @@ int kvp_export_locked(struct kvp_client *c, const struct kvpool_export *x,
 	return 0;
 }
 
+/**
+ * kvp_import_peek_locked() - the handle IMPORT would give, without it
+ * @c: the importing client
+ * @idx: the row, as kvp_export_locked() named it
+ * @out: gets the handle kvp_import_locked() would return now
+ * @nr_pages: gets the pages the row owns
+ *
+ * Lets the driver write its answer before the row is taken. It does not
+ * check the tenant's limits: kvp_import_locked() may still refuse.
+ *
+ * Context: @c->pool->lock held.
+ * Return: 0; -EALREADY if the row is exported no more (imported, or
+ * dropped). Changes nothing either way.
+ */
 int kvp_import_peek_locked(struct kvp_client *c, u32 idx,
 			   struct kvpool_handle *out, u32 *nr_pages)
 {
@@ -119,6 +164,22 @@ int kvp_import_peek_locked(struct kvp_client *c, u32 idx,
 	return 0;
 }
 
+/**
+ * kvp_import_locked() - take an exported row into a client (IMPORT)
+ * @c: the importing client
+ * @idx: the row, as kvp_export_locked() named it
+ * @out: gets the row's new handle
+ * @nr_pages: gets the pages the row owns
+ *
+ * The row is held by @c under a new generation and charged, row and
+ * pages, to @c's tenant. Its pages are off the free stack already, so
+ * only the tenant's limits are checked, not free pages or guarantees.
+ *
+ * Context: @c->pool->lock held.
+ * Return: 0; -EALREADY if the row is exported no more (imported, or
+ * dropped); -EDQUOT if @c's tenant would go over its max_pages or
+ * max_rows. On error nothing changed (a refusal records pressure).
+ */
 int kvp_import_locked(struct kvp_client *c, u32 idx,
 		      struct kvpool_handle *out, u32 *nr_pages)
 {
@@ -145,6 +206,17 @@ int kvp_import_locked(struct kvp_client *c, u32 idx,
 	return 0;
 }
 
+/**
+ * kvp_export_drop_locked() - free a row its export file still holds
+ * @pool: the pool
+ * @idx: the row, as kvp_export_locked() named it
+ *
+ * Called when the export file's last reference goes, so that a row nobody
+ * imported goes back to the pool with its pages; an imported row is the
+ * importer's and is left alone.
+ *
+ * Context: @pool->lock held.
+ */
 void kvp_export_drop_locked(struct kvp_pool *pool, u32 idx)
 {
 	struct kvp_row *r = &pool->rows[idx];

@@ -12,6 +12,23 @@
  */
 #include "kvp_priv.h"
 
+/**
+ * kvp_geom_check() - check the geometry of a pool to be made
+ * @flags: ``KVPOOL_CREATE_*`` flags
+ * @nr_pages: pages in the pool
+ * @page_tokens: tokens a page holds
+ * @nr_rows: request rows in the pool
+ * @row_tokens: most tokens one row may hold
+ *
+ * Separate from kvp_pool_init() so that the driver can refuse a bad
+ * KVPOOL_CTL_CREATE before it takes an id or makes a device.
+ *
+ * Context: any; touches no pool.
+ * Return: 0 if kvp_pool_init() would accept the geometry; -EOPNOTSUPP for
+ * a flag other than %KVPOOL_CREATE_RESERVE_ZERO; -EINVAL if a count is 0
+ * or above its ``KVP_MAX_*``, or, with %KVPOOL_CREATE_RESERVE_ZERO, if
+ * @nr_pages or @nr_rows is 1 (the reserved page and row would be all).
+ */
 int kvp_geom_check(u32 flags, u32 nr_pages, u32 page_tokens,
 		   u32 nr_rows, u32 row_tokens)
 {
@@ -57,6 +74,26 @@ static void kvp_row_push(struct kvp_pool *pool, u32 idx)
 	pool->free_row_head = idx;
 }
 
+/**
+ * kvp_pool_init() - make a pool: all its pages and rows free
+ * @pool: the pool, not yet reachable by anyone
+ * @id: its number (/dev/kvpoolN)
+ * @flags: ``KVPOOL_CREATE_*`` flags
+ * @nr_pages: pages in the pool
+ * @page_tokens: tokens a page holds
+ * @nr_rows: request rows in the pool
+ * @row_tokens: most tokens one row may hold
+ *
+ * The free stacks hand out the lowest ids first, which keeps pages and
+ * rows of a lightly used pool dense. With %KVPOOL_CREATE_RESERVE_ZERO,
+ * page 0 and row 0 are reserved and never handed out: the scheduler pads
+ * CUDA graphs with them. The watermarks start at 1/32 and 1/16 of the pages.
+ *
+ * Context: process context, may sleep; @pool->lock is initialised here.
+ * Return: 0; the errors of kvp_geom_check(), @pool untouched; -ENOMEM if
+ * the page or row table cannot be had, @pool zeroed and holding nothing
+ * (no kvp_pool_fini() needed).
+ */
 int kvp_pool_init(struct kvp_pool *pool, u32 id, u32 flags, u32 nr_pages,
 		  u32 page_tokens, u32 nr_rows, u32 row_tokens)
 {
@@ -114,6 +151,16 @@ int kvp_pool_init(struct kvp_pool *pool, u32 id, u32 flags, u32 nr_pages,
 	return 0;
 }
 
+/**
+ * kvp_pool_fini() - free what kvp_pool_init() and the pool's life made
+ * @pool: the pool
+ *
+ * Frees the page and row tables, every row's page array (exported rows'
+ * included) and the configured tenants that outlived their clients.
+ *
+ * Context: process context, no clients attached and nobody else able to
+ * reach @pool; @pool->lock is not held (it is destroyed here).
+ */
 void kvp_pool_fini(struct kvp_pool *pool)
 {
 	struct kvp_tenant *t;
@@ -134,6 +181,21 @@ void kvp_pool_fini(struct kvp_pool *pool)
 	pool->pages = NULL;
 }
 
+/**
+ * kvp_client_attach_tenant_locked() - join a client to the pool
+ * @pool: the pool
+ * @c: the client: its memory, which is initialised here
+ * @cgroup_id: the cgroup v2 id of the opener
+ * @uid: the opener's uid
+ *
+ * @c joins the tenant of @cgroup_id and @uid, which is made if it is new,
+ * and gets the lowest free &kvp_client.cidx and a new &kvp_client.id.
+ *
+ * Context: @pool->lock held; may sleep (allocates).
+ * Return: 0; -EMFILE when the pool has %KVP_MAX_CLIENTS clients, or the
+ * tenant is new and the pool has %KVP_MAX_TENANTS; -ENOMEM. On error
+ * nothing changed and @c is untouched.
+ */
 int kvp_client_attach_tenant_locked(struct kvp_pool *pool,
 				    struct kvp_client *c, u64 cgroup_id,
 				    u32 uid)
@@ -169,6 +231,17 @@ int kvp_client_attach_tenant_locked(struct kvp_pool *pool,
 	return 0;
 }
 
+/**
+ * kvp_client_attach_locked() - join a client to the tenant of cgroup 0, uid 0
+ * @pool: the pool
+ * @c: the client, initialised here
+ *
+ * kvp_client_attach_tenant_locked() for callers with no cgroup or uid of
+ * their own to give: the unit test, the fuzzer and kvpool-replay.
+ *
+ * Context: @pool->lock held; may sleep (allocates).
+ * Return: as kvp_client_attach_tenant_locked().
+ */
 int kvp_client_attach_locked(struct kvp_pool *pool, struct kvp_client *c)
 {
 	return kvp_client_attach_tenant_locked(pool, c, 0, 0);
@@ -244,11 +317,21 @@ static struct kvp_tenant *kvp_row_tenant(const struct kvp_row *r)
 	return r->owner ? r->owner->tenant : NULL;
 }
 
-/*
- * The one place a row changes state or owner. Moves its counts from the
- * old state to the new, its place on the owner's held list, and, when the
- * tenant changes, its row and its owned pages from one tenant's charge to
- * the other's. The caller links or unlinks slot chains.
+/**
+ * kvp_row_move() - the one place a row changes state or owner
+ * @pool: the pool
+ * @r: the row
+ * @state: its new state
+ * @owner: its new owner; NULL for a free or exported row
+ *
+ * Moves its counts from the old state to the new, its place on the
+ * owner's held list, and, when the tenant changes, its row and its owned
+ * pages from one tenant's charge to the other's. Doing all of it here is
+ * what keeps the identities kvp_verify_locked() checks true whatever the
+ * op. Slot chains are the caller's to link or unlink: only the caller
+ * knows the bucket link.
+ *
+ * Context: @pool->lock held.
  */
 void kvp_row_move(struct kvp_pool *pool, struct kvp_row *r,
 		  enum kvp_row_state state, struct kvp_client *owner)
@@ -276,9 +359,17 @@ void kvp_row_move(struct kvp_pool *pool, struct kvp_row *r,
 	}
 }
 
-/*
- * @r owns @n more pages (fewer, for a negative @n) that stay with its
- * tenant: pages moving between the row and its client's prefix cache.
+/**
+ * kvp_row_own() - change a row's owned pages within its tenant
+ * @pool: the pool
+ * @r: the row
+ * @n: pages it owns more (fewer, when negative)
+ *
+ * For pages that move between the row and its client's prefix cache (or
+ * become its own on export): they stay charged to the same tenant, so
+ * only the state counts move.
+ *
+ * Context: @pool->lock held.
  */
 void kvp_row_own(struct kvp_pool *pool, struct kvp_row *r, int n)
 {
@@ -287,9 +378,16 @@ void kvp_row_own(struct kvp_pool *pool, struct kvp_row *r, int n)
 	kvp_row_count(pool, r, 1);
 }
 
-/*
- * @r owns @n more pages (fewer, for a negative @n) taken from (given back
- * to) the free stack: its tenant, if it has one, is charged for them.
+/**
+ * kvp_row_take() - change a row's owned pages, from or to the free stack
+ * @pool: the pool
+ * @r: the row
+ * @n: pages it took (gave back, when negative)
+ *
+ * As kvp_row_own(), and its tenant, if it has one (an exported row has
+ * none), is charged for them; the caller has moved the pages themselves.
+ *
+ * Context: @pool->lock held.
  */
 void kvp_row_take(struct kvp_pool *pool, struct kvp_row *r, int n)
 {
@@ -298,10 +396,18 @@ void kvp_row_take(struct kvp_pool *pool, struct kvp_row *r, int n)
 		kvp_charge(pool, r->owner->tenant, n);
 }
 
-/*
- * Frees every page @r owns and its page array and makes the row free: its
- * record zeroed but for @gen, on the free row stack. Returns the pages
- * freed. Slot chains are the caller's to unlink first.
+/**
+ * kvp_row_free() - free a row and every page it owns
+ * @pool: the pool
+ * @r: the row, in any state but free or reserved
+ *
+ * Unpins the cache pages it borrows, frees its page array and puts it on
+ * the free row stack, its record zeroed but for &kvp_row.gen: keeping the
+ * generation is what keeps an old handle from naming the row once it is
+ * handed out again. Slot chains are the caller's to unlink first.
+ *
+ * Context: @pool->lock held.
+ * Return: the pages freed (borrowed ones not counted).
  */
 u32 kvp_row_free(struct kvp_pool *pool, struct kvp_row *r)
 {
@@ -336,6 +442,17 @@ u32 kvp_row_free(struct kvp_pool *pool, struct kvp_row *r)
 	return freed;
 }
 
+/**
+ * kvp_client_detach_locked() - take a client out of its pool
+ * @c: the client
+ *
+ * Frees every slot, row and prefix-cache page @c holds, then unlinks it
+ * from its tenant (forgotten if that leaves it empty and unconfigured) and
+ * frees its &kvp_client.cidx. Rows @c exported stay with their export
+ * files.
+ *
+ * Context: @c->pool->lock held. Cannot fail: it runs on the last close.
+ */
 void kvp_client_detach_locked(struct kvp_client *c)
 {
 	struct kvp_pool *pool = c->pool;
@@ -364,6 +481,16 @@ void kvp_client_detach_locked(struct kvp_client *c)
 	pool->nr_clients--;
 }
 
+/**
+ * kvp_stats_locked() - fill the counters of KVPOOL_STATS
+ * @c: the asking client
+ * @st: the answer: its ``out_*`` fields are written, the rest left alone
+ *
+ * The pool's counts, @c's own and those of @c's tenant, all taken under
+ * one hold of the lock so that they add up.
+ *
+ * Context: @c->pool->lock held.
+ */
 void kvp_stats_locked(struct kvp_client *c, struct kvpool_stats *st)
 {
 	struct kvp_pool *pool = c->pool;

@@ -42,6 +42,22 @@ u32 kvp_slot_free(struct kvp_pool *pool, struct kvp_row *r, u32 *link)
 	return kvp_row_free(pool, r);
 }
 
+/**
+ * kvp_row_alloc_locked() - hand a client new request rows
+ * @c: the client
+ * @out: gets the @count rows' handles
+ * @count: rows wanted
+ * @out_short: gets how many rows were missing on -EDQUOT and -ENOSPC,
+ *             else 0
+ *
+ * All @count or none: a scheduler cannot use part of a batch. Each row is
+ * held by @c under a generation its previous takers never had.
+ *
+ * Context: @c->pool->lock held.
+ * Return: 0; -EINVAL if @count is 0 or above &kvp_pool.max_batch;
+ * -EDQUOT if @c's tenant would go over its max_rows; -ENOSPC if fewer rows
+ * are free. On error nothing changed (a refusal records pressure).
+ */
 int kvp_row_alloc_locked(struct kvp_client *c, struct kvpool_handle *out,
 			 u32 count, u32 *out_short)
 {
@@ -96,6 +112,18 @@ static bool kvp_row_mark(struct kvp_pool *pool, struct kvp_row *r)
 	return true;
 }
 
+/**
+ * kvp_lookup() - the row a handle names, if its client holds it
+ * @c: the client
+ * @h: the handle
+ * @out: gets the row
+ *
+ * Context: @c->pool->lock held.
+ * Return: 0; -ENOENT if @h is out of range, names a row @c does not hold
+ * (free, parked, exported or another client's) or has a generation not
+ * issued yet; -ESTALE if @c holds the row under a newer generation, so
+ * the caller's handle is a dead one.
+ */
 int kvp_lookup(struct kvp_client *c, const struct kvpool_handle *h,
 	       struct kvp_row **out)
 {
@@ -114,7 +142,22 @@ int kvp_lookup(struct kvp_client *c, const struct kvpool_handle *h,
 	return 0;
 }
 
-/* Looks up @count handles, refusing a row named twice. */
+/**
+ * kvp_lookup_batch() - look up a batch's handles, each row once
+ * @c: the client
+ * @entries: the entries, each starting with a &struct kvpool_handle
+ * @stride: bytes from one entry to the next
+ * @count: entries
+ * @error_index: gets the entry at fault on a lookup error
+ *
+ * The first step of every batched op: a row named twice would otherwise
+ * be changed twice by one op, against what its checks allowed for.
+ *
+ * Context: @c->pool->lock held.
+ * Return: 0; -EINVAL if @count is 0 or above &kvp_pool.max_batch (then
+ * @error_index is left alone), or an entry names a row an earlier one
+ * did; kvp_lookup()'s -ENOENT and -ESTALE.
+ */
 int kvp_lookup_batch(struct kvp_client *c, const void *entries,
 		     size_t stride, u32 count, u32 *error_index)
 {
@@ -162,6 +205,29 @@ int kvp_row_reserve(struct kvp_row *r, u32 want)
 	return 0;
 }
 
+/**
+ * kvp_extend_locked() - give rows pages for a new length (EXTEND)
+ * @c: the client
+ * @e: the entries; out_nr_new of each is written on success
+ * @count: entries
+ * @pages_cap: most new page ids the caller can take
+ * @res: the result: the new pages and, on error, what went wrong where
+ *
+ * Each row grows to new_len tokens and gets the pages that takes, off
+ * the free stack. Everything is checked and allocated before the first
+ * page moves, so the batch lands whole or not at all.
+ *
+ * Context: @c->pool->lock held; may sleep (allocates).
+ * Return: 0; -EINVAL if @count is 0 or above &kvp_pool.max_batch, a row
+ * is named twice, or a new_len is below the row's allocated length or
+ * above row_tokens; -ENOENT or -ESTALE if a handle names no row @c holds
+ * (kvp_lookup()); -ENOBUFS if the new pages would not fit @pages_cap;
+ * -EDQUOT if @c's tenant would go over its max_pages; -ENOSPC if fewer
+ * pages are available to the tenant (free ones less other tenants' unmet
+ * guarantees); -ENOMEM. On error nothing changed (a refusal records
+ * pressure; a row's page array may keep room it grew) and @res says
+ * which entry and how many pages, see &struct kvp_extend_result.
+ */
 int kvp_extend_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 		      u32 count, u32 pages_cap, struct kvp_extend_result *res)
 {
@@ -254,6 +320,20 @@ int kvp_extend_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 	return 0;
 }
 
+/**
+ * kvp_commit_locked() - move rows' committed lengths forward (COMMIT)
+ * @c: the client
+ * @e: the entries: a handle and the new committed length each
+ * @count: entries
+ * @error_index: gets the entry at fault; ~0U when none is
+ *
+ * Context: @c->pool->lock held.
+ * Return: 0; -EINVAL if @count is 0 or above &kvp_pool.max_batch, a row
+ * is named twice, an entry's reserved field is set, or a length is below
+ * the row's committed length (tokens once written stay written) or above
+ * its allocated one; -ENOENT or -ESTALE if a handle names no row @c holds
+ * (kvp_lookup()). On error nothing changed.
+ */
 int kvp_commit_locked(struct kvp_client *c,
 		      const struct kvpool_len_entry *e, u32 count,
 		      u32 *error_index)
@@ -281,6 +361,23 @@ int kvp_commit_locked(struct kvp_client *c,
 	return 0;
 }
 
+/**
+ * kvp_trim_locked() - free rows' speculative tails (TRIM)
+ * @c: the client
+ * @h: the rows' handles
+ * @count: handles
+ * @nr_freed: gets the pages freed
+ * @error_index: gets the entry at fault; ~0U when none is
+ *
+ * Frees each row's pages that hold no committed token and cuts its
+ * allocated length back to the committed one: what a scheduler does when
+ * speculative tokens are rejected.
+ *
+ * Context: @c->pool->lock held.
+ * Return: 0; -EINVAL if @count is 0 or above &kvp_pool.max_batch or a
+ * row is named twice; -ENOENT or -ESTALE if a handle names no row @c
+ * holds (kvp_lookup()). On error nothing changed.
+ */
 int kvp_trim_locked(struct kvp_client *c, const struct kvpool_handle *h,
 		    u32 count, u32 *nr_freed, u32 *error_index)
 {
@@ -318,6 +415,27 @@ int kvp_trim_locked(struct kvp_client *c, const struct kvpool_handle *h,
 	return 0;
 }
 
+/**
+ * kvp_release_locked() - free rows and what they own (RELEASE)
+ * @c: the client
+ * @h: the rows' handles
+ * @count: handles
+ * @flags: 0 or %KVPOOL_RELEASE_DONATE
+ * @nr_freed: gets the pages freed (not those donated)
+ * @error_index: gets the entry at fault; ~0U when none is
+ *
+ * With %KVPOOL_RELEASE_DONATE each row first donates its whole committed
+ * pages to @c's prefix cache, as kvp_donate_locked() to the committed
+ * length would; the handles are dead afterwards.
+ *
+ * Context: @c->pool->lock held; may sleep (allocates, with the flag).
+ * Return: 0; -EOPNOTSUPP for another flag; -EINVAL if @count is 0 or
+ * above &kvp_pool.max_batch, a row is named twice, or, with the flag, a
+ * row's prefix has holes (kvp_prefix_holed()); -ENOENT or -ESTALE if a
+ * handle names no row @c holds (kvp_lookup()); -ENOMEM, with the flag, if
+ * the cache cannot grow. On error nothing changed (the cache array may
+ * keep room it grew).
+ */
 int kvp_release_locked(struct kvp_client *c, const struct kvpool_handle *h,
 		       u32 count, u32 flags, u32 *nr_freed, u32 *error_index)
 {
@@ -359,6 +477,26 @@ int kvp_release_locked(struct kvp_client *c, const struct kvpool_handle *h,
 	return 0;
 }
 
+/**
+ * kvp_swa_free_locked() - free pages behind a sliding window (SWA_FREE)
+ * @c: the client
+ * @e: the entries: a handle and the window's edge, in tokens, each
+ * @count: entries
+ * @nr_freed: gets the pages freed
+ * @error_index: gets the entry at fault; ~0U when none is
+ *
+ * Frees each row's pages wholly below the edge, never below its protected
+ * length (those are prefix-cache pages), and leaves
+ * %KVPOOL_PAGE_NONE in their places, so positions keep their meaning;
+ * &kvp_row.swa_evicted rises to the edge rounded down to a page.
+ *
+ * Context: @c->pool->lock held.
+ * Return: 0; -EINVAL if @count is 0 or above &kvp_pool.max_batch, a row
+ * is named twice, an entry's reserved field is set, or an edge is above
+ * the row's committed length or below its protected or swa_evicted one;
+ * -ENOENT or -ESTALE if a handle names no row @c holds (kvp_lookup()).
+ * On error nothing changed.
+ */
 int kvp_swa_free_locked(struct kvp_client *c,
 			const struct kvpool_len_entry *e, u32 count,
 			u32 *nr_freed, u32 *error_index)
@@ -408,6 +546,21 @@ int kvp_swa_free_locked(struct kvp_client *c,
 	return 0;
 }
 
+/**
+ * kvp_to_slot_locked() - park a row under a session id (TO_SLOT)
+ * @c: the client
+ * @h: the row's handle, dead afterwards
+ * @session: the session id, unique among @c's slots
+ * @nr_pages: gets the pages the row owns
+ *
+ * The row keeps its pages, lengths and cache pins, so that a streaming
+ * session's next turn can take it back with kvp_from_slot_locked().
+ *
+ * Context: @c->pool->lock held.
+ * Return: 0; -ENOENT or -ESTALE if @h names no row @c holds
+ * (kvp_lookup()); -EEXIST if @c already has a slot @session. On error
+ * nothing changed.
+ */
 int kvp_to_slot_locked(struct kvp_client *c, const struct kvpool_handle *h,
 		       u64 session, u32 *nr_pages)
 {
@@ -433,6 +586,21 @@ int kvp_to_slot_locked(struct kvp_client *c, const struct kvpool_handle *h,
 	return 0;
 }
 
+/**
+ * kvp_from_slot_peek_locked() - what FROM_SLOT would give, without it
+ * @c: the client
+ * @session: the slot's session id
+ * @out: gets the handle kvp_from_slot_locked() would return now
+ * @nr_pages: gets the pages the parked row owns
+ *
+ * The driver writes this answer to userspace before it takes the slot,
+ * so that a fault on the way out cannot leave a row held under a handle
+ * nobody knows.
+ *
+ * Context: @c->pool->lock held.
+ * Return: 0; -ENOENT if @c has no slot @session. Changes nothing either
+ * way.
+ */
 int kvp_from_slot_peek_locked(struct kvp_client *c, u64 session,
 			      struct kvpool_handle *out, u32 *nr_pages)
 {
@@ -451,6 +619,20 @@ int kvp_from_slot_peek_locked(struct kvp_client *c, u64 session,
 	return 0;
 }
 
+/**
+ * kvp_from_slot_locked() - take a parked row back (FROM_SLOT)
+ * @c: the client
+ * @session: the slot's session id
+ * @out: gets the row's new handle
+ * @nr_pages: gets the pages the row owns
+ *
+ * The row is held by @c again, under a new generation: a handle from
+ * before it was parked stays dead.
+ *
+ * Context: @c->pool->lock held.
+ * Return: 0; -ENOENT if @c has no slot @session, and then nothing
+ * changed.
+ */
 int kvp_from_slot_locked(struct kvp_client *c, u64 session,
 			 struct kvpool_handle *out, u32 *nr_pages)
 {
@@ -474,6 +656,19 @@ int kvp_from_slot_locked(struct kvp_client *c, u64 session,
 	return 0;
 }
 
+/**
+ * kvp_slot_release_locked() - free a parked row (SLOT_RELEASE)
+ * @c: the client
+ * @session: the slot's session id
+ * @nr_freed: gets the pages freed
+ *
+ * Frees the row and every page it owns and unpins the cache pages it
+ * borrows, as RELEASE would for a held row.
+ *
+ * Context: @c->pool->lock held.
+ * Return: 0; -ENOENT if @c has no slot @session, and then nothing
+ * changed.
+ */
 int kvp_slot_release_locked(struct kvp_client *c, u64 session,
 			    u32 *nr_freed)
 {
@@ -490,6 +685,22 @@ int kvp_slot_release_locked(struct kvp_client *c, u64 session,
 	return 0;
 }
 
+/**
+ * kvp_row_query_locked() - describe a row (ROW_QUERY)
+ * @c: the client
+ * @q: the query: a handle, or with %KVPOOL_QUERY_BY_SLOT a session id;
+ *     its ``out_*`` fields are filled on success
+ * @pages: NULL, or gets a core allocation of the first
+ *         min(pages_cap, out_nr_pages) page ids, NULL if that is 0; the
+ *         caller kvfree()s it
+ *
+ * Flags other than %KVPOOL_QUERY_BY_SLOT are the driver's to refuse.
+ *
+ * Context: @c->pool->lock held; may sleep (allocates, with @pages).
+ * Return: 0; -ENOENT if @c has no such slot; -ENOENT or -ESTALE if the
+ * handle names no row @c holds (kvp_lookup()); -ENOMEM. Changes nothing
+ * either way.
+ */
 int kvp_row_query_locked(struct kvp_client *c, struct kvpool_row_query *q,
 			 u32 **pages)
 {

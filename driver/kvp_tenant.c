@@ -19,7 +19,19 @@ u32 kvp_available(struct kvp_pool *pool, const struct kvp_tenant *t)
 	return pool->free_pages > others ? pool->free_pages - others : 0;
 }
 
-/* Charges @delta pages (may be negative) to @t; keeps pool->unmet. */
+/**
+ * kvp_charge() - charge pages to a tenant
+ * @pool: the pool
+ * @t: the tenant
+ * @delta: pages it holds more (fewer, when negative)
+ *
+ * Every change of &kvp_tenant.pages goes through here, so that
+ * &kvp_pool.unmet, which kvp_available() reads on every allocation, stays
+ * the sum it stands for without a walk of the tenants, and so that a
+ * tenant that reaches its guarantee stops blocking the others.
+ *
+ * Context: @pool->lock held.
+ */
 void kvp_charge(struct kvp_pool *pool, struct kvp_tenant *t,
 		int delta)
 {
@@ -114,6 +126,26 @@ void kvp_refused(struct kvp_pool *pool, struct kvp_tenant *t,
 	kvp_pressure_changed(pool);
 }
 
+/**
+ * kvp_tenant_set_locked() - set a tenant's limits (CTL_TENANT_SET)
+ * @pool: the pool
+ * @a: the request: the tenant by cgroup and uid, or with
+ *     %KVPOOL_TENANT_BY_ID by id; written back with the tenant as it is
+ *     now (id, cgroup, uid, label)
+ *
+ * A tenant named by cgroup and uid is made if it is new, so that limits
+ * can be set before its first client opens the pool. The tenant becomes
+ * configured: it stays, limits and all, while it has no clients. An empty
+ * label keeps the old one.
+ *
+ * Context: @pool->lock held; may sleep (allocates).
+ * Return: 0; -EOPNOTSUPP for a flag other than %KVPOOL_TENANT_BY_ID;
+ * -EINVAL if a reserved field is set, the label has no NUL, min_pages is
+ * above a non-zero max_pages, or the guarantees of all tenants together
+ * would be more than the pool's unreserved pages (they could not all be
+ * met); -ENOENT if no tenant has that id; -EMFILE or -ENOMEM if a new
+ * tenant cannot be made. On error nothing changed and @a is untouched.
+ */
 int kvp_tenant_set_locked(struct kvp_pool *pool, struct kvpool_ctl_tenant *a)
 {
 	struct kvp_tenant *t;
@@ -163,6 +195,18 @@ int kvp_tenant_set_locked(struct kvp_pool *pool, struct kvpool_ctl_tenant *a)
 	return 0;
 }
 
+/**
+ * kvp_set_wmark_locked() - set the free-page watermarks (CTL_SET_WMARK)
+ * @pool: the pool
+ * @low: below this many free pages, clients are asked to evict
+ * @high: the free pages that ask aims for
+ *
+ * Pollers are told to look again, as the asks may have changed.
+ *
+ * Context: @pool->lock held.
+ * Return: 0; -EINVAL if @high is below @low or above the pool's pages,
+ * and then nothing changed.
+ */
 int kvp_set_wmark_locked(struct kvp_pool *pool, u32 low, u32 high)
 {
 	lockdep_assert_held(&pool->lock);
@@ -180,16 +224,28 @@ static u32 kvp_share(u32 a, u32 b, u32 c)
 	return c ? (u32)(((u64)a * b + c - 1) / c) : 0;
 }
 
-/*
+/**
+ * kvp_pressure_locked() - how many cache pages a client is asked to evict
+ * @c: the client
+ * @reasons: gets the ``KVPOOL_PRESSURE_*`` bits of the conditions that hold
+ *
  * The policy (docs/design.md): a client is asked to evict cache pages,
  * never more than its unpinned ones, in proportion to them, when
+ *
  *  - free pages are below low_wmark: its share of (high_wmark - free);
  *  - its tenant is over max_pages: its share of the excess within the
  *    tenant;
  *  - a tenant was refused below its guarantee and this client's tenant is
  *    above its own: its share of that tenant's unmet guarantee among the
  *    tenants above theirs.
- * The largest of these is asked.
+ *
+ * The largest of these is asked. Proportional shares mean no one client
+ * is made to pay for all, and asking for unpinned pages only means the
+ * ask can always be met.
+ *
+ * Context: @c->pool->lock held.
+ * Return: the pages to evict; 0 when no condition holds or @c has no
+ * unpinned cache page (@reasons is then 0 too).
  */
 u32 kvp_pressure_locked(struct kvp_client *c, u32 *reasons)
 {
@@ -232,6 +288,18 @@ u32 kvp_pressure_locked(struct kvp_client *c, u32 *reasons)
 	return ask < mine ? ask : mine;
 }
 
+/**
+ * kvp_tenant_list_locked() - describe the pool's tenants (CTL_TENANT_LIST)
+ * @pool: the pool
+ * @out: gets the first min(@count, tenants) of them, by id
+ * @count: room in @out
+ *
+ * Each entry's ask_pages is the sum of its clients' kvp_pressure_locked().
+ *
+ * Context: @pool->lock held.
+ * Return: the number of tenants, which may be more than @count, so that
+ * the caller can size a second call.
+ */
 u32 kvp_tenant_list_locked(struct kvp_pool *pool,
 			   struct kvpool_tenant_info *out, u32 count)
 {

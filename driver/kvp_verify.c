@@ -445,6 +445,24 @@ static void kvp_verify_tenants(struct kvp_pool *pool, struct kvp_vstate *vs)
 			      (unsigned long long)pool->sum_min);
 }
 
+/**
+ * kvp_verify_locked() - check every invariant of a pool (VERIFY)
+ * @pool: the pool
+ * @violations: gets the number of broken invariants
+ *
+ * Recounts, from the page and row tables alone and in scratch memory of
+ * its own, everything the pool, its clients and tenants keep, and checks
+ * each row's record against its state and pages. Each broken invariant is
+ * counted, and the first %KVP_REPORT_LIMIT are kvp_report()ed, so that a
+ * badly broken pool cannot flood the log. It is the oracle of the unit
+ * test, the fuzzer and the selftests: any op that left a count wrong
+ * shows here.
+ *
+ * Context: @pool->lock held; may sleep (allocates).
+ * Return: 0, with @violations set (0: all hold); -ENOMEM if the scratch
+ * memory cannot be had, @violations untouched. Changes nothing in the
+ * pool either way.
+ */
 int kvp_verify_locked(struct kvp_pool *pool, u32 *violations)
 {
 	struct kvp_vstate vs = { };
