@@ -21,12 +21,12 @@
  *
  * Copyright (C) 2026 The kvpool authors
  */
-#include "kvpool_tenant_util.h"
+#include "kvptest_tenant.h"
 
 #define BIG_PAGES 3
 
 FIXTURE(abi) {
-	struct kvp_pool pool;
+	struct kt_pool pool;
 	int fd;
 	unsigned char *big;	/* BIG_PAGES read-write pages */
 	unsigned char *guard;	/* one read-write page, then PROT_NONE */
@@ -72,9 +72,9 @@ static struct kvpool_handle abi_row(struct __test_metadata *_metadata,
 {
 	struct kvpool_handle h;
 
-	ASSERT_EQ(0, kvp_row_alloc(self->fd, 1, &h, NULL));
+	ASSERT_EQ(0, kt_row_alloc(self->fd, 1, &h, NULL));
 	if (tokens)
-		ASSERT_EQ(0, kvp_grow(self->fd, h, tokens));
+		ASSERT_EQ(0, kt_grow(self->fd, h, tokens));
 	return h;
 }
 
@@ -108,7 +108,7 @@ static void prep_row_alloc(struct __test_metadata __maybe_unused *_metadata,
 	struct kvpool_row_alloc s = {
 		.size = sizeof(s), .count = 1,
 		.entry_len = sizeof(struct kvpool_handle),
-		.handles = kvp_ptr(self->handles),
+		.handles = kt_ptr(self->handles),
 	};
 
 	memcpy(buf, &s, sizeof(s));
@@ -122,7 +122,7 @@ static void prep_extend(struct __test_metadata __maybe_unused *_metadata,
 		.entry_len = sizeof(struct kvpool_extend_entry),
 		.pages_cap = ARRAY_SIZE(self->pages),
 		.page_entry_len = sizeof(__u32),
-		.entries = kvp_ptr(self->ext), .pages = kvp_ptr(self->pages),
+		.entries = kt_ptr(self->ext), .pages = kt_ptr(self->pages),
 	};
 
 	self->ext[0].handle = abi_row(_metadata, self, 0);
@@ -137,7 +137,7 @@ static void prep_commit(struct __test_metadata __maybe_unused *_metadata,
 	struct kvpool_batch s = {
 		.size = sizeof(s), .count = 1,
 		.entry_len = sizeof(struct kvpool_len_entry),
-		.entries = kvp_ptr(self->len),
+		.entries = kt_ptr(self->len),
 	};
 
 	self->len[0].handle = abi_row(_metadata, self, 20);
@@ -152,11 +152,11 @@ static void prep_trim_release(struct __test_metadata __maybe_unused *_metadata,
 	struct kvpool_batch s = {
 		.size = sizeof(s), .count = 1,
 		.entry_len = sizeof(struct kvpool_handle),
-		.entries = kvp_ptr(self->h),
+		.entries = kt_ptr(self->h),
 	};
 
 	self->h[0] = abi_row(_metadata, self, 40);
-	ASSERT_EQ(0, kvp_commit1(self->fd, self->h[0], 17));
+	ASSERT_EQ(0, kt_commit1(self->fd, self->h[0], 17));
 	memcpy(buf, &s, sizeof(s));
 }
 
@@ -178,11 +178,11 @@ static void prep_donate(struct __test_metadata __maybe_unused *_metadata,
 	struct kvpool_batch s = {
 		.size = sizeof(s), .count = 1,
 		.entry_len = sizeof(struct kvpool_len_entry),
-		.entries = kvp_ptr(self->donate),
+		.entries = kt_ptr(self->donate),
 	};
 
 	self->donate[0].handle = abi_row(_metadata, self, 40);
-	ASSERT_EQ(0, kvp_commit1(self->fd, self->donate[0].handle, 40));
+	ASSERT_EQ(0, kt_commit1(self->fd, self->donate[0].handle, 40));
 	self->donate[0].len = 32;
 	self->donate[0].__reserved = 0;
 	memcpy(buf, &s, sizeof(s));
@@ -195,11 +195,11 @@ static void prep_swa_free(struct __test_metadata __maybe_unused *_metadata,
 	struct kvpool_batch s = {
 		.size = sizeof(s), .count = 1,
 		.entry_len = sizeof(struct kvpool_len_entry),
-		.entries = kvp_ptr(self->swa),
+		.entries = kt_ptr(self->swa),
 	};
 
 	self->swa[0].handle = abi_row(_metadata, self, 40);
-	ASSERT_EQ(0, kvp_commit1(self->fd, self->swa[0].handle, 40));
+	ASSERT_EQ(0, kt_commit1(self->fd, self->swa[0].handle, 40));
 	self->swa[0].len = 33;
 	self->swa[0].__reserved = 0;
 	memcpy(buf, &s, sizeof(s));
@@ -216,11 +216,11 @@ static void abi_cache_pages(struct __test_metadata *_metadata,
 	struct kvpool_row_query q;
 	struct kvpool_batch b;
 
-	ASSERT_EQ(0, kvp_commit1(self->fd, h, 32));
-	ASSERT_EQ(0, kvp_query(self->fd, h, ids, 2, &q));
+	ASSERT_EQ(0, kt_commit1(self->fd, h, 32));
+	ASSERT_EQ(0, kt_query(self->fd, h, ids, 2, &q));
 	ASSERT_EQ(2, q.out_nr_pages);
-	ASSERT_EQ(0, kvp_batch(self->fd, KVPOOL_RELEASE, KVPOOL_RELEASE_DONATE,
-			       &h, 1, &b));
+	ASSERT_EQ(0, kt_batch(self->fd, KVPOOL_RELEASE, KVPOOL_RELEASE_DONATE,
+			      &h, 1, &b));
 	ASSERT_EQ(0, b.out_nr_pages);
 }
 
@@ -229,7 +229,7 @@ static void prep_cache_evict(struct __test_metadata __maybe_unused *_metadata,
 {
 	struct kvpool_batch s = {
 		.size = sizeof(s), .count = 1, .entry_len = sizeof(__u32),
-		.entries = kvp_ptr(self->evict),
+		.entries = kt_ptr(self->evict),
 	};
 	__u32 ids[2];
 
@@ -244,7 +244,7 @@ static void prep_attach(struct __test_metadata __maybe_unused *_metadata,
 	struct kvpool_attach s = {
 		.size = sizeof(s), .nr_pages = 2,
 		.page_entry_len = sizeof(__u32),
-		.pages = kvp_ptr(self->attach),
+		.pages = kt_ptr(self->attach),
 	};
 
 	abi_cache_pages(_metadata, self, self->attach);
@@ -261,7 +261,7 @@ static void prep_slot(struct __test_metadata __maybe_unused *_metadata,
 	};
 	struct kvpool_handle h = abi_row(_metadata, self, 20);
 
-	ASSERT_EQ(0, kvp_to_slot(self->fd, s.session_id, h, NULL));
+	ASSERT_EQ(0, kt_to_slot(self->fd, s.session_id, h, NULL));
 	memcpy(buf, &s, sizeof(s));
 }
 
@@ -271,7 +271,7 @@ static void prep_row_query(struct __test_metadata __maybe_unused *_metadata,
 	struct kvpool_row_query s = {
 		.size = sizeof(s), .pages_cap = ARRAY_SIZE(self->pages),
 		.page_entry_len = sizeof(__u32),
-		.pages = kvp_ptr(self->pages),
+		.pages = kt_ptr(self->pages),
 	};
 
 	s.handle = abi_row(_metadata, self, 20);
@@ -295,7 +295,7 @@ static void prep_ctl_destroy(struct __test_metadata __maybe_unused *_metadata,
 	struct kvpool_ctl_destroy s = { .size = sizeof(s) };
 
 	ASSERT_GT(ARRAY_SIZE(self->extra), self->nextra);
-	ASSERT_EQ(0, kvp_create(self->pool.ctl, 0, 8, 1, 2, 8, &s.pool_id));
+	ASSERT_EQ(0, kt_create(self->pool.ctl, 0, 8, 1, 2, 8, &s.pool_id));
 	self->extra[self->nextra++] = s.pool_id;
 	memcpy(buf, &s, sizeof(s));
 }
@@ -320,7 +320,7 @@ static void prep_export_slot(struct __test_metadata __maybe_unused *_metadata,
 	};
 	struct kvpool_handle h = abi_row(_metadata, self, 20);
 
-	ASSERT_EQ(0, kvp_to_slot(self->fd, s.session_id, h, NULL));
+	ASSERT_EQ(0, kt_to_slot(self->fd, s.session_id, h, NULL));
 	memcpy(buf, &s, sizeof(s));
 }
 
@@ -337,7 +337,7 @@ static void prep_import(struct __test_metadata __maybe_unused *_metadata,
 
 	ASSERT_GT(ARRAY_SIZE(self->exp_fds), self->nexp);
 	x.handle = abi_row(_metadata, self, 20);
-	ASSERT_EQ(0, kvp_ioctl(self->fd, KVPOOL_EXPORT, &x));
+	ASSERT_EQ(0, kt_ioctl(self->fd, KVPOOL_EXPORT, &x));
 	ASSERT_LE(0, x.out_fd);
 	self->exp_fds[self->nexp++] = x.out_fd;
 	s.fd = x.out_fd;
@@ -376,7 +376,7 @@ static void prep_tenant_set_id(struct __test_metadata __maybe_unused *_metadata,
 	};
 	struct kvpool_stats st;
 
-	ASSERT_EQ(0, kvp_stats(self->fd, &st));
+	ASSERT_EQ(0, kt_stats(self->fd, &st));
 	s.tenant_id = st.out_tenant_id;
 	memcpy(buf, &s, sizeof(s));
 }
@@ -388,7 +388,7 @@ static void prep_tenant_list(struct __test_metadata __maybe_unused *_metadata,
 		.size = sizeof(s), .pool_id = self->pool.id,
 		.count = ARRAY_SIZE(self->tinfo),
 		.entry_len = sizeof(struct kvpool_tenant_info),
-		.tenants = kvp_ptr(self->tinfo),
+		.tenants = kt_ptr(self->tinfo),
 	};
 
 	memcpy(buf, &s, sizeof(s));
@@ -510,14 +510,14 @@ OP(ctl_set_wmark, KVPOOL_CTL_SET_WMARK, struct kvpool_ctl_wmark, true,
 
 FIXTURE_SETUP(abi)
 {
-	kvp_pool_init(_metadata, &self->pool, KVPOOL_CREATE_RESERVE_ZERO,
-		      512, 16, 64, 1024);
-	self->fd = kvp_pool_open(_metadata, &self->pool);
-	self->big = mmap(NULL, BIG_PAGES * KVP_PAGE_SIZE,
+	kt_pool_init(_metadata, &self->pool, KVPOOL_CREATE_RESERVE_ZERO,
+		     512, 16, 64, 1024);
+	self->fd = kt_pool_open(_metadata, &self->pool);
+	self->big = mmap(NULL, BIG_PAGES * KT_PAGE_SIZE,
 			 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 			 -1, 0);
 	ASSERT_NE(MAP_FAILED, self->big);
-	self->guard = kvp_map_guarded();
+	self->guard = kt_map_guarded();
 	ASSERT_NE(NULL, self->guard);
 }
 
@@ -526,14 +526,14 @@ FIXTURE_TEARDOWN(abi)
 	int i;
 
 	for (i = 0; i < self->nextra; i++) {
-		int ret = kvp_destroy(self->pool.ctl, self->extra[i]);
+		int ret = kt_destroy(self->pool.ctl, self->extra[i]);
 
 		EXPECT_TRUE(ret == 0 || ret == ENODEV);
 	}
 	for (i = 0; i < self->nexp; i++)
 		if (self->exp_fds[i] >= 0)
 			close(self->exp_fds[i]);
-	kvp_pool_fini(_metadata, &self->pool);
+	kt_pool_fini(_metadata, &self->pool);
 }
 
 /* Zero `span` bytes at buf, then write a valid struct there. */
@@ -549,8 +549,8 @@ static void abi_prep(struct __test_metadata *_metadata,
 static int abi_call(FIXTURE_DATA(abi) *self,
 		    const FIXTURE_VARIANT(abi) *variant, void *arg)
 {
-	return kvp_ioctl(variant->op->ctl ? self->pool.ctl : self->fd,
-			 variant->op->cmd, arg);
+	return kt_ioctl(variant->op->ctl ? self->pool.ctl : self->fd,
+			variant->op->cmd, arg);
 }
 
 /* Undo what a successful call made that the pool's teardown would not. */
@@ -561,7 +561,7 @@ static void abi_after_ok(struct __test_metadata *_metadata,
 	if (variant->op->cmd == KVPOOL_CTL_CREATE) {
 		__u32 id = ((struct kvpool_ctl_create *)buf)->out_pool_id;
 
-		EXPECT_EQ(0, kvp_destroy(self->pool.ctl, id));
+		EXPECT_EQ(0, kt_destroy(self->pool.ctl, id));
 	} else if (variant->op->cmd == KVPOOL_EXPORT) {
 		int fd = ((struct kvpool_export *)buf)->out_fd;
 
@@ -611,18 +611,18 @@ static void abi_snap(FIXTURE_DATA(abi) *self, struct abi_snap *s)
 		.size = sizeof(l), .pool_id = self->pool.id,
 		.count = ARRAY_SIZE(s->ti),
 		.entry_len = sizeof(struct kvpool_tenant_info),
-		.tenants = kvp_ptr(s->ti),
+		.tenants = kt_ptr(s->ti),
 	};
 	struct kvpool_pressure p = { .size = sizeof(p) };
 
 	memset(s, 0, sizeof(*s));
-	kvp_stats(self->fd, &s->st);
-	s->pools = kvp_count_pools();
-	if (kvp_ioctl(self->pool.ctl, KVPOOL_CTL_TENANT_LIST, &l) == 0)
+	kt_stats(self->fd, &s->st);
+	s->pools = kt_count_pools();
+	if (kt_ioctl(self->pool.ctl, KVPOOL_CTL_TENANT_LIST, &l) == 0)
 		s->nr_tenants = l.out_nr_tenants;
 	else
 		s->nr_tenants = ~0u;
-	if (kvp_ioctl(self->fd, KVPOOL_PRESSURE, &p) == 0) {
+	if (kt_ioctl(self->fd, KVPOOL_PRESSURE, &p) == 0) {
 		s->low_wmark = p.out_low_wmark;
 		s->high_wmark = p.out_high_wmark;
 	}
@@ -657,7 +657,7 @@ static const char *abi_tenants_diff(const struct abi_snap *a,
  * Errors in size or the unknown tail leave the struct untouched (header):
  * compare `len` bytes at buf with the copy taken before the call.
  */
-static unsigned char abi_copy[BIG_PAGES * KVP_PAGE_SIZE];
+static unsigned char abi_copy[BIG_PAGES * KT_PAGE_SIZE];
 
 #define EXPECT_UNTOUCHED(buf, len)					\
 	EXPECT_EQ(0, memcmp(abi_copy, (buf), (len)))			\
@@ -667,7 +667,8 @@ static unsigned char abi_copy[BIG_PAGES * KVP_PAGE_SIZE];
 #define EXPECT_UNCHANGED(before) do {					\
 	struct abi_snap __now;						\
 	abi_snap(self, &__now);						\
-	EXPECT_STREQ("", kvp_stats_diff(&(before)->st, &__now.st));	\
+	EXPECT_STREQ("", kt_stats_diff(&(before)->st, &__now.st,	\
+				       KT_ST_USAGE));			\
 	EXPECT_EQ((before)->pools, __now.pools);			\
 	EXPECT_STREQ("", abi_tenants_diff((before), &__now));		\
 	EXPECT_EQ((before)->low_wmark, __now.low_wmark);		\
@@ -681,7 +682,7 @@ TEST_F(abi, exact_size)
 	unsigned char *buf = self->big;
 	__u32 i;
 
-	abi_prep(_metadata, self, variant, buf, KVP_PAGE_SIZE);
+	abi_prep(_metadata, self, variant, buf, KT_PAGE_SIZE);
 	memset(buf + op->size, 0xa5, 64);
 	ASSERT_EQ(0, abi_call(self, variant, buf));
 	for (i = 0; i < 64; i++)
@@ -694,7 +695,7 @@ TEST_F(abi, exact_size)
 TEST_F(abi, exact_size_at_fault_edge)
 {
 	const struct abi_op *op = variant->op;
-	unsigned char *buf = (unsigned char *)kvp_fault_edge(self->guard) -
+	unsigned char *buf = (unsigned char *)kt_fault_edge(self->guard) -
 			     op->size;
 
 	abi_prep(_metadata, self, variant, buf, op->size);
@@ -711,13 +712,13 @@ TEST_F(abi, short_size)
 	unsigned int i;
 
 	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
-		abi_prep(_metadata, self, variant, buf, KVP_PAGE_SIZE);
+		abi_prep(_metadata, self, variant, buf, KT_PAGE_SIZE);
 		abi_set_size(buf, sizes[i]);
-		memcpy(abi_copy, buf, KVP_PAGE_SIZE);
+		memcpy(abi_copy, buf, KT_PAGE_SIZE);
 		abi_snap(self, &before);
 		EXPECT_EQ(EINVAL, abi_call(self, variant, buf))
 			TH_LOG("%s with size %u", op->name, sizes[i]);
-		EXPECT_UNTOUCHED(buf, KVP_PAGE_SIZE);
+		EXPECT_UNTOUCHED(buf, KT_PAGE_SIZE);
 		EXPECT_UNCHANGED(&before);
 	}
 }
@@ -729,7 +730,7 @@ TEST_F(abi, zero_tail)
 	unsigned char *buf = self->big;
 	__u32 i;
 
-	abi_prep(_metadata, self, variant, buf, KVP_PAGE_SIZE);
+	abi_prep(_metadata, self, variant, buf, KT_PAGE_SIZE);
 	abi_set_size(buf, op->size + 8);
 	memset(buf + op->size + 8, 0x5a, 64);
 	ASSERT_EQ(0, abi_call(self, variant, buf));
@@ -756,15 +757,15 @@ TEST_F(abi, nonzero_tail)
 	unsigned int i;
 
 	for (i = 0; i < ARRAY_SIZE(cases); i++) {
-		abi_prep(_metadata, self, variant, buf, KVP_PAGE_SIZE);
+		abi_prep(_metadata, self, variant, buf, KT_PAGE_SIZE);
 		abi_set_size(buf, cases[i].size);
 		buf[cases[i].pos] = 0x80;
-		memcpy(abi_copy, buf, KVP_PAGE_SIZE);
+		memcpy(abi_copy, buf, KT_PAGE_SIZE);
 		abi_snap(self, &before);
 		EXPECT_EQ(E2BIG, abi_call(self, variant, buf))
 			TH_LOG("%s size %u, byte %u set", op->name,
 			       cases[i].size, cases[i].pos);
-		EXPECT_UNTOUCHED(buf, KVP_PAGE_SIZE);
+		EXPECT_UNTOUCHED(buf, KT_PAGE_SIZE);
 		EXPECT_UNCHANGED(&before);
 	}
 }
@@ -775,14 +776,14 @@ TEST_F(abi, page_size)
 	unsigned char *buf = self->big;
 	struct abi_snap before;
 
-	abi_prep(_metadata, self, variant, buf, 2 * KVP_PAGE_SIZE);
-	abi_set_size(buf, KVP_PAGE_SIZE);
+	abi_prep(_metadata, self, variant, buf, 2 * KT_PAGE_SIZE);
+	abi_set_size(buf, KT_PAGE_SIZE);
 	ASSERT_EQ(0, abi_call(self, variant, buf));
 	abi_after_ok(_metadata, self, variant, buf);
 
-	abi_prep(_metadata, self, variant, buf, 2 * KVP_PAGE_SIZE);
-	abi_set_size(buf, KVP_PAGE_SIZE);
-	buf[KVP_PAGE_SIZE - 1] = 1;
+	abi_prep(_metadata, self, variant, buf, 2 * KT_PAGE_SIZE);
+	abi_set_size(buf, KT_PAGE_SIZE);
+	buf[KT_PAGE_SIZE - 1] = 1;
 	abi_snap(self, &before);
 	EXPECT_EQ(E2BIG, abi_call(self, variant, buf));
 	EXPECT_UNCHANGED(&before);
@@ -792,7 +793,7 @@ TEST_F(abi, page_size)
 TEST_F(abi, above_page_size)
 {
 	const __u32 sizes[] = {
-		KVP_PAGE_SIZE + 1, 2 * KVP_PAGE_SIZE, 1u << 16, 1u << 31, ~0u,
+		KT_PAGE_SIZE + 1, 2 * KT_PAGE_SIZE, 1u << 16, 1u << 31, ~0u,
 	};
 	unsigned char *buf = self->big;
 	struct abi_snap before;
@@ -800,13 +801,13 @@ TEST_F(abi, above_page_size)
 
 	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
 		abi_prep(_metadata, self, variant, buf,
-			 BIG_PAGES * KVP_PAGE_SIZE);
+			 BIG_PAGES * KT_PAGE_SIZE);
 		abi_set_size(buf, sizes[i]);
-		memcpy(abi_copy, buf, BIG_PAGES * KVP_PAGE_SIZE);
+		memcpy(abi_copy, buf, BIG_PAGES * KT_PAGE_SIZE);
 		abi_snap(self, &before);
 		EXPECT_EQ(E2BIG, abi_call(self, variant, buf))
 			TH_LOG("%s with size %u", variant->op->name, sizes[i]);
-		EXPECT_UNTOUCHED(buf, BIG_PAGES * KVP_PAGE_SIZE);
+		EXPECT_UNTOUCHED(buf, BIG_PAGES * KT_PAGE_SIZE);
 		EXPECT_UNCHANGED(&before);
 	}
 }
@@ -814,7 +815,7 @@ TEST_F(abi, above_page_size)
 TEST_F(abi, efault_struct)
 {
 	void *const bad[] = {
-		NULL, (void *)1, kvp_fault_edge(self->guard),
+		NULL, (void *)1, kt_fault_edge(self->guard),
 		(void *)0xffff888000000000ull, (void *)~0ull,
 	};
 	struct abi_snap before;
@@ -832,7 +833,7 @@ TEST_F(abi, efault_struct)
 TEST_F(abi, efault_tail)
 {
 	const struct abi_op *op = variant->op;
-	unsigned char *buf = (unsigned char *)kvp_fault_edge(self->guard) -
+	unsigned char *buf = (unsigned char *)kt_fault_edge(self->guard) -
 			     op->size;
 	struct abi_snap before;
 
@@ -854,7 +855,7 @@ TEST_F(abi, unknown_flags)
 	unsigned int i;
 
 	for (i = 0; i < ARRAY_SIZE(flags); i++) {
-		abi_prep(_metadata, self, variant, buf, KVP_PAGE_SIZE);
+		abi_prep(_metadata, self, variant, buf, KT_PAGE_SIZE);
 		abi_set_flags(buf, flags[i]);
 		abi_snap(self, &before);
 		EXPECT_EQ(EOPNOTSUPP, abi_call(self, variant, buf))
@@ -878,7 +879,7 @@ static void abi_no_reserved(struct __test_metadata *_metadata,
 	unsigned char copy[256];
 	__u32 v;
 
-	abi_prep(_metadata, self, variant, buf, KVP_PAGE_SIZE);
+	abi_prep(_metadata, self, variant, buf, KT_PAGE_SIZE);
 	if (cmd == KVPOOL_ATTACH_PREFIX) {
 		memcpy(copy, buf, variant->op->size);
 		ASSERT_EQ(0, abi_call(self, variant, buf));
@@ -896,12 +897,12 @@ static void abi_no_reserved(struct __test_metadata *_metadata,
 	} else {
 		size_t off = offsetof(struct kvpool_batch, out_error_index);
 
-		ASSERT_NE(0, kvp_batch_entry_len(cmd)) TH_LOG("%s",
+		ASSERT_NE(0, kt_batch_entry_len(cmd)) TH_LOG("%s",
 							   variant->op->name);
 		memcpy(buf + off, &junk, 4);
 		ASSERT_EQ(0, abi_call(self, variant, buf));
 		memcpy(&v, buf + off, 4);
-		EXPECT_EQ(KVP_ERR_NONE, v);
+		EXPECT_EQ(KT_ERR_NONE, v);
 	}
 }
 
@@ -917,7 +918,7 @@ TEST_F(abi, reserved_nonzero)
 		return;
 	}
 	for (i = 0; i < ARRAY_SIZE(vals); i++) {
-		abi_prep(_metadata, self, variant, buf, KVP_PAGE_SIZE);
+		abi_prep(_metadata, self, variant, buf, KT_PAGE_SIZE);
 		memcpy(buf + variant->op->reserved_off, &vals[i], 4);
 		abi_snap(self, &before);
 		EXPECT_EQ(EINVAL, abi_call(self, variant, buf))
@@ -933,24 +934,24 @@ TEST_F(abi, validation_order)
 	unsigned char *buf = self->big;
 	__u32 one = 1;
 
-	abi_prep(_metadata, self, variant, buf, KVP_PAGE_SIZE);
+	abi_prep(_metadata, self, variant, buf, KT_PAGE_SIZE);
 	abi_set_size(buf, op->min_size - 4);
 	abi_set_flags(buf, 1u << 31);
 	EXPECT_EQ(EINVAL, abi_call(self, variant, buf));
 
-	abi_prep(_metadata, self, variant, buf, KVP_PAGE_SIZE);
+	abi_prep(_metadata, self, variant, buf, KT_PAGE_SIZE);
 	abi_set_size(buf, op->ksize + 8);
 	buf[op->ksize + 3] = 1;
 	abi_set_flags(buf, 1u << 31);
 	EXPECT_EQ(E2BIG, abi_call(self, variant, buf));
 
-	abi_prep(_metadata, self, variant, buf, KVP_PAGE_SIZE);
-	abi_set_size(buf, KVP_PAGE_SIZE + 4);
+	abi_prep(_metadata, self, variant, buf, KT_PAGE_SIZE);
+	abi_set_size(buf, KT_PAGE_SIZE + 4);
 	abi_set_flags(buf, 1u << 31);
 	EXPECT_EQ(E2BIG, abi_call(self, variant, buf));
 
 	if (op->reserved_off >= 0) {
-		abi_prep(_metadata, self, variant, buf, KVP_PAGE_SIZE);
+		abi_prep(_metadata, self, variant, buf, KT_PAGE_SIZE);
 		abi_set_flags(buf, 1u << 31);
 		memcpy(buf + op->reserved_off, &one, 4);
 		EXPECT_EQ(EOPNOTSUPP, abi_call(self, variant, buf));
@@ -960,7 +961,7 @@ TEST_F(abi, validation_order)
 /* ------------------------------------------------------------------------ */
 
 FIXTURE(info) {
-	struct kvp_pool pool;
+	struct kt_pool pool;
 	int fd;
 };
 
@@ -991,22 +992,22 @@ FIXTURE_VARIANT_ADD(info, many_rows) {
 
 FIXTURE_SETUP(info)
 {
-	kvp_pool_init(_metadata, &self->pool, variant->flags, variant->nr_pages,
-		      variant->page_tokens, variant->nr_rows,
-		      variant->row_tokens);
-	self->fd = kvp_pool_open(_metadata, &self->pool);
+	kt_pool_init(_metadata, &self->pool, variant->flags, variant->nr_pages,
+		     variant->page_tokens, variant->nr_rows,
+		     variant->row_tokens);
+	self->fd = kt_pool_open(_metadata, &self->pool);
 }
 
 FIXTURE_TEARDOWN(info)
 {
-	kvp_pool_fini(_metadata, &self->pool);
+	kt_pool_fini(_metadata, &self->pool);
 }
 
 TEST_F(info, geometry)
 {
 	struct kvpool_info i;
 
-	ASSERT_EQ(0, kvp_info(self->fd, &i));
+	ASSERT_EQ(0, kt_info(self->fd, &i));
 	EXPECT_EQ(sizeof(i), i.size);
 	EXPECT_EQ(0, i.flags);
 	EXPECT_EQ(KVPOOL_ABI_VERSION, i.out_abi_version);
@@ -1036,7 +1037,7 @@ TEST_F(info, features)
 			   KVPOOL_FEAT_PRESSURE;
 	struct kvpool_info i;
 
-	ASSERT_EQ(0, kvp_info(self->fd, &i));
+	ASSERT_EQ(0, kt_info(self->fd, &i));
 	EXPECT_EQ(want, i.out_features & want)
 		TH_LOG("features %#llx: a documented bit is missing",
 		       (unsigned long long)i.out_features);
@@ -1050,12 +1051,12 @@ TEST_F(info, out_fields_ignored)
 {
 	struct kvpool_info i, j;
 
-	ASSERT_EQ(0, kvp_info(self->fd, &i));
+	ASSERT_EQ(0, kt_info(self->fd, &i));
 	memset(&j, 0xff, sizeof(j));
 	j.size = sizeof(j);
 	j.flags = 0;
 	j.__reserved = 0;
-	ASSERT_EQ(0, kvp_ioctl(self->fd, KVPOOL_INFO, &j));
+	ASSERT_EQ(0, kt_ioctl(self->fd, KVPOOL_INFO, &j));
 	EXPECT_EQ(0, memcmp(&i, &j, sizeof(i)));
 }
 
@@ -1065,16 +1066,16 @@ TEST_F(info, readonly_struct_efault)
 	struct kvpool_info *ro;
 	struct kvpool_stats *sro;
 
-	ro = mmap(NULL, KVP_PAGE_SIZE, PROT_READ | PROT_WRITE,
+	ro = mmap(NULL, KT_PAGE_SIZE, PROT_READ | PROT_WRITE,
 		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, ro);
 	ro->size = sizeof(*ro);
 	sro = (struct kvpool_stats *)(ro + 1);
 	sro->size = sizeof(*sro);
-	ASSERT_EQ(0, mprotect(ro, KVP_PAGE_SIZE, PROT_READ));
-	EXPECT_EQ(EFAULT, kvp_ioctl(self->fd, KVPOOL_INFO, ro));
-	EXPECT_EQ(EFAULT, kvp_ioctl(self->fd, KVPOOL_STATS, sro));
-	munmap(ro, KVP_PAGE_SIZE);
+	ASSERT_EQ(0, mprotect(ro, KT_PAGE_SIZE, PROT_READ));
+	EXPECT_EQ(EFAULT, kt_ioctl(self->fd, KVPOOL_INFO, ro));
+	EXPECT_EQ(EFAULT, kt_ioctl(self->fd, KVPOOL_STATS, sro));
+	munmap(ro, KT_PAGE_SIZE);
 }
 
 TEST_F(info, client_ids)
@@ -1083,19 +1084,19 @@ TEST_F(info, client_ids)
 	__u64 v = 0;
 	int fd2, fdd;
 
-	fd2 = kvp_pool_open(_metadata, &self->pool);
-	ASSERT_EQ(0, kvp_info(self->fd, &a));
-	ASSERT_EQ(0, kvp_info(self->fd, &a2));
-	ASSERT_EQ(0, kvp_info(fd2, &b));
+	fd2 = kt_pool_open(_metadata, &self->pool);
+	ASSERT_EQ(0, kt_info(self->fd, &a));
+	ASSERT_EQ(0, kt_info(self->fd, &a2));
+	ASSERT_EQ(0, kt_info(fd2, &b));
 	EXPECT_EQ(a.out_client_id, a2.out_client_id);
 	EXPECT_NE(a.out_client_id, b.out_client_id);
 
 	/* dup() is the same open file: the same client. */
 	fdd = dup(self->fd);
 	ASSERT_LE(0, fdd);
-	ASSERT_EQ(0, kvp_info(fdd, &d));
+	ASSERT_EQ(0, kt_info(fdd, &d));
 	EXPECT_EQ(a.out_client_id, d.out_client_id);
-	ASSERT_EQ(0, kvp_fdinfo_u64(fdd, "kvpool-client-id", &v));
+	ASSERT_EQ(0, kt_fdinfo_u64(fdd, "kvpool-client-id", &v));
 	EXPECT_EQ(a.out_client_id, v);
 	close(fdd);
 }
@@ -1106,7 +1107,7 @@ TEST_F(info, stats_initial)
 	struct kvpool_stats s;
 	int fd2, fd3;
 
-	ASSERT_EQ(0, kvp_stats(self->fd, &s));
+	ASSERT_EQ(0, kt_stats(self->fd, &s));
 	EXPECT_EQ(variant->nr_pages - rz, s.out_free_pages);
 	EXPECT_EQ(rz, s.out_reserved_pages);
 	EXPECT_EQ(variant->nr_rows - rz, s.out_free_rows);
@@ -1123,14 +1124,14 @@ TEST_F(info, stats_initial)
 	EXPECT_EQ(0, s.out_client_pages);
 	EXPECT_EQ(0, s.out_client_cache_pages);
 	EXPECT_EQ(0, s.__reserved);
-	kvp_check_identities(_metadata, &self->pool, &s);
+	kt_check_identities(_metadata, &self->pool, &s);
 
-	fd2 = kvp_pool_open(_metadata, &self->pool);
-	fd3 = kvp_pool_open(_metadata, &self->pool);
-	ASSERT_EQ(0, kvp_stats(self->fd, &s));
+	fd2 = kt_pool_open(_metadata, &self->pool);
+	fd3 = kt_pool_open(_metadata, &self->pool);
+	ASSERT_EQ(0, kt_stats(self->fd, &s));
 	EXPECT_EQ(3, s.out_nr_clients);
-	kvp_pool_close(&self->pool, fd2);
-	ASSERT_EQ(0, kvp_stats(fd3, &s));
+	kt_pool_close(&self->pool, fd2);
+	ASSERT_EQ(0, kt_stats(fd3, &s));
 	EXPECT_EQ(2, s.out_nr_clients);
 }
 
@@ -1141,19 +1142,19 @@ TEST_F(info, stats_client_view)
 	struct kvpool_handle h[3];
 	struct kvpool_stats a, b;
 	__u32 rz = !!(variant->flags & KVPOOL_CREATE_RESERVE_ZERO);
-	__u32 p0 = kvp_div_up(5 * pt, pt), p1 = kvp_div_up(3 * pt + 1, pt);
-	__u32 p2 = kvp_div_up(7, pt);
+	__u32 p0 = kt_div_up(5 * pt, pt), p1 = kt_div_up(3 * pt + 1, pt);
+	__u32 p2 = kt_div_up(7, pt);
 	int fd2;
 
-	fd2 = kvp_pool_open(_metadata, &self->pool);
-	ASSERT_EQ(0, kvp_row_alloc(self->fd, 3, h, NULL));
-	ASSERT_EQ(0, kvp_grow(self->fd, h[0], 5 * pt));
-	ASSERT_EQ(0, kvp_grow(self->fd, h[1], 3 * pt + 1));
-	ASSERT_EQ(0, kvp_grow(self->fd, h[2], 7));
-	ASSERT_EQ(0, kvp_to_slot(self->fd, 77, h[2], NULL));
+	fd2 = kt_pool_open(_metadata, &self->pool);
+	ASSERT_EQ(0, kt_row_alloc(self->fd, 3, h, NULL));
+	ASSERT_EQ(0, kt_grow(self->fd, h[0], 5 * pt));
+	ASSERT_EQ(0, kt_grow(self->fd, h[1], 3 * pt + 1));
+	ASSERT_EQ(0, kt_grow(self->fd, h[2], 7));
+	ASSERT_EQ(0, kt_to_slot(self->fd, 77, h[2], NULL));
 
-	ASSERT_EQ(0, kvp_stats(self->fd, &a));
-	ASSERT_EQ(0, kvp_stats(fd2, &b));
+	ASSERT_EQ(0, kt_stats(self->fd, &a));
+	ASSERT_EQ(0, kt_stats(fd2, &b));
 	EXPECT_EQ(variant->nr_pages - rz - p0 - p1 - p2, a.out_free_pages);
 	EXPECT_EQ(p0 + p1, a.out_row_pages);
 	EXPECT_EQ(p2, a.out_slot_pages);
@@ -1164,7 +1165,7 @@ TEST_F(info, stats_client_view)
 	EXPECT_EQ(2, a.out_client_rows);
 	EXPECT_EQ(1, a.out_client_slots);
 	EXPECT_EQ(p0 + p1 + p2, a.out_client_pages);
-	kvp_check_identities(_metadata, &self->pool, &a);
+	kt_check_identities(_metadata, &self->pool, &a);
 
 	EXPECT_EQ(a.out_free_pages, b.out_free_pages);
 	EXPECT_EQ(a.out_row_pages, b.out_row_pages);
@@ -1179,7 +1180,7 @@ TEST_F(info, stats_client_view)
 
 TEST_F(info, verify_fresh)
 {
-	kvp_expect_verify(_metadata, &self->pool, self->fd);
+	kt_expect_verify(_metadata, &self->pool, self->fd);
 }
 
 TEST_F(info, verify_loaded)
@@ -1187,15 +1188,15 @@ TEST_F(info, verify_loaded)
 	struct kvpool_handle h[4];
 	int i;
 
-	ASSERT_EQ(0, kvp_row_alloc(self->fd, 4, h, NULL));
+	ASSERT_EQ(0, kt_row_alloc(self->fd, 4, h, NULL));
 	/* 50 tokens in all: fits the smallest variant (63 pages at pt 1). */
 	for (i = 0; i < 4; i++)
-		ASSERT_EQ(0, kvp_grow(self->fd, h[i], (i + 1) * 5));
-	ASSERT_EQ(0, kvp_commit1(self->fd, h[1], 5));
-	ASSERT_EQ(0, kvp_trim1(self->fd, h[1], NULL));
-	ASSERT_EQ(0, kvp_to_slot(self->fd, 5, h[3], NULL));
-	ASSERT_EQ(0, kvp_release1(self->fd, h[0], NULL));
-	kvp_expect_verify(_metadata, &self->pool, self->fd);
+		ASSERT_EQ(0, kt_grow(self->fd, h[i], (i + 1) * 5));
+	ASSERT_EQ(0, kt_commit1(self->fd, h[1], 5));
+	ASSERT_EQ(0, kt_trim1(self->fd, h[1], NULL));
+	ASSERT_EQ(0, kt_to_slot(self->fd, 5, h[3], NULL));
+	ASSERT_EQ(0, kt_release1(self->fd, h[0], NULL));
+	kt_expect_verify(_metadata, &self->pool, self->fd);
 }
 
 static void expect_fdinfo(struct __test_metadata *_metadata, int fd,
@@ -1212,7 +1213,7 @@ static void expect_fdinfo(struct __test_metadata *_metadata, int fd,
 	for (i = 0; i < ARRAY_SIZE(keys); i++) {
 		__u64 v = ~0ull;
 
-		EXPECT_EQ(0, kvp_fdinfo_u64(fd, keys[i], &v))
+		EXPECT_EQ(0, kt_fdinfo_u64(fd, keys[i], &v))
 			TH_LOG("fdinfo key %s", keys[i]);
 		EXPECT_EQ(want[i], v) TH_LOG("fdinfo %s", keys[i]);
 	}
@@ -1227,17 +1228,17 @@ TEST_F(info, fdinfo)
 	__u64 v;
 	int fd2;
 
-	ASSERT_EQ(0, kvp_info(self->fd, &inf));
+	ASSERT_EQ(0, kt_info(self->fd, &inf));
 	/* The generic lines come first. */
-	ASSERT_EQ(0, kvp_fdinfo_u64(self->fd, "pos", &v));
+	ASSERT_EQ(0, kt_fdinfo_u64(self->fd, "pos", &v));
 	expect_fdinfo(_metadata, self->fd, self->pool.id, inf.out_client_id,
 		      0, 0, 0);
 
-	ASSERT_EQ(0, kvp_row_alloc(self->fd, 3, h, NULL));
-	ASSERT_EQ(0, kvp_grow(self->fd, h[0], 2 * pt + 1));
-	ASSERT_EQ(0, kvp_grow(self->fd, h[1], 1));
-	ASSERT_EQ(0, kvp_to_slot(self->fd, 9, h[1], NULL));
-	ASSERT_EQ(0, kvp_stats(self->fd, &st));
+	ASSERT_EQ(0, kt_row_alloc(self->fd, 3, h, NULL));
+	ASSERT_EQ(0, kt_grow(self->fd, h[0], 2 * pt + 1));
+	ASSERT_EQ(0, kt_grow(self->fd, h[1], 1));
+	ASSERT_EQ(0, kt_to_slot(self->fd, 9, h[1], NULL));
+	ASSERT_EQ(0, kt_stats(self->fd, &st));
 	EXPECT_EQ(4, st.out_client_pages);
 	expect_fdinfo(_metadata, self->fd, self->pool.id, inf.out_client_id,
 		      st.out_client_rows, st.out_client_slots,
@@ -1246,13 +1247,13 @@ TEST_F(info, fdinfo)
 	EXPECT_EQ(1, st.out_client_slots);
 
 	/* Another client: its own id and nothing held. */
-	fd2 = kvp_pool_open(_metadata, &self->pool);
-	ASSERT_EQ(0, kvp_info(fd2, &inf2));
+	fd2 = kt_pool_open(_metadata, &self->pool);
+	ASSERT_EQ(0, kt_info(fd2, &inf2));
 	expect_fdinfo(_metadata, fd2, self->pool.id, inf2.out_client_id,
 		      0, 0, 0);
 
-	ASSERT_EQ(0, kvp_release1(self->fd, h[0], NULL));
-	ASSERT_EQ(0, kvp_slot_release(self->fd, 9, NULL));
+	ASSERT_EQ(0, kt_release1(self->fd, h[0], NULL));
+	ASSERT_EQ(0, kt_slot_release(self->fd, 9, NULL));
 	expect_fdinfo(_metadata, self->fd, self->pool.id, inf.out_client_id,
 		      1, 0, 0);
 }
@@ -1262,18 +1263,18 @@ static void expect_sysfs_one(struct __test_metadata *_metadata, __u32 id,
 {
 	__u64 v = ~0ull;
 
-	EXPECT_EQ(0, kvp_sysfs_u64(id, name, &v)) TH_LOG("sysfs %s", name);
+	EXPECT_EQ(0, kt_sysfs_u64(id, name, &v)) TH_LOG("sysfs %s", name);
 	EXPECT_EQ(want, v) TH_LOG("sysfs %s", name);
 }
 
 static void expect_sysfs(struct __test_metadata *_metadata,
-			 struct kvp_pool *p, int fd)
+			 struct kt_pool *p, int fd)
 {
 	struct kvpool_stats s;
 	struct kvpool_info i;
 
-	ASSERT_EQ(0, kvp_info(fd, &i));
-	ASSERT_EQ(0, kvp_stats(fd, &s));
+	ASSERT_EQ(0, kt_info(fd, &i));
+	ASSERT_EQ(0, kt_stats(fd, &s));
 #define SYSFS(name, val) expect_sysfs_one(_metadata, p->id, name, val)
 	SYSFS("pool_id", i.out_pool_id);
 	SYSFS("nr_pages", i.out_nr_pages);
@@ -1301,13 +1302,13 @@ TEST_F(info, sysfs)
 	int fd2;
 
 	expect_sysfs(_metadata, &self->pool, self->fd);
-	ASSERT_EQ(0, kvp_row_alloc(self->fd, 2, h, NULL));
-	ASSERT_EQ(0, kvp_grow(self->fd, h[0], 3 * variant->page_tokens));
-	ASSERT_EQ(0, kvp_grow(self->fd, h[1], 1));
-	ASSERT_EQ(0, kvp_to_slot(self->fd, 1, h[1], NULL));
-	fd2 = kvp_pool_open(_metadata, &self->pool);
+	ASSERT_EQ(0, kt_row_alloc(self->fd, 2, h, NULL));
+	ASSERT_EQ(0, kt_grow(self->fd, h[0], 3 * variant->page_tokens));
+	ASSERT_EQ(0, kt_grow(self->fd, h[1], 1));
+	ASSERT_EQ(0, kt_to_slot(self->fd, 1, h[1], NULL));
+	fd2 = kt_pool_open(_metadata, &self->pool);
 	expect_sysfs(_metadata, &self->pool, fd2);
-	kvp_pool_close(&self->pool, fd2);
+	kt_pool_close(&self->pool, fd2);
 	expect_sysfs(_metadata, &self->pool, self->fd);
 }
 
@@ -1317,7 +1318,7 @@ TEST_F(info, sysfs_read_only)
 	char path[128];
 	struct stat st;
 
-	snprintf(path, sizeof(path), KVP_SYSFS_FMT, self->pool.id,
+	snprintf(path, sizeof(path), KT_SYSFS_FMT, self->pool.id,
 		 "free_pages");
 	ASSERT_EQ(0, stat(path, &st));
 	EXPECT_EQ(0, st.st_mode & 0222);
@@ -1363,15 +1364,15 @@ TEST_F(info, enotty)
 	struct kvpool_stats before, after;
 	unsigned int i;
 
-	ASSERT_EQ(0, kvp_stats(self->fd, &before));
+	ASSERT_EQ(0, kt_stats(self->fd, &before));
 	for (i = 0; i < ARRAY_SIZE(cmds); i++) {
 		memset(buf, 0, sizeof(buf));
 		*(__u32 *)buf = 64;
-		EXPECT_EQ(ENOTTY, kvp_ioctl(self->fd, cmds[i], buf))
+		EXPECT_EQ(ENOTTY, kt_ioctl(self->fd, cmds[i], buf))
 			TH_LOG("cmd %#lx", cmds[i]);
 	}
-	ASSERT_EQ(0, kvp_stats(self->fd, &after));
-	EXPECT_STREQ("", kvp_stats_diff(&before, &after));
+	ASSERT_EQ(0, kt_stats(self->fd, &after));
+	EXPECT_STREQ("", kt_stats_diff(&before, &after, KT_ST_USAGE));
 }
 
 /* ---- element lengths: entry_len and page_entry_len ---------------------- */
@@ -1386,7 +1387,7 @@ TEST_F(info, enotty)
  * zeroed in one it writes. Every refused call changes nothing: STATS, the
  * rows involved, the array, and VERIFY stays clean.
  */
-#define ELEN_ARR_BYTES	(10 * KVP_PAGE_SIZE)	/* 8 elements of 4096, slack */
+#define ELEN_ARR_BYTES	(10 * KT_PAGE_SIZE)	/* 8 elements of 4096, slack */
 #define ELEN_MAX_NR	8
 
 enum elen_dir {
@@ -1396,12 +1397,12 @@ enum elen_dir {
 };
 
 FIXTURE(elen) {
-	struct kvp_pool pool;
+	struct kt_pool pool;
 	int fd;
 	unsigned char *arr;		/* the array under test */
 	unsigned char copy[ELEN_ARR_BYTES];
 	unsigned char st[256];		/* the op's struct */
-	struct kvpool_handle rows[KVP_SNAP_ROWS];	/* rows prep made */
+	struct kvpool_handle rows[KT_SNAP_ROWS];	/* rows prep made */
 	int nr_rows;
 	struct kvpool_extend_entry ext[2];	/* EXTEND's other array */
 	__u32 pages[64];
@@ -1433,9 +1434,9 @@ FIXTURE_VARIANT(elen) {
 
 FIXTURE_SETUP(elen)
 {
-	kvp_pool_init(_metadata, &self->pool, KVPOOL_CREATE_RESERVE_ZERO,
-		      512, 16, 64, 1024);
-	self->fd = kvp_pool_open(_metadata, &self->pool);
+	kt_pool_init(_metadata, &self->pool, KVPOOL_CREATE_RESERVE_ZERO,
+		     512, 16, 64, 1024);
+	self->fd = kt_pool_open(_metadata, &self->pool);
 	self->arr = mmap(NULL, ELEN_ARR_BYTES, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, self->arr);
@@ -1445,7 +1446,7 @@ FIXTURE_TEARDOWN(elen)
 {
 	if (self->arr && self->arr != MAP_FAILED)
 		munmap(self->arr, ELEN_ARR_BYTES);
-	kvp_pool_fini(_metadata, &self->pool);
+	kt_pool_fini(_metadata, &self->pool);
 }
 
 static unsigned char *elen_elem(FIXTURE_DATA(elen) *self, __u32 i,
@@ -1461,12 +1462,12 @@ static struct kvpool_handle elen_row(struct __test_metadata *_metadata,
 {
 	struct kvpool_handle h;
 
-	ASSERT_EQ(0, kvp_row_alloc(self->fd, 1, &h, NULL));
+	ASSERT_EQ(0, kt_row_alloc(self->fd, 1, &h, NULL));
 	if (tokens)
-		ASSERT_EQ(0, kvp_grow(self->fd, h, tokens));
+		ASSERT_EQ(0, kt_grow(self->fd, h, tokens));
 	if (committed)
-		ASSERT_EQ(0, kvp_commit1(self->fd, h, committed));
-	ASSERT_GT(KVP_SNAP_ROWS, self->nr_rows);
+		ASSERT_EQ(0, kt_commit1(self->fd, h, committed));
+	ASSERT_GT(KT_SNAP_ROWS, self->nr_rows);
 	self->rows[self->nr_rows++] = h;
 	return h;
 }
@@ -1488,7 +1489,7 @@ static void elen_batch_st(FIXTURE_DATA(elen) *self, __u32 stride)
 {
 	struct kvpool_batch b = {
 		.size = sizeof(b), .count = 2, .entry_len = stride,
-		.entries = kvp_ptr(self->arr), .out_error_index = 0xdeadbeef,
+		.entries = kt_ptr(self->arr), .out_error_index = 0xdeadbeef,
 		.out_nr_pages = 0xdeadbeef,
 	};
 
@@ -1503,9 +1504,9 @@ static __u32 elen_batch_pages(FIXTURE_DATA(elen) *self)
 /* The row's state as ROW_QUERY reports it (with the pages, stride 4). */
 static void elen_query(struct __test_metadata *_metadata,
 		       FIXTURE_DATA(elen) *self, struct kvpool_handle h,
-		       struct kvp_row_snap *s)
+		       struct kt_row_snap *s)
 {
-	kvp_snap_row(self->fd, h, s);
+	kt_snap_row(self->fd, h, s);
 	ASSERT_EQ(0, s->err);
 }
 
@@ -1514,7 +1515,7 @@ static void prep_e_row_alloc(struct __test_metadata __maybe_unused *_metadata,
 {
 	struct kvpool_row_alloc s = {
 		.size = sizeof(s), .count = 2, .entry_len = stride,
-		.handles = kvp_ptr(self->arr), .out_short = 0xdeadbeef,
+		.handles = kt_ptr(self->arr), .out_short = 0xdeadbeef,
 	};
 
 	memcpy(self->st, &s, sizeof(s));
@@ -1523,7 +1524,7 @@ static void prep_e_row_alloc(struct __test_metadata __maybe_unused *_metadata,
 static __u32 check_e_row_alloc(struct __test_metadata *_metadata,
 			       FIXTURE_DATA(elen) *self, __u32 stride)
 {
-	static struct kvp_row_snap s;
+	static struct kt_row_snap s;
 	struct kvpool_handle h[2];
 	int i;
 
@@ -1546,9 +1547,9 @@ static void prep_e_extend_entries(struct __test_metadata *_metadata,
 {
 	struct kvpool_extend s = {
 		.size = sizeof(s), .count = 2, .entry_len = stride,
-		.entries = kvp_ptr(self->arr),
+		.entries = kt_ptr(self->arr),
 		.pages_cap = ARRAY_SIZE(self->pages),
-		.page_entry_len = sizeof(__u32), .pages = kvp_ptr(self->pages),
+		.page_entry_len = sizeof(__u32), .pages = kt_ptr(self->pages),
 		.out_error_index = 0xdeadbeef,
 	};
 	struct kvpool_extend_entry e[2] = {
@@ -1565,7 +1566,7 @@ static __u32 check_e_extend_entries(struct __test_metadata *_metadata,
 				    FIXTURE_DATA(elen) *self, __u32 stride)
 {
 	const struct kvpool_extend *x = (void *)self->st;
-	static struct kvp_row_snap a, b;
+	static struct kt_row_snap a, b;
 	struct kvpool_extend_entry e[2];
 
 	memcpy(&e[0], elen_elem(self, 0, stride), sizeof(e[0]));
@@ -1576,7 +1577,7 @@ static __u32 check_e_extend_entries(struct __test_metadata *_metadata,
 	EXPECT_EQ(20, e[0].new_len);
 	EXPECT_EQ(40, e[1].new_len);
 	EXPECT_EQ(5, x->out_nr_pages);
-	EXPECT_EQ(KVP_ERR_NONE, x->out_error_index);
+	EXPECT_EQ(KT_ERR_NONE, x->out_error_index);
 	elen_query(_metadata, self, e[0].handle, &a);
 	elen_query(_metadata, self, e[1].handle, &b);
 	EXPECT_EQ(20, a.alloc);
@@ -1593,8 +1594,8 @@ static void prep_e_extend_pages(struct __test_metadata *_metadata,
 	struct kvpool_extend s = {
 		.size = sizeof(s), .count = 2,
 		.entry_len = sizeof(struct kvpool_extend_entry),
-		.entries = kvp_ptr(self->ext), .pages_cap = ELEN_MAX_NR,
-		.page_entry_len = stride, .pages = kvp_ptr(self->arr),
+		.entries = kt_ptr(self->ext), .pages_cap = ELEN_MAX_NR,
+		.page_entry_len = stride, .pages = kt_ptr(self->arr),
 		.out_error_index = 0xdeadbeef,
 	};
 
@@ -1609,7 +1610,7 @@ static __u32 check_e_extend_pages(struct __test_metadata *_metadata,
 				  FIXTURE_DATA(elen) *self, __u32 stride)
 {
 	const struct kvpool_extend *x = (void *)self->st;
-	static struct kvp_row_snap a, b;
+	static struct kt_row_snap a, b;
 	__u32 i, id;
 
 	EXPECT_EQ(5, x->out_nr_pages);
@@ -1640,7 +1641,7 @@ static __u32 check_e_commit(struct __test_metadata *_metadata,
 			    FIXTURE_DATA(elen) *self,
 			    __u32 __maybe_unused stride)
 {
-	static struct kvp_row_snap a, b;
+	static struct kt_row_snap a, b;
 
 	elen_query(_metadata, self, self->rows[0], &a);
 	elen_query(_metadata, self, self->rows[1], &b);
@@ -1672,7 +1673,7 @@ static __u32 check_e_trim(struct __test_metadata *_metadata,
 			  FIXTURE_DATA(elen) *self,
 			  __u32 __maybe_unused stride)
 {
-	static struct kvp_row_snap a, b;
+	static struct kt_row_snap a, b;
 
 	EXPECT_EQ(3, elen_batch_pages(self));
 	elen_query(_metadata, self, self->rows[0], &a);
@@ -1700,8 +1701,8 @@ static __u32 check_e_release(struct __test_metadata *_metadata,
 	struct kvpool_row_query q;
 
 	EXPECT_EQ(5, elen_batch_pages(self));
-	EXPECT_EQ(ENOENT, kvp_query(self->fd, self->rows[0], NULL, 0, &q));
-	EXPECT_EQ(ENOENT, kvp_query(self->fd, self->rows[1], NULL, 0, &q));
+	EXPECT_EQ(ENOENT, kt_query(self->fd, self->rows[0], NULL, 0, &q));
+	EXPECT_EQ(ENOENT, kt_query(self->fd, self->rows[1], NULL, 0, &q));
 	return 0;
 }
 
@@ -1720,7 +1721,7 @@ static __u32 check_e_donate(struct __test_metadata *_metadata,
 			    FIXTURE_DATA(elen) *self,
 			    __u32 __maybe_unused stride)
 {
-	static struct kvp_row_snap a, b;
+	static struct kt_row_snap a, b;
 
 	EXPECT_EQ(3, elen_batch_pages(self));
 	elen_query(_metadata, self, self->rows[0], &a);
@@ -1745,7 +1746,7 @@ static __u32 check_e_swa_free(struct __test_metadata *_metadata,
 			      FIXTURE_DATA(elen) *self,
 			      __u32 __maybe_unused stride)
 {
-	static struct kvp_row_snap a, b;
+	static struct kt_row_snap a, b;
 
 	EXPECT_EQ(3, elen_batch_pages(self));
 	elen_query(_metadata, self, self->rows[0], &a);
@@ -1766,12 +1767,12 @@ static void elen_cache_pages(struct __test_metadata *_metadata,
 	struct kvpool_handle h;
 	__u32 n = ~0u;
 
-	ASSERT_EQ(0, kvp_row_alloc(self->fd, 1, &h, NULL));
-	ASSERT_EQ(0, kvp_grow(self->fd, h, 32));
-	ASSERT_EQ(0, kvp_commit1(self->fd, h, 32));
-	ASSERT_EQ(0, kvp_query(self->fd, h, self->cache, 2, &q));
+	ASSERT_EQ(0, kt_row_alloc(self->fd, 1, &h, NULL));
+	ASSERT_EQ(0, kt_grow(self->fd, h, 32));
+	ASSERT_EQ(0, kt_commit1(self->fd, h, 32));
+	ASSERT_EQ(0, kt_query(self->fd, h, self->cache, 2, &q));
 	ASSERT_EQ(2, q.out_nr_pages);
-	ASSERT_EQ(0, kvp_release_donate1(self->fd, h, &n));
+	ASSERT_EQ(0, kt_release_donate1(self->fd, h, &n));
 	ASSERT_EQ(0, n);
 }
 
@@ -1790,8 +1791,8 @@ static __u32 check_e_cache_evict(struct __test_metadata *_metadata,
 {
 	EXPECT_EQ(2, elen_batch_pages(self));
 	/* Gone from the cache: evicting them again names no cache page. */
-	EXPECT_EQ(ENOENT, kvp_evict(self->fd, &self->cache[0], 1, NULL));
-	EXPECT_EQ(ENOENT, kvp_evict(self->fd, &self->cache[1], 1, NULL));
+	EXPECT_EQ(ENOENT, kt_evict(self->fd, &self->cache[0], 1, NULL));
+	EXPECT_EQ(ENOENT, kt_evict(self->fd, &self->cache[1], 1, NULL));
 	return 0;
 }
 
@@ -1801,7 +1802,7 @@ static void prep_e_attach(struct __test_metadata *_metadata,
 {
 	struct kvpool_attach s = {
 		.size = sizeof(s), .nr_pages = 2, .page_entry_len = stride,
-		.pages = kvp_ptr(self->arr),
+		.pages = kt_ptr(self->arr),
 	};
 
 	elen_cache_pages(_metadata, self);
@@ -1815,7 +1816,7 @@ static __u32 check_e_attach(struct __test_metadata *_metadata,
 			    FIXTURE_DATA(elen) *self,
 			    __u32 __maybe_unused stride)
 {
-	static struct kvp_row_snap a;
+	static struct kt_row_snap a;
 
 	elen_query(_metadata, self, self->rows[0], &a);
 	EXPECT_EQ(32, a.alloc);
@@ -1832,7 +1833,7 @@ static void prep_e_row_query(struct __test_metadata *_metadata,
 {
 	struct kvpool_row_query s = {
 		.size = sizeof(s), .pages_cap = ELEN_MAX_NR,
-		.page_entry_len = stride, .pages = kvp_ptr(self->arr),
+		.page_entry_len = stride, .pages = kt_ptr(self->arr),
 	};
 
 	s.handle = elen_row(_metadata, self, 40, 0);
@@ -1843,7 +1844,7 @@ static __u32 check_e_row_query(struct __test_metadata *_metadata,
 			       FIXTURE_DATA(elen) *self, __u32 stride)
 {
 	const struct kvpool_row_query *q = (void *)self->st;
-	static struct kvp_row_snap a;
+	static struct kt_row_snap a;
 	__u32 i, id;
 
 	elen_query(_metadata, self, self->rows[0], &a);
@@ -1865,7 +1866,7 @@ static void prep_e_tenant_list(struct __test_metadata __maybe_unused *_metadata,
 	struct kvpool_ctl_tenant_list s = {
 		.size = sizeof(s), .pool_id = self->pool.id,
 		.count = ELEN_MAX_NR, .entry_len = stride,
-		.tenants = kvp_ptr(self->arr), .out_nr_tenants = 0xdeadbeef,
+		.tenants = kt_ptr(self->arr), .out_nr_tenants = 0xdeadbeef,
 	};
 
 	memcpy(self->st, &s, sizeof(s));
@@ -1878,7 +1879,7 @@ static __u32 check_e_tenant_list(struct __test_metadata *_metadata,
 	struct kvpool_tenant_info ti;
 	struct kvpool_stats s;
 
-	ASSERT_EQ(0, kvp_stats(self->fd, &s));
+	ASSERT_EQ(0, kt_stats(self->fd, &s));
 	EXPECT_EQ(1, l->out_nr_tenants);
 	memcpy(&ti, elen_elem(self, 0, stride), sizeof(ti));
 	EXPECT_EQ(s.out_tenant_id, ti.tenant_id);
@@ -1956,8 +1957,8 @@ static void elen_set_len(FIXTURE_DATA(elen) *self,
 static int elen_call(FIXTURE_DATA(elen) *self,
 		     const FIXTURE_VARIANT(elen) *variant)
 {
-	return kvp_ioctl(variant->op->ctl ? self->pool.ctl : self->fd,
-			 variant->op->cmd, self->st);
+	return kt_ioctl(variant->op->ctl ? self->pool.ctl : self->fd,
+			variant->op->cmd, self->st);
 }
 
 static __u32 elen_err_index(FIXTURE_DATA(elen) *self,
@@ -1977,10 +1978,10 @@ static __u32 elen_err_index(FIXTURE_DATA(elen) *self,
 static void elen_expect_refused(struct __test_metadata *_metadata,
 				FIXTURE_DATA(elen) *self,
 				const FIXTURE_VARIANT(elen) *variant,
-				const struct kvp_state *before, int err,
+				const struct kt_state *before, int err,
 				__u32 index, __u32 len)
 {
-	static struct kvp_state after;
+	static struct kt_state after;
 	const struct elen_op *op = variant->op;
 
 	EXPECT_EQ(err, elen_call(self, variant))
@@ -1990,13 +1991,13 @@ static void elen_expect_refused(struct __test_metadata *_metadata,
 			TH_LOG("%s with element length %u: out_error_index",
 			       op->name, len);
 	}
-	kvp_snap(self->fd, self->rows, self->nr_rows, &after);
-	EXPECT_STREQ("", kvp_state_diff(before, &after))
+	kt_snap(self->fd, self->rows, self->nr_rows, &after);
+	EXPECT_STREQ("", kt_state_diff(before, &after))
 		TH_LOG("%s with element length %u", op->name, len);
 	EXPECT_EQ(0, memcmp(self->copy, self->arr, ELEN_ARR_BYTES))
 		TH_LOG("%s with element length %u changed the array",
 		       op->name, len);
-	kvp_expect_verify(_metadata, &self->pool, self->fd);
+	kt_expect_verify(_metadata, &self->pool, self->fd);
 }
 
 /* Shorter than the element, 0 included: EINVAL, nothing changed. */
@@ -2004,17 +2005,17 @@ TEST_F(elen, short_len)
 {
 	const struct elen_op *op = variant->op;
 	const __u32 lens[] = { 0, 1, op->esize - 1, op->esize / 2 };
-	static struct kvp_state before;
+	static struct kt_state before;
 	unsigned int i;
 
 	for (i = 0; i < ARRAY_SIZE(lens); i++) {
 		elen_prep(_metadata, self, variant, op->esize, 0xff);
 		elen_set_len(self, variant, lens[i]);
 		memcpy(self->copy, self->arr, ELEN_ARR_BYTES);
-		kvp_snap(self->fd, self->rows, self->nr_rows, &before);
+		kt_snap(self->fd, self->rows, self->nr_rows, &before);
 		/* Not about one element: out_error_index stays ~0U. */
 		elen_expect_refused(_metadata, self, variant, &before, EINVAL,
-				    KVP_ERR_NONE, lens[i]);
+				    KT_ERR_NONE, lens[i]);
 	}
 }
 
@@ -2023,19 +2024,19 @@ TEST_F(elen, above_page_size)
 {
 	const struct elen_op *op = variant->op;
 	const __u32 lens[] = {
-		KVP_PAGE_SIZE + 1, KVP_PAGE_SIZE + op->esize,
-		2 * KVP_PAGE_SIZE, 1u << 16, 1u << 31, ~0u,
+		KT_PAGE_SIZE + 1, KT_PAGE_SIZE + op->esize,
+		2 * KT_PAGE_SIZE, 1u << 16, 1u << 31, ~0u,
 	};
-	static struct kvp_state before;
+	static struct kt_state before;
 	unsigned int i;
 
 	for (i = 0; i < ARRAY_SIZE(lens); i++) {
 		elen_prep(_metadata, self, variant, op->esize, 0xff);
 		elen_set_len(self, variant, lens[i]);
 		memcpy(self->copy, self->arr, ELEN_ARR_BYTES);
-		kvp_snap(self->fd, self->rows, self->nr_rows, &before);
+		kt_snap(self->fd, self->rows, self->nr_rows, &before);
 		elen_expect_refused(_metadata, self, variant, &before, E2BIG,
-				    KVP_ERR_NONE, lens[i]);
+				    KT_ERR_NONE, lens[i]);
 	}
 }
 
@@ -2072,14 +2073,14 @@ static void elen_accepted(struct __test_metadata *_metadata,
 
 	elen_prep(_metadata, self, variant, stride, fill);
 	memcpy(self->copy, self->arr, ELEN_ARR_BYTES);
-	ASSERT_EQ(0, kvp_stats(self->fd, &s0));
+	ASSERT_EQ(0, kt_stats(self->fd, &s0));
 	ASSERT_EQ(0, elen_call(self, variant))
 		TH_LOG("%s with element length %u", op->name, stride);
-	ASSERT_EQ(0, kvp_stats(self->fd, &s1));
+	ASSERT_EQ(0, kt_stats(self->fd, &s1));
 	nw = op->check(_metadata, self, stride);
 	elen_delta(&s0, &s1, &d);
 	if (have_want) {
-		EXPECT_STREQ("", kvp_stats_diff(want, &d))
+		EXPECT_STREQ("", kt_stats_diff(want, &d, KT_ST_USAGE))
 			TH_LOG("%s: element length %u did not act as %u",
 			       op->name, stride, op->esize);
 	} else {
@@ -2133,7 +2134,7 @@ TEST_F(elen, zero_tail)
 		      true);
 	elen_accepted(_metadata, self, variant, op->esize + 1, 0xff, &want,
 		      true);
-	elen_accepted(_metadata, self, variant, KVP_PAGE_SIZE, 0xff, &want,
+	elen_accepted(_metadata, self, variant, KT_PAGE_SIZE, 0xff, &want,
 		      true);
 }
 
@@ -2150,10 +2151,10 @@ TEST_F(elen, nonzero_tail)
 		{ op->esize + 8, 1, op->esize + 7 },
 		{ op->esize + 8, 1, op->esize + 3 },
 		{ op->esize + 1, 1, op->esize },
-		{ KVP_PAGE_SIZE, 1, KVP_PAGE_SIZE - 1 },
-		{ KVP_PAGE_SIZE, 0, op->esize + 100 },
+		{ KT_PAGE_SIZE, 1, KT_PAGE_SIZE - 1 },
+		{ KT_PAGE_SIZE, 0, op->esize + 100 },
 	};
-	static struct kvp_state before;
+	static struct kt_state before;
 	struct kvpool_stats want;
 	unsigned char *e;
 	unsigned int i;
@@ -2172,7 +2173,7 @@ TEST_F(elen, nonzero_tail)
 		e = elen_elem(self, cases[i].elem, cases[i].len);
 		e[cases[i].byte] = 0x80;
 		memcpy(self->copy, self->arr, ELEN_ARR_BYTES);
-		kvp_snap(self->fd, self->rows, self->nr_rows, &before);
+		kt_snap(self->fd, self->rows, self->nr_rows, &before);
 		elen_expect_refused(_metadata, self, variant, &before, E2BIG,
 				    cases[i].elem, cases[i].len);
 	}
@@ -2185,20 +2186,20 @@ TEST_F(elen, nonzero_tail)
  * lengths with nothing to copy, STATS sizes, VERIFY's capability.
  */
 FIXTURE(misc) {
-	struct kvp_pool pool;
+	struct kt_pool pool;
 	int fd;
 };
 
 FIXTURE_SETUP(misc)
 {
-	kvp_pool_init(_metadata, &self->pool, KVPOOL_CREATE_RESERVE_ZERO,
-		      256, 16, 16, 1024);
-	self->fd = kvp_pool_open(_metadata, &self->pool);
+	kt_pool_init(_metadata, &self->pool, KVPOOL_CREATE_RESERVE_ZERO,
+		     256, 16, 16, 1024);
+	self->fd = kt_pool_open(_metadata, &self->pool);
 }
 
 FIXTURE_TEARDOWN(misc)
 {
-	kvp_pool_fini(_metadata, &self->pool);
+	kt_pool_fini(_metadata, &self->pool);
 }
 
 /*
@@ -2208,7 +2209,7 @@ FIXTURE_TEARDOWN(misc)
  */
 TEST_F(misc, elen_without_elements)
 {
-	const __u32 bad[] = { 0, 3, KVP_PAGE_SIZE + 1, ~0u };
+	const __u32 bad[] = { 0, 3, KT_PAGE_SIZE + 1, ~0u };
 	const int want[] = { EINVAL, EINVAL, E2BIG, E2BIG };
 	struct kvpool_ctl_tenant_list l;
 	struct kvpool_extend_entry e;
@@ -2218,16 +2219,16 @@ TEST_F(misc, elen_without_elements)
 	struct kvpool_handle h;
 	unsigned int i;
 
-	ASSERT_EQ(0, kvp_row_alloc(self->fd, 1, &h, NULL));
-	ASSERT_EQ(0, kvp_grow(self->fd, h, 5));
-	ASSERT_EQ(0, kvp_stats(self->fd, &s0));
+	ASSERT_EQ(0, kt_row_alloc(self->fd, 1, &h, NULL));
+	ASSERT_EQ(0, kt_grow(self->fd, h, 5));
+	ASSERT_EQ(0, kt_stats(self->fd, &s0));
 	for (i = 0; i < ARRAY_SIZE(bad); i++) {
 		memset(&q, 0, sizeof(q));
 		q.size = sizeof(q);
 		q.handle = h;
 		q.page_entry_len = bad[i];
 		q.out_nr_pages = 0xdeadbeef;
-		EXPECT_EQ(want[i], kvp_ioctl(self->fd, KVPOOL_ROW_QUERY, &q))
+		EXPECT_EQ(want[i], kt_ioctl(self->fd, KVPOOL_ROW_QUERY, &q))
 			TH_LOG("ROW_QUERY, pages_cap 0, page_entry_len %u",
 			       bad[i]);
 
@@ -2235,8 +2236,8 @@ TEST_F(misc, elen_without_elements)
 		l.size = sizeof(l);
 		l.pool_id = self->pool.id;
 		l.entry_len = bad[i];
-		EXPECT_EQ(want[i], kvp_ioctl(self->pool.ctl,
-					     KVPOOL_CTL_TENANT_LIST, &l))
+		EXPECT_EQ(want[i], kt_ioctl(self->pool.ctl,
+					    KVPOOL_CTL_TENANT_LIST, &l))
 			TH_LOG("TENANT_LIST, count 0, entry_len %u", bad[i]);
 
 		/* 5 -> 9 tokens stays in the row's first page. */
@@ -2245,15 +2246,15 @@ TEST_F(misc, elen_without_elements)
 		x.size = sizeof(x);
 		x.count = 1;
 		x.entry_len = sizeof(e);
-		x.entries = kvp_ptr(&e);
+		x.entries = kt_ptr(&e);
 		x.page_entry_len = bad[i];
-		EXPECT_EQ(want[i], kvp_ioctl(self->fd, KVPOOL_EXTEND, &x))
+		EXPECT_EQ(want[i], kt_ioctl(self->fd, KVPOOL_EXTEND, &x))
 			TH_LOG("EXTEND, pages_cap 0, page_entry_len %u",
 			       bad[i]);
 	}
-	ASSERT_EQ(0, kvp_stats(self->fd, &s1));
-	EXPECT_STREQ("", kvp_stats_diff(&s0, &s1));
-	ASSERT_EQ(0, kvp_query(self->fd, h, NULL, 0, &q));
+	ASSERT_EQ(0, kt_stats(self->fd, &s1));
+	EXPECT_STREQ("", kt_stats_diff(&s0, &s1, KT_ST_USAGE));
+	ASSERT_EQ(0, kt_query(self->fd, h, NULL, 0, &q));
 	EXPECT_EQ(5, q.out_allocated_len);
 
 	/* With a valid length the same calls work. */
@@ -2261,17 +2262,17 @@ TEST_F(misc, elen_without_elements)
 	q.size = sizeof(q);
 	q.handle = h;
 	q.page_entry_len = sizeof(__u32);
-	EXPECT_EQ(0, kvp_ioctl(self->fd, KVPOOL_ROW_QUERY, &q));
+	EXPECT_EQ(0, kt_ioctl(self->fd, KVPOOL_ROW_QUERY, &q));
 	EXPECT_EQ(1, q.out_nr_pages);
 	memset(&l, 0, sizeof(l));
 	l.size = sizeof(l);
 	l.pool_id = self->pool.id;
 	l.entry_len = sizeof(struct kvpool_tenant_info);
 	l.out_nr_tenants = 0xdeadbeef;
-	EXPECT_EQ(0, kvp_ioctl(self->pool.ctl, KVPOOL_CTL_TENANT_LIST, &l));
+	EXPECT_EQ(0, kt_ioctl(self->pool.ctl, KVPOOL_CTL_TENANT_LIST, &l));
 	EXPECT_EQ(1, l.out_nr_tenants);
 	x.page_entry_len = sizeof(__u32);
-	EXPECT_EQ(0, kvp_ioctl(self->fd, KVPOOL_EXTEND, &x));
+	EXPECT_EQ(0, kt_ioctl(self->fd, KVPOOL_EXTEND, &x));
 	EXPECT_EQ(0, x.out_nr_pages);
 	EXPECT_EQ(0, e.out_nr_new);
 }
@@ -2297,7 +2298,7 @@ TEST_F(misc, stats_sizes)
 		memset(buf, 0, sizeof(buf));
 		s->size = bad[i];
 		s->out_free_pages = 0xdeadbeef;
-		EXPECT_EQ(EINVAL, kvp_ioctl(self->fd, KVPOOL_STATS, buf))
+		EXPECT_EQ(EINVAL, kt_ioctl(self->fd, KVPOOL_STATS, buf))
 			TH_LOG("STATS with size %u", bad[i]);
 		EXPECT_EQ(0xdeadbeef, s->out_free_pages);
 	}
@@ -2305,12 +2306,12 @@ TEST_F(misc, stats_sizes)
 	size = sizeof(struct kvpool_stats);
 	memset(buf, 0, size);
 	s->size = size;
-	ASSERT_EQ(0, kvp_ioctl(self->fd, KVPOOL_STATS, buf));
+	ASSERT_EQ(0, kt_ioctl(self->fd, KVPOOL_STATS, buf));
 	EXPECT_EQ(self->pool.usable_pages, s->out_free_pages);
 	EXPECT_EQ(1, s->out_nr_clients);
 	EXPECT_EQ(0, s->out_tenant_max_rows);
 	EXPECT_EQ(0xa5, buf[size]);
-	kvp_check_identities(_metadata, &self->pool, s);
+	kt_check_identities(_metadata, &self->pool, s);
 }
 
 /* ROW_ALLOC's out_short is an output: what the caller left is ignored. */
@@ -2323,8 +2324,8 @@ TEST_F(misc, row_alloc_out_short_ignored)
 	};
 	struct kvpool_handle h = { 0, 0 };
 
-	a.handles = kvp_ptr(&h);
-	ASSERT_EQ(0, kvp_ioctl(self->fd, KVPOOL_ROW_ALLOC, &a));
+	a.handles = kt_ptr(&h);
+	ASSERT_EQ(0, kt_ioctl(self->fd, KVPOOL_ROW_ALLOC, &a));
 	EXPECT_EQ(0, a.out_short);
 	EXPECT_NE(0, h.req_pool_idx);
 	EXPECT_NE(0, h.generation);
@@ -2342,22 +2343,22 @@ static void misc_verify_child(FIXTURE_DATA(misc) *self, bool drop_cap)
 	struct kvpool_stats s0, s1;
 	struct kvpool_handle h;
 
-	CHILD_CHECK((drop_cap ? kvp_drop_sys_admin() : kvp_become(KVP_NOBODY))
+	CHILD_CHECK((drop_cap ? kt_drop_sys_admin() : kt_become(KT_NOBODY))
 		    == 0);
-	CHILD_CHECK(kvp_stats(self->fd, &s0) == 0);
+	CHILD_CHECK(kt_stats(self->fd, &s0) == 0);
 	memset(&v, 0, sizeof(v));
 	v.size = sizeof(v);
 	v.out_violations = v.out_pages_checked = v.out_rows_checked = 0xa5a5;
-	CHILD_CHECK(kvp_ioctl(self->fd, KVPOOL_VERIFY, &v) == EPERM);
+	CHILD_CHECK(kt_ioctl(self->fd, KVPOOL_VERIFY, &v) == EPERM);
 	CHILD_CHECK(v.out_violations == 0xa5a5);
 	CHILD_CHECK(v.out_pages_checked == 0xa5a5);
 	CHILD_CHECK(v.out_rows_checked == 0xa5a5);
-	CHILD_CHECK(kvp_ioctl(self->fd, KVPOOL_VERIFY, NULL) == EPERM);
-	CHILD_CHECK(kvp_stats(self->fd, &s1) == 0);
-	CHILD_CHECK(!*kvp_stats_diff(&s0, &s1));
-	CHILD_CHECK(kvp_row_alloc(self->fd, 1, &h, NULL) == 0);
-	CHILD_CHECK(kvp_grow(self->fd, h, 17) == 0);
-	CHILD_CHECK(kvp_release1(self->fd, h, NULL) == 0);
+	CHILD_CHECK(kt_ioctl(self->fd, KVPOOL_VERIFY, NULL) == EPERM);
+	CHILD_CHECK(kt_stats(self->fd, &s1) == 0);
+	CHILD_CHECK(!*kt_stats_diff(&s0, &s1, KT_ST_USAGE));
+	CHILD_CHECK(kt_row_alloc(self->fd, 1, &h, NULL) == 0);
+	CHILD_CHECK(kt_grow(self->fd, h, 17) == 0);
+	CHILD_CHECK(kt_release1(self->fd, h, NULL) == 0);
 	_exit(0);
 }
 
@@ -2367,17 +2368,17 @@ TEST_F(misc, verify_eperm)
 	pid_t pid;
 
 	for (i = 0; i < 2; i++) {
-		pid = kvp_pool_fork(_metadata, &self->pool);
+		pid = kt_pool_fork(_metadata, &self->pool);
 		if (pid == 0)
 			misc_verify_child(self, i == 0);
-		status = kvp_pool_wait(&self->pool, pid);
-		EXPECT_TRUE(KVP_CHILD_OK(status))
+		status = kt_pool_wait(&self->pool, pid);
+		EXPECT_TRUE(KT_CHILD_OK(status))
 			TH_LOG("%s: child status %#x",
 			       i == 0 ? "without CAP_SYS_ADMIN" : "as nobody",
 			       status);
 	}
 	/* Root still may. */
-	kvp_expect_verify(_metadata, &self->pool, self->fd);
+	kt_expect_verify(_metadata, &self->pool, self->fd);
 }
 
 TEST_HARNESS_MAIN

@@ -9,7 +9,7 @@
  *
  * Copyright (C) 2026 The kvpool authors
  */
-#include "kvpool_util.h"
+#include "kvptest.h"
 
 #include <grp.h>
 #include <time.h>
@@ -32,8 +32,8 @@ FIXTURE(ctl) {
 
 FIXTURE_SETUP(ctl)
 {
-	self->ctl = kvp_ctl_open();
-	ASSERT_LE(0, self->ctl) TH_LOG("open " KVP_CTL_PATH ": %s",
+	self->ctl = kt_ctl_open();
+	ASSERT_LE(0, self->ctl) TH_LOG("open " KT_CTL_PATH ": %s",
 				       strerror(errno));
 }
 
@@ -42,7 +42,7 @@ FIXTURE_TEARDOWN(ctl)
 	int i;
 
 	for (i = 0; i < self->nids; i++)
-		EXPECT_EQ(0, kvp_destroy(self->ctl, self->ids[i]))
+		EXPECT_EQ(0, kt_destroy(self->ctl, self->ids[i]))
 			TH_LOG("destroy pool %u", self->ids[i]);
 	close(self->ctl);
 }
@@ -53,8 +53,8 @@ static int ctl_create(FIXTURE_DATA(ctl) *self, __u32 flags, __u32 nr_pages,
 		      __u32 *id)
 {
 	__u32 tmp;
-	int ret = kvp_create(self->ctl, flags, nr_pages, page_tokens, nr_rows,
-			     row_tokens, &tmp);
+	int ret = kt_create(self->ctl, flags, nr_pages, page_tokens, nr_rows,
+			    row_tokens, &tmp);
 
 	if (!ret && self->nids < (int)ARRAY_SIZE(self->ids))
 		self->ids[self->nids++] = tmp;
@@ -65,7 +65,7 @@ static int ctl_create(FIXTURE_DATA(ctl) *self, __u32 flags, __u32 nr_pages,
 
 static int ctl_destroy(FIXTURE_DATA(ctl) *self, __u32 id)
 {
-	int ret = kvp_destroy(self->ctl, id), i;
+	int ret = kt_destroy(self->ctl, id), i;
 
 	if (ret)
 		return ret;
@@ -133,43 +133,43 @@ TEST_F(ctl, create_destroy)
 
 	ASSERT_EQ(0, ctl_create(self, flags, 64, 16, 32, 1024, &id));
 
-	kvp_dev_path(path, sizeof(path), id);
+	kt_dev_path(path, sizeof(path), id);
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd) TH_LOG("%s: %s", path, strerror(errno));
-	ASSERT_EQ(0, kvp_info(fd, &info));
+	ASSERT_EQ(0, kt_info(fd, &info));
 	EXPECT_EQ(id, info.out_pool_id);
 	EXPECT_EQ(64, info.out_nr_pages);
 	EXPECT_EQ(16, info.out_page_tokens);
 	EXPECT_EQ(32, info.out_nr_rows);
 	EXPECT_EQ(1024, info.out_row_tokens);
 	EXPECT_EQ(flags, info.out_create_flags);
-	ASSERT_EQ(0, kvp_stats(fd, &st));
+	ASSERT_EQ(0, kt_stats(fd, &st));
 	EXPECT_EQ(63, st.out_free_pages);
 	EXPECT_EQ(1, st.out_reserved_pages);
 	EXPECT_EQ(31, st.out_free_rows);
 	EXPECT_EQ(1, st.out_reserved_rows);
 	EXPECT_EQ(1, st.out_nr_clients);
-	ASSERT_EQ(0, kvp_sysfs_u64(id, "pool_id", &v));
+	ASSERT_EQ(0, kt_sysfs_u64(id, "pool_id", &v));
 	EXPECT_EQ(id, v);
 	/*
 	 * Pools have their own class; only the control device is a misc
 	 * device.
 	 */
-	snprintf(path, sizeof(path), KVP_SYSFS_CLASS "/kvpool%u", id);
+	snprintf(path, sizeof(path), KT_SYSFS_CLASS "/kvpool%u", id);
 	EXPECT_TRUE(path_exists(path)) TH_LOG("%s", path);
 	snprintf(path, sizeof(path), "/sys/class/misc/kvpool%u", id);
 	EXPECT_FALSE(path_exists(path)) TH_LOG("%s", path);
 	EXPECT_TRUE(path_exists("/sys/class/misc/kvpool-control"));
-	EXPECT_FALSE(path_exists(KVP_SYSFS_CLASS "/kvpool-control"));
+	EXPECT_FALSE(path_exists(KT_SYSFS_CLASS "/kvpool-control"));
 	close(fd);
 
 	ASSERT_EQ(0, ctl_destroy(self, id));
 	/* The device node and the sysfs directory go with the pool. */
-	EXPECT_EQ(-1, kvp_open_id(id, O_RDWR | O_CLOEXEC));
+	EXPECT_EQ(-1, kt_open_id(id, O_RDWR | O_CLOEXEC));
 	EXPECT_EQ(ENOENT, errno);
-	snprintf(path, sizeof(path), KVP_SYSFS_CLASS "/kvpool%u", id);
+	snprintf(path, sizeof(path), KT_SYSFS_CLASS "/kvpool%u", id);
 	EXPECT_FALSE(path_exists(path));
-	EXPECT_EQ(ENODEV, kvp_destroy(self->ctl, id));
+	EXPECT_EQ(ENODEV, kt_destroy(self->ctl, id));
 }
 
 /*
@@ -185,23 +185,23 @@ TEST_F(ctl, create_minimal_no_reserve)
 	int fd;
 
 	ASSERT_EQ(0, ctl_create(self, 0, 1, 1, 1, 1, &id));
-	fd = kvp_open_id(id, O_RDWR | O_CLOEXEC);
+	fd = kt_open_id(id, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, kvp_stats(fd, &st));
+	ASSERT_EQ(0, kt_stats(fd, &st));
 	EXPECT_EQ(1, st.out_free_pages);
 	EXPECT_EQ(0, st.out_reserved_pages);
 	EXPECT_EQ(1, st.out_free_rows);
 	EXPECT_EQ(0, st.out_reserved_rows);
 
-	ASSERT_EQ(0, kvp_row_alloc(fd, 1, &h, NULL));
+	ASSERT_EQ(0, kt_row_alloc(fd, 1, &h, NULL));
 	EXPECT_EQ(0, h.req_pool_idx);
 	EXPECT_NE(0, h.generation);
-	EXPECT_EQ(ENOSPC, kvp_row_alloc(fd, 1, &h, &sh));
+	EXPECT_EQ(ENOSPC, kt_row_alloc(fd, 1, &h, &sh));
 	EXPECT_EQ(1, sh);
-	ASSERT_EQ(0, kvp_extend1(fd, h, 1, &page, 1, &nr_new));
+	ASSERT_EQ(0, kt_extend1(fd, h, 1, &page, 1, &nr_new));
 	EXPECT_EQ(1, nr_new);
 	EXPECT_EQ(0, page);
-	ASSERT_EQ(0, kvp_query(fd, h, NULL, 0, &q));
+	ASSERT_EQ(0, kt_query(fd, h, NULL, 0, &q));
 	EXPECT_EQ(1, q.out_nr_pages);
 	EXPECT_EQ(1, q.out_allocated_len);
 	close(fd);
@@ -217,14 +217,14 @@ TEST_F(ctl, create_minimal_reserve_zero)
 
 	ASSERT_EQ(0, ctl_create(self, KVPOOL_CREATE_RESERVE_ZERO, 2, 1, 2, 4,
 				&id));
-	fd = kvp_open_id(id, O_RDWR | O_CLOEXEC);
+	fd = kt_open_id(id, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, kvp_row_alloc(fd, 1, &h, NULL));
+	ASSERT_EQ(0, kt_row_alloc(fd, 1, &h, NULL));
 	EXPECT_EQ(1, h.req_pool_idx);
-	EXPECT_EQ(0, kvp_extend1(fd, h, 1, &page, 1, NULL));
+	EXPECT_EQ(0, kt_extend1(fd, h, 1, &page, 1, NULL));
 	EXPECT_EQ(1, page);
-	EXPECT_EQ(ENOSPC, kvp_extend1(fd, h, 2, &page, 1, NULL));
-	EXPECT_EQ(ENOSPC, kvp_row_alloc(fd, 1, &h, &sh));
+	EXPECT_EQ(ENOSPC, kt_extend1(fd, h, 2, &page, 1, NULL));
+	EXPECT_EQ(ENOSPC, kt_row_alloc(fd, 1, &h, &sh));
 	EXPECT_EQ(1, sh);
 	close(fd);
 	ASSERT_EQ(0, ctl_destroy(self, id));
@@ -253,7 +253,7 @@ TEST_F(ctl, create_bad_geometry)
 		{ "reserve_zero, 1 row", KVPOOL_CREATE_RESERVE_ZERO, 16, 1, 1, 16 },
 		{ "all zero", 0, 0, 0, 0, 0 },
 	};
-	int before = kvp_count_pools();
+	int before = kt_count_pools();
 	unsigned int i;
 
 	ASSERT_LE(0, before);
@@ -265,7 +265,7 @@ TEST_F(ctl, create_bad_geometry)
 					     bad[i].row_tokens, &id))
 			TH_LOG("create with %s", bad[i].what);
 	}
-	EXPECT_EQ(before, kvp_count_pools());
+	EXPECT_EQ(before, kt_count_pools());
 }
 
 /* The documented maxima (other than nr_pages and nr_rows, see below) work. */
@@ -276,9 +276,9 @@ TEST_F(ctl, create_limits_accepted)
 	int fd;
 
 	ASSERT_EQ(0, ctl_create(self, 0, 4, MAX_PT, 2, MAX_ROW_TOKENS, &id));
-	fd = kvp_open_id(id, O_RDWR | O_CLOEXEC);
+	fd = kt_open_id(id, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, kvp_info(fd, &info));
+	ASSERT_EQ(0, kt_info(fd, &info));
 	EXPECT_EQ(MAX_PT, info.out_page_tokens);
 	EXPECT_EQ(MAX_ROW_TOKENS, info.out_row_tokens);
 	EXPECT_EQ(2, info.out_max_batch);
@@ -304,9 +304,9 @@ TEST_F(ctl, create_max_rows)
 		return;
 	}
 	ASSERT_EQ(0, ret);
-	fd = kvp_open_id(id, O_RDWR | O_CLOEXEC);
+	fd = kt_open_id(id, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, kvp_info(fd, &info));
+	ASSERT_EQ(0, kt_info(fd, &info));
 	EXPECT_EQ(MAX_NR_ROWS, info.out_nr_rows);
 	EXPECT_EQ(8192, info.out_max_batch);
 	close(fd);
@@ -315,14 +315,14 @@ TEST_F(ctl, create_max_rows)
 
 TEST_F(ctl, create_unknown_flags)
 {
-	int before = kvp_count_pools();
+	int before = kt_count_pools();
 	__u32 id;
 
 	EXPECT_EQ(EOPNOTSUPP, ctl_create(self, 1u << 1, 16, 1, 4, 16, &id));
 	EXPECT_EQ(EOPNOTSUPP, ctl_create(self, 1u << 31, 16, 1, 4, 16, &id));
 	EXPECT_EQ(EOPNOTSUPP, ctl_create(self, KVPOOL_CREATE_RESERVE_ZERO | 4,
 					 16, 1, 4, 16, &id));
-	EXPECT_EQ(before, kvp_count_pools());
+	EXPECT_EQ(before, kt_count_pools());
 }
 
 TEST_F(ctl, create_reserved_nonzero)
@@ -331,24 +331,24 @@ TEST_F(ctl, create_reserved_nonzero)
 		.size = sizeof(c), .nr_pages = 16, .page_tokens = 1,
 		.nr_rows = 4, .row_tokens = 16, .__reserved = 1,
 	};
-	int before = kvp_count_pools();
+	int before = kt_count_pools();
 
-	EXPECT_EQ(EINVAL, kvp_ioctl(self->ctl, KVPOOL_CTL_CREATE, &c));
+	EXPECT_EQ(EINVAL, kt_ioctl(self->ctl, KVPOOL_CTL_CREATE, &c));
 	c.__reserved = 0x80000000u;
-	EXPECT_EQ(EINVAL, kvp_ioctl(self->ctl, KVPOOL_CTL_CREATE, &c));
-	EXPECT_EQ(before, kvp_count_pools());
+	EXPECT_EQ(EINVAL, kt_ioctl(self->ctl, KVPOOL_CTL_CREATE, &c));
+	EXPECT_EQ(before, kt_count_pools());
 }
 
 TEST_F(ctl, destroy_unknown)
 {
 	__u32 id;
 
-	EXPECT_EQ(ENODEV, kvp_destroy(self->ctl, ~0u));
-	EXPECT_EQ(ENODEV, kvp_destroy(self->ctl, 1000000));
+	EXPECT_EQ(ENODEV, kt_destroy(self->ctl, ~0u));
+	EXPECT_EQ(ENODEV, kt_destroy(self->ctl, 1000000));
 	/* An id that existed a moment ago. */
 	ASSERT_EQ(0, ctl_create(self, 0, 4, 1, 2, 4, &id));
 	ASSERT_EQ(0, ctl_destroy(self, id));
-	EXPECT_EQ(ENODEV, kvp_destroy(self->ctl, id));
+	EXPECT_EQ(ENODEV, kt_destroy(self->ctl, id));
 }
 
 TEST_F(ctl, destroy_bad_args)
@@ -360,14 +360,14 @@ TEST_F(ctl, destroy_bad_args)
 	ASSERT_EQ(0, ctl_create(self, 0, 4, 1, 2, 4, &id));
 	d.pool_id = id;
 	d.flags = 1;
-	EXPECT_EQ(EOPNOTSUPP, kvp_ioctl(self->ctl, KVPOOL_CTL_DESTROY, &d));
+	EXPECT_EQ(EOPNOTSUPP, kt_ioctl(self->ctl, KVPOOL_CTL_DESTROY, &d));
 	d.flags = 1u << 31;
-	EXPECT_EQ(EOPNOTSUPP, kvp_ioctl(self->ctl, KVPOOL_CTL_DESTROY, &d));
+	EXPECT_EQ(EOPNOTSUPP, kt_ioctl(self->ctl, KVPOOL_CTL_DESTROY, &d));
 	d.flags = 0;
 	d.__reserved = 1;
-	EXPECT_EQ(EINVAL, kvp_ioctl(self->ctl, KVPOOL_CTL_DESTROY, &d));
+	EXPECT_EQ(EINVAL, kt_ioctl(self->ctl, KVPOOL_CTL_DESTROY, &d));
 	/* Still there. */
-	fd = kvp_open_id(id, O_RDWR | O_CLOEXEC);
+	fd = kt_open_id(id, O_RDWR | O_CLOEXEC);
 	EXPECT_LE(0, fd);
 	if (fd >= 0)
 		close(fd);
@@ -385,26 +385,26 @@ TEST_F(ctl, destroy_busy)
 
 	ASSERT_EQ(0, ctl_create(self, KVPOOL_CREATE_RESERVE_ZERO, 64, 16, 8, 256,
 				&id));
-	fd = kvp_open_id(id, O_RDWR | O_CLOEXEC);
+	fd = kt_open_id(id, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, kvp_row_alloc(fd, 1, &h, NULL));
-	ASSERT_EQ(0, kvp_extend1(fd, h, 40, pages, 4, NULL));
+	ASSERT_EQ(0, kt_row_alloc(fd, 1, &h, NULL));
+	ASSERT_EQ(0, kt_extend1(fd, h, 40, pages, 4, NULL));
 
-	EXPECT_EQ(EBUSY, kvp_destroy(self->ctl, id));
-	EXPECT_EQ(EBUSY, kvp_destroy(self->ctl, id));
+	EXPECT_EQ(EBUSY, kt_destroy(self->ctl, id));
+	EXPECT_EQ(EBUSY, kt_destroy(self->ctl, id));
 
 	/* The client and its row are intact. */
-	ASSERT_EQ(0, kvp_info(fd, &info));
+	ASSERT_EQ(0, kt_info(fd, &info));
 	EXPECT_EQ(id, info.out_pool_id);
-	ASSERT_EQ(0, kvp_query(fd, h, NULL, 0, &q));
+	ASSERT_EQ(0, kt_query(fd, h, NULL, 0, &q));
 	EXPECT_EQ(40, q.out_allocated_len);
 	EXPECT_EQ(3, q.out_nr_pages);
 
 	/* A second client makes it no less busy; closing one is not enough. */
-	fd2 = kvp_open_id(id, O_RDWR | O_CLOEXEC);
+	fd2 = kt_open_id(id, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd2);
 	close(fd);
-	EXPECT_EQ(EBUSY, kvp_destroy(self->ctl, id));
+	EXPECT_EQ(EBUSY, kt_destroy(self->ctl, id));
 	close(fd2);
 	EXPECT_EQ(0, ctl_destroy(self, id));
 }
@@ -418,9 +418,9 @@ TEST_F(ctl, destroy_busy_inherited_fd)
 	__u32 id;
 
 	ASSERT_EQ(0, ctl_create(self, 0, 16, 1, 4, 16, &id));
-	fd = kvp_open_id(id, O_RDWR | O_CLOEXEC);
+	fd = kt_open_id(id, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, kvp_row_alloc(fd, 1, &h, NULL));
+	ASSERT_EQ(0, kt_row_alloc(fd, 1, &h, NULL));
 	ASSERT_EQ(0, pipe(go));
 	ASSERT_EQ(0, pipe(ready));
 	fflush(NULL);
@@ -430,19 +430,19 @@ TEST_F(ctl, destroy_busy_inherited_fd)
 		close(go[1]);
 		close(ready[0]);
 		close(self->ctl);
-		kvp_child_signal(ready[1], 'r');
-		kvp_pipe_wait(go[0]);
+		kt_child_signal(ready[1], 'r');
+		kt_pipe_wait(go[0]);
 		close(fd);
 		_exit(0);
 	}
 	close(go[0]);
 	close(ready[1]);
 	close(fd);
-	ASSERT_EQ('r', kvp_pipe_wait(ready[0]));
-	EXPECT_EQ(EBUSY, kvp_destroy(self->ctl, id));
+	ASSERT_EQ('r', kt_pipe_wait(ready[0]));
+	EXPECT_EQ(EBUSY, kt_destroy(self->ctl, id));
 	close(go[1]);
 	status = wait_child(pid);
-	EXPECT_TRUE(KVP_CHILD_OK(status));
+	EXPECT_TRUE(KT_CHILD_OK(status));
 	close(ready[0]);
 	EXPECT_EQ(0, ctl_destroy(self, id));
 }
@@ -461,27 +461,27 @@ TEST_F(ctl, pools_independent)
 				&a));
 	ASSERT_EQ(0, ctl_create(self, 0, 32, 16, 4, 256, &b));
 	ASSERT_NE(a, b);
-	fa = kvp_open_id(a, O_RDWR | O_CLOEXEC);
-	fb = kvp_open_id(b, O_RDWR | O_CLOEXEC);
+	fa = kt_open_id(a, O_RDWR | O_CLOEXEC);
+	fb = kt_open_id(b, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fa);
 	ASSERT_LE(0, fb);
-	ASSERT_EQ(0, kvp_info(fa, &ia));
-	ASSERT_EQ(0, kvp_info(fb, &ib));
+	ASSERT_EQ(0, kt_info(fa, &ia));
+	ASSERT_EQ(0, kt_info(fb, &ib));
 	EXPECT_EQ(a, ia.out_pool_id);
 	EXPECT_EQ(b, ib.out_pool_id);
 	EXPECT_EQ(64, ia.out_nr_pages);
 	EXPECT_EQ(32, ib.out_nr_pages);
 	EXPECT_EQ(0, ib.out_create_flags);
 
-	ASSERT_EQ(0, kvp_stats(fa, &a0));
-	ASSERT_EQ(0, kvp_stats(fb, &b0));
-	ASSERT_EQ(0, kvp_row_alloc(fa, 1, &h, NULL));
-	ASSERT_EQ(0, kvp_extend1(fa, h, 8, pages, 8, NULL));
-	ASSERT_EQ(0, kvp_stats(fb, &b1));
-	EXPECT_STREQ("", kvp_stats_diff(&b0, &b1));
+	ASSERT_EQ(0, kt_stats(fa, &a0));
+	ASSERT_EQ(0, kt_stats(fb, &b0));
+	ASSERT_EQ(0, kt_row_alloc(fa, 1, &h, NULL));
+	ASSERT_EQ(0, kt_extend1(fa, h, 8, pages, 8, NULL));
+	ASSERT_EQ(0, kt_stats(fb, &b1));
+	EXPECT_STREQ("", kt_stats_diff(&b0, &b1, KT_ST_USAGE));
 	/* A's handle names nothing in B. */
-	EXPECT_EQ(ENOENT, kvp_query(fb, h, NULL, 0, &q));
-	EXPECT_EQ(ENOENT, kvp_release1(fb, h, NULL));
+	EXPECT_EQ(ENOENT, kt_query(fb, h, NULL, 0, &q));
+	EXPECT_EQ(ENOENT, kt_release1(fb, h, NULL));
 	close(fa);
 	close(fb);
 	EXPECT_EQ(0, ctl_destroy(self, a));
@@ -494,12 +494,12 @@ TEST_F(ctl, device_modes)
 	char path[32];
 	__u32 id;
 
-	ASSERT_EQ(0, stat(KVP_CTL_PATH, &st));
+	ASSERT_EQ(0, stat(KT_CTL_PATH, &st));
 	EXPECT_TRUE(S_ISCHR(st.st_mode));
 	EXPECT_EQ(0600, st.st_mode & 07777);
 	EXPECT_EQ(0, st.st_uid);
 	ASSERT_EQ(0, ctl_create(self, 0, 4, 1, 2, 4, &id));
-	kvp_dev_path(path, sizeof(path), id);
+	kt_dev_path(path, sizeof(path), id);
 	ASSERT_EQ(0, stat(path, &st));
 	EXPECT_TRUE(S_ISCHR(st.st_mode));
 	EXPECT_EQ(0600, st.st_mode & 07777);
@@ -526,7 +526,7 @@ static bool ctl_all_eperm(int c, __u32 id)
 	struct kvpool_tenant_info ti[4];
 	struct kvpool_ctl_tenant_list l = {
 		.size = sizeof(l), .pool_id = id, .count = ARRAY_SIZE(ti),
-		.entry_len = sizeof(ti[0]), .tenants = kvp_ptr(ti),
+		.entry_len = sizeof(ti[0]), .tenants = kt_ptr(ti),
 		.out_nr_tenants = 0xdeadbeef,
 	};
 	struct kvpool_ctl_wmark w = {
@@ -537,21 +537,21 @@ static bool ctl_all_eperm(int c, __u32 id)
 	bool ok = true;
 
 	memset(ti, 0xa5, sizeof(ti));
-	ok &= kvp_create(c, 0, 16, 1, 4, 16, &nid) == EPERM;
-	ok &= nid == 0;	/* kvp_create() passes out_pool_id = 0 */
-	ok &= kvp_destroy(c, id) == EPERM;
-	ok &= kvp_destroy(c, ~0u) == EPERM;
-	ok &= kvp_ioctl(c, KVPOOL_CTL_TENANT_SET, &t) == EPERM;
+	ok &= kt_create(c, 0, 16, 1, 4, 16, &nid) == EPERM;
+	ok &= nid == 0;	/* kt_create() passes out_pool_id = 0 */
+	ok &= kt_destroy(c, id) == EPERM;
+	ok &= kt_destroy(c, ~0u) == EPERM;
+	ok &= kt_ioctl(c, KVPOOL_CTL_TENANT_SET, &t) == EPERM;
 	ok &= t.tenant_id == 0 && t.uid == 4242;
-	ok &= kvp_ioctl(c, KVPOOL_CTL_TENANT_SET, &tid) == EPERM;
-	ok &= kvp_ioctl(c, KVPOOL_CTL_TENANT_LIST, &l) == EPERM;
+	ok &= kt_ioctl(c, KVPOOL_CTL_TENANT_SET, &tid) == EPERM;
+	ok &= kt_ioctl(c, KVPOOL_CTL_TENANT_LIST, &l) == EPERM;
 	ok &= l.out_nr_tenants == 0xdeadbeef;
 	ok &= ((unsigned char *)ti)[0] == 0xa5;
-	ok &= kvp_ioctl(c, KVPOOL_CTL_SET_WMARK, &w) == EPERM;
+	ok &= kt_ioctl(c, KVPOOL_CTL_SET_WMARK, &w) == EPERM;
 	/* Not even a bad struct is looked at. */
-	ok &= kvp_ioctl(c, KVPOOL_CTL_TENANT_SET, NULL) == EPERM;
-	ok &= kvp_ioctl(c, KVPOOL_CTL_TENANT_LIST, NULL) == EPERM;
-	ok &= kvp_ioctl(c, KVPOOL_CTL_SET_WMARK, NULL) == EPERM;
+	ok &= kt_ioctl(c, KVPOOL_CTL_TENANT_SET, NULL) == EPERM;
+	ok &= kt_ioctl(c, KVPOOL_CTL_TENANT_LIST, NULL) == EPERM;
+	ok &= kt_ioctl(c, KVPOOL_CTL_SET_WMARK, NULL) == EPERM;
 	return ok;
 }
 
@@ -567,11 +567,11 @@ static void ctl_pool_state(struct __test_metadata *_metadata, int ctl,
 	struct kvpool_pressure p = { .size = sizeof(p) };
 	int fd;
 
-	ASSERT_EQ(0, kvp_ioctl(ctl, KVPOOL_CTL_TENANT_LIST, &l));
+	ASSERT_EQ(0, kt_ioctl(ctl, KVPOOL_CTL_TENANT_LIST, &l));
 	*nr_tenants = l.out_nr_tenants;
-	fd = kvp_open_id(id, O_RDWR | O_CLOEXEC);
+	fd = kt_open_id(id, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	EXPECT_EQ(0, kvp_ioctl(fd, KVPOOL_PRESSURE, &p));
+	EXPECT_EQ(0, kt_ioctl(fd, KVPOOL_PRESSURE, &p));
 	close(fd);
 	*low = p.out_low_wmark;
 	*high = p.out_high_wmark;
@@ -592,7 +592,7 @@ TEST_F(ctl, eperm_without_cap_sys_admin)
 
 	ASSERT_EQ(0, ctl_create(self, 0, 64, 1, 4, 16, &id));
 	ctl_pool_state(_metadata, self->ctl, id, &nt0, &low0, &high0);
-	before = kvp_count_pools();
+	before = kt_count_pools();
 	fflush(NULL);
 	pid = fork();
 	ASSERT_LE(0, pid);
@@ -603,24 +603,24 @@ TEST_F(ctl, eperm_without_cap_sys_admin)
 
 		CHILD_CHECK(drop_cap_sys_admin() == 0);
 		/* The inherited control fd: the op is checked, not the open. */
-		CHILD_CHECK(kvp_create(self->ctl, 0, 16, 1, 4, 16, &nid) == EPERM);
-		CHILD_CHECK(kvp_destroy(self->ctl, id) == EPERM);
+		CHILD_CHECK(kt_create(self->ctl, 0, 16, 1, 4, 16, &nid) == EPERM);
+		CHILD_CHECK(kt_destroy(self->ctl, id) == EPERM);
 		CHILD_CHECK(ctl_all_eperm(self->ctl, id));
-		c = kvp_ctl_open();
+		c = kt_ctl_open();
 		CHILD_CHECK(c >= 0);
-		CHILD_CHECK(kvp_create(c, 0, 16, 1, 4, 16, &nid) == EPERM);
-		CHILD_CHECK(kvp_destroy(c, id) == EPERM);
-		CHILD_CHECK(kvp_destroy(c, ~0u) == EPERM);
+		CHILD_CHECK(kt_create(c, 0, 16, 1, 4, 16, &nid) == EPERM);
+		CHILD_CHECK(kt_destroy(c, id) == EPERM);
+		CHILD_CHECK(kt_destroy(c, ~0u) == EPERM);
 		CHILD_CHECK(ctl_all_eperm(c, id));
-		p = kvp_open_id(id, O_RDWR | O_CLOEXEC);
+		p = kt_open_id(id, O_RDWR | O_CLOEXEC);
 		CHILD_CHECK(p >= 0);
-		CHILD_CHECK(kvp_info(p, &info) == 0);
+		CHILD_CHECK(kt_info(p, &info) == 0);
 		CHILD_CHECK(info.out_pool_id == id);
 		_exit(0);
 	}
 	status = wait_child(pid);
-	EXPECT_TRUE(KVP_CHILD_OK(status)) TH_LOG("child status %#x", status);
-	EXPECT_EQ(before, kvp_count_pools());
+	EXPECT_TRUE(KT_CHILD_OK(status)) TH_LOG("child status %#x", status);
+	EXPECT_EQ(before, kt_count_pools());
 	/* No tenant was made or set, the watermarks are as they were. */
 	ctl_pool_state(_metadata, self->ctl, id, &nt1, &low1, &high1);
 	EXPECT_EQ(nt0, nt1);
@@ -649,27 +649,27 @@ TEST_F(ctl, enotty_without_cap_sys_admin)
 		int c;
 
 		CHILD_CHECK(drop_cap_sys_admin() == 0);
-		c = kvp_ctl_open();
+		c = kt_ctl_open();
 		CHILD_CHECK(c >= 0);
 		*(__u32 *)buf = 64;
 		/*
 		 * 0x20..0x24 are control ops; 0x25 is the first unknown, 0x1f
 		 * a pool op number kept for later.
 		 */
-		CHILD_CHECK(kvp_ioctl(c, _IO(KVPOOL_TYPE,
-					     KVPOOL_CMD_CTL_SET_WMARK + 1),
+		CHILD_CHECK(kt_ioctl(c, _IO(KVPOOL_TYPE,
+					    KVPOOL_CMD_CTL_SET_WMARK + 1),
 				      buf) == ENOTTY);
-		CHILD_CHECK(kvp_ioctl(c, _IO(KVPOOL_TYPE, 0x1f), buf) ==
+		CHILD_CHECK(kt_ioctl(c, _IO(KVPOOL_TYPE, 0x1f), buf) ==
 			    ENOTTY);
-		CHILD_CHECK(kvp_ioctl(c, _IO(KVPOOL_TYPE, 0x2f), buf) ==
+		CHILD_CHECK(kt_ioctl(c, _IO(KVPOOL_TYPE, 0x2f), buf) ==
 			    ENOTTY);
 		/* The development series' CTL_CREATE: type 0xb7, 0xa0. */
-		CHILD_CHECK(kvp_ioctl(c, _IO(0xb7, 0xa0), buf) == ENOTTY);
-		CHILD_CHECK(kvp_info(c, &info) == ENOTTY);
+		CHILD_CHECK(kt_ioctl(c, _IO(0xb7, 0xa0), buf) == ENOTTY);
+		CHILD_CHECK(kt_info(c, &info) == ENOTTY);
 		_exit(0);
 	}
 	status = wait_child(pid);
-	EXPECT_TRUE(KVP_CHILD_OK(status)) TH_LOG("child status %#x", status);
+	EXPECT_TRUE(KT_CHILD_OK(status)) TH_LOG("child status %#x", status);
 }
 
 /*
@@ -684,7 +684,7 @@ TEST_F(ctl, nobody)
 	pid_t pid;
 
 	ASSERT_EQ(0, ctl_create(self, 0, 16, 1, 4, 16, &id));
-	pfd = kvp_open_id(id, O_RDWR | O_CLOEXEC);
+	pfd = kt_open_id(id, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, pfd);
 	fflush(NULL);
 	pid = fork();
@@ -694,18 +694,18 @@ TEST_F(ctl, nobody)
 		__u32 nid;
 
 		CHILD_CHECK(become_nobody() == 0);
-		CHILD_CHECK(kvp_ctl_open() == -1 && errno == EACCES);
-		CHILD_CHECK(kvp_open_id(id, O_RDWR | O_CLOEXEC) == -1 &&
+		CHILD_CHECK(kt_ctl_open() == -1 && errno == EACCES);
+		CHILD_CHECK(kt_open_id(id, O_RDWR | O_CLOEXEC) == -1 &&
 			    errno == EACCES);
-		CHILD_CHECK(kvp_create(self->ctl, 0, 16, 1, 4, 16, &nid) == EPERM);
-		CHILD_CHECK(kvp_destroy(self->ctl, id) == EPERM);
+		CHILD_CHECK(kt_create(self->ctl, 0, 16, 1, 4, 16, &nid) == EPERM);
+		CHILD_CHECK(kt_destroy(self->ctl, id) == EPERM);
 		CHILD_CHECK(ctl_all_eperm(self->ctl, id));
-		CHILD_CHECK(kvp_row_alloc(pfd, 1, &h, NULL) == 0);
-		CHILD_CHECK(kvp_release1(pfd, h, NULL) == 0);
+		CHILD_CHECK(kt_row_alloc(pfd, 1, &h, NULL) == 0);
+		CHILD_CHECK(kt_release1(pfd, h, NULL) == 0);
 		_exit(0);
 	}
 	status = wait_child(pid);
-	EXPECT_TRUE(KVP_CHILD_OK(status)) TH_LOG("child status %#x", status);
+	EXPECT_TRUE(KT_CHILD_OK(status)) TH_LOG("child status %#x", status);
 	close(pfd);
 	EXPECT_EQ(0, ctl_destroy(self, id));
 }
@@ -724,29 +724,29 @@ TEST_F(ctl, wrong_device_enotty)
 	__u32 id;
 	int fd, before;
 
-	EXPECT_EQ(ENOTTY, kvp_info(self->ctl, &info));
-	EXPECT_EQ(ENOTTY, kvp_stats(self->ctl, &st));
+	EXPECT_EQ(ENOTTY, kt_info(self->ctl, &info));
+	EXPECT_EQ(ENOTTY, kt_stats(self->ctl, &st));
 	*(__u32 *)buf = 64;
 	/* 0x20..0x24 are control ops; 0x25 is the first unknown. */
-	EXPECT_EQ(ENOTTY, kvp_ioctl(self->ctl, _IO(KVPOOL_TYPE,
+	EXPECT_EQ(ENOTTY, kt_ioctl(self->ctl, _IO(KVPOOL_TYPE,
 						  KVPOOL_CMD_CTL_SET_WMARK + 1),
 				    buf));
-	EXPECT_EQ(ENOTTY, kvp_ioctl(self->ctl, _IO(KVPOOL_TYPE, 0x1f), buf));
-	EXPECT_EQ(ENOTTY, kvp_ioctl(self->ctl, _IO(KVPOOL_TYPE, 0x2f), buf));
-	EXPECT_EQ(ENOTTY, kvp_ioctl(self->ctl, _IO(KVPOOL_TYPE, 0x3f), buf));
-	EXPECT_EQ(ENOTTY, kvp_ioctl(self->ctl, _IO(0xb7, 0xa0), buf));
-	EXPECT_EQ(ENOTTY, kvp_ioctl(self->ctl,
-				    _IOWR(KVPOOL_TYPE, KVPOOL_CMD_CTL_CREATE,
-					  struct kvpool_ctl_create), &c));
+	EXPECT_EQ(ENOTTY, kt_ioctl(self->ctl, _IO(KVPOOL_TYPE, 0x1f), buf));
+	EXPECT_EQ(ENOTTY, kt_ioctl(self->ctl, _IO(KVPOOL_TYPE, 0x2f), buf));
+	EXPECT_EQ(ENOTTY, kt_ioctl(self->ctl, _IO(KVPOOL_TYPE, 0x3f), buf));
+	EXPECT_EQ(ENOTTY, kt_ioctl(self->ctl, _IO(0xb7, 0xa0), buf));
+	EXPECT_EQ(ENOTTY, kt_ioctl(self->ctl,
+				   _IOWR(KVPOOL_TYPE, KVPOOL_CMD_CTL_CREATE,
+					 struct kvpool_ctl_create), &c));
 
 	ASSERT_EQ(0, ctl_create(self, 0, 4, 1, 2, 4, &id));
-	fd = kvp_open_id(id, O_RDWR | O_CLOEXEC);
+	fd = kt_open_id(id, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	before = kvp_count_pools();
-	EXPECT_EQ(ENOTTY, kvp_ioctl(fd, KVPOOL_CTL_CREATE, &c));
+	before = kt_count_pools();
+	EXPECT_EQ(ENOTTY, kt_ioctl(fd, KVPOOL_CTL_CREATE, &c));
 	d.pool_id = id;
-	EXPECT_EQ(ENOTTY, kvp_ioctl(fd, KVPOOL_CTL_DESTROY, &d));
-	EXPECT_EQ(before, kvp_count_pools());
+	EXPECT_EQ(ENOTTY, kt_ioctl(fd, KVPOOL_CTL_DESTROY, &d));
+	EXPECT_EQ(before, kt_count_pools());
 	close(fd);
 }
 
@@ -761,9 +761,9 @@ TEST_F(ctl, ids_distinct)
 		int fd;
 
 		ASSERT_EQ(0, ctl_create(self, 0, 4 + i, 1, 2, 4, &ids[i]));
-		fd = kvp_open_id(ids[i], O_RDWR | O_CLOEXEC);
+		fd = kt_open_id(ids[i], O_RDWR | O_CLOEXEC);
 		ASSERT_LE(0, fd);
-		ASSERT_EQ(0, kvp_info(fd, &info));
+		ASSERT_EQ(0, kt_info(fd, &info));
 		EXPECT_EQ(ids[i], info.out_pool_id);
 		EXPECT_EQ(4 + i, info.out_nr_pages);
 		close(fd);
@@ -813,11 +813,11 @@ TEST_F(ctl, create_readonly_struct)
 	struct kvpool_info info;
 	int fd;
 
-	pools0 = kvp_count_pools();
+	pools0 = kt_count_pools();
 	devs0 = dev_pools(map0, sizeof(map0));
 	ASSERT_LE(0, pools0);
 	ASSERT_LE(0, devs0);
-	ro = mmap(NULL, KVP_PAGE_SIZE, PROT_READ | PROT_WRITE,
+	ro = mmap(NULL, KT_PAGE_SIZE, PROT_READ | PROT_WRITE,
 		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, ro);
 	memset(ro, 0, sizeof(*ro));
@@ -828,11 +828,11 @@ TEST_F(ctl, create_readonly_struct)
 	ro->nr_rows = 8;
 	ro->row_tokens = 256;
 	ro->out_pool_id = 0xdeadbeef;
-	ASSERT_EQ(0, mprotect(ro, KVP_PAGE_SIZE, PROT_READ));
+	ASSERT_EQ(0, mprotect(ro, KT_PAGE_SIZE, PROT_READ));
 
 	for (i = 0; i < 3; i++) {
-		EXPECT_EQ(EFAULT, kvp_ioctl(self->ctl, KVPOOL_CTL_CREATE, ro));
-		EXPECT_EQ(pools0, kvp_count_pools());
+		EXPECT_EQ(EFAULT, kt_ioctl(self->ctl, KVPOOL_CTL_CREATE, ro));
+		EXPECT_EQ(pools0, kt_count_pools());
 		EXPECT_EQ(devs0, dev_pools(map1, sizeof(map1)));
 		EXPECT_EQ(0, memcmp(map0, map1, sizeof(map0)))
 			TH_LOG("a /dev/kvpoolN came and stayed");
@@ -840,24 +840,24 @@ TEST_F(ctl, create_readonly_struct)
 	EXPECT_EQ(0xdeadbeef, ro->out_pool_id);
 
 	memcpy(&copy, ro, sizeof(copy));
-	ASSERT_EQ(0, kvp_ioctl(self->ctl, KVPOOL_CTL_CREATE, &copy));
+	ASSERT_EQ(0, kt_ioctl(self->ctl, KVPOOL_CTL_CREATE, &copy));
 	ASSERT_GT(ARRAY_SIZE(self->ids), self->nids);
 	self->ids[self->nids++] = copy.out_pool_id;
-	EXPECT_EQ(pools0 + 1, kvp_count_pools());
+	EXPECT_EQ(pools0 + 1, kt_count_pools());
 	EXPECT_EQ(0, map0[copy.out_pool_id]);
-	fd = kvp_open_id(copy.out_pool_id, O_RDWR | O_CLOEXEC);
+	fd = kt_open_id(copy.out_pool_id, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, kvp_info(fd, &info));
+	ASSERT_EQ(0, kt_info(fd, &info));
 	EXPECT_EQ(copy.out_pool_id, info.out_pool_id);
 	EXPECT_EQ(64, info.out_nr_pages);
 	close(fd);
-	munmap(ro, KVP_PAGE_SIZE);
+	munmap(ro, KT_PAGE_SIZE);
 }
 
 /* At most 64 pools (design.md); the 65th create is ENOSPC (header). */
 TEST_F(ctl, pool_limit)
 {
-	int existing = kvp_count_pools(), made = 0, ret = 0, i;
+	int existing = kt_count_pools(), made = 0, ret = 0, i;
 	__u32 id;
 
 	ASSERT_LE(0, existing);
@@ -871,7 +871,7 @@ TEST_F(ctl, pool_limit)
 	EXPECT_EQ(MAX_POOLS, existing + made)
 		TH_LOG("%d pools existed, %d made", existing, made);
 	EXPECT_EQ(ENOSPC, ret);
-	EXPECT_EQ(MAX_POOLS, kvp_count_pools());
+	EXPECT_EQ(MAX_POOLS, kt_count_pools());
 	/* Destroying one makes room for one. */
 	if (made) {
 		ASSERT_EQ(0, ctl_destroy(self, self->ids[self->nids - 1]));
@@ -902,10 +902,10 @@ TEST_F_TIMEOUT(ctl, create_max_pages, 120)
 	EXPECT_TRUE(ret == 0 || ret == ENOMEM);
 	if (!ret) {
 		struct kvpool_stats st;
-		int fd = kvp_open_id(id, O_RDWR | O_CLOEXEC);
+		int fd = kt_open_id(id, O_RDWR | O_CLOEXEC);
 
 		ASSERT_LE(0, fd);
-		ASSERT_EQ(0, kvp_stats(fd, &st));
+		ASSERT_EQ(0, kt_stats(fd, &st));
 		EXPECT_EQ(MAX_NR_PAGES - 1, st.out_free_pages);
 		close(fd);
 		EXPECT_EQ(0, ctl_destroy(self, id));

@@ -39,7 +39,7 @@
  *
  * Copyright (C) 2026 The kvpool authors
  */
-#include "kvpool_util.h"
+#include "kvptest.h"
 
 #include <poll.h>
 #include <sys/prctl.h>
@@ -199,9 +199,9 @@ static __u64 ex_bad_ptr(size_t len)
 	case 2:
 		return 0xffff888000000000ULL;	/* kernel address */
 	case 3:
-		return kvp_ptr(ex_w.edge);	/* unmapped */
+		return kt_ptr(ex_w.edge);	/* unmapped */
 	default:	/* starts readable, runs into the PROT_NONE page */
-		return kvp_ptr(ex_w.edge - (len > 8 ? len / 2 : 4));
+		return kt_ptr(ex_w.edge - (len > 8 ? len / 2 : 4));
 	}
 }
 
@@ -210,7 +210,7 @@ static __u64 ex_arr_ptr(void *good, size_t len)
 {
 	if (len && ex_chance(3))
 		return ex_bad_ptr(len);
-	return kvp_ptr(good);
+	return kt_ptr(good);
 }
 
 static bool ex_errno_ok(int err, bool planted, unsigned long cmd)
@@ -295,7 +295,7 @@ static int ex_ioctl(int fd, unsigned long cmd, void *st, size_t len, size_t v1)
 		mode = M_RO;	/* readable, not writable: no write-back */
 	if (mode == M_V1 && v1 >= len)
 		mode = M_EXACT;
-	memset(buf, 0, 2 * KVP_PAGE_SIZE);
+	memset(buf, 0, 2 * KT_PAGE_SIZE);
 	memcpy(buf, st, len);
 	switch (mode) {
 	case M_V1:
@@ -306,13 +306,13 @@ static int ex_ioctl(int fd, unsigned long cmd, void *st, size_t len, size_t v1)
 		break;
 	case M_LONG0:
 	case M_LONGX:
-		tail = 1 + ex_below(KVP_PAGE_SIZE - len);
+		tail = 1 + ex_below(KT_PAGE_SIZE - len);
 		size = len + tail;
 		if (mode == M_LONGX)
 			buf[len + ex_below(tail)] = 1 + ex_below(255);
 		break;
 	case M_HUGE:
-		size = ex_chance(50) ? KVP_PAGE_SIZE + 1 + ex_below(64) :
+		size = ex_chance(50) ? KT_PAGE_SIZE + 1 + ex_below(64) :
 		       0xffffffffu - ex_below(16);
 		break;
 	case M_BADPTR:
@@ -321,7 +321,7 @@ static int ex_ioctl(int fd, unsigned long cmd, void *st, size_t len, size_t v1)
 		break;
 	}
 	memcpy(buf, &size, sizeof(size));
-	save = ex_w.arg + 2 * KVP_PAGE_SIZE - 512;	/* copy of the head */
+	save = ex_w.arg + 2 * KT_PAGE_SIZE - 512;	/* copy of the head */
 	memcpy(save, buf, len < 512 ? len : 512);
 
 	if (mode == M_RO) {
@@ -331,11 +331,11 @@ static int ex_ioctl(int fd, unsigned long cmd, void *st, size_t len, size_t v1)
 		if (low >= 0)
 			close(low);
 		memcpy(ex_w.ro, buf, len);
-		if (mprotect(ex_w.ro, KVP_PAGE_SIZE, PROT_READ))
+		if (mprotect(ex_w.ro, KT_PAGE_SIZE, PROT_READ))
 			ex_fail("mprotect: %s", strerror(errno));
 		ret = ioctl(fd, cmd, ex_w.ro);
 		err = ret < 0 ? errno : 0;
-		mprotect(ex_w.ro, KVP_PAGE_SIZE, PROT_READ | PROT_WRITE);
+		mprotect(ex_w.ro, KT_PAGE_SIZE, PROT_READ | PROT_WRITE);
 		/* EXPORT could not say which fd: it must not install one. */
 		if (cmd == KVPOOL_EXPORT && low >= 0 && fcntl(low, F_GETFD) >= 0)
 			ex_fail("EXPORT with a read-only struct (%s) installed fd %d",
@@ -344,7 +344,7 @@ static int ex_ioctl(int fd, unsigned long cmd, void *st, size_t len, size_t v1)
 	} else if (mode == M_BADPTR) {
 		__u64 p = ex_bad_ptr(len);
 
-		if (p == kvp_ptr(ex_w.edge - (len > 8 ? len / 2 : 4)))
+		if (p == kt_ptr(ex_w.edge - (len > 8 ? len / 2 : 4)))
 			memcpy((void *)(uintptr_t)p, &size, sizeof(size));
 		ret = ioctl(fd, cmd, (void *)(uintptr_t)p);
 	} else {
@@ -552,7 +552,7 @@ static __u32 ex_pick_elen(__u32 known)
 		return 0;
 	if (v < 995)
 		return ex_below(known);
-	return KVP_PAGE_SIZE + 1 + ex_below(1u << 20);
+	return KT_PAGE_SIZE + 1 + ex_below(1u << 20);
 }
 
 static __u64 ex_pick_session(struct ex_client *c, int *si)
@@ -830,7 +830,7 @@ static void op_query(struct ex_client *c, bool by_slot)
 	if (q.out_committed_len > q.out_allocated_len ||
 	    q.out_allocated_len > EX_ROW_TOKENS ||
 	    q.out_protected_len > q.out_committed_len ||
-	    q.out_nr_pages != kvp_div_up(q.out_allocated_len, EX_PT) ||
+	    q.out_nr_pages != kt_div_up(q.out_allocated_len, EX_PT) ||
 	    q.out_state != (by_slot ? KVPOOL_ROW_SLOT : KVPOOL_ROW_HELD))
 		ex_fail("ROW_QUERY: state %u nr %u alloc %u committed %u protected %u",
 			q.out_state, q.out_nr_pages, q.out_allocated_len,
@@ -854,8 +854,8 @@ static void ex_learn_cache(struct ex_client *c, struct kvpool_handle h)
 	q.handle = h;
 	q.pages_cap = EX_ARR;
 	q.page_entry_len = sizeof(__u32);
-	q.pages = kvp_ptr(ex_w.arr2);
-	if (kvp_ioctl(c->fd, KVPOOL_ROW_QUERY, &q))
+	q.pages = kt_ptr(ex_w.arr2);
+	if (kt_ioctl(c->fd, KVPOOL_ROW_QUERY, &q))
 		return;
 	n = q.out_protected_len / EX_PT;
 	for (i = 0; i < n && c->ncache < EX_CCACHE; i++) {
@@ -935,7 +935,7 @@ static void op_stats(struct ex_client *c)
 		memset(&s, 0, sizeof(s));
 		s.size = EX_STATS_DRAFT_SIZE;
 		s.out_free_pages = 0xa5a5a5a5;
-		err = kvp_ioctl(c->fd, KVPOOL_STATS, &s);
+		err = kt_ioctl(c->fd, KVPOOL_STATS, &s);
 		if (err != EINVAL || s.out_free_pages != 0xa5a5a5a5)
 			ex_fail("STATS at %zu bytes: %s, free %#x",
 				(size_t)EX_STATS_DRAFT_SIZE, strerror(err),
@@ -1137,9 +1137,9 @@ static void op_ctl(void)
 	struct kvpool_ctl_destroy de = { 0 };
 
 	if (ex_w.ctl < 0)
-		ex_w.ctl = kvp_ctl_open();
+		ex_w.ctl = kt_ctl_open();
 	if (ex_w.ctl < 0)
-		ex_fail("open " KVP_CTL_PATH ": %s", strerror(errno));
+		ex_fail("open " KT_CTL_PATH ": %s", strerror(errno));
 	switch (ex_below(4)) {
 	case 0:	/* no pages: EINVAL whatever else */
 		cr.flags = ex_pick_flags(KVPOOL_CREATE_RESERVE_ZERO);
@@ -1282,7 +1282,7 @@ static void op_files(void)
 
 	if (v < 30) {			/* a new client of our own */
 		if (ex_w.ncl < EX_CLIENTS) {
-			fd = kvp_open_id(ex_pool_id, O_RDWR | O_CLOEXEC);
+			fd = kt_open_id(ex_pool_id, O_RDWR | O_CLOEXEC);
 			if (fd < 0)
 				ex_fail("open /dev/kvpool%u: %s", ex_pool_id,
 					strerror(errno));
@@ -1415,15 +1415,15 @@ static void ex_worker_main(int sock, int inherited, __u64 seed)
 	ex_w.sock = sock;
 	ex_w.ctl = -1;
 	ex_rng = seed | 1;
-	m = mmap(NULL, 4 * KVP_PAGE_SIZE + 2 * EX_ARR * 4,
+	m = mmap(NULL, 4 * KT_PAGE_SIZE + 2 * EX_ARR * 4,
 		 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (m == MAP_FAILED || mprotect(m + 2 * KVP_PAGE_SIZE, KVP_PAGE_SIZE,
+	if (m == MAP_FAILED || mprotect(m + 2 * KT_PAGE_SIZE, KT_PAGE_SIZE,
 					PROT_NONE))
 		ex_fail("mmap: %s", strerror(errno));
 	ex_w.arg = m;
-	ex_w.edge = m + 2 * KVP_PAGE_SIZE;
-	ex_w.ro = m + 3 * KVP_PAGE_SIZE;
-	ex_w.arr = (__u32 *)(m + 4 * KVP_PAGE_SIZE);
+	ex_w.edge = m + 2 * KT_PAGE_SIZE;
+	ex_w.ro = m + 3 * KT_PAGE_SIZE;
+	ex_w.arr = (__u32 *)(m + 4 * KT_PAGE_SIZE);
 	ex_w.arr2 = ex_w.arr + EX_ARR;
 
 	if (inherited >= 0)
@@ -1436,7 +1436,7 @@ static void ex_worker_main(int sock, int inherited, __u64 seed)
 		}
 	}
 	if (!ex_w.ncl) {
-		fd = kvp_open_id(ex_pool_id, O_RDWR | O_CLOEXEC);
+		fd = kt_open_id(ex_pool_id, O_RDWR | O_CLOEXEC);
 		if (fd < 0)
 			ex_fail("open: %s", strerror(errno));
 		ex_add_client(fd);
@@ -1459,7 +1459,7 @@ struct ex_slot {
 };
 
 FIXTURE(exerciser) {
-	struct kvp_pool pool;
+	struct kt_pool pool;
 	int fd;			/* the observer */
 	struct ex_slot w[EX_WORKERS];
 	int held[EX_PARENT_FDS];	/* fds passed up, to hand on */
@@ -1469,9 +1469,9 @@ FIXTURE(exerciser) {
 
 FIXTURE_SETUP(exerciser)
 {
-	kvp_pool_init(_metadata, &self->pool, KVPOOL_CREATE_RESERVE_ZERO,
-		      EX_PAGES, EX_PT, EX_ROWS, EX_ROW_TOKENS);
-	self->fd = kvp_pool_open(_metadata, &self->pool);
+	kt_pool_init(_metadata, &self->pool, KVPOOL_CREATE_RESERVE_ZERO,
+		     EX_PAGES, EX_PT, EX_ROWS, EX_ROW_TOKENS);
+	self->fd = kt_pool_open(_metadata, &self->pool);
 	ex_pool_id = self->pool.id;
 	ex_max_batch = self->pool.max_batch;
 	ex_sh = mmap(NULL, sizeof(*ex_sh), PROT_READ | PROT_WRITE,
@@ -1483,7 +1483,7 @@ FIXTURE_SETUP(exerciser)
 FIXTURE_TEARDOWN(exerciser)
 {
 	/* Verify, close, check a fresh client sees it whole, destroy. */
-	kvp_pool_fini(_metadata, &self->pool);
+	kt_pool_fini(_metadata, &self->pool);
 }
 
 static __u64 ex_seed(void)
@@ -1503,11 +1503,11 @@ static void ex_spawn(FIXTURE_DATA(exerciser) *self, int slot, __u64 seed)
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
 		return;
 	if (kind == 1) {		/* a client the child inherits */
-		inherited = kvp_open_id(ex_pool_id, O_RDWR | O_CLOEXEC);
+		inherited = kt_open_id(ex_pool_id, O_RDWR | O_CLOEXEC);
 		ex_count(C_SPAWN_FORKFD, 1);
 	} else if (kind == 2) {		/* clients sent over the socket */
 		for (i = 0; i < 1 + (int)ex_below(2); i++) {
-			fd = kvp_open_id(ex_pool_id, O_RDWR | O_CLOEXEC);
+			fd = kt_open_id(ex_pool_id, O_RDWR | O_CLOEXEC);
 			if (fd >= 0 && !ex_send_fd(sv[0], fd))
 				ex_count(C_FD_DOWN, 1);
 			if (fd >= 0)
@@ -1608,7 +1608,7 @@ static void ex_tenant(struct __test_metadata *_metadata,
 			t.min_pages = t.max_pages;
 		t.max_rows = ex_chance(50) ? 0 : 8 + ex_below(EX_ROWS);
 	}
-	ret = kvp_ioctl(self->pool.ctl, KVPOOL_CTL_TENANT_SET, &t);
+	ret = kt_ioctl(self->pool.ctl, KVPOOL_CTL_TENANT_SET, &t);
 	EXPECT_EQ(0, ret) TH_LOG("CTL_TENANT_SET: %s", strerror(ret));
 	ex_count(C_TENANT_SETS, 1);
 	wm.pool_id = self->pool.id;
@@ -1619,7 +1619,7 @@ static void ex_tenant(struct __test_metadata *_metadata,
 		wm.low_wmark = ex_below(EX_PAGES / 2);
 		wm.high_wmark = wm.low_wmark + ex_below(EX_PAGES / 2);
 	}
-	ret = kvp_ioctl(self->pool.ctl, KVPOOL_CTL_SET_WMARK, &wm);
+	ret = kt_ioctl(self->pool.ctl, KVPOOL_CTL_SET_WMARK, &wm);
 	EXPECT_EQ(0, ret) TH_LOG("CTL_SET_WMARK: %s", strerror(ret));
 #else
 	(void)_metadata;
@@ -1646,7 +1646,7 @@ TEST_F_TIMEOUT(exerciser, storm, 240)
 	ex_rng = seed | 1;
 	ex_deadline_ns = t0 + secs * 1000000000ULL;
 	ASSERT_EQ(0, prctl(PR_SET_CHILD_SUBREAPER, 1));
-	ASSERT_EQ(0, kvp_stats(self->fd, &st));
+	ASSERT_EQ(0, kt_stats(self->fd, &st));
 	self->tenant_id = st.out_tenant_id;
 	for (i = 0; i < EX_WORKERS; i++)
 		self->w[i].sock = -1;
@@ -1684,7 +1684,7 @@ TEST_F_TIMEOUT(exerciser, storm, 240)
 		} else if (pick < 48) {
 			ex_tenant(_metadata, self, false);
 		} else if (pick < 58) {
-			ASSERT_EQ(0, kvp_verify(self->fd, &v));
+			ASSERT_EQ(0, kt_verify(self->fd, &v));
 			EXPECT_EQ(0, v.out_violations)
 				TH_LOG("VERIFY during the storm: %u violations (dmesg)",
 				       v.out_violations);
@@ -1708,7 +1708,7 @@ TEST_F_TIMEOUT(exerciser, storm, 240)
 
 	/* Everything anyone held is back; the observer is the one client. */
 	for (tries = 0; tries < 30; tries++) {
-		ASSERT_EQ(0, kvp_stats(self->fd, &st));
+		ASSERT_EQ(0, kt_stats(self->fd, &st));
 		if (st.out_free_pages == self->pool.usable_pages &&
 		    st.out_free_rows == self->pool.usable_rows &&
 		    st.out_nr_clients == 1)
@@ -1717,10 +1717,10 @@ TEST_F_TIMEOUT(exerciser, storm, 240)
 	}
 	if (tries)
 		printf("# note: the pool took %d00 ms to come back whole\n", tries);
-	kvp_expect_pool_full(_metadata, &self->pool, self->fd, 1);
+	kt_expect_pool_full(_metadata, &self->pool, self->fd, 1);
 	EXPECT_EQ(0, st.out_export_rows);
 	EXPECT_EQ(0, st.out_export_pages);
-	ASSERT_EQ(0, kvp_verify(self->fd, &v));
+	ASSERT_EQ(0, kt_verify(self->fd, &v));
 	EXPECT_EQ(0, v.out_violations);
 
 	printf("# seed %llu: %lu parent iterations in %.1f s\n",

@@ -6,7 +6,7 @@
  * ("anon_inode:[kvpool-row]") that belongs to no client and no tenant;
  * IMPORT takes it, once, into any client of the same pool, under that
  * client's tenant limits, with the next generation. Files travel between
- * processes with SCM_RIGHTS (the agents of kvpool_tenant_util.h, of other
+ * processes with SCM_RIGHTS (the agents of kvptest_agent.h, of other
  * uids, so other tenants): the pages and lengths arrive unchanged, and a
  * row survives its sender's SIGKILL in the file, in flight or received.
  * An export file closed unimported gives the row back; while one lives
@@ -17,7 +17,7 @@
  *
  * Copyright (C) 2026 The kvpool authors
  */
-#include "kvpool_tenant_util.h"
+#include "kvptest_tenant.h"
 
 #include <pthread.h>
 #include <sys/mman.h>
@@ -34,25 +34,25 @@
 #define UID_R		1002	/* receiver */
 
 FIXTURE(export) {
-	struct kvp_tenv e;
+	struct kt_tenv e;
 };
 
 FIXTURE_SETUP(export)
 {
-	kvp_tenv_init(_metadata, &self->e, KVPOOL_CREATE_RESERVE_ZERO,
-		      NR_PAGES, PT, NR_ROWS, ROW_TOKENS, 0);
+	kt_tenv_init(_metadata, &self->e, KVPOOL_CREATE_RESERVE_ZERO,
+		     NR_PAGES, PT, NR_ROWS, ROW_TOKENS, 0);
 }
 
 FIXTURE_TEARDOWN(export)
 {
-	kvp_tenv_fini(_metadata, &self->e);
+	kt_tenv_fini(_metadata, &self->e);
 }
 
 static __u64 sysfs_val(__u32 id, const char *name)
 {
 	__u64 v = ~0ull;
 
-	if (kvp_sysfs_u64(id, name, &v))
+	if (kt_sysfs_u64(id, name, &v))
 		return ~0ull;
 	return v;
 }
@@ -63,16 +63,16 @@ static struct kvpool_handle local_row(struct __test_metadata *_metadata,
 {
 	struct kvpool_handle h = { 0, 0 };
 
-	EXPECT_EQ(0, kvp_row_alloc(fd, 1, &h, NULL));
+	EXPECT_EQ(0, kt_row_alloc(fd, 1, &h, NULL));
 	if (len)
-		EXPECT_EQ(0, kvp_grow(fd, h, len));
+		EXPECT_EQ(0, kt_grow(fd, h, len));
 	if (committed)
-		EXPECT_EQ(0, kvp_commit1(fd, h, committed));
+		EXPECT_EQ(0, kt_commit1(fd, h, committed));
 	return h;
 }
 
 /* STATS of the test's client, which must work. */
-#define STATS(fd, s) ASSERT_EQ(0, kvp_stats((fd), (s)))
+#define STATS(fd, s) ASSERT_EQ(0, kt_stats((fd), (s)))
 
 /* Wait up to 2 s for the pool's export_rows to be @want. */
 static __u32 wait_export_rows(int fd, __u32 want)
@@ -81,11 +81,11 @@ static __u32 wait_export_rows(int fd, __u32 want)
 	int i;
 
 	for (i = 0; i < 200; i++) {
-		if (kvp_stats(fd, &s))
+		if (kt_stats(fd, &s))
 			return ~0u;
 		if (s.out_export_rows == want)
 			break;
-		kvp_sleep_ms(10);
+		kt_sleep_ms(10);
 	}
 	return s.out_export_rows;
 }
@@ -98,20 +98,20 @@ static __u32 wait_export_rows(int fd, __u32 want)
  */
 TEST_F(export, across_processes)
 {
-	struct kvp_tenv *e = &self->e;
-	struct kvp_row_snap *before, *after;
+	struct kt_tenv *e = &self->e;
+	struct kt_row_snap *before, *after;
 	struct kvpool_stats st, ss, sr;
 	struct kvpool_row_query q;
 	struct kvpool_handle h, nh;
-	struct kvp_agent *s, *r;
+	struct kt_agent *s, *r;
 	__u32 nr = 0, nr2 = 0, pages[4];
 	int xfd = -1, fl = -1;
 
 	before = calloc(2, sizeof(*before));
 	ASSERT_NE(NULL, before);
 	after = before + 1;
-	s = kvp_tenv_client(_metadata, e, 0, -1, UID_S);
-	r = kvp_tenv_client(_metadata, e, 1, -1, UID_R);
+	s = kt_tenv_client(_metadata, e, 0, -1, UID_S);
+	r = kt_tenv_client(_metadata, e, 1, -1, UID_R);
 	ASSERT_EQ(0, ag_alloc1(s, 0, &h));
 	ASSERT_EQ(0, ag_grow(s, 0, h, 37));	/* 10 pages */
 	ASSERT_EQ(0, ag_commit1(s, 0, h, 30));
@@ -123,7 +123,7 @@ TEST_F(export, across_processes)
 	ASSERT_LE(0, xfd);
 	EXPECT_EQ(10, nr);
 	EXPECT_TRUE(fl >= 0 && (fl & FD_CLOEXEC)) TH_LOG("fd flags %#x", fl);
-	EXPECT_TRUE(kvp_is_export_fd(xfd));
+	EXPECT_TRUE(kt_is_export_fd(xfd));
 
 	ASSERT_EQ(0, ag_stats(s, 0, &ss));
 	EXPECT_EQ(0, ss.out_client_rows);
@@ -136,7 +136,7 @@ TEST_F(export, across_processes)
 	EXPECT_EQ(0, st.out_held_rows);
 	EXPECT_EQ(0, st.out_row_pages);
 	EXPECT_EQ(USABLE - 10, st.out_free_pages);
-	kvp_check_identities(_metadata, &e->pool, &st);
+	kt_check_identities(_metadata, &e->pool, &st);
 	EXPECT_EQ(1, sysfs_val(e->pool.id, "export_rows"));
 	EXPECT_EQ(10, sysfs_val(e->pool.id, "export_pages"));
 	/* The sender's handle is dead. */
@@ -168,7 +168,7 @@ TEST_F(export, across_processes)
 	EXPECT_EQ(0, st.out_export_pages);
 	EXPECT_EQ(1, st.out_held_rows);
 	EXPECT_EQ(10, st.out_row_pages);
-	kvp_check_identities(_metadata, &e->pool, &st);
+	kt_check_identities(_metadata, &e->pool, &st);
 	EXPECT_EQ(0, sysfs_val(e->pool.id, "export_rows"));
 	EXPECT_EQ(ENOENT, ag_query(s, 0, h, pages, 4, &q));
 	EXPECT_EQ(ESTALE, ag_query(r, 0, h, pages, 4, &q))
@@ -177,7 +177,7 @@ TEST_F(export, across_processes)
 	/* Closing the imported file changes nothing. */
 	close(xfd);
 	STATS(e->fd, &ss);
-	EXPECT_STREQ("", kvp_stats_diff_pool(&st, &ss));
+	EXPECT_STREQ("", kt_stats_diff(&st, &ss, KT_ST_POOL));
 
 	/* The receiver owns it like any row of its own. */
 	EXPECT_EQ(0, ag_commit1(r, 0, nh, 37));
@@ -191,9 +191,9 @@ TEST_F(export, across_processes)
 /* A client may import its own export: next generation, the old is stale. */
 TEST_F(export, import_own)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_handle h, nh;
-	struct kvp_row_snap *a, *b;
+	struct kt_row_snap *a, *b;
 	struct kvpool_stats st;
 	__u32 nr = 0;
 	int xfd;
@@ -202,21 +202,21 @@ TEST_F(export, import_own)
 	ASSERT_NE(NULL, a);
 	b = a + 1;
 	h = local_row(_metadata, e->fd, T(5) + 1, T(3));
-	kvp_snap_row(e->fd, h, a);
-	ASSERT_EQ(0, kvp_export_row(e->fd, h, &xfd, &nr));
+	kt_snap_row(e->fd, h, a);
+	ASSERT_EQ(0, kt_export_row(e->fd, h, &xfd, &nr));
 	EXPECT_EQ(6, nr);
 	STATS(e->fd, &st);
 	EXPECT_EQ(0, st.out_client_rows);
 	EXPECT_EQ(0, st.out_tenant_pages);
-	EXPECT_EQ(ENOENT, kvp_commit1(e->fd, h, T(3)));
-	ASSERT_EQ(0, kvp_import(e->fd, xfd, &nh, &nr));
+	EXPECT_EQ(ENOENT, kt_commit1(e->fd, h, T(3)));
+	ASSERT_EQ(0, kt_import(e->fd, xfd, &nh, &nr));
 	EXPECT_EQ(6, nr);
 	EXPECT_EQ(h.req_pool_idx, nh.req_pool_idx);
 	EXPECT_EQ(h.generation + 1, nh.generation);
-	EXPECT_EQ(ESTALE, kvp_commit1(e->fd, h, T(3)));
-	kvp_snap_row(e->fd, nh, b);
+	EXPECT_EQ(ESTALE, kt_commit1(e->fd, h, T(3)));
+	kt_snap_row(e->fd, nh, b);
 	a->idx = b->idx;
-	EXPECT_STREQ("", kvp_row_diff(a, b));
+	EXPECT_STREQ("", kt_row_diff(a, b));
 	STATS(e->fd, &st);
 	EXPECT_EQ(1, st.out_client_rows);
 	EXPECT_EQ(6, st.out_client_pages);
@@ -231,19 +231,19 @@ TEST_F(export, import_own)
  */
 TEST_F(export, sender_killed_after_send)
 {
-	struct kvp_tenv *e = &self->e;
-	struct kvp_row_snap *before, *after;
+	struct kt_tenv *e = &self->e;
+	struct kt_row_snap *before, *after;
 	struct kvpool_handle h, other, nh;
 	struct kvpool_stats st;
-	struct kvp_agent *s, *r;
+	struct kt_agent *s, *r;
 	int xfd = -1, status;
 	__u32 nr;
 
 	before = calloc(2, sizeof(*before));
 	ASSERT_NE(NULL, before);
 	after = before + 1;
-	s = kvp_tenv_client(_metadata, e, 0, -1, UID_S);
-	r = kvp_tenv_client(_metadata, e, 1, -1, UID_R);
+	s = kt_tenv_client(_metadata, e, 0, -1, UID_S);
+	r = kt_tenv_client(_metadata, e, 1, -1, UID_R);
 	ASSERT_EQ(0, ag_alloc1(s, 0, &h));
 	ASSERT_EQ(0, ag_grow(s, 0, h, T(12)));
 	ASSERT_EQ(0, ag_alloc1(s, 0, &other));
@@ -251,7 +251,7 @@ TEST_F(export, sender_killed_after_send)
 	ag_snap_row(s, 0, h, before);
 	ASSERT_EQ(0, ag_export(s, 0, 0, h, 0, &xfd, &nr, NULL));
 	ASSERT_LE(0, xfd);
-	status = kvp_agent_kill(&e->pool, s);
+	status = kt_agent_kill(&e->pool, s);
 	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 
 	STATS(e->fd, &st);
@@ -276,38 +276,38 @@ TEST_F(export, sender_killed_after_send)
  */
 TEST_F(export, sender_killed_in_flight)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_export x = {
 		.size = sizeof(x),
 		.out_fd = -2,
 	};
 	struct kvpool_handle h, nh;
 	struct kvpool_stats st;
-	struct kvp_agent *s, *r;
+	struct kt_agent *s, *r;
 	struct pollfd pfd;
 	__u32 qpages[8], qpages2[8], nr;
 	struct kvpool_row_query q;
 	int xfd = -1, status;
 
-	s = kvp_tenv_client(_metadata, e, 0, -1, UID_S);
-	r = kvp_tenv_client(_metadata, e, 1, -1, UID_R);
+	s = kt_tenv_client(_metadata, e, 0, -1, UID_S);
+	r = kt_tenv_client(_metadata, e, 1, -1, UID_R);
 	ASSERT_EQ(0, ag_alloc1(s, 0, &h));
 	ASSERT_EQ(0, ag_grow(s, 0, h, T(8)));
 	ASSERT_EQ(0, ag_query(s, 0, h, qpages, 8, &q));
 	x.handle = h;
 
 	/* Ask for the export, wait until the answer (and file) is queued. */
-	kvp_ag_req_init(KVP_AG_IOCTL, 0);
-	kvp_ag_rq.cmd = KVPOOL_EXPORT;
-	kvp_ag_rq.st_len = sizeof(x);
-	kvp_ag_rq.fd_out_off = offsetof(struct kvpool_export, out_fd);
-	memcpy(kvp_ag_rq.st, &x, sizeof(x));
-	ASSERT_EQ(0, kvp_ag_send(s, -1));
+	kt_ag_req_init(KT_AG_IOCTL, 0);
+	kt_ag_rq.cmd = KVPOOL_EXPORT;
+	kt_ag_rq.st_len = sizeof(x);
+	kt_ag_rq.fd_out_off = offsetof(struct kvpool_export, out_fd);
+	memcpy(kt_ag_rq.st, &x, sizeof(x));
+	ASSERT_EQ(0, kt_ag_send(s, -1));
 	pfd.fd = s->sock;
 	pfd.events = POLLIN;
 	ASSERT_EQ(1, poll(&pfd, 1, 10000));
 	ASSERT_EQ(0, kill(s->pid, SIGKILL));
-	status = kvp_pool_wait(&e->pool, s->pid);
+	status = kt_pool_wait(&e->pool, s->pid);
 	s->pid = -1;
 	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 	STATS(e->fd, &st);
@@ -315,10 +315,10 @@ TEST_F(export, sender_killed_in_flight)
 	EXPECT_EQ(8, st.out_export_pages);
 	EXPECT_EQ(2, st.out_nr_clients);
 
-	ASSERT_EQ(0, kvp_ag_recv(s, 1000, &xfd));
-	ASSERT_EQ(0, kvp_ag_rp.err);
+	ASSERT_EQ(0, kt_ag_recv(s, 1000, &xfd));
+	ASSERT_EQ(0, kt_ag_rp.err);
 	ASSERT_LE(0, xfd);
-	EXPECT_TRUE(kvp_is_export_fd(xfd));
+	EXPECT_TRUE(kt_is_export_fd(xfd));
 	ASSERT_EQ(0, ag_import(r, 0, xfd, &nh, &nr));
 	EXPECT_EQ(8, nr);
 	ASSERT_EQ(0, ag_query(r, 0, nh, qpages2, 8, &q));
@@ -333,20 +333,20 @@ TEST_F(export, sender_killed_in_flight)
  */
 TEST_F(export, close_unimported)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_handle h, hs;
 	struct kvpool_stats st;
-	struct kvp_agent *r;
+	struct kt_agent *r;
 	int xfd, xfd2, sv[2], slot;
 	__u32 nr;
 
-	r = kvp_tenv_agent(_metadata, e, 0, -1, UID_R);
+	r = kt_tenv_agent(_metadata, e, 0, -1, UID_R);
 	h = local_row(_metadata, e->fd, T(10), 0);
-	ASSERT_EQ(0, kvp_export_row(e->fd, h, &xfd, &nr));
+	ASSERT_EQ(0, kt_export_row(e->fd, h, &xfd, &nr));
 	STATS(e->fd, &st);
 	EXPECT_EQ(USABLE - 10, st.out_free_pages);
 	close(xfd);
-	kvp_expect_pool_full(_metadata, &e->pool, e->fd, 1);
+	kt_expect_pool_full(_metadata, &e->pool, e->fd, 1);
 	STATS(e->fd, &st);
 	EXPECT_EQ(0, st.out_export_rows);
 	EXPECT_EQ(0, st.out_export_pages);
@@ -354,9 +354,9 @@ TEST_F(export, close_unimported)
 
 	/* A slot, duplicated: the last close counts. */
 	hs = local_row(_metadata, e->fd, T(3), 0);
-	ASSERT_EQ(0, kvp_to_slot(e->fd, 3, hs, NULL));
-	ASSERT_EQ(0, kvp_export(e->fd, KVPOOL_EXPORT_SLOT,
-				(struct kvpool_handle){ 0, 0 }, 3, &xfd, &nr));
+	ASSERT_EQ(0, kt_to_slot(e->fd, 3, hs, NULL));
+	ASSERT_EQ(0, kt_export(e->fd, KVPOOL_EXPORT_SLOT,
+			       (struct kvpool_handle){ 0, 0 }, 3, &xfd, &nr));
 	EXPECT_EQ(3, nr);
 	xfd2 = dup(xfd);
 	ASSERT_LE(0, xfd2);
@@ -371,20 +371,20 @@ TEST_F(export, close_unimported)
 
 	/* Held by a process that exits without importing. */
 	h = local_row(_metadata, e->fd, T(4), 0);
-	ASSERT_EQ(0, kvp_export_row(e->fd, h, &xfd, &nr));
+	ASSERT_EQ(0, kt_export_row(e->fd, h, &xfd, &nr));
 	ASSERT_EQ(0, ag_take_fd(r, xfd, &slot));
 	close(xfd);
 	STATS(e->fd, &st);
 	EXPECT_EQ(1, st.out_export_rows);
-	kvp_agent_kill(&e->pool, r);
+	kt_agent_kill(&e->pool, r);
 	EXPECT_EQ(0, wait_export_rows(e->fd, 0));
-	kvp_expect_pool_full(_metadata, &e->pool, e->fd, 1);
+	kt_expect_pool_full(_metadata, &e->pool, e->fd, 1);
 
 	/* In flight in a socket whose both ends close. */
 	h = local_row(_metadata, e->fd, T(7), 0);
-	ASSERT_EQ(0, kvp_export_row(e->fd, h, &xfd, &nr));
+	ASSERT_EQ(0, kt_export_row(e->fd, h, &xfd, &nr));
 	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv));
-	ASSERT_EQ(0, kvp_send_fds(sv[0], "x", 1, &xfd, 1, 0));
+	ASSERT_EQ(0, kt_send_fds(sv[0], "x", 1, &xfd, 1, 0));
 	close(xfd);
 	STATS(e->fd, &st);
 	EXPECT_EQ(1, st.out_export_rows);
@@ -401,42 +401,42 @@ TEST_F(export, close_unimported)
  */
 TEST_F(export, double_import)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_stats s0, s1;
-	struct kvp_row_snap *x0, *x1;
+	struct kt_row_snap *x0, *x1;
 	struct kvpool_handle h, nh, nh2, mine;
-	struct kvp_agent *r, *s;
+	struct kt_agent *r, *s;
 	__u32 nr;
 	int xfd;
 
 	x0 = calloc(2, sizeof(*x0));
 	ASSERT_NE(NULL, x0);
 	x1 = x0 + 1;
-	r = kvp_tenv_client(_metadata, e, 0, -1, UID_R);
-	s = kvp_tenv_client(_metadata, e, 1, -1, UID_S);
+	r = kt_tenv_client(_metadata, e, 0, -1, UID_R);
+	s = kt_tenv_client(_metadata, e, 1, -1, UID_S);
 	h = local_row(_metadata, e->fd, T(6), T(2));
-	ASSERT_EQ(0, kvp_export_row(e->fd, h, &xfd, &nr));
+	ASSERT_EQ(0, kt_export_row(e->fd, h, &xfd, &nr));
 	ASSERT_EQ(0, ag_import(r, 0, xfd, &nh, &nr));
 
 	STATS(e->fd, &s0);
 	ag_snap_row(r, 0, nh, x0);
 	EXPECT_EQ(EALREADY, ag_import(r, 0, xfd, &nh2, &nr));
 	EXPECT_EQ(EALREADY, ag_import(s, 0, xfd, &nh2, &nr));
-	EXPECT_EQ(EALREADY, kvp_import(e->fd, xfd, &nh2, &nr));
+	EXPECT_EQ(EALREADY, kt_import(e->fd, xfd, &nh2, &nr));
 	STATS(e->fd, &s1);
 	ag_snap_row(r, 0, nh, x1);
-	EXPECT_STREQ("", kvp_stats_diff_x(&s0, &s1));
-	EXPECT_STREQ("", kvp_row_diff(x0, x1));
+	EXPECT_STREQ("", kt_stats_diff(&s0, &s1, KT_ST_ALL));
+	EXPECT_STREQ("", kt_row_diff(x0, x1));
 
 	/* Released and taken again (LIFO: the same row): still EALREADY. */
 	ASSERT_EQ(0, ag_release1(r, 0, nh, 0, NULL));
 	mine = local_row(_metadata, e->fd, T(1), 0);
 	EXPECT_EQ(h.req_pool_idx, mine.req_pool_idx);
-	kvp_snap_row(e->fd, mine, x0);
+	kt_snap_row(e->fd, mine, x0);
 	EXPECT_EQ(EALREADY, ag_import(s, 0, xfd, &nh2, &nr));
-	EXPECT_EQ(EALREADY, kvp_import(e->fd, xfd, &nh2, &nr));
-	kvp_snap_row(e->fd, mine, x1);
-	EXPECT_STREQ("", kvp_row_diff(x0, x1));
+	EXPECT_EQ(EALREADY, kt_import(e->fd, xfd, &nh2, &nr));
+	kt_snap_row(e->fd, mine, x1);
+	EXPECT_STREQ("", kt_row_diff(x0, x1));
 	EXPECT_EQ(0, x1->err);
 	close(xfd);
 	free(x0);
@@ -445,40 +445,40 @@ TEST_F(export, double_import)
 /* Another pool's export file is EXDEV, both ways; nothing changes. */
 TEST_F(export, import_other_pool)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_stats a0, a1, b0, b1;
 	struct kvpool_handle h, h2, nh;
 	__u32 id2, nr;
 	int fd2, xfd, xfd2;
 
-	ASSERT_EQ(0, kvp_create(e->pool.ctl, KVPOOL_CREATE_RESERVE_ZERO,
-				NR_PAGES, PT, NR_ROWS, ROW_TOKENS, &id2));
-	fd2 = kvp_open_id(id2, O_RDWR | O_CLOEXEC);
+	ASSERT_EQ(0, kt_create(e->pool.ctl, KVPOOL_CREATE_RESERVE_ZERO,
+			       NR_PAGES, PT, NR_ROWS, ROW_TOKENS, &id2));
+	fd2 = kt_open_id(id2, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd2);
 	h = local_row(_metadata, e->fd, T(3), 0);
 	h2 = local_row(_metadata, fd2, T(2), 0);
-	ASSERT_EQ(0, kvp_export_row(e->fd, h, &xfd, &nr));
-	ASSERT_EQ(0, kvp_export_row(fd2, h2, &xfd2, &nr));
+	ASSERT_EQ(0, kt_export_row(e->fd, h, &xfd, &nr));
+	ASSERT_EQ(0, kt_export_row(fd2, h2, &xfd2, &nr));
 
 	STATS(e->fd, &a0);
 	STATS(fd2, &b0);
-	EXPECT_EQ(EXDEV, kvp_import(fd2, xfd, &nh, &nr));
-	EXPECT_EQ(EXDEV, kvp_import(e->fd, xfd2, &nh, &nr));
+	EXPECT_EQ(EXDEV, kt_import(fd2, xfd, &nh, &nr));
+	EXPECT_EQ(EXDEV, kt_import(e->fd, xfd2, &nh, &nr));
 	STATS(e->fd, &a1);
 	STATS(fd2, &b1);
-	EXPECT_STREQ("", kvp_stats_diff_x(&a0, &a1));
-	EXPECT_STREQ("", kvp_stats_diff_x(&b0, &b1));
+	EXPECT_STREQ("", kt_stats_diff(&a0, &a1, KT_ST_ALL));
+	EXPECT_STREQ("", kt_stats_diff(&b0, &b1, KT_ST_ALL));
 	EXPECT_EQ(1, a1.out_export_rows);
 	EXPECT_EQ(1, b1.out_export_rows);
 
-	EXPECT_EQ(0, kvp_import(e->fd, xfd, &nh, &nr));
+	EXPECT_EQ(0, kt_import(e->fd, xfd, &nh, &nr));
 	EXPECT_EQ(3, nr);
-	EXPECT_EQ(0, kvp_import(fd2, xfd2, &nh, &nr));
+	EXPECT_EQ(0, kt_import(fd2, xfd2, &nh, &nr));
 	EXPECT_EQ(2, nr);
 	close(xfd);
 	close(xfd2);
 	close(fd2);
-	EXPECT_EQ(0, kvp_destroy(e->pool.ctl, id2));
+	EXPECT_EQ(0, kt_destroy(e->pool.ctl, id2));
 }
 
 /*
@@ -487,14 +487,14 @@ TEST_F(export, import_other_pool)
  */
 TEST_F(export, import_not_export)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_stats s0, s1;
 	struct kvpool_handle nh;
 	int p[2], other, dn, sock[2], closed, i;
 	__u32 nr;
 
 	ASSERT_EQ(0, pipe(p));
-	other = kvp_open_id(e->pool.id, O_RDWR | O_CLOEXEC);
+	other = kt_open_id(e->pool.id, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, other);
 	dn = open("/dev/null", O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, dn);
@@ -505,19 +505,19 @@ TEST_F(export, import_not_export)
 	local_row(_metadata, e->fd, T(2), 0);
 
 	STATS(e->fd, &s0);
-	EXPECT_EQ(EINVAL, kvp_import(e->fd, p[0], &nh, &nr));
-	EXPECT_EQ(EINVAL, kvp_import(e->fd, p[1], &nh, &nr));
-	EXPECT_EQ(EINVAL, kvp_import(e->fd, e->fd, &nh, &nr));
-	EXPECT_EQ(EINVAL, kvp_import(e->fd, other, &nh, &nr));
-	EXPECT_EQ(EINVAL, kvp_import(e->fd, e->pool.ctl, &nh, &nr));
-	EXPECT_EQ(EINVAL, kvp_import(e->fd, dn, &nh, &nr));
-	EXPECT_EQ(EINVAL, kvp_import(e->fd, sock[0], &nh, &nr));
-	EXPECT_EQ(EBADF, kvp_import(e->fd, closed, &nh, &nr));
-	EXPECT_EQ(EBADF, kvp_import(e->fd, -1, &nh, &nr));
-	EXPECT_EQ(EBADF, kvp_import(e->fd, INT_MAX, &nh, &nr));
-	EXPECT_EQ(EBADF, kvp_import(e->fd, INT_MIN, &nh, &nr));
+	EXPECT_EQ(EINVAL, kt_import(e->fd, p[0], &nh, &nr));
+	EXPECT_EQ(EINVAL, kt_import(e->fd, p[1], &nh, &nr));
+	EXPECT_EQ(EINVAL, kt_import(e->fd, e->fd, &nh, &nr));
+	EXPECT_EQ(EINVAL, kt_import(e->fd, other, &nh, &nr));
+	EXPECT_EQ(EINVAL, kt_import(e->fd, e->pool.ctl, &nh, &nr));
+	EXPECT_EQ(EINVAL, kt_import(e->fd, dn, &nh, &nr));
+	EXPECT_EQ(EINVAL, kt_import(e->fd, sock[0], &nh, &nr));
+	EXPECT_EQ(EBADF, kt_import(e->fd, closed, &nh, &nr));
+	EXPECT_EQ(EBADF, kt_import(e->fd, -1, &nh, &nr));
+	EXPECT_EQ(EBADF, kt_import(e->fd, INT_MAX, &nh, &nr));
+	EXPECT_EQ(EBADF, kt_import(e->fd, INT_MIN, &nh, &nr));
 	STATS(e->fd, &s1);
-	EXPECT_STREQ("", kvp_stats_diff_x(&s0, &s1));
+	EXPECT_STREQ("", kt_stats_diff(&s0, &s1, KT_ST_ALL));
 	for (i = 0; i < 2; i++) {
 		close(p[i]);
 		close(sock[i]);
@@ -529,7 +529,7 @@ TEST_F(export, import_not_export)
 /* IMPORT's flags and reserved fields come before the file is looked at. */
 TEST_F(export, import_validation)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_import im;
 	struct kvpool_handle h;
 	struct kvpool_stats s0, s1;
@@ -537,7 +537,7 @@ TEST_F(export, import_validation)
 	__u32 nr;
 
 	h = local_row(_metadata, e->fd, T(2), 0);
-	ASSERT_EQ(0, kvp_export_row(e->fd, h, &xfd, &nr));
+	ASSERT_EQ(0, kt_export_row(e->fd, h, &xfd, &nr));
 	STATS(e->fd, &s0);
 	for (i = 0; i < 8; i++) {
 		int want = EINVAL;
@@ -561,18 +561,18 @@ TEST_F(export, import_validation)
 			im.__reserved2 = 1;
 			break;
 		}
-		EXPECT_EQ(want, kvp_ioctl(e->fd, KVPOOL_IMPORT, &im))
+		EXPECT_EQ(want, kt_ioctl(e->fd, KVPOOL_IMPORT, &im))
 			TH_LOG("case %d", i);
 	}
 	memset(&im, 0, sizeof(im));
 	im.size = offsetof(struct kvpool_import, __reserved2);
 	im.fd = xfd;
-	EXPECT_EQ(EINVAL, kvp_ioctl(e->fd, KVPOOL_IMPORT, &im));
+	EXPECT_EQ(EINVAL, kt_ioctl(e->fd, KVPOOL_IMPORT, &im));
 	STATS(e->fd, &s1);
-	EXPECT_STREQ("", kvp_stats_diff_x(&s0, &s1));
+	EXPECT_STREQ("", kt_stats_diff(&s0, &s1, KT_ST_ALL));
 	EXPECT_EQ(1, s1.out_export_rows);
 	/* Still importable. */
-	EXPECT_EQ(0, kvp_import(e->fd, xfd, &h, &nr));
+	EXPECT_EQ(0, kt_import(e->fd, xfd, &h, &nr));
 	EXPECT_EQ(2, nr);
 	close(xfd);
 }
@@ -580,33 +580,33 @@ TEST_F(export, import_validation)
 /* EXPORT's errors: each with its errno, nothing changed, no file made. */
 TEST_F(export, export_validation)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_handle h, hs, gone, theirs;
-	struct kvp_row_snap *x0, *x1;
+	struct kt_row_snap *x0, *x1;
 	struct kvpool_row_query q;
 	struct kvpool_stats s0, s1;
 	struct kvpool_export x;
-	struct kvp_agent *a;
+	struct kt_agent *a;
 	int nfds, i;
 	__u32 pg[4];
 
 	x0 = calloc(2, sizeof(*x0));
 	ASSERT_NE(NULL, x0);
 	x1 = x0 + 1;
-	a = kvp_tenv_client(_metadata, e, 0, -1, UID_S);
+	a = kt_tenv_client(_metadata, e, 0, -1, UID_S);
 	ASSERT_EQ(0, ag_alloc1(a, 0, &theirs));
 	ASSERT_EQ(0, ag_grow(a, 0, theirs, T(1)));
 	ASSERT_EQ(0, ag_alloc1(a, 0, &hs));
 	ASSERT_EQ(0, ag_to_slot(a, 0, 5, hs));	/* their slot 5 */
 	h = local_row(_metadata, e->fd, T(3), 0);
 	hs = local_row(_metadata, e->fd, T(2), 0);
-	ASSERT_EQ(0, kvp_to_slot(e->fd, 6, hs, NULL));	/* my slot 6 */
+	ASSERT_EQ(0, kt_to_slot(e->fd, 6, hs, NULL));	/* my slot 6 */
 	gone = local_row(_metadata, e->fd, T(1), 0);
-	ASSERT_EQ(0, kvp_release1(e->fd, gone, NULL));	/* a free row */
+	ASSERT_EQ(0, kt_release1(e->fd, gone, NULL));	/* a free row */
 
 	STATS(e->fd, &s0);
-	kvp_snap_row(e->fd, h, x0);
-	nfds = kvp_count_fds();
+	kt_snap_row(e->fd, h, x0);
+	nfds = kt_count_fds();
 	for (i = 0; i < 13; i++) {
 		int want = ENOENT;
 
@@ -666,17 +666,17 @@ TEST_F(export, export_validation)
 			want = EINVAL;
 			break;
 		}
-		EXPECT_EQ(want, kvp_ioctl(e->fd, KVPOOL_EXPORT, &x))
+		EXPECT_EQ(want, kt_ioctl(e->fd, KVPOOL_EXPORT, &x))
 			TH_LOG("case %d", i);
-		EXPECT_EQ(nfds, kvp_count_fds()) TH_LOG("case %d made a file", i);
+		EXPECT_EQ(nfds, kt_count_fds()) TH_LOG("case %d made a file", i);
 		/* -1 on error; a size error leaves the struct untouched. */
 		EXPECT_EQ(i == 10 ? -2 : -1, x.out_fd) TH_LOG("case %d", i);
 	}
 	STATS(e->fd, &s1);
-	kvp_snap_row(e->fd, h, x1);
-	EXPECT_STREQ("", kvp_stats_diff_x(&s0, &s1));
-	EXPECT_STREQ("", kvp_row_diff(x0, x1));
-	EXPECT_EQ(0, kvp_query_slot(e->fd, 6, pg, 4, &q));
+	kt_snap_row(e->fd, h, x1);
+	EXPECT_STREQ("", kt_stats_diff(&s0, &s1, KT_ST_ALL));
+	EXPECT_STREQ("", kt_row_diff(x0, x1));
+	EXPECT_EQ(0, kt_query_slot(e->fd, 6, pg, 4, &q));
 	ASSERT_EQ(0, ag_query(a, 0, theirs, pg, 4, &q));
 	free(x0);
 }
@@ -687,24 +687,24 @@ TEST_F(export, export_validation)
  */
 TEST_F(export, export_slot)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_handle h, h2, nh;
-	struct kvp_row_snap *x0, *x1;
+	struct kt_row_snap *x0, *x1;
 	struct kvpool_row_query q;
 	struct kvpool_stats st;
-	struct kvp_agent *r;
+	struct kt_agent *r;
 	__u32 nr = 0, pg[8];
 	int xfd = -1;
 
 	x0 = calloc(2, sizeof(*x0));
 	ASSERT_NE(NULL, x0);
 	x1 = x0 + 1;
-	r = kvp_tenv_client(_metadata, e, 0, -1, UID_R);
+	r = kt_tenv_client(_metadata, e, 0, -1, UID_R);
 	h = local_row(_metadata, e->fd, 21, 17);	/* 6 pages */
-	kvp_snap_row(e->fd, h, x0);
-	ASSERT_EQ(0, kvp_to_slot(e->fd, 77, h, NULL));
-	ASSERT_EQ(0, kvp_export(e->fd, KVPOOL_EXPORT_SLOT,
-				(struct kvpool_handle){ 0, 0 }, 77, &xfd, &nr));
+	kt_snap_row(e->fd, h, x0);
+	ASSERT_EQ(0, kt_to_slot(e->fd, 77, h, NULL));
+	ASSERT_EQ(0, kt_export(e->fd, KVPOOL_EXPORT_SLOT,
+			       (struct kvpool_handle){ 0, 0 }, 77, &xfd, &nr));
 	EXPECT_EQ(6, nr);
 	STATS(e->fd, &st);
 	EXPECT_EQ(0, st.out_slot_rows);
@@ -713,16 +713,16 @@ TEST_F(export, export_slot)
 	EXPECT_EQ(0, st.out_client_pages);
 	EXPECT_EQ(1, st.out_export_rows);
 	EXPECT_EQ(6, st.out_export_pages);
-	kvp_check_identities(_metadata, &e->pool, &st);
-	EXPECT_EQ(ENOENT, kvp_query_slot(e->fd, 77, pg, 8, &q));
-	EXPECT_EQ(ENOENT, kvp_slot_release(e->fd, 77, NULL));
-	EXPECT_EQ(ENOENT, kvp_export(e->fd, KVPOOL_EXPORT_SLOT,
-				     (struct kvpool_handle){ 0, 0 }, 77, NULL,
-				     NULL));
-	EXPECT_EQ(ENOENT, kvp_from_slot(e->fd, 77, &h2, NULL));
+	kt_check_identities(_metadata, &e->pool, &st);
+	EXPECT_EQ(ENOENT, kt_query_slot(e->fd, 77, pg, 8, &q));
+	EXPECT_EQ(ENOENT, kt_slot_release(e->fd, 77, NULL));
+	EXPECT_EQ(ENOENT, kt_export(e->fd, KVPOOL_EXPORT_SLOT,
+				    (struct kvpool_handle){ 0, 0 }, 77, NULL,
+				    NULL));
+	EXPECT_EQ(ENOENT, kt_from_slot(e->fd, 77, &h2, NULL));
 	/* The session id is free again. */
 	h2 = local_row(_metadata, e->fd, T(1), 0);
-	EXPECT_EQ(0, kvp_to_slot(e->fd, 77, h2, NULL));
+	EXPECT_EQ(0, kt_to_slot(e->fd, 77, h2, NULL));
 
 	ASSERT_EQ(0, ag_import(r, 0, xfd, &nh, &nr));
 	EXPECT_EQ(6, nr);
@@ -730,7 +730,7 @@ TEST_F(export, export_slot)
 	EXPECT_EQ(h.generation + 1, nh.generation);
 	ag_snap_row(r, 0, nh, x1);
 	EXPECT_EQ(KVPOOL_ROW_HELD, x1->state);
-	EXPECT_STREQ("", kvp_row_diff(x0, x1));
+	EXPECT_STREQ("", kt_row_diff(x0, x1));
 	close(xfd);
 	free(x0);
 }
@@ -742,13 +742,13 @@ TEST_F(export, export_slot)
  */
 TEST_F(export, export_borrowed)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_handle d, a1, a2, b1, b2, nh;
-	struct kvp_row_snap *x0, *x1, *y0, *y1;
+	struct kt_row_snap *x0, *x1, *y0, *y1;
 	struct kvpool_row_query q;
 	struct kvpool_stats st, s0, s1;
 	__u32 ids[8], aid[4], bid[4], nr = 0, rel = 0;
-	struct kvp_agent *r;
+	struct kt_agent *r;
 	int xfd, nfds;
 
 	x0 = calloc(4, sizeof(*x0));
@@ -756,18 +756,18 @@ TEST_F(export, export_borrowed)
 	x1 = x0 + 1;
 	y0 = x0 + 2;
 	y1 = x0 + 3;
-	r = kvp_tenv_client(_metadata, e, 0, -1, UID_R);
+	r = kt_tenv_client(_metadata, e, 0, -1, UID_R);
 
 	/* The donor borrows 6 of its 8 pages after DONATE. */
 	d = local_row(_metadata, e->fd, T(8), T(8));
-	ASSERT_EQ(0, kvp_query(e->fd, d, ids, 8, &q));
-	ASSERT_EQ(0, kvp_donate1(e->fd, d, T(6) + 1, &nr));
+	ASSERT_EQ(0, kt_query(e->fd, d, ids, 8, &q));
+	ASSERT_EQ(0, kt_donate1(e->fd, d, T(6) + 1, &nr));
 	EXPECT_EQ(6, nr);
 	STATS(e->fd, &st);
 	EXPECT_EQ(6, st.out_cache_pinned);
 	EXPECT_EQ(6, st.out_client_cache_pages);
 	EXPECT_EQ(8, st.out_tenant_pages);
-	ASSERT_EQ(0, kvp_export_row(e->fd, d, &xfd, &nr));
+	ASSERT_EQ(0, kt_export_row(e->fd, d, &xfd, &nr));
 	EXPECT_EQ(8, nr);
 	STATS(e->fd, &st);
 	EXPECT_EQ(0, st.out_cache_pinned);
@@ -775,8 +775,8 @@ TEST_F(export, export_borrowed)
 	EXPECT_EQ(0, st.out_client_cache_pages);
 	EXPECT_EQ(0, st.out_tenant_pages);
 	EXPECT_EQ(8, st.out_export_pages);
-	kvp_check_identities(_metadata, &e->pool, &st);
-	EXPECT_EQ(ENOENT, kvp_evict(e->fd, ids, 1, NULL))
+	kt_check_identities(_metadata, &e->pool, &st);
+	EXPECT_EQ(ENOENT, kt_evict(e->fd, ids, 1, NULL))
 		TH_LOG("the page left the cache with the row");
 	ASSERT_EQ(0, ag_import(r, 0, xfd, &nh, &nr));
 	close(xfd);
@@ -790,41 +790,41 @@ TEST_F(export, export_borrowed)
 
 	/* Attached, and borrowed by that row only: fine. */
 	a1 = local_row(_metadata, e->fd, T(4), T(4));
-	ASSERT_EQ(0, kvp_query(e->fd, a1, aid, 4, &q));
-	ASSERT_EQ(0, kvp_release_donate1(e->fd, a1, NULL));
+	ASSERT_EQ(0, kt_query(e->fd, a1, aid, 4, &q));
+	ASSERT_EQ(0, kt_release_donate1(e->fd, a1, NULL));
 	a2 = local_row(_metadata, e->fd, 0, 0);
-	ASSERT_EQ(0, kvp_attach(e->fd, a2, aid, 4));
-	ASSERT_EQ(0, kvp_grow(e->fd, a2, T(5)));
-	ASSERT_EQ(0, kvp_export_row(e->fd, a2, &xfd, &nr));
+	ASSERT_EQ(0, kt_attach(e->fd, a2, aid, 4));
+	ASSERT_EQ(0, kt_grow(e->fd, a2, T(5)));
+	ASSERT_EQ(0, kt_export_row(e->fd, a2, &xfd, &nr));
 	EXPECT_EQ(5, nr);
 	STATS(e->fd, &st);
 	EXPECT_EQ(0, st.out_client_cache_pages);
 	EXPECT_EQ(5, st.out_export_pages);
 	close(xfd);
-	kvp_expect_pool_full(_metadata, &e->pool, e->fd, 2);
+	kt_expect_pool_full(_metadata, &e->pool, e->fd, 2);
 
 	/* Two borrowers of the same pages: neither may leave. */
 	b1 = local_row(_metadata, e->fd, T(4), T(4));
-	ASSERT_EQ(0, kvp_query(e->fd, b1, bid, 4, &q));
-	ASSERT_EQ(0, kvp_donate1(e->fd, b1, T(4), NULL));
+	ASSERT_EQ(0, kt_query(e->fd, b1, bid, 4, &q));
+	ASSERT_EQ(0, kt_donate1(e->fd, b1, T(4), NULL));
 	b2 = local_row(_metadata, e->fd, 0, 0);
-	ASSERT_EQ(0, kvp_attach(e->fd, b2, bid + 1, 2));
+	ASSERT_EQ(0, kt_attach(e->fd, b2, bid + 1, 2));
 	STATS(e->fd, &s0);
-	kvp_snap_row(e->fd, b1, x0);
-	kvp_snap_row(e->fd, b2, y0);
-	nfds = kvp_count_fds();
-	EXPECT_EQ(EBUSY, kvp_export_row(e->fd, b1, &xfd, &nr));
-	EXPECT_EQ(EBUSY, kvp_export_row(e->fd, b2, &xfd, &nr));
-	EXPECT_EQ(nfds, kvp_count_fds());
+	kt_snap_row(e->fd, b1, x0);
+	kt_snap_row(e->fd, b2, y0);
+	nfds = kt_count_fds();
+	EXPECT_EQ(EBUSY, kt_export_row(e->fd, b1, &xfd, &nr));
+	EXPECT_EQ(EBUSY, kt_export_row(e->fd, b2, &xfd, &nr));
+	EXPECT_EQ(nfds, kt_count_fds());
 	STATS(e->fd, &s1);
-	kvp_snap_row(e->fd, b1, x1);
-	kvp_snap_row(e->fd, b2, y1);
-	EXPECT_STREQ("", kvp_stats_diff_x(&s0, &s1));
-	EXPECT_STREQ("", kvp_row_diff(x0, x1));
-	EXPECT_STREQ("", kvp_row_diff(y0, y1));
+	kt_snap_row(e->fd, b1, x1);
+	kt_snap_row(e->fd, b2, y1);
+	EXPECT_STREQ("", kt_stats_diff(&s0, &s1, KT_ST_ALL));
+	EXPECT_STREQ("", kt_row_diff(x0, x1));
+	EXPECT_STREQ("", kt_row_diff(y0, y1));
 	/* Once b1 lets go, b2 is the only borrower. */
-	ASSERT_EQ(0, kvp_release1(e->fd, b1, NULL));
-	ASSERT_EQ(0, kvp_export_row(e->fd, b2, &xfd, &nr));
+	ASSERT_EQ(0, kt_release1(e->fd, b1, NULL));
+	ASSERT_EQ(0, kt_export_row(e->fd, b2, &xfd, &nr));
 	EXPECT_EQ(2, nr);
 	STATS(e->fd, &st);
 	EXPECT_EQ(2, st.out_client_cache_pages);	/* bid[0], bid[3] */
@@ -837,28 +837,28 @@ TEST_F(export, export_borrowed)
 /* Sliding-window holes and lengths travel as they are. */
 TEST_F(export, export_swa_holes)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_handle h, nh;
-	struct kvp_row_snap *x0, *x1;
-	struct kvp_agent *r;
+	struct kt_row_snap *x0, *x1;
+	struct kt_agent *r;
 	__u32 nr = 0, i;
 	int xfd;
 
 	x0 = calloc(2, sizeof(*x0));
 	ASSERT_NE(NULL, x0);
 	x1 = x0 + 1;
-	r = kvp_tenv_client(_metadata, e, 0, -1, UID_R);
+	r = kt_tenv_client(_metadata, e, 0, -1, UID_R);
 	h = local_row(_metadata, e->fd, T(10), T(10));
-	ASSERT_EQ(0, kvp_swa_free1(e->fd, h, T(6) + 2, &nr));
+	ASSERT_EQ(0, kt_swa_free1(e->fd, h, T(6) + 2, &nr));
 	EXPECT_EQ(6, nr);
-	kvp_snap_row(e->fd, h, x0);
-	ASSERT_EQ(0, kvp_export_row(e->fd, h, &xfd, &nr));
+	kt_snap_row(e->fd, h, x0);
+	ASSERT_EQ(0, kt_export_row(e->fd, h, &xfd, &nr));
 	EXPECT_EQ(4, nr);
 	ASSERT_EQ(0, ag_import(r, 0, xfd, &nh, &nr));
 	close(xfd);
 	EXPECT_EQ(4, nr);
 	ag_snap_row(r, 0, nh, x1);
-	EXPECT_STREQ("", kvp_row_diff(x0, x1));
+	EXPECT_STREQ("", kt_row_diff(x0, x1));
 	for (i = 0; i < 6; i++)
 		EXPECT_EQ(KVPOOL_PAGE_NONE, x1->pages[i]);
 	EXPECT_EQ(T(6), x1->swa);
@@ -873,29 +873,29 @@ TEST_F(export, export_swa_holes)
  */
 TEST_F(export, import_limits)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_stats s0, s1, sr;
 	struct kvpool_handle h, other, nh;
-	struct kvp_agent *r;
+	struct kt_agent *r;
 	__u32 nr = 0;
 	int xfd;
 
-	r = kvp_tenv_client(_metadata, e, 0, -1, UID_R);
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
-				       UID_R, 7, 0, 0, NULL));
+	r = kt_tenv_client(_metadata, e, 0, -1, UID_R);
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
+				      UID_R, 7, 0, 0, NULL));
 	h = local_row(_metadata, e->fd, T(8), 0);
-	ASSERT_EQ(0, kvp_export_row(e->fd, h, &xfd, &nr));
+	ASSERT_EQ(0, kt_export_row(e->fd, h, &xfd, &nr));
 	STATS(e->fd, &s0);
 	EXPECT_EQ(EDQUOT, ag_import(r, 0, xfd, &nh, &nr));
 	STATS(e->fd, &s1);
-	EXPECT_STREQ("", kvp_stats_diff_x(&s0, &s1));
+	EXPECT_STREQ("", kt_stats_diff(&s0, &s1, KT_ST_ALL));
 	ASSERT_EQ(0, ag_stats(r, 0, &sr));
 	EXPECT_EQ(0, sr.out_tenant_pages);
 	EXPECT_EQ(0, sr.out_tenant_rows);
 
 	/* Rows too: at max_rows, one more is refused. */
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
-				       UID_R, 0, 0, 1, NULL));
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
+				      UID_R, 0, 0, 1, NULL));
 	ASSERT_EQ(0, ag_alloc1(r, 0, &other));
 	EXPECT_EQ(EDQUOT, ag_import(r, 0, xfd, &nh, &nr));
 	STATS(e->fd, &s1);
@@ -906,10 +906,10 @@ TEST_F(export, import_limits)
 	 * tenant: the import takes no free page, so it is not refused.
 	 */
 	ASSERT_EQ(0, ag_release1(r, 0, other, 0, NULL));
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
-				       UID_R, 8, 0, 1, NULL));
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
-				       UID_S, 0, s1.out_free_pages, 0, NULL));
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
+				      UID_R, 8, 0, 1, NULL));
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
+				      UID_S, 0, s1.out_free_pages, 0, NULL));
 	EXPECT_EQ(0, ag_import(r, 0, xfd, &nh, &nr));
 	EXPECT_EQ(8, nr);
 	ASSERT_EQ(0, ag_stats(r, 0, &sr));
@@ -925,22 +925,22 @@ TEST_F(export, import_limits)
  */
 TEST_F(export, import_empty_row_over_max)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_handle h, h2, nh, mine;
-	struct kvp_agent *r;
+	struct kt_agent *r;
 	__u32 nr = ~0u;
 	int xfd, xfd2;
 
-	r = kvp_tenv_client(_metadata, e, 0, -1, UID_R);
+	r = kt_tenv_client(_metadata, e, 0, -1, UID_R);
 	ASSERT_EQ(0, ag_alloc1(r, 0, &mine));
 	ASSERT_EQ(0, ag_grow(r, 0, mine, T(6)));
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
-				       UID_R, 5, 0, 0, NULL));
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
+				      UID_R, 5, 0, 0, NULL));
 	h = local_row(_metadata, e->fd, 0, 0);
-	ASSERT_EQ(0, kvp_export_row(e->fd, h, &xfd, &nr));
+	ASSERT_EQ(0, kt_export_row(e->fd, h, &xfd, &nr));
 	EXPECT_EQ(0, nr);
 	h2 = local_row(_metadata, e->fd, 1, 0);
-	ASSERT_EQ(0, kvp_export_row(e->fd, h2, &xfd2, &nr));
+	ASSERT_EQ(0, kt_export_row(e->fd, h2, &xfd2, &nr));
 	EXPECT_EQ(1, nr);
 	EXPECT_EQ(EDQUOT, ag_import(r, 0, xfd2, &nh, &nr));
 	EXPECT_EQ(0, ag_import(r, 0, xfd, &nh, &nr))
@@ -955,66 +955,66 @@ TEST_F(export, import_empty_row_over_max)
  */
 TEST_F(export, destroy_with_export)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_handle h;
 	char path[32];
 	int fd, xfd, sv[2], nfd, got = -1;
 	__u32 id, nr;
 	char c;
 
-	ASSERT_EQ(0, kvp_create(e->pool.ctl, 0, 64, 1, 4, 64, &id));
-	fd = kvp_open_id(id, O_RDWR | O_CLOEXEC);
+	ASSERT_EQ(0, kt_create(e->pool.ctl, 0, 64, 1, 4, 64, &id));
+	fd = kt_open_id(id, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
 	h = local_row(_metadata, fd, 10, 0);
-	ASSERT_EQ(0, kvp_export_row(fd, h, &xfd, &nr));
-	EXPECT_EQ(EBUSY, kvp_destroy(e->pool.ctl, id));
+	ASSERT_EQ(0, kt_export_row(fd, h, &xfd, &nr));
+	EXPECT_EQ(EBUSY, kt_destroy(e->pool.ctl, id));
 	close(fd);
 	EXPECT_EQ(0, sysfs_val(id, "nr_clients"));
 	EXPECT_EQ(1, sysfs_val(id, "export_rows"));
-	EXPECT_EQ(EBUSY, kvp_destroy(e->pool.ctl, id));
-	kvp_dev_path(path, sizeof(path), id);
+	EXPECT_EQ(EBUSY, kt_destroy(e->pool.ctl, id));
+	kt_dev_path(path, sizeof(path), id);
 	EXPECT_EQ(0, access(path, F_OK));
 
 	/* In flight only. */
 	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv));
-	ASSERT_EQ(0, kvp_send_fds(sv[0], "x", 1, &xfd, 1, 0));
+	ASSERT_EQ(0, kt_send_fds(sv[0], "x", 1, &xfd, 1, 0));
 	close(xfd);
-	EXPECT_EQ(EBUSY, kvp_destroy(e->pool.ctl, id));
-	ASSERT_EQ(1, kvp_recv_fds(sv[1], &c, 1, &got, 1, &nfd, 0));
+	EXPECT_EQ(EBUSY, kt_destroy(e->pool.ctl, id));
+	ASSERT_EQ(1, kt_recv_fds(sv[1], &c, 1, &got, 1, &nfd, 0));
 	ASSERT_EQ(1, nfd);
-	EXPECT_EQ(EBUSY, kvp_destroy(e->pool.ctl, id));
+	EXPECT_EQ(EBUSY, kt_destroy(e->pool.ctl, id));
 	/* Importable still, by a new client. */
-	fd = kvp_open_id(id, O_RDWR | O_CLOEXEC);
+	fd = kt_open_id(id, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	EXPECT_EQ(0, kvp_import(fd, got, &h, &nr));
+	EXPECT_EQ(0, kt_import(fd, got, &h, &nr));
 	EXPECT_EQ(10, nr);
 	close(fd);
-	EXPECT_EQ(EBUSY, kvp_destroy(e->pool.ctl, id))
+	EXPECT_EQ(EBUSY, kt_destroy(e->pool.ctl, id))
 		TH_LOG("the imported file is still open");
 	close(got);
 	close(sv[0]);
 	close(sv[1]);
-	EXPECT_EQ(0, kvp_destroy(e->pool.ctl, id));
+	EXPECT_EQ(0, kt_destroy(e->pool.ctl, id));
 	EXPECT_NE(0, access(path, F_OK));
 }
 
 /* The exporting client closes: the export lives on; others go back. */
 TEST_F(export, exporter_closes)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_handle h, h2, nh;
 	struct kvpool_stats st;
-	struct kvp_agent *r;
+	struct kt_agent *r;
 	int c, xfd;
 	__u32 nr;
 
-	r = kvp_tenv_client(_metadata, e, 0, -1, UID_R);
-	c = kvp_open_id(e->pool.id, O_RDWR | O_CLOEXEC);
+	r = kt_tenv_client(_metadata, e, 0, -1, UID_R);
+	c = kt_open_id(e->pool.id, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, c);
 	h = local_row(_metadata, c, T(9), 0);
 	h2 = local_row(_metadata, c, T(4), 0);
 	(void)h2;
-	ASSERT_EQ(0, kvp_export_row(c, h, &xfd, &nr));
+	ASSERT_EQ(0, kt_export_row(c, h, &xfd, &nr));
 	close(c);
 	STATS(e->fd, &st);
 	EXPECT_EQ(USABLE - 9, st.out_free_pages);
@@ -1029,21 +1029,21 @@ TEST_F(export, exporter_closes)
 /* Many rows handed over one by one: all arrive. */
 TEST_F(export, many)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_handle h[16], nh;
 	struct kvpool_stats st, sr;
-	struct kvp_agent *r;
+	struct kt_agent *r;
 	__u32 nr, i, total = 0;
 	int xfd;
 
-	r = kvp_tenv_client(_metadata, e, 0, -1, UID_R);
-	ASSERT_EQ(0, kvp_row_alloc(e->fd, 16, h, NULL));
+	r = kt_tenv_client(_metadata, e, 0, -1, UID_R);
+	ASSERT_EQ(0, kt_row_alloc(e->fd, 16, h, NULL));
 	for (i = 0; i < 16; i++) {
-		ASSERT_EQ(0, kvp_grow(e->fd, h[i], T(i + 1)));
+		ASSERT_EQ(0, kt_grow(e->fd, h[i], T(i + 1)));
 		total += i + 1;
 	}
 	for (i = 0; i < 16; i++) {
-		ASSERT_EQ(0, kvp_export_row(e->fd, h[i], &xfd, &nr));
+		ASSERT_EQ(0, kt_export_row(e->fd, h[i], &xfd, &nr));
 		EXPECT_EQ(i + 1, nr);
 		ASSERT_EQ(0, ag_import(r, 0, xfd, &nh, &nr));
 		EXPECT_EQ(i + 1, nr);
@@ -1066,10 +1066,10 @@ TEST_F(export, many)
  */
 TEST_F(export, export_no_fd)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct rlimit old, lim;
 	struct kvpool_stats s0, s1;
-	struct kvp_row_snap *x0, *x1;
+	struct kt_row_snap *x0, *x1;
 	struct kvpool_handle h;
 	int dummies[64], n = 0, xfd = -1, ret;
 	__u32 nr;
@@ -1079,7 +1079,7 @@ TEST_F(export, export_no_fd)
 	x1 = x0 + 1;
 	h = local_row(_metadata, e->fd, T(3), 0);
 	STATS(e->fd, &s0);
-	kvp_snap_row(e->fd, h, x0);
+	kt_snap_row(e->fd, h, x0);
 	ASSERT_EQ(0, getrlimit(RLIMIT_NOFILE, &old));
 	lim = old;
 	lim.rlim_cur = 64;
@@ -1091,19 +1091,19 @@ TEST_F(export, export_no_fd)
 			break;
 		dummies[n++] = d;
 	}
-	ret = kvp_export_row(e->fd, h, &xfd, &nr);
+	ret = kt_export_row(e->fd, h, &xfd, &nr);
 	if (n)
 		close(dummies[--n]);
 	EXPECT_EQ(EMFILE, ret);
 	EXPECT_EQ(-1, xfd);
 	STATS(e->fd, &s1);
-	kvp_snap_row(e->fd, h, x1);
-	EXPECT_STREQ("", kvp_stats_diff_x(&s0, &s1));
-	EXPECT_STREQ("", kvp_row_diff(x0, x1));
+	kt_snap_row(e->fd, h, x1);
+	EXPECT_STREQ("", kt_stats_diff(&s0, &s1, KT_ST_ALL));
+	EXPECT_STREQ("", kt_row_diff(x0, x1));
 	EXPECT_EQ(0, x1->err) TH_LOG("the row is still the caller's");
 	EXPECT_EQ(0, s1.out_export_rows);
 	/* One fd free: it works. */
-	EXPECT_EQ(0, kvp_export_row(e->fd, h, &xfd, &nr));
+	EXPECT_EQ(0, kt_export_row(e->fd, h, &xfd, &nr));
 	EXPECT_EQ(3, nr);
 	while (n)
 		close(dummies[--n]);
@@ -1139,11 +1139,11 @@ static int map_twice(char **ro, char **rw)
 	*ro = *rw = MAP_FAILED;
 	if (mfd < 0)
 		return errno;
-	if (ftruncate(mfd, KVP_PAGE_SIZE))
+	if (ftruncate(mfd, KT_PAGE_SIZE))
 		goto fail;
-	*ro = mmap(NULL, KVP_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+	*ro = mmap(NULL, KT_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
 		   mfd, 0);
-	*rw = mmap(NULL, KVP_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+	*rw = mmap(NULL, KT_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
 		   mfd, 0);
 	if (*ro == MAP_FAILED || *rw == MAP_FAILED)
 		goto fail;
@@ -1162,8 +1162,8 @@ fail:
  */
 TEST_F(export, export_readonly_struct)
 {
-	struct kvp_tenv *e = &self->e;
-	struct kvp_row_snap *x0, *x1;
+	struct kt_tenv *e = &self->e;
+	struct kt_row_snap *x0, *x1;
 	struct kvpool_stats s0, s1;
 	struct kvpool_row_query q;
 	struct kvpool_handle h, hs, nh;
@@ -1177,8 +1177,8 @@ TEST_F(export, export_readonly_struct)
 	x1 = x0 + 1;
 	h = local_row(_metadata, e->fd, T(3), T(2));
 	hs = local_row(_metadata, e->fd, T(2), 0);
-	ASSERT_EQ(0, kvp_to_slot(e->fd, 8, hs, NULL));
-	page = mmap(NULL, KVP_PAGE_SIZE, PROT_READ | PROT_WRITE,
+	ASSERT_EQ(0, kt_to_slot(e->fd, 8, hs, NULL));
+	page = mmap(NULL, KT_PAGE_SIZE, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, page);
 	x = (struct kvpool_export *)page;
@@ -1187,64 +1187,64 @@ TEST_F(export, export_readonly_struct)
 	x->handle = h;
 	x->out_fd = -2;
 	x->out_nr_pages = 0xdeadbeef;
-	ASSERT_EQ(0, mprotect(page, KVP_PAGE_SIZE, PROT_READ));
+	ASSERT_EQ(0, mprotect(page, KT_PAGE_SIZE, PROT_READ));
 
 	STATS(e->fd, &s0);
-	kvp_snap_row(e->fd, h, x0);
-	nfds = kvp_count_fds();
+	kt_snap_row(e->fd, h, x0);
+	nfds = kt_count_fds();
 	low = lowest_free_fd();
 	ASSERT_LE(0, low);
-	EXPECT_EQ(EFAULT, kvp_ioctl(e->fd, KVPOOL_EXPORT, x));
+	EXPECT_EQ(EFAULT, kt_ioctl(e->fd, KVPOOL_EXPORT, x));
 	EXPECT_EQ(-2, x->out_fd);
 	STATS(e->fd, &s1);
-	kvp_snap_row(e->fd, h, x1);
-	EXPECT_STREQ("", kvp_stats_diff_x(&s0, &s1));
-	EXPECT_STREQ("", kvp_row_diff(x0, x1));
+	kt_snap_row(e->fd, h, x1);
+	EXPECT_STREQ("", kt_stats_diff(&s0, &s1, KT_ST_ALL));
+	EXPECT_STREQ("", kt_row_diff(x0, x1));
 	EXPECT_EQ(0, x1->err) TH_LOG("the row left the caller: %s",
 				     strerror(x1->err));
 	EXPECT_EQ(0, s1.out_export_rows);
-	EXPECT_EQ(nfds, kvp_count_fds()) TH_LOG("a file was installed");
+	EXPECT_EQ(nfds, kt_count_fds()) TH_LOG("a file was installed");
 	EXPECT_EQ(low, lowest_free_fd());
-	EXPECT_EQ(0, kvp_commit1(e->fd, h, T(3)))
+	EXPECT_EQ(0, kt_commit1(e->fd, h, T(3)))
 		TH_LOG("the handle must still work");
 
 	/* A slot: it stays parked. */
-	ASSERT_EQ(0, mprotect(page, KVP_PAGE_SIZE, PROT_READ | PROT_WRITE));
+	ASSERT_EQ(0, mprotect(page, KT_PAGE_SIZE, PROT_READ | PROT_WRITE));
 	x->flags = KVPOOL_EXPORT_SLOT;
 	x->handle = (struct kvpool_handle){ 0, 0 };
 	x->session_id = 8;
-	ASSERT_EQ(0, mprotect(page, KVP_PAGE_SIZE, PROT_READ));
+	ASSERT_EQ(0, mprotect(page, KT_PAGE_SIZE, PROT_READ));
 	STATS(e->fd, &s0);
-	EXPECT_EQ(EFAULT, kvp_ioctl(e->fd, KVPOOL_EXPORT, x));
+	EXPECT_EQ(EFAULT, kt_ioctl(e->fd, KVPOOL_EXPORT, x));
 	STATS(e->fd, &s1);
-	EXPECT_STREQ("", kvp_stats_diff_x(&s0, &s1));
+	EXPECT_STREQ("", kt_stats_diff(&s0, &s1, KT_ST_ALL));
 	EXPECT_EQ(1, s1.out_client_slots);
-	EXPECT_EQ(0, kvp_query_slot(e->fd, 8, pg, 4, &q));
+	EXPECT_EQ(0, kt_query_slot(e->fd, 8, pg, 4, &q));
 	EXPECT_EQ(KVPOOL_ROW_SLOT, q.out_state);
 	EXPECT_EQ(T(2), q.out_allocated_len);
-	EXPECT_EQ(nfds, kvp_count_fds());
+	EXPECT_EQ(nfds, kt_count_fds());
 	EXPECT_EQ(low, lowest_free_fd());
 
 	/* Writable: the slot and the row export, and import whole. */
-	ASSERT_EQ(0, mprotect(page, KVP_PAGE_SIZE, PROT_READ | PROT_WRITE));
-	ASSERT_EQ(0, kvp_ioctl(e->fd, KVPOOL_EXPORT, x));
+	ASSERT_EQ(0, mprotect(page, KT_PAGE_SIZE, PROT_READ | PROT_WRITE));
+	ASSERT_EQ(0, kt_ioctl(e->fd, KVPOOL_EXPORT, x));
 	xfd = x->out_fd;
 	EXPECT_EQ(low, xfd);
-	EXPECT_TRUE(kvp_is_export_fd(xfd));
+	EXPECT_TRUE(kt_is_export_fd(xfd));
 	EXPECT_EQ(2, x->out_nr_pages);
-	EXPECT_EQ(0, kvp_import(e->fd, xfd, &nh, &nr));
+	EXPECT_EQ(0, kt_import(e->fd, xfd, &nh, &nr));
 	EXPECT_EQ(2, nr);
 	close(xfd);
-	kvp_snap_row(e->fd, h, x0);
-	ASSERT_EQ(0, kvp_export_row(e->fd, h, &xfd, &nr));
+	kt_snap_row(e->fd, h, x0);
+	ASSERT_EQ(0, kt_export_row(e->fd, h, &xfd, &nr));
 	EXPECT_EQ(3, nr);
-	ASSERT_EQ(0, kvp_import(e->fd, xfd, &nh, &nr));
+	ASSERT_EQ(0, kt_import(e->fd, xfd, &nh, &nr));
 	EXPECT_EQ(h.req_pool_idx, nh.req_pool_idx);
 	EXPECT_EQ(h.generation + 1, nh.generation);
-	kvp_snap_row(e->fd, nh, x1);
-	EXPECT_STREQ("", kvp_row_diff(x0, x1));
+	kt_snap_row(e->fd, nh, x1);
+	EXPECT_STREQ("", kt_row_diff(x0, x1));
 	close(xfd);
-	munmap(page, KVP_PAGE_SIZE);
+	munmap(page, KT_PAGE_SIZE);
 	free(x0);
 }
 
@@ -1255,12 +1255,12 @@ TEST_F(export, export_readonly_struct)
  */
 TEST_F(export, import_readonly_struct)
 {
-	struct kvp_tenv *e = &self->e;
-	struct kvp_row_snap *x0, *x1;
+	struct kt_tenv *e = &self->e;
+	struct kt_row_snap *x0, *x1;
 	struct kvpool_stats s0, s1;
 	struct kvpool_import *im;
 	struct kvpool_handle h, nh;
-	struct kvp_agent *r;
+	struct kt_agent *r;
 	int xfd;
 	__u32 nr;
 	char *page;
@@ -1268,11 +1268,11 @@ TEST_F(export, import_readonly_struct)
 	x0 = calloc(2, sizeof(*x0));
 	ASSERT_NE(NULL, x0);
 	x1 = x0 + 1;
-	r = kvp_tenv_client(_metadata, e, 0, -1, UID_R);
+	r = kt_tenv_client(_metadata, e, 0, -1, UID_R);
 	h = local_row(_metadata, e->fd, T(5), T(4));
-	kvp_snap_row(e->fd, h, x0);
-	ASSERT_EQ(0, kvp_export_row(e->fd, h, &xfd, &nr));
-	page = mmap(NULL, KVP_PAGE_SIZE, PROT_READ | PROT_WRITE,
+	kt_snap_row(e->fd, h, x0);
+	ASSERT_EQ(0, kt_export_row(e->fd, h, &xfd, &nr));
+	page = mmap(NULL, KT_PAGE_SIZE, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, page);
 	im = (struct kvpool_import *)page;
@@ -1280,15 +1280,15 @@ TEST_F(export, import_readonly_struct)
 	im->size = sizeof(*im);
 	im->fd = xfd;
 	im->out_handle = (struct kvpool_handle){ 0xdeadbeef, 0xdeadbeef };
-	ASSERT_EQ(0, mprotect(page, KVP_PAGE_SIZE, PROT_READ));
+	ASSERT_EQ(0, mprotect(page, KT_PAGE_SIZE, PROT_READ));
 
 	STATS(e->fd, &s0);
 	EXPECT_EQ(1, s0.out_export_rows);
-	EXPECT_EQ(EFAULT, kvp_ioctl(e->fd, KVPOOL_IMPORT, im));
-	EXPECT_EQ(EFAULT, kvp_ioctl(e->fd, KVPOOL_IMPORT, im))
+	EXPECT_EQ(EFAULT, kt_ioctl(e->fd, KVPOOL_IMPORT, im));
+	EXPECT_EQ(EFAULT, kt_ioctl(e->fd, KVPOOL_IMPORT, im))
 		TH_LOG("a second try must find the file as it was");
 	STATS(e->fd, &s1);
-	EXPECT_STREQ("", kvp_stats_diff_x(&s0, &s1));
+	EXPECT_STREQ("", kt_stats_diff(&s0, &s1, KT_ST_ALL));
 	EXPECT_EQ(1, s1.out_export_rows);
 	EXPECT_EQ(5, s1.out_export_pages);
 	EXPECT_EQ(0, s1.out_client_rows);
@@ -1299,11 +1299,11 @@ TEST_F(export, import_readonly_struct)
 	EXPECT_EQ(h.req_pool_idx, nh.req_pool_idx);
 	EXPECT_EQ(h.generation + 1, nh.generation);
 	ag_snap_row(r, 0, nh, x1);
-	EXPECT_STREQ("", kvp_row_diff(x0, x1));
+	EXPECT_STREQ("", kt_row_diff(x0, x1));
 	/* And now, only now, it was imported. */
-	EXPECT_EQ(EALREADY, kvp_import(e->fd, xfd, &nh, &nr));
+	EXPECT_EQ(EALREADY, kt_import(e->fd, xfd, &nh, &nr));
 	close(xfd);
-	munmap(page, KVP_PAGE_SIZE);
+	munmap(page, KT_PAGE_SIZE);
 	free(x0);
 }
 
@@ -1326,10 +1326,10 @@ static void *flipper(void *p)
 	while (!__atomic_load_n(&a->stop, __ATOMIC_RELAXED)) {
 		volatile unsigned int spin;
 
-		mprotect(a->page, KVP_PAGE_SIZE, PROT_READ);
+		mprotect(a->page, KT_PAGE_SIZE, PROT_READ);
 		for (spin = rand_r(&seed) % 4096; spin; spin--)
 			;
-		mprotect(a->page, KVP_PAGE_SIZE, PROT_READ | PROT_WRITE);
+		mprotect(a->page, KT_PAGE_SIZE, PROT_READ | PROT_WRITE);
 		for (spin = rand_r(&seed) % 4096; spin; spin--)
 			;
 		a->flips++;
@@ -1347,7 +1347,7 @@ static void *flipper(void *p)
  */
 TEST_F_TIMEOUT(export, export_protection_race, 60)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct flip_arg arg = { 0 };
 	unsigned long ok = 0, efault = 0, lost = 0, leaked = 0, iter;
 	struct kvpool_export *x, *xw;
@@ -1365,28 +1365,28 @@ TEST_F_TIMEOUT(export, export_protection_race, 60)
 	h = local_row(_metadata, e->fd, T(3), T(3));
 	arg.page = ro;
 	ASSERT_EQ(0, pthread_create(&th, NULL, flipper, &arg));
-	deadline = kvp_now_ms() + 3000;
+	deadline = kt_now_ms() + 3000;
 	for (iter = 0; iter < 100000; iter++) {
 		int low, xfd;
 
-		if ((iter & 63) == 0 && kvp_now_ms() > deadline &&
+		if ((iter & 63) == 0 && kt_now_ms() > deadline &&
 		    ok && efault)
 			break;
-		if (kvp_now_ms() > deadline + 20000)
+		if (kt_now_ms() > deadline + 20000)
 			break;	/* one outcome never came: reported below */
 		memset(xw, 0, sizeof(*xw));
 		xw->size = sizeof(*xw);
 		xw->handle = h;
 		xw->out_fd = -2;
 		low = lowest_free_fd();
-		ret = kvp_ioctl(e->fd, KVPOOL_EXPORT, x);
+		ret = kt_ioctl(e->fd, KVPOOL_EXPORT, x);
 		if (ret == 0) {
 			xfd = xw->out_fd;
-			if (xfd != low || !kvp_is_export_fd(xfd)) {
+			if (xfd != low || !kt_is_export_fd(xfd)) {
 				ret = -1;
 				break;
 			}
-			ret = kvp_import(e->fd, xfd, &h, &nr);
+			ret = kt_import(e->fd, xfd, &h, &nr);
 			close(xfd);
 			if (ret || nr != 3)
 				break;
@@ -1401,7 +1401,7 @@ TEST_F_TIMEOUT(export, export_protection_race, 60)
 			close(low);
 		}
 		ret = 0;
-		if (kvp_query(e->fd, h, NULL, 0, &q)) {
+		if (kt_query(e->fd, h, NULL, 0, &q)) {
 			lost++;
 			break;
 		}
@@ -1417,10 +1417,10 @@ TEST_F_TIMEOUT(export, export_protection_race, 60)
 	EXPECT_LT(0, ok);
 	EXPECT_LT(0, efault);
 	/* The row is still the caller's, whole. */
-	EXPECT_EQ(0, kvp_query(e->fd, h, NULL, 0, &q));
+	EXPECT_EQ(0, kt_query(e->fd, h, NULL, 0, &q));
 	EXPECT_EQ(T(3), q.out_committed_len);
-	munmap(ro, KVP_PAGE_SIZE);
-	munmap(rw, KVP_PAGE_SIZE);
+	munmap(ro, KT_PAGE_SIZE);
+	munmap(rw, KT_PAGE_SIZE);
 }
 
 TEST_HARNESS_MAIN

@@ -16,7 +16,7 @@
  *
  * Copyright (C) 2026 The kvpool authors
  */
-#include "kvpool_util.h"
+#include "kvptest.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -29,7 +29,7 @@
 #define ROW_TOKENS	8192
 
 FIXTURE(life) {
-	struct kvp_pool pool;
+	struct kt_pool pool;
 	int fd;		/* the observer */
 	__u32 pt;
 };
@@ -48,15 +48,15 @@ FIXTURE_VARIANT_ADD(life, pt16) {
 
 FIXTURE_SETUP(life)
 {
-	kvp_pool_init(_metadata, &self->pool, KVPOOL_CREATE_RESERVE_ZERO,
-		      NR_PAGES, variant->page_tokens, NR_ROWS, ROW_TOKENS);
-	self->fd = kvp_pool_open(_metadata, &self->pool);
+	kt_pool_init(_metadata, &self->pool, KVPOOL_CREATE_RESERVE_ZERO,
+		     NR_PAGES, variant->page_tokens, NR_ROWS, ROW_TOKENS);
+	self->fd = kt_pool_open(_metadata, &self->pool);
 	self->pt = variant->page_tokens;
 }
 
 FIXTURE_TEARDOWN(life)
 {
-	kvp_pool_fini(_metadata, &self->pool);
+	kt_pool_fini(_metadata, &self->pool);
 }
 
 /*
@@ -70,15 +70,15 @@ FIXTURE_TEARDOWN(life)
 /* Take rows, pages and a slot on fd. Returns 0 or the failing line. */
 static int hold(int fd, __u32 pt, struct kvpool_handle h[3])
 {
-	if (kvp_row_alloc(fd, 3, h, NULL))
+	if (kt_row_alloc(fd, 3, h, NULL))
 		return __LINE__;
-	if (kvp_grow(fd, h[0], 5 * pt) ||
-	    kvp_grow(fd, h[1], 2 * pt - (pt > 1)) ||
-	    kvp_grow(fd, h[2], 9 * pt))
+	if (kt_grow(fd, h[0], 5 * pt) ||
+	    kt_grow(fd, h[1], 2 * pt - (pt > 1)) ||
+	    kt_grow(fd, h[2], 9 * pt))
 		return __LINE__;
-	if (kvp_commit1(fd, h[0], 3))
+	if (kt_commit1(fd, h[0], 3))
 		return __LINE__;
-	if (kvp_to_slot(fd, 0xfeedull << 32, h[2], NULL))
+	if (kt_to_slot(fd, 0xfeedull << 32, h[2], NULL))
 		return __LINE__;
 	return 0;
 }
@@ -89,7 +89,7 @@ static void expect_held(struct __test_metadata *_metadata,
 {
 	struct kvpool_stats s;
 
-	ASSERT_EQ(0, kvp_stats(self->fd, &s));
+	ASSERT_EQ(0, kt_stats(self->fd, &s));
 	EXPECT_EQ(self->pool.usable_pages - HOLD_PAGES, s.out_free_pages);
 	EXPECT_EQ(HOLD_ROW_PAGES, s.out_row_pages);
 	EXPECT_EQ(HOLD_SLOT_PAGES, s.out_slot_pages);
@@ -98,7 +98,7 @@ static void expect_held(struct __test_metadata *_metadata,
 	EXPECT_EQ(nr_clients, s.out_nr_clients);
 	EXPECT_EQ(0, s.out_client_rows);
 	EXPECT_EQ(0, s.out_client_pages);
-	kvp_check_identities(_metadata, &self->pool, &s);
+	kt_check_identities(_metadata, &self->pool, &s);
 }
 
 /* A child that exits normally gives everything back. */
@@ -109,28 +109,28 @@ TEST_F(life, child_exit)
 
 	ASSERT_EQ(0, pipe(ready));
 	ASSERT_EQ(0, pipe(go));
-	pid = kvp_pool_fork(_metadata, &self->pool);
+	pid = kt_pool_fork(_metadata, &self->pool);
 	if (pid == 0) {
 		struct kvpool_handle h[3];
 		int fd;
 
 		close(ready[0]);
 		close(go[1]);
-		fd = kvp_open_id(self->pool.id, O_RDWR | O_CLOEXEC);
+		fd = kt_open_id(self->pool.id, O_RDWR | O_CLOEXEC);
 		CHILD_CHECK(fd >= 0);
 		CHILD_CHECK(hold(fd, self->pt, h) == 0);
-		kvp_child_signal(ready[1], 'r');
-		kvp_pipe_wait(go[0]);
+		kt_child_signal(ready[1], 'r');
+		kt_pipe_wait(go[0]);
 		_exit(0);	/* no close: exit drops the file */
 	}
 	close(ready[1]);
 	close(go[0]);
-	ASSERT_EQ('r', kvp_pipe_wait(ready[0]));
+	ASSERT_EQ('r', kt_pipe_wait(ready[0]));
 	expect_held(_metadata, self, 2);
 	close(go[1]);
-	status = kvp_pool_wait(&self->pool, pid);
-	EXPECT_TRUE(KVP_CHILD_OK(status)) TH_LOG("child status %#x", status);
-	kvp_expect_pool_full(_metadata, &self->pool, self->fd, 1);
+	status = kt_pool_wait(&self->pool, pid);
+	EXPECT_TRUE(KT_CHILD_OK(status)) TH_LOG("child status %#x", status);
+	kt_expect_pool_full(_metadata, &self->pool, self->fd, 1);
 	close(ready[0]);
 }
 
@@ -142,28 +142,28 @@ TEST_F(life, child_sigkill)
 
 	ASSERT_EQ(0, pipe(ready));
 	ASSERT_EQ(0, pipe(go));
-	pid = kvp_pool_fork(_metadata, &self->pool);
+	pid = kt_pool_fork(_metadata, &self->pool);
 	if (pid == 0) {
 		struct kvpool_handle h[3];
 		int fd;
 
 		close(ready[0]);
 		close(go[1]);
-		fd = kvp_open_id(self->pool.id, O_RDWR | O_CLOEXEC);
+		fd = kt_open_id(self->pool.id, O_RDWR | O_CLOEXEC);
 		CHILD_CHECK(fd >= 0);
 		CHILD_CHECK(hold(fd, self->pt, h) == 0);
-		kvp_child_signal(ready[1], 'r');
+		kt_child_signal(ready[1], 'r');
 		for (;;)
-			kvp_pipe_wait(go[0]);	/* until killed */
+			kt_pipe_wait(go[0]);	/* until killed */
 	}
 	close(ready[1]);
 	close(go[0]);
-	ASSERT_EQ('r', kvp_pipe_wait(ready[0]));
+	ASSERT_EQ('r', kt_pipe_wait(ready[0]));
 	expect_held(_metadata, self, 2);
 	ASSERT_EQ(0, kill(pid, SIGKILL));
-	status = kvp_pool_wait(&self->pool, pid);
+	status = kt_pool_wait(&self->pool, pid);
 	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-	kvp_expect_pool_full(_metadata, &self->pool, self->fd, 1);
+	kt_expect_pool_full(_metadata, &self->pool, self->fd, 1);
 	close(ready[0]);
 	close(go[1]);
 }
@@ -175,7 +175,7 @@ TEST_F(life, child_sigkill_busy)
 
 	ASSERT_EQ(0, pipe(ready));
 	for (round = 0; round < 4; round++) {
-		pid_t pid = kvp_pool_fork(_metadata, &self->pool);
+		pid_t pid = kt_pool_fork(_metadata, &self->pool);
 
 		if (pid == 0) {
 			struct kvpool_handle h[4], kept[8];
@@ -183,36 +183,36 @@ TEST_F(life, child_sigkill_busy)
 			int fd;
 
 			close(ready[0]);
-			fd = kvp_open_id(self->pool.id, O_RDWR | O_CLOEXEC);
+			fd = kt_open_id(self->pool.id, O_RDWR | O_CLOEXEC);
 			CHILD_CHECK(fd >= 0);
 			for (i = 0;; i++) {
-				CHILD_CHECK(kvp_row_alloc(fd, 4, h, NULL) == 0);
-				CHILD_CHECK(kvp_grow(fd, h[0], 1 + i % 300) == 0);
-				CHILD_CHECK(kvp_grow(fd, h[1], 40) == 0);
-				CHILD_CHECK(kvp_to_slot(fd, i, h[2], NULL) == 0);
-				CHILD_CHECK(kvp_commit1(fd, h[1], 20) == 0);
-				CHILD_CHECK(kvp_trim1(fd, h[1], NULL) == 0);
-				CHILD_CHECK(kvp_batch(fd, KVPOOL_RELEASE, 0, h, 2,
-						      NULL) == 0);
-				CHILD_CHECK(kvp_slot_release(fd, i, NULL) == 0);
-				CHILD_CHECK(kvp_release1(fd, h[3], NULL) == 0);
+				CHILD_CHECK(kt_row_alloc(fd, 4, h, NULL) == 0);
+				CHILD_CHECK(kt_grow(fd, h[0], 1 + i % 300) == 0);
+				CHILD_CHECK(kt_grow(fd, h[1], 40) == 0);
+				CHILD_CHECK(kt_to_slot(fd, i, h[2], NULL) == 0);
+				CHILD_CHECK(kt_commit1(fd, h[1], 20) == 0);
+				CHILD_CHECK(kt_trim1(fd, h[1], NULL) == 0);
+				CHILD_CHECK(kt_batch(fd, KVPOOL_RELEASE, 0, h, 2,
+						     NULL) == 0);
+				CHILD_CHECK(kt_slot_release(fd, i, NULL) == 0);
+				CHILD_CHECK(kt_release1(fd, h[3], NULL) == 0);
 				/* Keep up to 8 rows: something for release. */
 				if (i >= 8)
-					CHILD_CHECK(kvp_release1(fd, kept[i % 8],
-								 NULL) == 0);
-				CHILD_CHECK(kvp_row_alloc(fd, 1, &kept[i % 8],
-							  NULL) == 0);
-				CHILD_CHECK(kvp_grow(fd, kept[i % 8], 5) == 0);
+					CHILD_CHECK(kt_release1(fd, kept[i % 8],
+								NULL) == 0);
+				CHILD_CHECK(kt_row_alloc(fd, 1, &kept[i % 8],
+							 NULL) == 0);
+				CHILD_CHECK(kt_grow(fd, kept[i % 8], 5) == 0);
 				if (i == 8 + round)
-					kvp_child_signal(ready[1], 'r');
+					kt_child_signal(ready[1], 'r');
 			}
 		}
-		ASSERT_EQ('r', kvp_pipe_wait(ready[0]));
+		ASSERT_EQ('r', kt_pipe_wait(ready[0]));
 		ASSERT_EQ(0, kill(pid, SIGKILL));
-		status = kvp_pool_wait(&self->pool, pid);
+		status = kt_pool_wait(&self->pool, pid);
 		EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
 			TH_LOG("child status %#x", status);
-		kvp_expect_pool_full(_metadata, &self->pool, self->fd, 1);
+		kt_expect_pool_full(_metadata, &self->pool, self->fd, 1);
 	}
 	close(ready[0]);
 	close(ready[1]);
@@ -230,51 +230,51 @@ TEST_F(life, inherited_fd)
 	struct kvpool_stats s;
 	pid_t pid;
 
-	fd = kvp_pool_open(_metadata, &self->pool);
-	ASSERT_EQ(0, kvp_info(fd, &info));
+	fd = kt_pool_open(_metadata, &self->pool);
+	ASSERT_EQ(0, kt_info(fd, &info));
 	ASSERT_EQ(0, hold(fd, self->pt, h));
 	ASSERT_EQ(0, pipe(ready));
 	ASSERT_EQ(0, pipe(go));
-	pid = kvp_pool_fork(_metadata, &self->pool);
+	pid = kt_pool_fork(_metadata, &self->pool);
 	if (pid == 0) {
 		struct kvpool_row_query q;
 		struct kvpool_info ci;
 
 		close(ready[0]);
 		close(go[1]);
-		kvp_child_signal(ready[1], 'r');
+		kt_child_signal(ready[1], 'r');
 		/* The parent has closed its copy now. */
-		CHILD_CHECK(kvp_pipe_wait(go[0]) == 'q');
-		CHILD_CHECK(kvp_info(fd, &ci) == 0);
+		CHILD_CHECK(kt_pipe_wait(go[0]) == 'q');
+		CHILD_CHECK(kt_info(fd, &ci) == 0);
 		CHILD_CHECK(ci.out_client_id == info.out_client_id);
-		CHILD_CHECK(kvp_query(fd, h[0], NULL, 0, &q) == 0);
+		CHILD_CHECK(kt_query(fd, h[0], NULL, 0, &q) == 0);
 		CHILD_CHECK(q.out_allocated_len == 5 * self->pt);
 		CHILD_CHECK(q.out_committed_len == 3);
-		CHILD_CHECK(kvp_query_slot(fd, 0xfeedull << 32, NULL, 0, &q) == 0);
-		kvp_child_signal(ready[1], 'q');
-		CHILD_CHECK(kvp_pipe_wait(go[0]) == 'c');
+		CHILD_CHECK(kt_query_slot(fd, 0xfeedull << 32, NULL, 0, &q) == 0);
+		kt_child_signal(ready[1], 'q');
+		CHILD_CHECK(kt_pipe_wait(go[0]) == 'c');
 		close(fd);
-		kvp_child_signal(ready[1], 'c');
-		kvp_pipe_wait(go[0]);
+		kt_child_signal(ready[1], 'c');
+		kt_pipe_wait(go[0]);
 		_exit(0);
 	}
 	close(ready[1]);
 	close(go[0]);
-	ASSERT_EQ('r', kvp_pipe_wait(ready[0]));
-	kvp_pool_close(&self->pool, fd);
+	ASSERT_EQ('r', kt_pipe_wait(ready[0]));
+	kt_pool_close(&self->pool, fd);
 	/* Closed here, alive there: still 2 clients, nothing freed. */
 	expect_held(_metadata, self, 2);
 	ASSERT_EQ(1, write(go[1], "q", 1));
-	ASSERT_EQ('q', kvp_pipe_wait(ready[0]));
+	ASSERT_EQ('q', kt_pipe_wait(ready[0]));
 	ASSERT_EQ(1, write(go[1], "c", 1));
-	ASSERT_EQ('c', kvp_pipe_wait(ready[0]));
+	ASSERT_EQ('c', kt_pipe_wait(ready[0]));
 	/* The child closed the last reference; it is still running. */
-	ASSERT_EQ(0, kvp_stats(self->fd, &s));
+	ASSERT_EQ(0, kt_stats(self->fd, &s));
 	EXPECT_EQ(1, s.out_nr_clients);
-	kvp_expect_pool_full(_metadata, &self->pool, self->fd, 1);
+	kt_expect_pool_full(_metadata, &self->pool, self->fd, 1);
 	close(go[1]);
-	status = kvp_pool_wait(&self->pool, pid);
-	EXPECT_TRUE(KVP_CHILD_OK(status)) TH_LOG("child status %#x", status);
+	status = kt_pool_wait(&self->pool, pid);
+	EXPECT_TRUE(KT_CHILD_OK(status)) TH_LOG("child status %#x", status);
 	close(ready[0]);
 }
 
@@ -285,16 +285,16 @@ TEST_F(life, dup_fd)
 	struct kvpool_row_query q;
 	int fd, fd2;
 
-	fd = kvp_pool_open(_metadata, &self->pool);
+	fd = kt_pool_open(_metadata, &self->pool);
 	ASSERT_EQ(0, hold(fd, self->pt, h));
 	fd2 = dup(fd);
 	ASSERT_LE(0, fd2);
-	kvp_pool_close(&self->pool, fd);
+	kt_pool_close(&self->pool, fd);
 	expect_held(_metadata, self, 2);
-	EXPECT_EQ(0, kvp_query(fd2, h[0], NULL, 0, &q));
-	EXPECT_EQ(0, kvp_release1(fd2, h[1], NULL));
+	EXPECT_EQ(0, kt_query(fd2, h[0], NULL, 0, &q));
+	EXPECT_EQ(0, kt_release1(fd2, h[1], NULL));
 	close(fd2);
-	kvp_expect_pool_full(_metadata, &self->pool, self->fd, 1);
+	kt_expect_pool_full(_metadata, &self->pool, self->fd, 1);
 }
 
 static int send_fd(int sock, int fd, const void *data, size_t len)
@@ -346,13 +346,13 @@ TEST_F(life, scm_rights)
 	pid_t pid;
 
 	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
-	pid = kvp_pool_fork(_metadata, &self->pool);
+	pid = kt_pool_fork(_metadata, &self->pool);
 	if (pid == 0) {
 		struct kvpool_handle ch[3];
 		int cfd;
 
 		close(sv[0]);
-		cfd = kvp_open_id(self->pool.id, O_RDWR | O_CLOEXEC);
+		cfd = kt_open_id(self->pool.id, O_RDWR | O_CLOEXEC);
 		CHILD_CHECK(cfd >= 0);
 		CHILD_CHECK(hold(cfd, self->pt, ch) == 0);
 		CHILD_CHECK(send_fd(sv[1], cfd, ch, sizeof(ch)) == 0);
@@ -362,16 +362,16 @@ TEST_F(life, scm_rights)
 	close(sv[1]);
 	fd = recv_fd(sv[0], h, sizeof(h));
 	ASSERT_LE(0, fd);
-	status = kvp_pool_wait(&self->pool, pid);
-	EXPECT_TRUE(KVP_CHILD_OK(status)) TH_LOG("child status %#x", status);
+	status = kt_pool_wait(&self->pool, pid);
+	EXPECT_TRUE(KT_CHILD_OK(status)) TH_LOG("child status %#x", status);
 	/* The sender is gone; its client lives in our fd. */
 	expect_held(_metadata, self, 2);
-	EXPECT_EQ(0, kvp_query(fd, h[0], NULL, 0, &q));
+	EXPECT_EQ(0, kt_query(fd, h[0], NULL, 0, &q));
 	EXPECT_EQ(5 * self->pt, q.out_allocated_len);
-	EXPECT_EQ(0, kvp_query_slot(fd, 0xfeedull << 32, NULL, 0, &q));
+	EXPECT_EQ(0, kt_query_slot(fd, 0xfeedull << 32, NULL, 0, &q));
 	close(fd);
 	close(sv[0]);
-	kvp_expect_pool_full(_metadata, &self->pool, self->fd, 1);
+	kt_expect_pool_full(_metadata, &self->pool, self->fd, 1);
 }
 
 /*
@@ -388,16 +388,16 @@ static void exec_case(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, pipe2(in, O_CLOEXEC));
 	ASSERT_EQ(0, pipe2(out, O_CLOEXEC));
 	ASSERT_EQ(0, pipe2(ready, O_CLOEXEC));
-	pid = kvp_pool_fork(_metadata, &self->pool);
+	pid = kt_pool_fork(_metadata, &self->pool);
 	if (pid == 0) {
 		struct kvpool_handle h[3];
 		int fd;
 
-		fd = kvp_open_id(self->pool.id,
-				 O_RDWR | (cloexec ? O_CLOEXEC : 0));
+		fd = kt_open_id(self->pool.id,
+				O_RDWR | (cloexec ? O_CLOEXEC : 0));
 		CHILD_CHECK(fd >= 0);
 		CHILD_CHECK(hold(fd, self->pt, h) == 0);
-		kvp_child_signal(ready[1], 'r');
+		kt_child_signal(ready[1], 'r');
 		CHILD_CHECK(dup2(in[0], 0) == 0);
 		CHILD_CHECK(dup2(out[1], 1) == 1);
 		execl("/bin/sh", "sh", "-c", "echo x; read y", (char *)NULL);
@@ -406,18 +406,18 @@ static void exec_case(struct __test_metadata *_metadata,
 	close(in[0]);
 	close(out[1]);
 	close(ready[1]);
-	ASSERT_EQ('r', kvp_pipe_wait(ready[0]));
+	ASSERT_EQ('r', kt_pipe_wait(ready[0]));
 	/* "x" comes from the new program: exec is complete. */
 	ASSERT_EQ(1, read(out[0], &c, 1));
 	ASSERT_EQ('x', c);
 	if (cloexec)
-		kvp_expect_pool_full(_metadata, &self->pool, self->fd, 1);
+		kt_expect_pool_full(_metadata, &self->pool, self->fd, 1);
 	else
 		expect_held(_metadata, self, 2);
 	ASSERT_EQ(1, write(in[1], "\n", 1));
-	status = kvp_pool_wait(&self->pool, pid);
-	EXPECT_TRUE(KVP_CHILD_OK(status)) TH_LOG("child status %#x", status);
-	kvp_expect_pool_full(_metadata, &self->pool, self->fd, 1);
+	status = kt_pool_wait(&self->pool, pid);
+	EXPECT_TRUE(KT_CHILD_OK(status)) TH_LOG("child status %#x", status);
+	kt_expect_pool_full(_metadata, &self->pool, self->fd, 1);
 	close(in[1]);
 	close(out[0]);
 	close(ready[0]);
@@ -465,49 +465,49 @@ static int work_round(int fd, __u32 pt, unsigned int *seed, __u64 session,
 	int i;
 
 #define W_CHECK(cond) do { if (!(cond)) return __LINE__; } while (0)
-	W_CHECK(kvp_row_alloc(fd, 2, h, NULL) == 0);
+	W_CHECK(kt_row_alloc(fd, 2, h, NULL) == 0);
 	for (i = 0; i < 2; i++) {
 		len[i] = 1 + rnd(seed, WORK_TOKENS * pt);
 		e[i] = (struct kvpool_extend_entry){ .handle = h[i],
 						     .new_len = len[i] };
 	}
-	W_CHECK(kvp_extend(fd, e, 2, pages, ARRAY_SIZE(pages), &x) == 0);
-	want = kvp_div_up(len[0], pt) + kvp_div_up(len[1], pt);
+	W_CHECK(kt_extend(fd, e, 2, pages, ARRAY_SIZE(pages), &x) == 0);
+	want = kt_div_up(len[0], pt) + kt_div_up(len[1], pt);
 	W_CHECK(x.out_nr_pages == want);
-	W_CHECK(kvp_query(fd, h[0], qp, ARRAY_SIZE(qp), &q) == 0);
+	W_CHECK(kt_query(fd, h[0], qp, ARRAY_SIZE(qp), &q) == 0);
 	W_CHECK(q.out_allocated_len == len[0]);
 	W_CHECK(q.out_nr_pages == e[0].out_nr_new);
 	W_CHECK(!memcmp(qp, pages, q.out_nr_pages * sizeof(__u32)));
 	if (own_client) {
-		W_CHECK(kvp_stats(fd, &st) == 0);
+		W_CHECK(kt_stats(fd, &st) == 0);
 		W_CHECK(st.out_client_rows == 2);
 		W_CHECK(st.out_client_pages == want);
 	}
 
 	c = rnd(seed, len[0] + 1);
-	W_CHECK(kvp_commit1(fd, h[0], c) == 0);
-	W_CHECK(kvp_trim1(fd, h[0], &n) == 0);
-	W_CHECK(n == kvp_div_up(len[0], pt) - kvp_div_up(c, pt));
+	W_CHECK(kt_commit1(fd, h[0], c) == 0);
+	W_CHECK(kt_trim1(fd, h[0], &n) == 0);
+	W_CHECK(n == kt_div_up(len[0], pt) - kt_div_up(c, pt));
 
 	if (rnd(seed, 4) == 0) {
-		W_CHECK(kvp_to_slot(fd, session, h[1], &n) == 0);
-		W_CHECK(n == kvp_div_up(len[1], pt));
-		W_CHECK(kvp_to_slot(fd, session, h[0], &n) == EEXIST);
-		W_CHECK(kvp_from_slot(fd, session, &nh, &n) == 0);
+		W_CHECK(kt_to_slot(fd, session, h[1], &n) == 0);
+		W_CHECK(n == kt_div_up(len[1], pt));
+		W_CHECK(kt_to_slot(fd, session, h[0], &n) == EEXIST);
+		W_CHECK(kt_from_slot(fd, session, &nh, &n) == 0);
 		W_CHECK(nh.req_pool_idx == h[1].req_pool_idx);
 		W_CHECK(nh.generation == h[1].generation + 1);
 		h[1] = nh;
 	}
-	W_CHECK(kvp_batch(fd, KVPOOL_RELEASE, 0, h, 2, &b) == 0);
-	W_CHECK(b.out_nr_pages == kvp_div_up(c, pt) + kvp_div_up(len[1], pt));
+	W_CHECK(kt_batch(fd, KVPOOL_RELEASE, 0, h, 2, &b) == 0);
+	W_CHECK(b.out_nr_pages == kt_div_up(c, pt) + kt_div_up(len[1], pt));
 	/*
 	 * Released: ENOENT, or ESTALE once another user of the same client
 	 * has taken the row again.
 	 */
-	n = kvp_release1(fd, h[0], NULL);
+	n = kt_release1(fd, h[0], NULL);
 	W_CHECK(n == ENOENT || (!own_client && n == ESTALE));
 	if (own_client) {
-		W_CHECK(kvp_stats(fd, &st) == 0);
+		W_CHECK(kt_stats(fd, &st) == 0);
 		W_CHECK(st.out_client_rows == 0 && st.out_client_slots == 0);
 		W_CHECK(st.out_client_pages == 0);
 	}
@@ -525,10 +525,10 @@ static void observe(struct __test_metadata *_metadata,
 	struct kvpool_verify v;
 	struct kvpool_stats s;
 
-	EXPECT_EQ(0, kvp_verify(self->fd, &v));
+	EXPECT_EQ(0, kt_verify(self->fd, &v));
 	EXPECT_EQ(0, v.out_violations);
-	EXPECT_EQ(0, kvp_stats(self->fd, &s));
-	kvp_check_identities(_metadata, &self->pool, &s);
+	EXPECT_EQ(0, kt_stats(self->fd, &s));
+	kt_check_identities(_metadata, &self->pool, &s);
 }
 
 /* Four processes, each its own client, 200 rounds each, at once. */
@@ -539,15 +539,15 @@ TEST_F_TIMEOUT(life, processes, 300)
 
 	ASSERT_EQ(0, pipe(go));
 	for (i = 0; i < WORKERS; i++) {
-		pids[i] = kvp_pool_fork(_metadata, &self->pool);
+		pids[i] = kt_pool_fork(_metadata, &self->pool);
 		if (pids[i] == 0) {
 			unsigned int seed = 1 + i, r;
 			int fd, line;
 
 			close(go[1]);
-			fd = kvp_open_id(self->pool.id, O_RDWR | O_CLOEXEC);
+			fd = kt_open_id(self->pool.id, O_RDWR | O_CLOEXEC);
 			CHILD_CHECK(fd >= 0);
-			kvp_pipe_wait(go[0]);	/* start together */
+			kt_pipe_wait(go[0]);	/* start together */
 			for (r = 0; r < ITERS; r++) {
 				line = work_round(fd, self->pt, &seed, r, true);
 				if (line) {
@@ -568,15 +568,15 @@ TEST_F_TIMEOUT(life, processes, 300)
 			if (pids[i] <= 0)
 				continue;
 			if (waitpid(pids[i], &status, WNOHANG) == pids[i]) {
-				EXPECT_TRUE(KVP_CHILD_OK(status))
+				EXPECT_TRUE(KT_CHILD_OK(status))
 					TH_LOG("worker %d status %#x", i, status);
-				kvp_pool_wait(&self->pool, pids[i]);
+				kt_pool_wait(&self->pool, pids[i]);
 				pids[i] = 0;
 				done++;
 			}
 		}
 	}
-	kvp_expect_pool_full(_metadata, &self->pool, self->fd, 1);
+	kt_expect_pool_full(_metadata, &self->pool, self->fd, 1);
 }
 
 /* Four processes sharing one client (one inherited fd). */
@@ -586,16 +586,16 @@ TEST_F_TIMEOUT(life, processes_one_client, 300)
 	int go[2], i, fd, status;
 	struct kvpool_stats s;
 
-	fd = kvp_pool_open(_metadata, &self->pool);
+	fd = kt_pool_open(_metadata, &self->pool);
 	ASSERT_EQ(0, pipe(go));
 	for (i = 0; i < WORKERS; i++) {
-		pids[i] = kvp_pool_fork(_metadata, &self->pool);
+		pids[i] = kt_pool_fork(_metadata, &self->pool);
 		if (pids[i] == 0) {
 			unsigned int seed = 100 + i, r;
 			int line;
 
 			close(go[1]);
-			kvp_pipe_wait(go[0]);
+			kt_pipe_wait(go[0]);
 			for (r = 0; r < ITERS; r++) {
 				/* Session ids: the client's, so per worker. */
 				line = work_round(fd, self->pt, &seed,
@@ -612,17 +612,17 @@ TEST_F_TIMEOUT(life, processes_one_client, 300)
 	close(go[0]);
 	close(go[1]);
 	for (i = 0; i < WORKERS; i++) {
-		status = kvp_pool_wait(&self->pool, pids[i]);
-		EXPECT_TRUE(KVP_CHILD_OK(status))
+		status = kt_pool_wait(&self->pool, pids[i]);
+		EXPECT_TRUE(KT_CHILD_OK(status))
 			TH_LOG("worker %d status %#x", i, status);
 	}
-	ASSERT_EQ(0, kvp_stats(fd, &s));
+	ASSERT_EQ(0, kt_stats(fd, &s));
 	EXPECT_EQ(0, s.out_client_rows);
 	EXPECT_EQ(0, s.out_client_slots);
 	EXPECT_EQ(0, s.out_client_pages);
 	EXPECT_EQ(2, s.out_nr_clients);
-	kvp_pool_close(&self->pool, fd);
-	kvp_expect_pool_full(_metadata, &self->pool, self->fd, 1);
+	kt_pool_close(&self->pool, fd);
+	kt_expect_pool_full(_metadata, &self->pool, self->fd, 1);
 }
 
 struct thread_arg {
@@ -658,7 +658,7 @@ TEST_F_TIMEOUT(life, threads_one_fd, 300)
 	struct kvpool_stats s;
 	int i, fd;
 
-	fd = kvp_pool_open(_metadata, &self->pool);
+	fd = kt_pool_open(_metadata, &self->pool);
 	ASSERT_EQ(0, pthread_barrier_init(&start, NULL, WORKERS + 1));
 	for (i = 0; i < WORKERS; i++) {
 		args[i] = (struct thread_arg){ .fd = fd, .pt = self->pt,
@@ -674,11 +674,11 @@ TEST_F_TIMEOUT(life, threads_one_fd, 300)
 			       args[i].round, args[i].line);
 	}
 	pthread_barrier_destroy(&start);
-	ASSERT_EQ(0, kvp_stats(fd, &s));
+	ASSERT_EQ(0, kt_stats(fd, &s));
 	EXPECT_EQ(0, s.out_client_rows);
 	EXPECT_EQ(0, s.out_client_pages);
-	kvp_pool_close(&self->pool, fd);
-	kvp_expect_pool_full(_metadata, &self->pool, self->fd, 1);
+	kt_pool_close(&self->pool, fd);
+	kt_expect_pool_full(_metadata, &self->pool, self->fd, 1);
 }
 
 /*
@@ -699,11 +699,11 @@ static void *close_race_main(void *p)
 
 	pthread_barrier_wait(a->start);
 	for (i = 0; i < 2000; i++) {
-		r = kvp_row_alloc(a->fd, 1, &h, NULL);
+		r = kt_row_alloc(a->fd, 1, &h, NULL);
 		if (r == EBADF)
 			break;
 		if (r == 0) {
-			r = kvp_grow(a->fd, h, 17);
+			r = kt_grow(a->fd, h, 17);
 			if (r && r != EBADF && r != ENOSPC)
 				a->errors++;
 		} else if (r != ENOSPC) {
@@ -721,7 +721,7 @@ TEST_F_TIMEOUT(life, close_while_busy, 300)
 	int round, i, fd;
 
 	for (round = 0; round < 8; round++) {
-		fd = kvp_open_id(self->pool.id, O_RDWR | O_CLOEXEC);
+		fd = kt_open_id(self->pool.id, O_RDWR | O_CLOEXEC);
 		ASSERT_LE(0, fd);
 		ASSERT_EQ(0, pthread_barrier_init(&start, NULL, 3));
 		for (i = 0; i < 2; i++) {
@@ -737,7 +737,7 @@ TEST_F_TIMEOUT(life, close_while_busy, 300)
 			EXPECT_EQ(0, args[i].errors);
 		}
 		pthread_barrier_destroy(&start);
-		kvp_expect_pool_full(_metadata, &self->pool, self->fd, 1);
+		kt_expect_pool_full(_metadata, &self->pool, self->fd, 1);
 	}
 }
 
@@ -798,7 +798,7 @@ static void *drace_opener(void *p)
 	struct kvpool_info info;
 	char path[32];
 
-	kvp_dev_path(path, sizeof(path), d->id);
+	kt_dev_path(path, sizeof(path), d->id);
 	while (!LOAD(d->stop)) {
 		int gone = LOAD(d->destroyed);
 		int fd = open(path, O_RDWR | O_CLOEXEC);
@@ -808,7 +808,7 @@ static void *drace_opener(void *p)
 			/* A destroyed pool takes no client. */
 			if (gone)
 				drace_bad(d, __LINE__, 0);
-			if (kvp_info(fd, &info) || info.out_pool_id != d->id)
+			if (kt_info(fd, &info) || info.out_pool_id != d->id)
 				drace_bad(d, __LINE__, errno);
 			close(fd);
 		} else if (errno == ENOENT || errno == ENODEV ||
@@ -832,7 +832,7 @@ static void *drace_reader(void *p)
 	char path[128], buf[64];
 	int kept;
 
-	snprintf(path, sizeof(path), KVP_SYSFS_FMT, d->id, "nr_clients");
+	snprintf(path, sizeof(path), KT_SYSFS_FMT, d->id, "nr_clients");
 	kept = open(path, O_RDONLY | O_CLOEXEC);
 	while (!LOAD(d->stop)) {
 		static const char *const names[] = {
@@ -842,7 +842,7 @@ static void *drace_reader(void *p)
 
 		for (i = 0; i < ARRAY_SIZE(names); i++) {
 			__u64 v;
-			int ret = kvp_sysfs_u64(d->id, names[i], &v);
+			int ret = kt_sysfs_u64(d->id, names[i], &v);
 
 			if (!ret)
 				__atomic_add_fetch(&d->reads, 1,
@@ -869,10 +869,10 @@ static void *drace_client(void *p)
 	struct kvpool_handle h;
 	int fd;
 
-	fd = kvp_open_id(d->id, O_RDWR | O_CLOEXEC);
+	fd = kt_open_id(d->id, O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
 		drace_bad(d, __LINE__, errno);
-	} else if (kvp_row_alloc(fd, 1, &h, NULL) || kvp_grow(fd, h, 40)) {
+	} else if (kt_row_alloc(fd, 1, &h, NULL) || kt_grow(fd, h, 40)) {
 		drace_bad(d, __LINE__, errno);
 	}
 	pthread_barrier_wait(d->go);
@@ -891,7 +891,7 @@ static void *drace_destroyer(void *p)
 	pthread_barrier_wait(d->go);
 	deadline = life_now_ns() + 5000000000LL;
 	for (;;) {
-		ret = kvp_destroy(d->ctl, d->id);
+		ret = kt_destroy(d->ctl, d->id);
 		if (ret == 0) {
 			STORE(d->destroyed, 1);
 			break;
@@ -930,9 +930,9 @@ TEST_F_TIMEOUT(solo, destroy_vs_last_close, 120)
 	char path[128];
 	struct stat st;
 
-	ctl = kvp_ctl_open();
-	ASSERT_LE(0, ctl) TH_LOG("open " KVP_CTL_PATH ": %s", strerror(errno));
-	pools0 = kvp_count_pools();
+	ctl = kt_ctl_open();
+	ASSERT_LE(0, ctl) TH_LOG("open " KT_CTL_PATH ": %s", strerror(errno));
+	pools0 = kt_count_pools();
 	ASSERT_LE(0, pools0);
 	memset(&d, 0, sizeof(d));
 	for (round = 0; round < 1000; round++) {
@@ -942,8 +942,8 @@ TEST_F_TIMEOUT(solo, destroy_vs_last_close, 120)
 		d.destroyed = 0;
 		d.ctl = ctl;
 		d.go = &go;
-		ASSERT_EQ(0, kvp_create(ctl, KVPOOL_CREATE_RESERVE_ZERO, 64, 16,
-					8, 256, &d.id));
+		ASSERT_EQ(0, kt_create(ctl, KVPOOL_CREATE_RESERVE_ZERO, 64, 16,
+				       8, 256, &d.id));
 		ASSERT_EQ(0, pthread_barrier_init(&go, NULL, 2));
 		ASSERT_EQ(0, pthread_create(&th[0], NULL, drace_opener, &d));
 		ASSERT_EQ(0, pthread_create(&th[1], NULL, drace_reader, &d));
@@ -965,14 +965,14 @@ TEST_F_TIMEOUT(solo, destroy_vs_last_close, 120)
 			       round, d.id, d.bad_line, strerror(d.bad_errno));
 		ASSERT_EQ(1, d.destroyed);
 		/* Gone: no node, no sysfs folder, no pool of that id. */
-		kvp_dev_path(path, sizeof(path), d.id);
+		kt_dev_path(path, sizeof(path), d.id);
 		EXPECT_EQ(-1, stat(path, &st)) TH_LOG("%s after destroy", path);
-		snprintf(path, sizeof(path), KVP_SYSFS_CLASS "/kvpool%u", d.id);
+		snprintf(path, sizeof(path), KT_SYSFS_CLASS "/kvpool%u", d.id);
 		EXPECT_EQ(-1, stat(path, &st)) TH_LOG("%s after destroy", path);
-		EXPECT_EQ(ENODEV, kvp_destroy(ctl, d.id));
-		EXPECT_EQ(-1, kvp_open_id(d.id, O_RDWR | O_CLOEXEC));
+		EXPECT_EQ(ENODEV, kt_destroy(ctl, d.id));
+		EXPECT_EQ(-1, kt_open_id(d.id, O_RDWR | O_CLOEXEC));
 	}
-	EXPECT_EQ(pools0, kvp_count_pools());
+	EXPECT_EQ(pools0, kt_count_pools());
 	TH_LOG("%ld rounds: %ld opens, %ld refused, %ld sysfs reads, %ld EBUSY",
 	       d.rounds, d.opens, d.open_fails, d.reads, d.busy);
 	/* The hammering ran: the node was opened and sysfs read. */
@@ -1027,21 +1027,21 @@ static void busy_worker(__u32 id, struct busy_shared *sh)
 		_exit(1);						\
 	}								\
 } while (0)
-	fd = kvp_open_id(id, O_RDWR | O_CLOEXEC);
+	fd = kt_open_id(id, O_RDWR | O_CLOEXEC);
 	B_CHECK(fd >= 0);
-	B_CHECK(kvp_row_alloc(fd, 1, &h, NULL) == 0);
+	B_CHECK(kt_row_alloc(fd, 1, &h, NULL) == 0);
 	STORE(sh->ready, 1);
 	for (i = 0; !LOAD(sh->stop); i++) {
 		long long t0 = life_now_ns(), t;
 
 		if (i % 3 == 2) {
-			B_CHECK(kvp_verify(fd, &v) == 0);
+			B_CHECK(kt_verify(fd, &v) == 0);
 			B_CHECK(v.out_violations == 0);
 		} else {
-			B_CHECK(kvp_extend1(fd, h, BIG_NR_PAGES - 1, pages,
-					    ARRAY_SIZE(pages), &n) == 0);
+			B_CHECK(kt_extend1(fd, h, BIG_NR_PAGES - 1, pages,
+					   ARRAY_SIZE(pages), &n) == 0);
 			B_CHECK(n == BIG_NR_PAGES - 1);
-			B_CHECK(kvp_trim1(fd, h, &n) == 0);
+			B_CHECK(kt_trim1(fd, h, &n) == 0);
 			B_CHECK(n == BIG_NR_PAGES - 1);
 		}
 		t = life_now_ns() - t0;
@@ -1059,7 +1059,7 @@ static void busy_pool_opener(__u32 id, struct busy_shared *sh)
 {
 	while (!LOAD(sh->stop)) {
 		long long t0 = life_now_ns(), t;
-		int fd = kvp_open_id(id, O_RDWR | O_CLOEXEC);
+		int fd = kt_open_id(id, O_RDWR | O_CLOEXEC);
 
 		if (fd < 0) {
 			sh->opener_err = errno;
@@ -1075,14 +1075,14 @@ static void busy_pool_opener(__u32 id, struct busy_shared *sh)
 }
 
 FIXTURE(busy) {
-	struct kvp_pool pool;
+	struct kt_pool pool;
 	struct busy_shared *sh;
 };
 
 FIXTURE_SETUP(busy)
 {
-	kvp_pool_init(_metadata, &self->pool, KVPOOL_CREATE_RESERVE_ZERO,
-		      BIG_NR_PAGES, 1, 16, 1u << 22);
+	kt_pool_init(_metadata, &self->pool, KVPOOL_CREATE_RESERVE_ZERO,
+		     BIG_NR_PAGES, 1, 16, 1u << 22);
 	self->sh = mmap(NULL, sizeof(*self->sh), PROT_READ | PROT_WRITE,
 			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, self->sh);
@@ -1091,7 +1091,7 @@ FIXTURE_SETUP(busy)
 
 FIXTURE_TEARDOWN(busy)
 {
-	kvp_pool_fini(_metadata, &self->pool);
+	kt_pool_fini(_metadata, &self->pool);
 	if (self->sh && self->sh != MAP_FAILED)
 		munmap(self->sh, sizeof(*self->sh));
 }
@@ -1099,7 +1099,7 @@ FIXTURE_TEARDOWN(busy)
 TEST_F_TIMEOUT(busy, misc_open_latency, 300)
 {
 	static const char *const devs[] = {
-		KVP_CTL_PATH, "/dev/fuse", "/dev/userfaultfd",
+		KT_CTL_PATH, "/dev/fuse", "/dev/userfaultfd",
 	};
 	long long worst[ARRAY_SIZE(devs)] = { 0 };
 	long long total[ARRAY_SIZE(devs)] = { 0 };
@@ -1111,15 +1111,15 @@ TEST_F_TIMEOUT(busy, misc_open_latency, 300)
 	long ops0;
 	int status;
 
-	ASSERT_EQ(0, access(KVP_CTL_PATH, F_OK));
-	worker = kvp_pool_fork(_metadata, &self->pool);
+	ASSERT_EQ(0, access(KT_CTL_PATH, F_OK));
+	worker = kt_pool_fork(_metadata, &self->pool);
 	if (worker == 0)
 		busy_worker(self->pool.id, sh);
 	while (!LOAD(sh->ready) && !LOAD(sh->err_line))
 		usleep(1000);
 	ASSERT_EQ(0, LOAD(sh->err_line)) TH_LOG("worker: line %d: %s",
 					       sh->err_line, strerror(sh->err));
-	opener = kvp_pool_fork(_metadata, &self->pool);
+	opener = kt_pool_fork(_metadata, &self->pool);
 	if (opener == 0)
 		busy_pool_opener(self->pool.id, sh);
 	/* Measure only while the worker's ops run. */
@@ -1149,12 +1149,12 @@ TEST_F_TIMEOUT(busy, misc_open_latency, 300)
 		usleep(200);
 	}
 	STORE(sh->stop, 1);
-	status = kvp_pool_wait(&self->pool, worker);
-	EXPECT_TRUE(KVP_CHILD_OK(status))
+	status = kt_pool_wait(&self->pool, worker);
+	EXPECT_TRUE(KT_CHILD_OK(status))
 		TH_LOG("worker status %#x, line %d: %s", status, sh->err_line,
 		       strerror(sh->err));
-	status = kvp_pool_wait(&self->pool, opener);
-	EXPECT_TRUE(KVP_CHILD_OK(status))
+	status = kt_pool_wait(&self->pool, opener);
+	EXPECT_TRUE(KT_CHILD_OK(status))
 		TH_LOG("pool opener status %#x: %s", status,
 		       strerror(sh->opener_err));
 
@@ -1350,7 +1350,7 @@ struct loop_shared {
 
 static void open_loop(struct loop_shared *sh)
 {
-	static const char *const paths[] = { KVP_CTL_PATH, "/dev/kvpool0" };
+	static const char *const paths[] = { KT_CTL_PATH, "/dev/kvpool0" };
 	unsigned int i;
 
 	while (!LOAD(sh->stop)) {
@@ -1454,7 +1454,7 @@ TEST_F_TIMEOUT(solo, module_reload_failing_init, 120)
 			}
 		}
 		EXPECT_EQ(-1, access("/sys/module/kvpool", F_OK));
-		EXPECT_EQ(-1, access(KVP_CTL_PATH, F_OK));
+		EXPECT_EQ(-1, access(KT_CTL_PATH, F_OK));
 	}
 	if (unloaded || access("/sys/module/kvpool", F_OK)) {
 		ret = sys_init_module(img, st.st_size, params);
@@ -1466,7 +1466,7 @@ TEST_F_TIMEOUT(solo, module_reload_failing_init, 120)
 	status = -1;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	EXPECT_TRUE(KVP_CHILD_OK(status))
+	EXPECT_TRUE(KT_CHILD_OK(status))
 		TH_LOG("opener: status %#x, errno %s", status,
 		       strerror(sh->bad_errno));
 	TH_LOG("opener: %ld opens, %ld refused", sh->opens, sh->refused);
@@ -1478,8 +1478,8 @@ TEST_F_TIMEOUT(solo, module_reload_failing_init, 120)
 	EXPECT_EQ(0, read_small("/sys/module/kvpool/srcversion", sv_loaded,
 				sizeof(sv_loaded)));
 	EXPECT_STREQ(sv_file, sv_loaded);
-	fd = kvp_ctl_open();
-	EXPECT_LE(0, fd) TH_LOG("open " KVP_CTL_PATH ": %s", strerror(errno));
+	fd = kt_ctl_open();
+	EXPECT_LE(0, fd) TH_LOG("open " KT_CTL_PATH ": %s", strerror(errno));
 	if (fd >= 0)
 		close(fd);
 	munmap(sh, sizeof(*sh));

@@ -12,7 +12,7 @@
  * largest applies (docs/design.md, "Pressure"). The numbers below are those
  * shares, computed by hand: ceil(need * mine / all).
  *
- * The askees are agents (kvpool_tenant_util.h): processes of other uids,
+ * The askees are agents (kvptest_agent.h): processes of other uids,
  * so other tenants. A poll() runs in an agent while the test acts: it must
  * stay blocked while nothing is asked and come back promptly with POLLPRI
  * when another process's op crosses the low watermark, when limits or
@@ -23,7 +23,7 @@
  *
  * Copyright (C) 2026 The kvpool authors
  */
-#include "kvpool_tenant_util.h"
+#include "kvptest_tenant.h"
 
 #include <pthread.h>
 #include <sys/epoll.h>
@@ -44,55 +44,55 @@
 #define PROMPT_MS	5000
 
 FIXTURE(pressure) {
-	struct kvp_tenv e;
+	struct kt_tenv e;
 };
 
 FIXTURE_SETUP(pressure)
 {
 	/* page_tokens 1: pages and tokens are the same numbers. */
-	kvp_tenv_init(_metadata, &self->e, 0, NR_PAGES, 1, NR_ROWS,
-		      ROW_TOKENS, 0);
+	kt_tenv_init(_metadata, &self->e, 0, NR_PAGES, 1, NR_ROWS,
+		     ROW_TOKENS, 0);
 }
 
 FIXTURE_TEARDOWN(pressure)
 {
-	kvp_tenv_fini(_metadata, &self->e);
+	kt_tenv_fini(_metadata, &self->e);
 }
 
 static __u64 sysfs_val(__u32 id, const char *name)
 {
 	__u64 v = ~0ull;
 
-	if (kvp_sysfs_u64(id, name, &v))
+	if (kt_sysfs_u64(id, name, &v))
 		return ~0ull;
 	return v;
 }
 
 /* Take @n pages with a new row of the test's own client; the handle. */
 static struct kvpool_handle hog(struct __test_metadata *_metadata,
-				struct kvp_tenv *e, __u32 n)
+				struct kt_tenv *e, __u32 n)
 {
 	struct kvpool_handle h = { 0, 0 };
 
-	EXPECT_EQ(0, kvp_row_alloc(e->fd, 1, &h, NULL));
-	EXPECT_EQ(0, kvp_grow(e->fd, h, n));
+	EXPECT_EQ(0, kt_row_alloc(e->fd, 1, &h, NULL));
+	EXPECT_EQ(0, kt_grow(e->fd, h, n));
 	return h;
 }
 
-static int tenant_ask(struct kvp_tenv *e, __u32 tid, __u32 *ask)
+static int tenant_ask(struct kt_tenv *e, __u32 tid, __u32 *ask)
 {
 	struct kvpool_tenant_info ti;
-	int ret = kvp_tenant_get(e->pool.ctl, e->pool.id, tid, &ti);
+	int ret = kt_tenant_get(e->pool.ctl, e->pool.id, tid, &ti);
 
 	*ask = ti.ask_pages;
 	return ret;
 }
 
-static __u32 ag_tid(struct kvp_agent *a, int slot)
+static __u32 ag_tid(struct kt_agent *a, int slot)
 {
 	struct kvpool_stats s;
 
-	return ag_stats(a, slot, &s) ? KVP_BAD_IDX : s.out_tenant_id;
+	return ag_stats(a, slot, &s) ? KT_BAD_IDX : s.out_tenant_id;
 }
 
 /* KVPOOL_PRESSURE of an agent's client must be exactly (ask, reasons). */
@@ -124,7 +124,7 @@ static __u32 ag_tid(struct kvp_agent *a, int slot)
 
 /* ... and that it comes back with POLLPRI, promptly. */
 #define EXPECT_WOKEN(a) do {						\
-	long long __t0 = kvp_now_ms();					\
+	long long __t0 = kt_now_ms();					\
 	int __r = -1, __ev = -1;					\
 	long __spent = -1;						\
 	EXPECT_EQ(0, ag_poll_wait((a), PROMPT_MS, &__r, &__ev, &__spent)) \
@@ -132,20 +132,20 @@ static __u32 ag_tid(struct kvp_agent *a, int slot)
 	EXPECT_EQ(1, __r);						\
 	EXPECT_EQ(POLLPRI, __ev);					\
 	EXPECT_GT(5 * PROMPT_MS, __spent);				\
-	EXPECT_GT(PROMPT_MS, kvp_now_ms() - __t0);			\
+	EXPECT_GT(PROMPT_MS, kt_now_ms() - __t0);			\
 } while (0)
 
 /* New pools start at nr_pages / 32 and nr_pages / 16. */
 TEST_F(pressure, wmark_defaults)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	static const __u32 sizes[] = { 100, 31, 32, 65536 };
 	struct kvpool_pressure p;
 	unsigned int i;
 
 	EXPECT_EQ(LOW, sysfs_val(e->pool.id, "low_wmark"));
 	EXPECT_EQ(HIGH, sysfs_val(e->pool.id, "high_wmark"));
-	ASSERT_EQ(0, kvp_pressure(e->fd, &p));
+	ASSERT_EQ(0, kt_pressure(e->fd, &p));
 	EXPECT_EQ(0, p.out_ask_pages);
 	EXPECT_EQ(0, p.out_reasons);
 	EXPECT_EQ(NR_PAGES, p.out_free_pages);
@@ -157,29 +157,29 @@ TEST_F(pressure, wmark_defaults)
 		__u32 id;
 		int fd;
 
-		ASSERT_EQ(0, kvp_create(e->pool.ctl, 0, sizes[i], 1, 4, 16, &id));
+		ASSERT_EQ(0, kt_create(e->pool.ctl, 0, sizes[i], 1, 4, 16, &id));
 		EXPECT_EQ(sizes[i] / 32, sysfs_val(id, "low_wmark"));
 		EXPECT_EQ(sizes[i] / 16, sysfs_val(id, "high_wmark"));
-		fd = kvp_open_id(id, O_RDWR | O_CLOEXEC);
+		fd = kt_open_id(id, O_RDWR | O_CLOEXEC);
 		EXPECT_LE(0, fd);
 		if (fd >= 0) {
-			EXPECT_EQ(0, kvp_pressure(fd, &p));
+			EXPECT_EQ(0, kt_pressure(fd, &p));
 			EXPECT_EQ(sizes[i] / 32, p.out_low_wmark);
 			EXPECT_EQ(sizes[i] / 16, p.out_high_wmark);
 			EXPECT_EQ(sizes[i], p.out_free_pages);
 			close(fd);
 		}
-		EXPECT_EQ(0, kvp_destroy(e->pool.ctl, id));
+		EXPECT_EQ(0, kt_destroy(e->pool.ctl, id));
 	}
 }
 
 /* CTL_SET_WMARK: each bad argument with its errno, nothing changed. */
 TEST_F(pressure, wmark_validation)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_ctl_wmark w, ok;
 	struct kvpool_pressure p;
-	unsigned char big[KVP_PAGE_SIZE + 8];
+	unsigned char big[KT_PAGE_SIZE + 8];
 	int i;
 
 	memset(&ok, 0, sizeof(ok));
@@ -234,7 +234,7 @@ TEST_F(pressure, wmark_validation)
 			what = "short";
 			break;
 		}
-		EXPECT_EQ(want, kvp_ioctl(e->pool.ctl, KVPOOL_CTL_SET_WMARK, &w))
+		EXPECT_EQ(want, kt_ioctl(e->pool.ctl, KVPOOL_CTL_SET_WMARK, &w))
 			TH_LOG("%s", what);
 		EXPECT_EQ(LOW, sysfs_val(e->pool.id, "low_wmark")) TH_LOG("%s", what);
 		EXPECT_EQ(HIGH, sysfs_val(e->pool.id, "high_wmark")) TH_LOG("%s", what);
@@ -243,27 +243,27 @@ TEST_F(pressure, wmark_validation)
 	memcpy(big, &ok, sizeof(ok));
 	((struct kvpool_ctl_wmark *)big)->size = sizeof(ok) + 8;
 	big[sizeof(ok) + 1] = 1;
-	EXPECT_EQ(E2BIG, kvp_ioctl(e->pool.ctl, KVPOOL_CTL_SET_WMARK, big));
-	((struct kvpool_ctl_wmark *)big)->size = KVP_PAGE_SIZE + 1;
-	EXPECT_EQ(E2BIG, kvp_ioctl(e->pool.ctl, KVPOOL_CTL_SET_WMARK, big));
+	EXPECT_EQ(E2BIG, kt_ioctl(e->pool.ctl, KVPOOL_CTL_SET_WMARK, big));
+	((struct kvpool_ctl_wmark *)big)->size = KT_PAGE_SIZE + 1;
+	EXPECT_EQ(E2BIG, kt_ioctl(e->pool.ctl, KVPOOL_CTL_SET_WMARK, big));
 	EXPECT_EQ(LOW, sysfs_val(e->pool.id, "low_wmark"));
 
 	/* The edges that are fine, and their effect. */
-	EXPECT_EQ(0, kvp_set_wmark(e->pool.ctl, e->pool.id, 0, 0));
+	EXPECT_EQ(0, kt_set_wmark(e->pool.ctl, e->pool.id, 0, 0));
 	EXPECT_EQ(0, sysfs_val(e->pool.id, "low_wmark"));
 	EXPECT_EQ(0, sysfs_val(e->pool.id, "high_wmark"));
-	EXPECT_EQ(0, kvp_set_wmark(e->pool.ctl, e->pool.id, NR_PAGES, NR_PAGES));
-	EXPECT_EQ(0, kvp_set_wmark(e->pool.ctl, e->pool.id, 7, 7));
-	EXPECT_EQ(0, kvp_set_wmark(e->pool.ctl, e->pool.id, 5, NR_PAGES));
+	EXPECT_EQ(0, kt_set_wmark(e->pool.ctl, e->pool.id, NR_PAGES, NR_PAGES));
+	EXPECT_EQ(0, kt_set_wmark(e->pool.ctl, e->pool.id, 7, 7));
+	EXPECT_EQ(0, kt_set_wmark(e->pool.ctl, e->pool.id, 5, NR_PAGES));
 	EXPECT_EQ(5, sysfs_val(e->pool.id, "low_wmark"));
 	EXPECT_EQ(NR_PAGES, sysfs_val(e->pool.id, "high_wmark"));
-	ASSERT_EQ(0, kvp_pressure(e->fd, &p));
+	ASSERT_EQ(0, kt_pressure(e->fd, &p));
 	EXPECT_EQ(5, p.out_low_wmark);
 	EXPECT_EQ(NR_PAGES, p.out_high_wmark);
 	/* a larger size with a zero tail */
 	big[sizeof(ok) + 1] = 0;
 	((struct kvpool_ctl_wmark *)big)->size = sizeof(ok) + 8;
-	EXPECT_EQ(0, kvp_ioctl(e->pool.ctl, KVPOOL_CTL_SET_WMARK, big));
+	EXPECT_EQ(0, kt_ioctl(e->pool.ctl, KVPOOL_CTL_SET_WMARK, big));
 	EXPECT_EQ(10, sysfs_val(e->pool.id, "low_wmark"));
 	EXPECT_EQ(20, sysfs_val(e->pool.id, "high_wmark"));
 }
@@ -271,24 +271,24 @@ TEST_F(pressure, wmark_validation)
 /* KVPOOL_PRESSURE's own checks; out fields are outputs only. */
 TEST_F(pressure, pressure_validation)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_pressure p;
 
 	memset(&p, 0, sizeof(p));
 	p.size = sizeof(p);
 	p.flags = 1;
-	EXPECT_EQ(EOPNOTSUPP, kvp_ioctl(e->fd, KVPOOL_PRESSURE, &p));
+	EXPECT_EQ(EOPNOTSUPP, kt_ioctl(e->fd, KVPOOL_PRESSURE, &p));
 	p.flags = 0;
 	p.__reserved = 1;
-	EXPECT_EQ(EINVAL, kvp_ioctl(e->fd, KVPOOL_PRESSURE, &p));
+	EXPECT_EQ(EINVAL, kt_ioctl(e->fd, KVPOOL_PRESSURE, &p));
 	p.__reserved = 0;
 	p.size = offsetof(struct kvpool_pressure, __reserved);
-	EXPECT_EQ(EINVAL, kvp_ioctl(e->fd, KVPOOL_PRESSURE, &p));
+	EXPECT_EQ(EINVAL, kt_ioctl(e->fd, KVPOOL_PRESSURE, &p));
 	memset(&p, 0xff, sizeof(p));
 	p.size = sizeof(p);
 	p.flags = 0;
 	p.__reserved = 0;
-	EXPECT_EQ(0, kvp_ioctl(e->fd, KVPOOL_PRESSURE, &p));
+	EXPECT_EQ(0, kt_ioctl(e->fd, KVPOOL_PRESSURE, &p));
 	EXPECT_EQ(0, p.out_ask_pages);
 	EXPECT_EQ(0, p.out_reasons);
 	EXPECT_EQ(NR_PAGES, p.out_free_pages);
@@ -301,14 +301,14 @@ TEST_F(pressure, pressure_validation)
  */
 TEST_F(pressure, low_wmark_shares)
 {
-	struct kvp_tenv *e = &self->e;
-	struct kvp_agent *c1, *c2;
+	struct kt_tenv *e = &self->e;
+	struct kt_agent *c1, *c2;
 	struct kvpool_pressure p;
 	struct kvpool_handle h;
 	__u32 ids1[40], ids2[24], ask;
 
-	c1 = kvp_tenv_client(_metadata, e, 0, -1, UID_1);
-	c2 = kvp_tenv_client(_metadata, e, 1, -1, UID_2);
+	c1 = kt_tenv_client(_metadata, e, 0, -1, UID_1);
+	c2 = kt_tenv_client(_metadata, e, 1, -1, UID_2);
 	ASSERT_EQ(0, ag_make_cache(c1, 0, 1, 40, ids1));
 	ASSERT_EQ(0, ag_make_cache(c2, 0, 1, 24, ids2));
 	EXPECT_ASK(c1, 0, 0, 0);
@@ -323,7 +323,7 @@ TEST_F(pressure, low_wmark_shares)
 	EXPECT_EQ(LOW, p.out_low_wmark);
 	EXPECT_EQ(HIGH, p.out_high_wmark);
 	/* No cache, nothing to ask. */
-	ASSERT_EQ(0, kvp_pressure(e->fd, &p));
+	ASSERT_EQ(0, kt_pressure(e->fd, &p));
 	EXPECT_EQ(0, p.out_ask_pages);
 	EXPECT_EQ(0, p.out_reasons);
 	ASSERT_EQ(0, tenant_ask(e, ag_tid(c1, 0), &ask));
@@ -346,7 +346,7 @@ TEST_F(pressure, low_wmark_shares)
 	EXPECT_POLL0(c2, 0, false);
 
 	/* Wanting far more than there is: each is asked all it has. */
-	ASSERT_EQ(0, kvp_set_wmark(e->pool.ctl, e->pool.id, 100, NR_PAGES));
+	ASSERT_EQ(0, kt_set_wmark(e->pool.ctl, e->pool.id, 100, NR_PAGES));
 	EXPECT_ASK(c1, 0, 12, KVPOOL_PRESSURE_LOW);
 	EXPECT_ASK(c2, 0, 24, KVPOOL_PRESSURE_LOW);
 	/* Pinned pages are not asked for: c2 has 14 unpinned of 24. */
@@ -358,12 +358,12 @@ TEST_F(pressure, low_wmark_shares)
 	EXPECT_EQ(EBUSY, ag_evict(c2, 0, ids2, 1, NULL));
 
 	/* low 0: never. */
-	ASSERT_EQ(0, kvp_set_wmark(e->pool.ctl, e->pool.id, 0, 0));
+	ASSERT_EQ(0, kt_set_wmark(e->pool.ctl, e->pool.id, 0, 0));
 	EXPECT_ASK(c1, 0, 0, 0);
 	EXPECT_ASK(c2, 0, 0, 0);
 	EXPECT_POLL0(c2, 0, false);
 	/* high == low, 1 above the 48 free: 1 wanted, rounded up for each. */
-	ASSERT_EQ(0, kvp_set_wmark(e->pool.ctl, e->pool.id, 49, 49));
+	ASSERT_EQ(0, kt_set_wmark(e->pool.ctl, e->pool.id, 49, 49));
 	EXPECT_ASK(c1, 0, 1, KVPOOL_PRESSURE_LOW);	/* ceil(1*12/26) */
 	EXPECT_ASK(c2, 0, 1, KVPOOL_PRESSURE_LOW);	/* ceil(1*14/26) */
 }
@@ -376,14 +376,14 @@ TEST_F(pressure, low_wmark_shares)
  */
 TEST_F(pressure, poll_wakes_on_low_crossing)
 {
-	struct kvp_tenv *e = &self->e;
-	struct kvp_agent *c1, *z;
+	struct kt_tenv *e = &self->e;
+	struct kt_agent *c1, *z;
 	__u32 ids[40];
 	long spent = 0;
 	int r = -1, ev = -1;
 
-	c1 = kvp_tenv_client(_metadata, e, 0, -1, UID_1);
-	z = kvp_tenv_client(_metadata, e, 1, -1, UID_2);
+	c1 = kt_tenv_client(_metadata, e, 0, -1, UID_1);
+	z = kt_tenv_client(_metadata, e, 1, -1, UID_2);
 	ASSERT_EQ(0, ag_make_cache(c1, 0, 1, 40, ids));
 
 	/* Nothing asked: the timeout runs out. */
@@ -411,17 +411,17 @@ TEST_F(pressure, poll_wakes_on_low_crossing)
 /* A poller wakes when the administrator moves the watermarks. */
 TEST_F(pressure, poll_wakes_on_wmark_change)
 {
-	struct kvp_tenv *e = &self->e;
-	struct kvp_agent *c1;
+	struct kt_tenv *e = &self->e;
+	struct kt_agent *c1;
 
-	c1 = kvp_tenv_client(_metadata, e, 0, -1, UID_1);
+	c1 = kt_tenv_client(_metadata, e, 0, -1, UID_1);
 	ASSERT_EQ(0, ag_make_cache(c1, 0, 1, 40, NULL));
 	START_BLOCKED_POLL(c1, 0);
-	ASSERT_EQ(0, kvp_set_wmark(e->pool.ctl, e->pool.id, 1000, 1010));
+	ASSERT_EQ(0, kt_set_wmark(e->pool.ctl, e->pool.id, 1000, 1010));
 	EXPECT_WOKEN(c1);
 	/* 984 free: 26 wanted, all of it c1's to give. */
 	EXPECT_ASK(c1, 0, 26, KVPOOL_PRESSURE_LOW);
-	ASSERT_EQ(0, kvp_set_wmark(e->pool.ctl, e->pool.id, LOW, HIGH));
+	ASSERT_EQ(0, kt_set_wmark(e->pool.ctl, e->pool.id, LOW, HIGH));
 	EXPECT_ASK(c1, 0, 0, 0);
 	EXPECT_POLL0(c1, 0, false);
 }
@@ -433,14 +433,14 @@ TEST_F(pressure, poll_wakes_on_wmark_change)
  */
 TEST_F(pressure, over_max)
 {
-	struct kvp_tenv *e = &self->e;
-	struct kvp_agent *t1, *t2, *u;
+	struct kt_tenv *e = &self->e;
+	struct kt_agent *t1, *t2, *u;
 	struct kvpool_handle h;
 	__u32 ids1[40], ids2[20], ask, sh = 0, tid;
 
-	t1 = kvp_tenv_client(_metadata, e, 0, -1, UID_1);
-	t2 = kvp_tenv_client(_metadata, e, 1, -1, UID_1);	/* same tenant */
-	u = kvp_tenv_client(_metadata, e, 2, -1, UID_2);
+	t1 = kt_tenv_client(_metadata, e, 0, -1, UID_1);
+	t2 = kt_tenv_client(_metadata, e, 1, -1, UID_1);	/* same tenant */
+	u = kt_tenv_client(_metadata, e, 2, -1, UID_2);
 	tid = ag_tid(t1, 0);
 	ASSERT_EQ(tid, ag_tid(t2, 0));
 	ASSERT_EQ(0, ag_alloc1(t1, 0, &h));
@@ -450,8 +450,8 @@ TEST_F(pressure, over_max)
 	ASSERT_EQ(0, ag_make_cache(u, 0, 1, 30, NULL));
 
 	START_BLOCKED_POLL(t1, 0);
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
-				       UID_1, 130, 0, 0, NULL));
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
+				      UID_1, 130, 0, 0, NULL));
 	EXPECT_WOKEN(t1);
 	/* 160 held, 30 over: 30 * 40 / 60 and 30 * 20 / 60. */
 	EXPECT_ASK(t1, 0, 20, KVPOOL_PRESSURE_OVER_MAX);
@@ -483,17 +483,17 @@ TEST_F(pressure, over_max)
  */
 TEST_F(pressure, guarantee)
 {
-	struct kvp_tenv *e = &self->e;
-	struct kvp_agent *g, *h1, *h2, *k;
+	struct kt_tenv *e = &self->e;
+	struct kt_agent *g, *h1, *h2, *k;
 	struct kvpool_handle hg;
 	__u32 ids[100], ask, sh = 0;
 
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
-				       UID_1, 0, 100, 0, NULL));
-	g = kvp_tenv_client(_metadata, e, 0, -1, UID_1);
-	h1 = kvp_tenv_client(_metadata, e, 1, -1, UID_2);
-	h2 = kvp_tenv_client(_metadata, e, 2, -1, UID_2);
-	k = kvp_tenv_client(_metadata, e, 3, -1, UID_3);
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
+				      UID_1, 0, 100, 0, NULL));
+	g = kt_tenv_client(_metadata, e, 0, -1, UID_1);
+	h1 = kt_tenv_client(_metadata, e, 1, -1, UID_2);
+	h2 = kt_tenv_client(_metadata, e, 2, -1, UID_2);
+	k = kt_tenv_client(_metadata, e, 3, -1, UID_3);
 	ASSERT_EQ(0, ag_make_cache(h1, 0, 1, 100, ids));
 	ASSERT_EQ(0, ag_make_cache(h2, 0, 1, 50, NULL));
 	ASSERT_EQ(0, ag_make_cache(k, 0, 1, 50, NULL));
@@ -518,13 +518,13 @@ TEST_F(pressure, guarantee)
 	EXPECT_EQ(0, ask);
 
 	/* K below its own min (50 of 60) is not asked; H shares it all. */
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
-				       UID_3, 0, 60, 0, NULL));
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
+				      UID_3, 0, 60, 0, NULL));
 	EXPECT_ASK(k, 0, 0, 0);
 	EXPECT_ASK(h1, 0, 67, KVPOOL_PRESSURE_GUARANTEE);
 	EXPECT_ASK(h2, 0, 34, KVPOOL_PRESSURE_GUARANTEE);
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
-				       UID_3, 0, 0, 0, NULL));
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
+				      UID_3, 0, 0, 0, NULL));
 
 	/* Evicting does not meet G's guarantee: still asked, less. */
 	ASSERT_EQ(0, ag_evict(h1, 0, ids, 50, NULL));
@@ -540,15 +540,15 @@ TEST_F(pressure, guarantee)
 /* The administrator lowering the refused tenant's min ends it too. */
 TEST_F(pressure, guarantee_withdrawn)
 {
-	struct kvp_tenv *e = &self->e;
-	struct kvp_agent *g, *h;
+	struct kt_tenv *e = &self->e;
+	struct kt_agent *g, *h;
 	struct kvpool_handle hg;
 	__u32 sh = 0;
 
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
-				       UID_1, 0, 100, 0, NULL));
-	g = kvp_tenv_client(_metadata, e, 0, -1, UID_1);
-	h = kvp_tenv_client(_metadata, e, 1, -1, UID_2);
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
+				      UID_1, 0, 100, 0, NULL));
+	g = kt_tenv_client(_metadata, e, 0, -1, UID_1);
+	h = kt_tenv_client(_metadata, e, 1, -1, UID_2);
 	ASSERT_EQ(0, ag_make_cache(h, 0, 1, 40, NULL));
 	hog(_metadata, e, NR_PAGES - 40 - 100 - 50);	/* 150 free */
 	ASSERT_EQ(0, ag_alloc1(g, 0, &hg));
@@ -556,8 +556,8 @@ TEST_F(pressure, guarantee_withdrawn)
 	EXPECT_EQ(1, sh);
 	EXPECT_ASK(h, 0, 40, KVPOOL_PRESSURE_GUARANTEE);	/* 100 of 40 */
 	EXPECT_POLL0(h, 0, true);
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
-				       UID_1, 0, 0, 0, NULL));
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
+				      UID_1, 0, 0, 0, NULL));
 	EXPECT_ASK(h, 0, 0, 0);
 	EXPECT_POLL0(h, 0, false);
 }
@@ -569,15 +569,15 @@ TEST_F(pressure, guarantee_withdrawn)
  */
 TEST_F(pressure, guarantee_not_on_edquot)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_handle hg[2];
-	struct kvp_agent *g, *h;
+	struct kt_agent *g, *h;
 	__u32 sh = 0;
 
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
-				       UID_1, 50, 50, 1, NULL));
-	g = kvp_tenv_client(_metadata, e, 0, -1, UID_1);
-	h = kvp_tenv_client(_metadata, e, 1, -1, UID_2);
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
+				      UID_1, 50, 50, 1, NULL));
+	g = kt_tenv_client(_metadata, e, 0, -1, UID_1);
+	h = kt_tenv_client(_metadata, e, 1, -1, UID_2);
 	ASSERT_EQ(0, ag_make_cache(h, 0, 1, 40, NULL));
 	ASSERT_EQ(0, ag_alloc1(g, 0, &hg[0]));
 	EXPECT_EQ(EDQUOT, ag_alloc(g, 0, 1, &hg[1], &sh));
@@ -592,24 +592,24 @@ TEST_F(pressure, guarantee_not_on_edquot)
 /* Several reasons: all are reported, the largest ask applies. */
 TEST_F(pressure, reasons_combined)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_handle h;
-	struct kvp_agent *t;
+	struct kt_agent *t;
 	__u32 ids[40];
 
-	t = kvp_tenv_client(_metadata, e, 0, -1, UID_1);
+	t = kt_tenv_client(_metadata, e, 0, -1, UID_1);
 	ASSERT_EQ(0, ag_alloc1(t, 0, &h));
 	ASSERT_EQ(0, ag_grow(t, 0, h, 100));
 	ASSERT_EQ(0, ag_make_cache(t, 0, 1, 40, ids));
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
-				       UID_1, 130, 0, 0, NULL));
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
+				      UID_1, 130, 0, 0, NULL));
 	EXPECT_ASK(t, 0, 10, KVPOOL_PRESSURE_OVER_MAX);
 	hog(_metadata, e, NR_PAGES - 140 - 50);		/* 50 free */
 	EXPECT_ASK(t, 0, 10, KVPOOL_PRESSURE_OVER_MAX);
 	hog(_metadata, e, 30);				/* 20 free */
 	/* LOW wants 44 (capped at 40), OVER_MAX 10. */
 	EXPECT_ASK(t, 0, 40, KVPOOL_PRESSURE_LOW | KVPOOL_PRESSURE_OVER_MAX);
-	ASSERT_EQ(0, kvp_set_wmark(e->pool.ctl, e->pool.id, 21, 25));
+	ASSERT_EQ(0, kt_set_wmark(e->pool.ctl, e->pool.id, 21, 25));
 	/* LOW wants 5, OVER_MAX 10. */
 	EXPECT_ASK(t, 0, 10, KVPOOL_PRESSURE_LOW | KVPOOL_PRESSURE_OVER_MAX);
 	ASSERT_EQ(0, ag_evict(t, 0, ids, 10, NULL));
@@ -642,35 +642,35 @@ static void *epoll_thread(void *p)
 		return NULL;
 	}
 	memset(&ev, 0, sizeof(ev));
-	t0 = kvp_now_ms();
+	t0 = kt_now_ms();
 	__atomic_store_n(&a->started, 1, __ATOMIC_RELEASE);
 	a->ret = epoll_wait(ep, &ev, 1, 10 * PROMPT_MS);
 	a->events = ev.events;
-	a->spent = kvp_now_ms() - t0;
+	a->spent = kt_now_ms() - t0;
 	close(ep);
 	return NULL;
 }
 
 TEST_F(pressure, epoll_thread_wakes_on_low_crossing)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct epoll_arg arg = { .ret = -1 };
 	struct kvpool_handle h, hh;
-	struct kvp_agent *z;
+	struct kt_agent *z;
 	pthread_t th;
 	int c;
 
-	z = kvp_tenv_client(_metadata, e, 0, -1, UID_2);
-	c = kvp_pool_open(_metadata, &e->pool);
-	ASSERT_EQ(0, kvp_row_alloc(c, 1, &h, NULL));
-	ASSERT_EQ(0, kvp_grow(c, h, 40));
-	ASSERT_EQ(0, kvp_commit1(c, h, 40));
-	ASSERT_EQ(0, kvp_release_donate1(c, h, NULL));
+	z = kt_tenv_client(_metadata, e, 0, -1, UID_2);
+	c = kt_pool_open(_metadata, &e->pool);
+	ASSERT_EQ(0, kt_row_alloc(c, 1, &h, NULL));
+	ASSERT_EQ(0, kt_grow(c, h, 40));
+	ASSERT_EQ(0, kt_commit1(c, h, 40));
+	ASSERT_EQ(0, kt_release_donate1(c, h, NULL));
 	arg.fd = c;
 	ASSERT_EQ(0, pthread_create(&th, NULL, epoll_thread, &arg));
 	while (!__atomic_load_n(&arg.started, __ATOMIC_ACQUIRE))
-		kvp_sleep_ms(1);
-	kvp_sleep_ms(BLOCKED_MS);
+		kt_sleep_ms(1);
+	kt_sleep_ms(BLOCKED_MS);
 	EXPECT_EQ(-1, arg.ret) TH_LOG("epoll_wait returned with nothing asked");
 	ASSERT_EQ(0, ag_alloc1(z, 0, &hh));
 	ASSERT_EQ(0, ag_grow(z, 0, hh, NR_PAGES - 40 - 20));	/* 20 free */
@@ -688,24 +688,24 @@ TEST_F(pressure, epoll_thread_wakes_on_low_crossing)
  */
 TEST_F(pressure, poll_wakes_when_own_cache_appears)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_pressure p;
 	struct kvpool_handle h;
-	struct kvp_agent *pa;
+	struct kt_agent *pa;
 	int c, slot;
 
-	c = kvp_pool_open(_metadata, &e->pool);
+	c = kt_pool_open(_metadata, &e->pool);
 	hog(_metadata, e, NR_PAGES - 20);	/* 20 free: below low */
-	pa = kvp_tenv_agent(_metadata, e, 0, -1, UID_2);
+	pa = kt_tenv_agent(_metadata, e, 0, -1, UID_2);
 	ASSERT_EQ(0, ag_take_fd(pa, c, &slot));	/* the same client */
-	ASSERT_EQ(0, kvp_pressure(c, &p));
+	ASSERT_EQ(0, kt_pressure(c, &p));
 	EXPECT_EQ(0, p.out_ask_pages);
 	START_BLOCKED_POLL(pa, slot);
-	ASSERT_EQ(0, kvp_row_alloc(c, 1, &h, NULL));
-	ASSERT_EQ(0, kvp_grow(c, h, 10));	/* no crossing: below already */
-	ASSERT_EQ(0, kvp_commit1(c, h, 10));
-	ASSERT_EQ(0, kvp_release_donate1(c, h, NULL));
-	ASSERT_EQ(0, kvp_pressure(c, &p));
+	ASSERT_EQ(0, kt_row_alloc(c, 1, &h, NULL));
+	ASSERT_EQ(0, kt_grow(c, h, 10));	/* no crossing: below already */
+	ASSERT_EQ(0, kt_commit1(c, h, 10));
+	ASSERT_EQ(0, kt_release_donate1(c, h, NULL));
+	ASSERT_EQ(0, kt_pressure(c, &p));
 	EXPECT_EQ(10, p.out_ask_pages);
 	EXPECT_EQ(KVPOOL_PRESSURE_LOW, p.out_reasons);
 	EXPECT_WOKEN(pa);
@@ -745,12 +745,12 @@ static void *poll_thread(void *p)
 {
 	struct poll_arg *a = p;
 	struct pollfd pfd = { .fd = a->fd, .events = POLLPRI };
-	long long t0 = kvp_now_ms();
+	long long t0 = kt_now_ms();
 
 	a->ret = poll(&pfd, 1, LONG_POLL_MS);
 	a->err = a->ret < 0 ? errno : 0;
 	a->revents = pfd.revents;
-	a->spent = kvp_now_ms() - t0;
+	a->spent = kt_now_ms() - t0;
 	__atomic_store_n(&a->done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
@@ -758,23 +758,23 @@ static void *poll_thread(void *p)
 /* Wait up to @ms for the thread to finish its poll(); true if it did. */
 static bool poll_done_within(struct poll_arg *a, long ms)
 {
-	long long end = kvp_now_ms() + ms;
+	long long end = kt_now_ms() + ms;
 
 	while (!__atomic_load_n(&a->done, __ATOMIC_ACQUIRE)) {
-		if (kvp_now_ms() >= end)
+		if (kt_now_ms() >= end)
 			return false;
-		kvp_sleep_ms(5);
+		kt_sleep_ms(5);
 	}
 	return true;
 }
 
 static void lost_wakeup(struct __test_metadata *_metadata,
-			struct kvp_tenv *e, bool by_import)
+			struct kt_tenv *e, bool by_import)
 {
 	/* Static: an ASSERT must not leave the thread writing a dead frame. */
 	static struct poll_arg arg;
 	struct kvpool_handle hb, ha, hx;
-	struct kvp_agent *a1, *a2, *b;
+	struct kt_agent *a1, *a2, *b;
 	struct kvpool_pressure p;
 	__u32 ids[40], sh = 0, nr = 0, ask, tid_a;
 	bool woken;
@@ -784,25 +784,25 @@ static void lost_wakeup(struct __test_metadata *_metadata,
 	memset(&arg, 0, sizeof(arg));
 	arg.fd = -1;
 	arg.ret = -2;
-	ASSERT_EQ(0, kvp_set_wmark(e->pool.ctl, e->pool.id, 0, 0));
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
-				       UID_1, 0, 50, 0, NULL));
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
-				       UID_2, 0, 100, 0, NULL));
-	a1 = kvp_tenv_client(_metadata, e, 0, -1, UID_1);
-	a2 = kvp_tenv_client(_metadata, e, 1, -1, UID_1);
-	b = kvp_tenv_client(_metadata, e, 2, -1, UID_2);
+	ASSERT_EQ(0, kt_set_wmark(e->pool.ctl, e->pool.id, 0, 0));
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
+				      UID_1, 0, 50, 0, NULL));
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
+				      UID_2, 0, 100, 0, NULL));
+	a1 = kt_tenv_client(_metadata, e, 0, -1, UID_1);
+	a2 = kt_tenv_client(_metadata, e, 1, -1, UID_1);
+	b = kt_tenv_client(_metadata, e, 2, -1, UID_2);
 	tid_a = ag_tid(a1, 0);
 	ASSERT_EQ(tid_a, ag_tid(a2, 0));
 	ASSERT_EQ(0, ag_make_cache(a1, 0, 1, 40, ids));	/* A: 40 < 50 */
 	if (by_import) {
 		hx = hog(_metadata, e, 20);
-		ASSERT_EQ(0, kvp_export_row(e->fd, hx, &xfd, &nr));
+		ASSERT_EQ(0, kt_export_row(e->fd, hx, &xfd, &nr));
 		ASSERT_EQ(20, nr);
 	}
 	/* Root (no guarantee) takes all but 150: A is owed 10, B 100. */
 	hog(_metadata, e, NR_PAGES - 40 - (by_import ? 20 : 0) - 150);
-	ASSERT_EQ(0, kvp_pressure(e->fd, &p));
+	ASSERT_EQ(0, kt_pressure(e->fd, &p));
 	ASSERT_EQ(150, p.out_free_pages);
 
 	/* B is refused below its min: 150 free less A's 10 owed is 140. */
@@ -817,7 +817,7 @@ static void lost_wakeup(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, ag_give_fd(a1, 0, &arg.fd));
 	ASSERT_LE(0, arg.fd);
 	ASSERT_EQ(0, pthread_create(&th, NULL, poll_thread, &arg));
-	kvp_sleep_ms(BLOCKED_MS);
+	kt_sleep_ms(BLOCKED_MS);
 	if (poll_done_within(&arg, 0)) {
 		pthread_join(th, NULL);
 		close(arg.fd);
@@ -848,7 +848,7 @@ static void lost_wakeup(struct __test_metadata *_metadata,
 
 	/* And PRESSURE says why: all of a1's 40 for B's unmet 100. */
 	EXPECT_ASK(a1, 0, 40, KVPOOL_PRESSURE_GUARANTEE);
-	ASSERT_EQ(0, kvp_pressure(arg.fd, &p));
+	ASSERT_EQ(0, kt_pressure(arg.fd, &p));
 	EXPECT_EQ(40, p.out_ask_pages);
 	EXPECT_EQ(KVPOOL_PRESSURE_GUARANTEE, p.out_reasons);
 	EXPECT_ASK(a2, 0, 0, 0);	/* nothing in its cache */

@@ -20,7 +20,7 @@
  *
  * Copyright (C) 2026 The kvpool authors
  */
-#include "kvpool_util.h"
+#include "kvptest.h"
 
 #include <sys/prctl.h>
 #include <time.h>
@@ -102,8 +102,8 @@ FIXTURE_SETUP(replay)
 	ASSERT_EQ(0, access(self->bin, X_OK))
 		TH_LOG("%s: %s (build it: make -C tools/kvpool-replay)",
 		       self->bin, strerror(errno));
-	ASSERT_EQ(0, access(KVP_CTL_PATH, R_OK | W_OK))
-		TH_LOG(KVP_CTL_PATH ": %s (module loaded? root?)",
+	ASSERT_EQ(0, access(KT_CTL_PATH, R_OK | W_OK))
+		TH_LOG(KT_CTL_PATH ": %s (module loaded? root?)",
 		       strerror(errno));
 }
 

@@ -31,7 +31,7 @@
  * Copyright (C) 2026 The kvpool authors
  */
 #define _GNU_SOURCE
-#include "kvpool_util.h"
+#include "kvptest.h"
 
 #include <grp.h>
 #include <linux/userfaultfd.h>
@@ -88,7 +88,7 @@ static void *racer_main(void *p)
 {
 	struct racer *r = p;
 
-	r->ret = kvp_ioctl(r->fd, r->cmd, r->arg);
+	r->ret = kt_ioctl(r->fd, r->cmd, r->arg);
 	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
@@ -104,7 +104,7 @@ static long long now_ms(void)
 static int wp_protect(struct wp_window *w, bool on)
 {
 	struct uffdio_writeprotect wp = {
-		.range = { .start = kvp_ptr(w->page), .len = KVP_PAGE_SIZE },
+		.range = { .start = kt_ptr(w->page), .len = KT_PAGE_SIZE },
 		/* Lifting it also wakes the faulting thread. */
 		.mode = on ? UFFDIO_WRITEPROTECT_MODE_WP : 0,
 	};
@@ -149,13 +149,13 @@ static void wp_init(struct __test_metadata *_metadata, struct wp_window *w)
 	ASSERT_TRUE(api.features & UFFD_FEATURE_PAGEFAULT_FLAG_WP)
 		TH_LOG("userfaultfd has no write-protect mode: this kernel lacks CONFIG_HAVE_ARCH_USERFAULTFD_WP (x86-64 selects it with CONFIG_USERFAULTFD=y)");
 
-	w->page = mmap(NULL, KVP_PAGE_SIZE, PROT_READ | PROT_WRITE,
+	w->page = mmap(NULL, KT_PAGE_SIZE, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, w->page);
-	memset(w->page, 0, KVP_PAGE_SIZE);
+	memset(w->page, 0, KT_PAGE_SIZE);
 	memset(&reg, 0, sizeof(reg));
-	reg.range.start = kvp_ptr(w->page);
-	reg.range.len = KVP_PAGE_SIZE;
+	reg.range.start = kt_ptr(w->page);
+	reg.range.len = KT_PAGE_SIZE;
 	reg.mode = UFFDIO_REGISTER_MODE_WP;
 	ASSERT_EQ(0, ioctl(w->uffd, UFFDIO_REGISTER, &reg))
 		TH_LOG("UFFDIO_REGISTER (write-protect, anonymous memory): %s",
@@ -217,8 +217,8 @@ static int wp_window_open(struct wp_window *w, int fd, unsigned long cmd)
 	if (m->event != UFFD_EVENT_PAGEFAULT ||
 	    !(m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) ||
 	    !(m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE) ||
-	    (m->arg.pagefault.address & ~(__u64)(KVP_PAGE_SIZE - 1)) !=
-	    kvp_ptr(w->page))
+	    (m->arg.pagefault.address & ~(__u64)(KT_PAGE_SIZE - 1)) !=
+	    kt_ptr(w->page))
 		return w->fault = EPROTO;
 	return w->fault = 0;
 }
@@ -262,24 +262,24 @@ static void wp_fini(struct __test_metadata *_metadata, struct wp_window *w)
 	w->uffd = -1;
 out_page:
 	if (w->page != MAP_FAILED)
-		munmap(w->page, KVP_PAGE_SIZE);
+		munmap(w->page, KT_PAGE_SIZE);
 	w->page = MAP_FAILED;
 }
 
 /* ---- small helpers ------------------------------------------------------ */
 
 /* The same row in another place: everything but its state is equal. */
-static const char *row_diff_but_state(const struct kvp_row_snap *a,
-				      const struct kvp_row_snap *b)
+static const char *row_diff_but_state(const struct kt_row_snap *a,
+				      const struct kt_row_snap *b)
 {
-	struct kvp_row_snap *c = malloc(sizeof(*c));
+	struct kt_row_snap *c = malloc(sizeof(*c));
 	const char *d;
 
 	if (!c)
 		return "malloc";
 	*c = *b;
 	c->state = a->state;
-	d = kvp_row_diff(a, c);
+	d = kt_row_diff(a, c);
 	free(c);
 	return d;
 }
@@ -306,7 +306,7 @@ static void init_export(struct kvpool_export *x, struct kvpool_handle h)
 static int export_row(int fd, struct kvpool_handle h, struct kvpool_export *x)
 {
 	init_export(x, h);
-	return kvp_ioctl(fd, KVPOOL_EXPORT, x);
+	return kt_ioctl(fd, KVPOOL_EXPORT, x);
 }
 
 static int import_fd(int fd, int xfd, struct kvpool_handle *h, __u32 *nr)
@@ -315,7 +315,7 @@ static int import_fd(int fd, int xfd, struct kvpool_handle *h, __u32 *nr)
 		.size = sizeof(im),
 		.fd = xfd,
 	};
-	int ret = kvp_ioctl(fd, KVPOOL_IMPORT, &im);
+	int ret = kt_ioctl(fd, KVPOOL_IMPORT, &im);
 
 	*h = im.out_handle;
 	*nr = im.out_nr_pages;
@@ -368,7 +368,7 @@ static bool is_export_fd(int fd)
 /* ---- the fixture --------------------------------------------------------- */
 
 FIXTURE(respond) {
-	struct kvp_pool pool;
+	struct kt_pool pool;
 	int fd;
 	struct wp_window w;
 	char file_max[64];	/* file-max to restore; "" when untouched */
@@ -382,9 +382,9 @@ FIXTURE_SETUP(respond)
 	self->file_max[0] = 0;
 	self->fill = NULL;
 	self->nr_fill = 0;
-	kvp_pool_init(_metadata, &self->pool, KVPOOL_CREATE_RESERVE_ZERO,
-		      NR_PAGES, PT, NR_ROWS, ROW_TOKENS);
-	self->fd = kvp_pool_open(_metadata, &self->pool);
+	kt_pool_init(_metadata, &self->pool, KVPOOL_CREATE_RESERVE_ZERO,
+		     NR_PAGES, PT, NR_ROWS, ROW_TOKENS);
+	self->fd = kt_pool_open(_metadata, &self->pool);
 }
 
 static int write_str(const char *path, const char *s)
@@ -434,11 +434,11 @@ FIXTURE_TEARDOWN(respond)
 		close(self->fill[--self->nr_fill]);
 	free(self->fill);
 	wp_fini(_metadata, &self->w);
-	kvp_pool_fini(_metadata, &self->pool);
+	kt_pool_fini(_metadata, &self->pool);
 }
 
 /* STATS of the test's client, which must work. */
-#define STATS(s) ASSERT_EQ(0, kvp_stats(self->fd, (s)))
+#define STATS(s) ASSERT_EQ(0, kt_stats(self->fd, (s)))
 
 /* The pool is consistent: both identities, and VERIFY finds nothing. */
 static void expect_sound(struct __test_metadata *_metadata,
@@ -446,9 +446,9 @@ static void expect_sound(struct __test_metadata *_metadata,
 {
 	struct kvpool_stats s;
 
-	EXPECT_EQ(0, kvp_stats(self->fd, &s));
-	kvp_check_identities(_metadata, &self->pool, &s);
-	kvp_expect_verify(_metadata, &self->pool, self->fd);
+	EXPECT_EQ(0, kt_stats(self->fd, &s));
+	kt_check_identities(_metadata, &self->pool, &s);
+	kt_expect_verify(_metadata, &self->pool, self->fd);
 }
 
 /* ---- FROM_SLOT -------------------------------------------------------- */
@@ -467,19 +467,19 @@ TEST_F(respond, from_slot_window_unchanged)
 	int ret;
 
 	wp_init(_metadata, &self->w);
-	h = kvp_new_row(_metadata, self->fd, T(3), T(2));
-	ASSERT_EQ(0, kvp_to_slot(self->fd, SESSION, h, NULL));
+	h = kt_new_row(_metadata, self->fd, T(3), T(2));
+	ASSERT_EQ(0, kt_to_slot(self->fd, SESSION, h, NULL));
 	s = (struct kvpool_slot *)self->w.page;
 	init_slot(s, SESSION);
 
 	if (!wp_window_open(&self->w, self->fd, KVPOOL_FROM_SLOT)) {
 		EXPECT_EQ(0xdeadbeef, s->out_nr_pages)
 			TH_LOG("the struct changed under write protection");
-		EXPECT_EQ(0, kvp_stats(self->fd, &st));
+		EXPECT_EQ(0, kt_stats(self->fd, &st));
 		EXPECT_EQ(1, st.out_client_slots)
 			TH_LOG("FROM_SLOT took effect before answering");
 		EXPECT_EQ(0, st.out_client_rows);
-		EXPECT_EQ(0, kvp_query_slot(self->fd, SESSION, NULL, 0, &q));
+		EXPECT_EQ(0, kt_query_slot(self->fd, SESSION, NULL, 0, &q));
 	}
 	ret = wp_window_close(&self->w);
 	ASSERT_EQ(0, self->w.fault) TH_LOG("%s", wp_why(self->w.fault));
@@ -492,8 +492,8 @@ TEST_F(respond, from_slot_window_unchanged)
 	STATS(&st);
 	EXPECT_EQ(0, st.out_client_slots);
 	EXPECT_EQ(1, st.out_client_rows);
-	EXPECT_EQ(ENOENT, kvp_query_slot(self->fd, SESSION, NULL, 0, &q));
-	EXPECT_EQ(0, kvp_query(self->fd, s->handle, NULL, 0, &q));
+	EXPECT_EQ(ENOENT, kt_query_slot(self->fd, SESSION, NULL, 0, &q));
+	EXPECT_EQ(0, kt_query(self->fd, s->handle, NULL, 0, &q));
 	EXPECT_EQ(KVPOOL_ROW_HELD, q.out_state);
 	EXPECT_EQ(T(2), q.out_committed_len);
 	expect_sound(_metadata, self);
@@ -510,7 +510,7 @@ TEST_F(respond, from_slot_window_unchanged)
  */
 TEST_F(respond, from_slot_reparked)
 {
-	struct kvp_row_snap *before, *after;
+	struct kt_row_snap *before, *after;
 	struct kvpool_handle h, h2 = { 0, 0 };
 	struct kvpool_row_query q;
 	struct kvpool_stats st;
@@ -522,19 +522,19 @@ TEST_F(respond, from_slot_reparked)
 	ASSERT_NE(NULL, before);
 	after = before + 1;
 	wp_init(_metadata, &self->w);
-	h = kvp_new_row(_metadata, self->fd, T(3), T(2));
-	ASSERT_EQ(0, kvp_to_slot(self->fd, SESSION, h, NULL));
-	kvp_snap_slot(self->fd, SESSION, before);
+	h = kt_new_row(_metadata, self->fd, T(3), T(2));
+	ASSERT_EQ(0, kt_to_slot(self->fd, SESSION, h, NULL));
+	kt_snap_slot(self->fd, SESSION, before);
 	ASSERT_EQ(0, before->err);
 	s = (struct kvpool_slot *)self->w.page;
 	init_slot(s, SESSION);
 
 	if (!wp_window_open(&self->w, self->fd, KVPOOL_FROM_SLOT)) {
-		EXPECT_EQ(0, kvp_from_slot(self->fd, SESSION, &h2, &n2));
+		EXPECT_EQ(0, kt_from_slot(self->fd, SESSION, &h2, &n2));
 		EXPECT_EQ(h.req_pool_idx, h2.req_pool_idx);
 		EXPECT_EQ(h.generation + 1, h2.generation);
 		EXPECT_EQ(3, n2);
-		EXPECT_EQ(0, kvp_to_slot(self->fd, SESSION, h2, NULL));
+		EXPECT_EQ(0, kt_to_slot(self->fd, SESSION, h2, NULL));
 	}
 	ret = wp_window_close(&self->w);
 	ASSERT_EQ(0, self->w.fault) TH_LOG("%s", wp_why(self->w.fault));
@@ -557,11 +557,11 @@ TEST_F(respond, from_slot_reparked)
 	EXPECT_EQ(3, st.out_slot_pages);
 	EXPECT_EQ(0, st.out_row_pages);
 	EXPECT_EQ(3, st.out_client_pages);
-	kvp_snap_slot(self->fd, SESSION, after);
+	kt_snap_slot(self->fd, SESSION, after);
 	EXPECT_EQ(0, after->err);
 	EXPECT_EQ(KVPOOL_ROW_SLOT, after->state);
-	EXPECT_STREQ("", kvp_row_diff(before, after));
-	EXPECT_EQ(ENOENT, kvp_query(self->fd, h2, NULL, 0, &q))
+	EXPECT_STREQ("", kt_row_diff(before, after));
+	EXPECT_EQ(ENOENT, kt_query(self->fd, h2, NULL, 0, &q))
 		TH_LOG("the other thread's handle died when it parked the row");
 	expect_sound(_metadata, self);
 
@@ -570,11 +570,11 @@ TEST_F(respond, from_slot_reparked)
 	 * (TO_SLOT keeps the generation, FROM_SLOT bumps it).
 	 */
 	init_slot(s, SESSION);
-	ASSERT_EQ(0, kvp_ioctl(self->fd, KVPOOL_FROM_SLOT, s));
+	ASSERT_EQ(0, kt_ioctl(self->fd, KVPOOL_FROM_SLOT, s));
 	EXPECT_EQ(h.req_pool_idx, s->handle.req_pool_idx);
 	EXPECT_EQ(h2.generation + 1, s->handle.generation);
 	EXPECT_EQ(3, s->out_nr_pages);
-	kvp_snap_row(self->fd, s->handle, after);
+	kt_snap_row(self->fd, s->handle, after);
 	EXPECT_EQ(0, after->err);
 	EXPECT_EQ(KVPOOL_ROW_HELD, after->state);
 	EXPECT_STREQ("", row_diff_but_state(before, after));
@@ -600,13 +600,13 @@ TEST_F(respond, from_slot_taken)
 	int ret;
 
 	wp_init(_metadata, &self->w);
-	h = kvp_new_row(_metadata, self->fd, T(5), T(5));
-	ASSERT_EQ(0, kvp_to_slot(self->fd, SESSION, h, NULL));
+	h = kt_new_row(_metadata, self->fd, T(5), T(5));
+	ASSERT_EQ(0, kt_to_slot(self->fd, SESSION, h, NULL));
 	s = (struct kvpool_slot *)self->w.page;
 	init_slot(s, SESSION);
 
 	if (!wp_window_open(&self->w, self->fd, KVPOOL_FROM_SLOT))
-		EXPECT_EQ(0, kvp_from_slot(self->fd, SESSION, &h2, &n2));
+		EXPECT_EQ(0, kt_from_slot(self->fd, SESSION, &h2, &n2));
 	ret = wp_window_close(&self->w);
 	ASSERT_EQ(0, self->w.fault) TH_LOG("%s", wp_why(self->w.fault));
 	ASSERT_EQ(0, ret) TH_LOG("%s", strerror(ret));
@@ -625,10 +625,10 @@ TEST_F(respond, from_slot_taken)
 	EXPECT_EQ(0, st.out_slot_rows);
 	EXPECT_EQ(1, st.out_held_rows);
 	EXPECT_EQ(5, st.out_row_pages);
-	EXPECT_EQ(0, kvp_query(self->fd, h2, NULL, 0, &q));
+	EXPECT_EQ(0, kt_query(self->fd, h2, NULL, 0, &q));
 	EXPECT_EQ(KVPOOL_ROW_HELD, q.out_state);
 	EXPECT_EQ(T(5), q.out_committed_len);
-	EXPECT_EQ(ENOENT, kvp_from_slot(self->fd, SESSION, &h2, NULL));
+	EXPECT_EQ(ENOENT, kt_from_slot(self->fd, SESSION, &h2, NULL));
 	expect_sound(_metadata, self);
 }
 
@@ -649,7 +649,7 @@ TEST_F(respond, export_window_unchanged)
 	__u32 nr;
 
 	wp_init(_metadata, &self->w);
-	h = kvp_new_row(_metadata, self->fd, T(3), T(1));
+	h = kt_new_row(_metadata, self->fd, T(3), T(1));
 	x = (struct kvpool_export *)self->w.page;
 	init_export(x, h);
 	low = lowest_free_fd();
@@ -659,9 +659,9 @@ TEST_F(respond, export_window_unchanged)
 		EXPECT_EQ(-2, x->out_fd);
 		EXPECT_FALSE(fd_is_open(low))
 			TH_LOG("fd %d installed before answering", low);
-		EXPECT_EQ(0, kvp_query(self->fd, h, NULL, 0, &q))
+		EXPECT_EQ(0, kt_query(self->fd, h, NULL, 0, &q))
 			TH_LOG("the row left before the answer was written");
-		EXPECT_EQ(0, kvp_stats(self->fd, &st));
+		EXPECT_EQ(0, kt_stats(self->fd, &st));
 		EXPECT_EQ(0, st.out_export_rows);
 		EXPECT_EQ(1, st.out_client_rows);
 	}
@@ -673,7 +673,7 @@ TEST_F(respond, export_window_unchanged)
 	EXPECT_EQ(low, x->out_fd);
 	EXPECT_EQ(3, x->out_nr_pages);
 	EXPECT_TRUE(is_export_fd(x->out_fd));
-	EXPECT_EQ(ENOENT, kvp_query(self->fd, h, NULL, 0, &q));
+	EXPECT_EQ(ENOENT, kt_query(self->fd, h, NULL, 0, &q));
 	STATS(&st);
 	EXPECT_EQ(1, st.out_export_rows);
 	EXPECT_EQ(3, st.out_export_pages);
@@ -702,7 +702,7 @@ TEST_F(respond, export_extended)
 	__u32 nr;
 
 	wp_init(_metadata, &self->w);
-	h = kvp_new_row(_metadata, self->fd, T(3), T(3));
+	h = kt_new_row(_metadata, self->fd, T(3), T(3));
 	x = (struct kvpool_export *)self->w.page;
 	init_export(x, h);
 	low = lowest_free_fd();
@@ -711,7 +711,7 @@ TEST_F(respond, export_extended)
 
 	if (!wp_window_open(&self->w, self->fd, KVPOOL_EXPORT)) {
 		EXPECT_FALSE(fd_is_open(low));
-		EXPECT_EQ(0, kvp_grow(self->fd, h, T(5)));
+		EXPECT_EQ(0, kt_grow(self->fd, h, T(5)));
 	}
 	ret = wp_window_close(&self->w);
 	ASSERT_EQ(0, self->w.fault) TH_LOG("%s", wp_why(self->w.fault));
@@ -724,7 +724,7 @@ TEST_F(respond, export_extended)
 	EXPECT_TRUE(is_export_fd(x->out_fd));
 	EXPECT_EQ(nfds + 1, count_fds());
 	/* The row left the caller with all five pages. */
-	EXPECT_EQ(ENOENT, kvp_query(self->fd, h, NULL, 0, &q));
+	EXPECT_EQ(ENOENT, kt_query(self->fd, h, NULL, 0, &q));
 	STATS(&st);
 	EXPECT_EQ(1, st.out_export_rows);
 	EXPECT_EQ(5, st.out_export_pages);
@@ -755,7 +755,7 @@ TEST_F(respond, export_released)
 	int low, nfds, ret;
 
 	wp_init(_metadata, &self->w);
-	h = kvp_new_row(_metadata, self->fd, T(4), T(2));
+	h = kt_new_row(_metadata, self->fd, T(4), T(2));
 	x = (struct kvpool_export *)self->w.page;
 	init_export(x, h);
 	low = lowest_free_fd();
@@ -763,7 +763,7 @@ TEST_F(respond, export_released)
 	nfds = count_fds();
 
 	if (!wp_window_open(&self->w, self->fd, KVPOOL_EXPORT))
-		EXPECT_EQ(0, kvp_release1(self->fd, h, NULL));
+		EXPECT_EQ(0, kt_release1(self->fd, h, NULL));
 	ret = wp_window_close(&self->w);
 	ASSERT_EQ(0, self->w.fault) TH_LOG("%s", wp_why(self->w.fault));
 	ASSERT_EQ(0, ret) TH_LOG("%s", strerror(ret));
@@ -839,7 +839,7 @@ static void fill_file_table(struct __test_metadata *_metadata,
  */
 TEST_F(respond, export_enfile)
 {
-	struct kvp_row_snap *before, *after;
+	struct kt_row_snap *before, *after;
 	struct kvpool_stats s0, s1;
 	struct kvpool_export x;
 	struct kvpool_handle h, nh;
@@ -852,9 +852,9 @@ TEST_F(respond, export_enfile)
 	before = calloc(2, sizeof(*before));
 	ASSERT_NE(NULL, before);
 	after = before + 1;
-	h = kvp_new_row(_metadata, self->fd, T(3), T(1));
+	h = kt_new_row(_metadata, self->fd, T(3), T(1));
 	STATS(&s0);
-	kvp_snap_row(self->fd, h, before);
+	kt_snap_row(self->fd, h, before);
 	ASSERT_EQ(0, before->err);
 
 	ASSERT_EQ(0, read_str(FILE_NR, buf, sizeof(buf)));
@@ -871,7 +871,7 @@ TEST_F(respond, export_enfile)
 	       nr_files, nr_full, self->nr_fill, lim,
 	       (int)strcspn(self->file_max, "\n"), self->file_max);
 
-	pid = kvp_pool_fork(_metadata, &self->pool);
+	pid = kt_pool_fork(_metadata, &self->pool);
 	if (pid == 0) {
 		struct kvpool_row_query q;
 		struct kvpool_stats s;
@@ -887,24 +887,24 @@ TEST_F(respond, export_enfile)
 		CHILD_CHECK(export_row(self->fd, h, &x) == ENFILE);
 		CHILD_CHECK(x.out_fd == -1);
 		CHILD_CHECK(x.out_nr_pages == 0);
-		CHILD_CHECK(!kvp_query(self->fd, h, NULL, 0, &q));
+		CHILD_CHECK(!kt_query(self->fd, h, NULL, 0, &q));
 		CHILD_CHECK(q.out_state == KVPOOL_ROW_HELD);
 		CHILD_CHECK(q.out_allocated_len == T(3));
-		CHILD_CHECK(!kvp_stats(self->fd, &s));
+		CHILD_CHECK(!kt_stats(self->fd, &s));
 		CHILD_CHECK(s.out_export_rows == 0);
 		CHILD_CHECK(s.out_client_rows == 1);
 		_exit(0);
 	}
-	status = kvp_pool_wait(&self->pool, pid);
+	status = kt_pool_wait(&self->pool, pid);
 	file_max_restore(_metadata, self);
 	while (self->nr_fill)
 		close(self->fill[--self->nr_fill]);
-	EXPECT_TRUE(KVP_CHILD_OK(status)) TH_LOG("child status %#x", status);
+	EXPECT_TRUE(KT_CHILD_OK(status)) TH_LOG("child status %#x", status);
 
 	STATS(&s1);
-	kvp_snap_row(self->fd, h, after);
-	EXPECT_STREQ("", kvp_stats_diff(&s0, &s1));
-	EXPECT_STREQ("", kvp_row_diff(before, after));
+	kt_snap_row(self->fd, h, after);
+	EXPECT_STREQ("", kt_stats_diff(&s0, &s1, KT_ST_USAGE));
+	EXPECT_STREQ("", kt_row_diff(before, after));
 	EXPECT_EQ(0, s1.out_export_rows);
 	expect_sound(_metadata, self);
 
@@ -914,8 +914,8 @@ TEST_F(respond, export_enfile)
 	ASSERT_EQ(0, import_fd(self->fd, x.out_fd, &nh, &nr));
 	EXPECT_EQ(3, nr);
 	close(x.out_fd);
-	kvp_snap_row(self->fd, nh, after);
-	EXPECT_STREQ("", kvp_row_diff(before, after));
+	kt_snap_row(self->fd, nh, after);
+	EXPECT_STREQ("", kt_row_diff(before, after));
 	free(before);
 }
 
@@ -926,7 +926,7 @@ TEST_F(respond, export_enfile)
  */
 TEST_F(respond, export_emfile)
 {
-	struct kvp_row_snap *before, *after;
+	struct kt_row_snap *before, *after;
 	struct kvpool_stats s0, s1;
 	struct kvpool_export x;
 	struct kvpool_handle h, nh;
@@ -937,12 +937,12 @@ TEST_F(respond, export_emfile)
 	before = calloc(2, sizeof(*before));
 	ASSERT_NE(NULL, before);
 	after = before + 1;
-	h = kvp_new_row(_metadata, self->fd, T(2), T(2));
+	h = kt_new_row(_metadata, self->fd, T(2), T(2));
 	STATS(&s0);
-	kvp_snap_row(self->fd, h, before);
+	kt_snap_row(self->fd, h, before);
 	ASSERT_EQ(0, before->err);
 
-	pid = kvp_pool_fork(_metadata, &self->pool);
+	pid = kt_pool_fork(_metadata, &self->pool);
 	if (pid == 0) {
 		struct kvpool_row_query q;
 		struct kvpool_stats s;
@@ -960,21 +960,21 @@ TEST_F(respond, export_emfile)
 		CHILD_CHECK(export_row(self->fd, h, &x) == EMFILE);
 		CHILD_CHECK(x.out_fd == -1);
 		CHILD_CHECK(x.out_nr_pages == 0);
-		CHILD_CHECK(!kvp_query(self->fd, h, NULL, 0, &q));
+		CHILD_CHECK(!kt_query(self->fd, h, NULL, 0, &q));
 		CHILD_CHECK(q.out_state == KVPOOL_ROW_HELD);
 		CHILD_CHECK(q.out_allocated_len == T(2));
-		CHILD_CHECK(!kvp_stats(self->fd, &s));
+		CHILD_CHECK(!kt_stats(self->fd, &s));
 		CHILD_CHECK(s.out_export_rows == 0);
 		CHILD_CHECK(s.out_client_rows == 1);
 		_exit(0);
 	}
-	status = kvp_pool_wait(&self->pool, pid);
-	EXPECT_TRUE(KVP_CHILD_OK(status)) TH_LOG("child status %#x", status);
+	status = kt_pool_wait(&self->pool, pid);
+	EXPECT_TRUE(KT_CHILD_OK(status)) TH_LOG("child status %#x", status);
 
 	STATS(&s1);
-	kvp_snap_row(self->fd, h, after);
-	EXPECT_STREQ("", kvp_stats_diff(&s0, &s1));
-	EXPECT_STREQ("", kvp_row_diff(before, after));
+	kt_snap_row(self->fd, h, after);
+	EXPECT_STREQ("", kt_stats_diff(&s0, &s1, KT_ST_USAGE));
+	EXPECT_STREQ("", kt_row_diff(before, after));
 	EXPECT_EQ(0, s1.out_export_rows);
 	expect_sound(_metadata, self);
 

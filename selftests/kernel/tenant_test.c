@@ -3,7 +3,7 @@
  * kvpool selftests: tenants, their limits and guarantees (KVPOOL_FEAT_QUOTA).
  *
  * A tenant is the opener's cgroup v2 id and euid, fixed at open. The tenants
- * here are agents (kvpool_tenant_util.h): processes that join one of two
+ * here are agents (kvptest_agent.h): processes that join one of two
  * child cgroups of /sys/fs/cgroup and drop to uid 1001 or 1002 before they
  * open the pool (chmod 0666 by the setup), so every combination of cgroup
  * and uid is its own tenant. cgroup v2 is mounted when the guest has not:
@@ -23,7 +23,7 @@
  *
  * Copyright (C) 2026 The kvpool authors
  */
-#include "kvpool_tenant_util.h"
+#include "kvptest_tenant.h"
 
 #include <sched.h>
 
@@ -38,54 +38,54 @@
 #define UID_B		1002
 
 FIXTURE(tenant) {
-	struct kvp_tenv e;
+	struct kt_tenv e;
 };
 
 FIXTURE_SETUP(tenant)
 {
-	kvp_tenv_init(_metadata, &self->e, KVPOOL_CREATE_RESERVE_ZERO,
-		      NR_PAGES, PT, NR_ROWS, ROW_TOKENS, 2);
+	kt_tenv_init(_metadata, &self->e, KVPOOL_CREATE_RESERVE_ZERO,
+		     NR_PAGES, PT, NR_ROWS, ROW_TOKENS, 2);
 }
 
 FIXTURE_TEARDOWN(tenant)
 {
-	kvp_tenv_fini(_metadata, &self->e);
+	kt_tenv_fini(_metadata, &self->e);
 }
 
-/* The tenant id a client of an agent is in, or KVP_BAD_IDX. */
-static __u32 ag_tid(struct kvp_agent *a, int slot)
+/* The tenant id a client of an agent is in, or KT_BAD_IDX. */
+static __u32 ag_tid(struct kt_agent *a, int slot)
 {
 	struct kvpool_stats s;
 
-	return ag_stats(a, slot, &s) ? KVP_BAD_IDX : s.out_tenant_id;
+	return ag_stats(a, slot, &s) ? KT_BAD_IDX : s.out_tenant_id;
 }
 
 static __u32 local_tid(int fd)
 {
 	struct kvpool_stats s;
 
-	return kvp_stats(fd, &s) ? KVP_BAD_IDX : s.out_tenant_id;
+	return kt_stats(fd, &s) ? KT_BAD_IDX : s.out_tenant_id;
 }
 
 static __u64 sysfs_val(__u32 id, const char *name)
 {
 	__u64 v = ~0ull;
 
-	if (kvp_sysfs_u64(id, name, &v))
+	if (kt_sysfs_u64(id, name, &v))
 		return ~0ull;
 	return v;
 }
 
 /* TENANT_LIST, whole. */
-static int list_all(struct kvp_tenv *e, struct kvpool_tenant_info *ti,
+static int list_all(struct kt_tenv *e, struct kvpool_tenant_info *ti,
 		    __u32 *nr)
 {
-	memset(ti, 0, KVP_MAX_LIST * sizeof(*ti));
-	return kvp_tenant_list(e->pool.ctl, e->pool.id, ti, KVP_MAX_LIST, nr);
+	memset(ti, 0, KT_MAX_LIST * sizeof(*ti));
+	return kt_tenant_list(e->pool.ctl, e->pool.id, ti, KT_MAX_LIST, nr);
 }
 
 /* Take n pages into an agent's prefix cache. */
-static int ag_cache_pages(struct kvp_agent *a, int slot, __u32 n,
+static int ag_cache_pages(struct kt_agent *a, int slot, __u32 n,
 			  __u32 *ids)
 {
 	return ag_make_cache(a, slot, PT, n, ids);
@@ -99,18 +99,18 @@ static int ag_cache_pages(struct kvp_agent *a, int slot, __u32 n,
  */
 TEST_F(tenant, identity)
 {
-	struct kvp_tenv *e = &self->e;
-	struct kvpool_tenant_info ti[KVP_MAX_LIST];
-	struct kvp_agent *a, *b, *c, *d;
+	struct kt_tenv *e = &self->e;
+	struct kvpool_tenant_info ti[KT_MAX_LIST];
+	struct kt_agent *a, *b, *c, *d;
 	__u32 ids[5], nr, i, j, ta2, tmoved;
 	struct kvpool_handle h;
 	int s1, s2, fd, bs;
 	__u64 v;
 
-	a = kvp_tenv_client(_metadata, e, 0, 0, UID_A);
-	b = kvp_tenv_client(_metadata, e, 1, 1, UID_B);
-	c = kvp_tenv_client(_metadata, e, 2, 0, UID_B);	/* A's cgroup */
-	d = kvp_tenv_client(_metadata, e, 3, 1, UID_A);	/* A's uid */
+	a = kt_tenv_client(_metadata, e, 0, 0, UID_A);
+	b = kt_tenv_client(_metadata, e, 1, 1, UID_B);
+	c = kt_tenv_client(_metadata, e, 2, 0, UID_B);	/* A's cgroup */
+	d = kt_tenv_client(_metadata, e, 3, 1, UID_A);	/* A's uid */
 	ASSERT_EQ(0, ag_open(a, e->pool.id, &s1));
 
 	ids[0] = ag_tid(a, 0);
@@ -121,7 +121,7 @@ TEST_F(tenant, identity)
 	ta2 = ag_tid(a, s1);
 	EXPECT_EQ(ids[0], ta2);
 	for (i = 0; i < 5; i++) {
-		ASSERT_NE(KVP_BAD_IDX, ids[i]);
+		ASSERT_NE(KT_BAD_IDX, ids[i]);
 		for (j = 0; j < i; j++)
 			EXPECT_NE(ids[i], ids[j]) TH_LOG("tenants %u and %u", i, j);
 	}
@@ -133,7 +133,7 @@ TEST_F(tenant, identity)
 	EXPECT_EQ(ids[0], v);
 	ASSERT_EQ(0, ag_fdinfo(b, 0, "kvpool-tenant", &v));
 	EXPECT_EQ(ids[1], v);
-	ASSERT_EQ(0, kvp_fdinfo_u64(e->fd, "kvpool-tenant", &v));
+	ASSERT_EQ(0, kt_fdinfo_u64(e->fd, "kvpool-tenant", &v));
 	EXPECT_EQ(ids[4], v);
 
 	/* The list: cgroup ids are the folders' inode numbers. */
@@ -179,7 +179,7 @@ TEST_F(tenant, identity)
 	}
 
 	/* Moved to B's cgroup: open files keep A, a new open is (B's cg, A's uid). */
-	ASSERT_EQ(0, kvp_cgroup_move(e->cg[1], a->pid));
+	ASSERT_EQ(0, kt_cgroup_move(e->cg[1], a->pid));
 	EXPECT_EQ(ids[0], ag_tid(a, 0));
 	EXPECT_EQ(ids[0], ag_tid(a, s1));
 	ASSERT_EQ(0, ag_open(a, e->pool.id, &s2));
@@ -196,21 +196,21 @@ TEST_F(tenant, identity)
 	EXPECT_EQ(ids[1], ag_tid(b, 0));
 	ASSERT_EQ(0, ag_alloc1(b, bs, &h));
 	ASSERT_EQ(0, ag_grow(b, bs, h, T(3)));
-	ASSERT_EQ(0, kvp_tenant_get(e->pool.ctl, e->pool.id, ids[0], &ti[0]));
+	ASSERT_EQ(0, kt_tenant_get(e->pool.ctl, e->pool.id, ids[0], &ti[0]));
 	EXPECT_EQ(1, ti[0].rows);
 	EXPECT_EQ(3, ti[0].pages);
 	EXPECT_EQ(2, ti[0].nr_clients);	/* a's slot 0 (b has it too) and s1 */
-	ASSERT_EQ(0, kvp_tenant_get(e->pool.ctl, e->pool.id, ids[1], &ti[1]));
+	ASSERT_EQ(0, kt_tenant_get(e->pool.ctl, e->pool.id, ids[1], &ti[1]));
 	EXPECT_EQ(0, ti[1].rows);
 	EXPECT_EQ(0, ti[1].pages);
-	ASSERT_EQ(0, kvp_tenant_get(e->pool.ctl, e->pool.id, ids[3], &ti[3]));
+	ASSERT_EQ(0, kt_tenant_get(e->pool.ctl, e->pool.id, ids[3], &ti[3]));
 	EXPECT_EQ(2, ti[3].nr_clients);	/* d's and a's s2 */
 	/* Only the last holder's close gives the rows back. */
 	ASSERT_EQ(0, ag_close(a, 0));
-	ASSERT_EQ(0, kvp_tenant_get(e->pool.ctl, e->pool.id, ids[0], &ti[0]));
+	ASSERT_EQ(0, kt_tenant_get(e->pool.ctl, e->pool.id, ids[0], &ti[0]));
 	EXPECT_EQ(1, ti[0].rows);
 	ASSERT_EQ(0, ag_close(b, bs));
-	ASSERT_EQ(0, kvp_tenant_get(e->pool.ctl, e->pool.id, ids[0], &ti[0]));
+	ASSERT_EQ(0, kt_tenant_get(e->pool.ctl, e->pool.id, ids[0], &ti[0]));
 	EXPECT_EQ(0, ti[0].rows);
 	EXPECT_EQ(0, ti[0].pages);
 	EXPECT_EQ(1, ti[0].nr_clients);
@@ -222,44 +222,44 @@ TEST_F(tenant, identity)
  */
 TEST_F(tenant, lifetime)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_tenant_info ti;
 	struct kvpool_ctl_tenant t;
 	struct kvpool_stats s;
-	struct kvp_agent *a, *b;
+	struct kt_agent *a, *b;
 	__u32 ta;
 	int sl;
 
 	EXPECT_EQ(1, sysfs_val(e->pool.id, "nr_tenants"));
-	a = kvp_tenv_client(_metadata, e, 0, 0, UID_A);
+	a = kt_tenv_client(_metadata, e, 0, 0, UID_A);
 	EXPECT_EQ(2, sysfs_val(e->pool.id, "nr_tenants"));
 	ta = ag_tid(a, 0);
 	ASSERT_EQ(0, ag_close(a, 0));
 	EXPECT_EQ(1, sysfs_val(e->pool.id, "nr_tenants"));
-	EXPECT_EQ(ENOENT, kvp_tenant_get(e->pool.ctl, e->pool.id, ta, &ti));
-	EXPECT_EQ(ENOENT, kvp_tenant_limits_id(e->pool.ctl, e->pool.id, ta,
-					       0, 0, 0));
+	EXPECT_EQ(ENOENT, kt_tenant_get(e->pool.ctl, e->pool.id, ta, &ti));
+	EXPECT_EQ(ENOENT, kt_tenant_limits_id(e->pool.ctl, e->pool.id, ta,
+					      0, 0, 0));
 
 	/* Configured before any client: made, and kept. */
-	kvp_tenant_init(&t, e->pool.id, e->cgid[1], UID_B, 10, 0, 0, "cfg");
-	ASSERT_EQ(0, kvp_tenant_set(e->pool.ctl, &t));
+	kt_tenant_init(&t, e->pool.id, e->cgid[1], UID_B, 10, 0, 0, "cfg");
+	ASSERT_EQ(0, kt_tenant_set(e->pool.ctl, &t));
 	EXPECT_EQ(2, sysfs_val(e->pool.id, "nr_tenants"));
-	ASSERT_EQ(0, kvp_tenant_get(e->pool.ctl, e->pool.id, t.tenant_id, &ti));
+	ASSERT_EQ(0, kt_tenant_get(e->pool.ctl, e->pool.id, t.tenant_id, &ti));
 	EXPECT_EQ(0, ti.nr_clients);
 	EXPECT_EQ(e->cgid[1], ti.cgroup_id);
 	EXPECT_EQ(UID_B, ti.uid);
 	EXPECT_EQ(10, ti.max_pages);
 	EXPECT_STREQ("cfg", ti.label);
 
-	b = kvp_tenv_client(_metadata, e, 1, 1, UID_B);
+	b = kt_tenv_client(_metadata, e, 1, 1, UID_B);
 	ASSERT_EQ(0, ag_stats(b, 0, &s));
 	EXPECT_EQ(t.tenant_id, s.out_tenant_id);
 	EXPECT_EQ(10, s.out_tenant_max_pages);
-	ASSERT_EQ(0, kvp_tenant_get(e->pool.ctl, e->pool.id, t.tenant_id, &ti));
+	ASSERT_EQ(0, kt_tenant_get(e->pool.ctl, e->pool.id, t.tenant_id, &ti));
 	EXPECT_EQ(1, ti.nr_clients);
 	ASSERT_EQ(0, ag_close(b, 0));
 	EXPECT_EQ(2, sysfs_val(e->pool.id, "nr_tenants"));
-	ASSERT_EQ(0, kvp_tenant_get(e->pool.ctl, e->pool.id, t.tenant_id, &ti));
+	ASSERT_EQ(0, kt_tenant_get(e->pool.ctl, e->pool.id, t.tenant_id, &ti));
 	EXPECT_EQ(0, ti.nr_clients);
 	EXPECT_EQ(10, ti.max_pages);
 	/* Reopening finds it again. */
@@ -274,23 +274,23 @@ TEST_F(tenant, lifetime)
  */
 TEST_F(tenant, max_pages)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_stats r0, r1, a0, a1, s;
-	struct kvp_row_snap *x0, *x1;
+	struct kt_row_snap *x0, *x1;
 	struct kvpool_handle h1, h2, hb1, hb2;
-	struct kvp_agent *a, *b;
+	struct kt_agent *a, *b;
 	__u32 id, sh, nn;
 	int as;
 
 	x0 = calloc(4, sizeof(*x0));
 	ASSERT_NE(NULL, x0);
 	x1 = x0 + 2;
-	a = kvp_tenv_client(_metadata, e, 0, 0, UID_A);
-	b = kvp_tenv_client(_metadata, e, 1, 1, UID_B);
+	a = kt_tenv_client(_metadata, e, 0, 0, UID_A);
+	b = kt_tenv_client(_metadata, e, 1, 1, UID_B);
 	ASSERT_EQ(0, ag_open(a, e->pool.id, &as));
 
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
-				       UID_A, 40, 0, 0, &id));
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
+				      UID_A, 40, 0, 0, &id));
 	EXPECT_EQ(ag_tid(a, 0), id);
 	ASSERT_EQ(0, ag_stats(a, as, &s));
 	EXPECT_EQ(40, s.out_tenant_max_pages);
@@ -302,7 +302,7 @@ TEST_F(tenant, max_pages)
 	ASSERT_EQ(0, ag_alloc1(a, as, &h2));
 	ASSERT_EQ(0, ag_grow(a, as, h2, T(10) - 2));	/* 40 pages: at max */
 
-	ASSERT_EQ(0, kvp_stats(e->fd, &r0));
+	ASSERT_EQ(0, kt_stats(e->fd, &r0));
 	ASSERT_EQ(0, ag_stats(a, 0, &a0));
 	ag_snap_row(a, 0, h1, &x0[0]);
 	ag_snap_row(a, as, h2, &x0[1]);
@@ -314,14 +314,14 @@ TEST_F(tenant, max_pages)
 	EXPECT_EQ(1, sh);
 	EXPECT_EQ(EDQUOT, ag_extend1(a, as, h2, T(15), &sh, NULL, NULL, 0));
 	EXPECT_EQ(5, sh);
-	ASSERT_EQ(0, kvp_stats(e->fd, &r1));
+	ASSERT_EQ(0, kt_stats(e->fd, &r1));
 	ASSERT_EQ(0, ag_stats(a, 0, &a1));
 	ag_snap_row(a, 0, h1, &x1[0]);
 	ag_snap_row(a, as, h2, &x1[1]);
-	EXPECT_STREQ("", kvp_stats_diff_x(&r0, &r1));
-	EXPECT_STREQ("", kvp_stats_diff_x(&a0, &a1));
-	EXPECT_STREQ("", kvp_row_diff(&x0[0], &x1[0]));
-	EXPECT_STREQ("", kvp_row_diff(&x0[1], &x1[1]));
+	EXPECT_STREQ("", kt_stats_diff(&r0, &r1, KT_ST_ALL));
+	EXPECT_STREQ("", kt_stats_diff(&a0, &a1, KT_ST_ALL));
+	EXPECT_STREQ("", kt_row_diff(&x0[0], &x1[0]));
+	EXPECT_STREQ("", kt_row_diff(&x0[1], &x1[1]));
 
 	/* At max, the rest of the last page is the row's already. */
 	EXPECT_EQ(0, ag_extend1(a, as, h2, T(10), &sh, &nn, NULL, 0));
@@ -336,12 +336,12 @@ TEST_F(tenant, max_pages)
 	/* Past max and past free: EDQUOT, with the quota's excess. */
 	EXPECT_EQ(EDQUOT, ag_extend1(a, 0, h1, T(40), &sh, NULL, NULL, 0));
 	EXPECT_EQ(10, sh);
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
-				       UID_A, 100, 0, 0, NULL));
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
+				      UID_A, 100, 0, 0, NULL));
 	EXPECT_EQ(ENOSPC, ag_extend1(a, 0, h1, T(40), &sh, NULL, NULL, 0));
 	EXPECT_EQ(6, sh);
 	EXPECT_EQ(0, ag_grow(a, 0, h1, T(34)));
-	ASSERT_EQ(0, kvp_stats(e->fd, &r1));
+	ASSERT_EQ(0, kt_stats(e->fd, &r1));
 	EXPECT_EQ(0, r1.out_free_pages);
 	ASSERT_EQ(0, ag_stats(a, 0, &a1));
 	EXPECT_EQ(44, a1.out_tenant_pages);
@@ -363,18 +363,18 @@ TEST_F(tenant, max_pages)
  */
 TEST_F(tenant, over_max_extend_takes_nothing)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_handle h;
-	struct kvp_agent *a;
+	struct kt_agent *a;
 	__u32 sh = 0, nn = ~0u;
 
-	a = kvp_tenv_client(_metadata, e, 0, 0, UID_A);
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
-				       UID_A, 10, 0, 0, NULL));
+	a = kt_tenv_client(_metadata, e, 0, 0, UID_A);
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
+				      UID_A, 10, 0, 0, NULL));
 	ASSERT_EQ(0, ag_alloc1(a, 0, &h));
 	ASSERT_EQ(0, ag_grow(a, 0, h, T(10) - 2));
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
-				       UID_A, 8, 0, 0, NULL));
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
+				      UID_A, 8, 0, 0, NULL));
 
 	EXPECT_EQ(EDQUOT, ag_extend1(a, 0, h, T(10) + 1, &sh, NULL, NULL, 0));
 	EXPECT_EQ(3, sh);
@@ -390,16 +390,16 @@ TEST_F(tenant, over_max_extend_takes_nothing)
 /* Pages in slots and in the prefix cache count for max_pages too. */
 TEST_F(tenant, max_pages_counts_slots_and_cache)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_handle h1, h2, h3;
 	struct kvpool_row_query q;
 	struct kvpool_stats s;
-	struct kvp_agent *a;
+	struct kt_agent *a;
 	__u32 ids[8], sh, nr;
 
-	a = kvp_tenv_client(_metadata, e, 0, 0, UID_A);
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
-				       UID_A, 20, 0, 0, NULL));
+	a = kt_tenv_client(_metadata, e, 0, 0, UID_A);
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
+				      UID_A, 20, 0, 0, NULL));
 	ASSERT_EQ(0, ag_alloc1(a, 0, &h1));
 	ASSERT_EQ(0, ag_grow(a, 0, h1, T(8)));
 	ASSERT_EQ(0, ag_commit1(a, 0, h1, T(8)));
@@ -446,31 +446,31 @@ TEST_F(tenant, max_pages_counts_slots_and_cache)
  */
 TEST_F(tenant, max_rows)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_handle h[64];
 	struct kvpool_stats r0, r1, a0, a1;
-	struct kvp_agent *a, *b;
+	struct kt_agent *a, *b;
 	__u32 sh;
 	int as;
 
-	a = kvp_tenv_client(_metadata, e, 0, 0, UID_A);
-	b = kvp_tenv_client(_metadata, e, 1, 1, UID_B);
+	a = kt_tenv_client(_metadata, e, 0, 0, UID_A);
+	b = kt_tenv_client(_metadata, e, 1, 1, UID_B);
 	ASSERT_EQ(0, ag_open(a, e->pool.id, &as));
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
-				       UID_A, 0, 0, 3, NULL));
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
+				      UID_A, 0, 0, 3, NULL));
 	ASSERT_EQ(0, ag_alloc(a, 0, 2, h, NULL));
 
-	ASSERT_EQ(0, kvp_stats(e->fd, &r0));
+	ASSERT_EQ(0, kt_stats(e->fd, &r0));
 	ASSERT_EQ(0, ag_stats(a, 0, &a0));
 	EXPECT_EQ(2, a0.out_tenant_rows);
 	EXPECT_EQ(3, a0.out_tenant_max_rows);
 	sh = 0;
 	EXPECT_EQ(EDQUOT, ag_alloc(a, 0, 2, h + 2, &sh));
 	EXPECT_EQ(1, sh);
-	ASSERT_EQ(0, kvp_stats(e->fd, &r1));
+	ASSERT_EQ(0, kt_stats(e->fd, &r1));
 	ASSERT_EQ(0, ag_stats(a, 0, &a1));
-	EXPECT_STREQ("", kvp_stats_diff_x(&r0, &r1));
-	EXPECT_STREQ("", kvp_stats_diff_x(&a0, &a1));
+	EXPECT_STREQ("", kt_stats_diff(&r0, &r1, KT_ST_ALL));
+	EXPECT_STREQ("", kt_stats_diff(&a0, &a1, KT_ST_ALL));
 
 	/* A parked row is still the tenant's. */
 	ASSERT_EQ(0, ag_to_slot(a, 0, 1, h[1]));
@@ -484,11 +484,11 @@ TEST_F(tenant, max_rows)
 	EXPECT_EQ(0, ag_alloc(b, 0, 5, h + 10, NULL));
 
 	/* Lowered below use: nothing taken, still refused. */
-	ASSERT_EQ(0, kvp_stats(e->fd, &r0));
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
-				       UID_A, 0, 0, 1, NULL));
-	ASSERT_EQ(0, kvp_stats(e->fd, &r1));
-	EXPECT_STREQ("", kvp_stats_diff_x(&r0, &r1));
+	ASSERT_EQ(0, kt_stats(e->fd, &r0));
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
+				      UID_A, 0, 0, 1, NULL));
+	ASSERT_EQ(0, kt_stats(e->fd, &r1));
+	EXPECT_STREQ("", kt_stats_diff(&r0, &r1, KT_ST_ALL));
 	ASSERT_EQ(0, ag_stats(a, 0, &a1));
 	EXPECT_EQ(3, a1.out_tenant_rows);
 	EXPECT_EQ(2, a1.out_client_rows);
@@ -500,20 +500,20 @@ TEST_F(tenant, max_rows)
 	EXPECT_EQ(2, sh);
 
 	/* No limit: 10 more. */
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
-				       UID_A, 0, 0, 0, NULL));
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
+				      UID_A, 0, 0, 0, NULL));
 	ASSERT_EQ(0, ag_alloc(a, 0, 10, h + 20, NULL));
 	/* A holds 12, B 5: 47 free. B takes 46. */
 	ASSERT_EQ(0, ag_alloc(b, 0, 46, h + 16, NULL));
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
-				       UID_A, 0, 0, 13, NULL));
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
+				      UID_A, 0, 0, 13, NULL));
 	EXPECT_EQ(EDQUOT, ag_alloc(a, 0, 2, h, &sh));	/* and ENOSPC */
 	EXPECT_EQ(1, sh);
 	EXPECT_EQ(0, ag_alloc(a, 0, 1, h, NULL));
 	EXPECT_EQ(EDQUOT, ag_alloc(a, 0, 1, h, &sh));
 	EXPECT_EQ(1, sh);
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
-				       UID_A, 0, 0, 0, NULL));
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
+				      UID_A, 0, 0, 0, NULL));
 	EXPECT_EQ(ENOSPC, ag_alloc(a, 0, 1, h, &sh));
 	EXPECT_EQ(1, sh);
 }
@@ -525,39 +525,39 @@ TEST_F(tenant, max_rows)
  */
 TEST_F(tenant, guarantee)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_handle a1, a2, a3, b1, b2, b3, c1, hr;
 	struct kvpool_extend_entry ent;
 	struct kvpool_stats r0, r1, s;
 	struct kvpool_extend x;
-	struct kvp_agent *a, *b, *c;
+	struct kt_agent *a, *b, *c;
 	__u32 sh, pages[4];
 
-	a = kvp_tenv_client(_metadata, e, 0, 0, UID_A);
-	b = kvp_tenv_client(_metadata, e, 1, 1, UID_B);
-	c = kvp_tenv_client(_metadata, e, 2, 0, UID_B);
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
-				       UID_A, 0, 300, 0, NULL));
+	a = kt_tenv_client(_metadata, e, 0, 0, UID_A);
+	b = kt_tenv_client(_metadata, e, 1, 1, UID_B);
+	c = kt_tenv_client(_metadata, e, 2, 0, UID_B);
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
+				      UID_A, 0, 300, 0, NULL));
 	ASSERT_EQ(0, ag_stats(a, 0, &s));
 	EXPECT_EQ(300, s.out_tenant_min_pages);
 	EXPECT_EQ(0, s.out_tenant_pages);
 
 	/* B may take 1024 - 300. */
 	ASSERT_EQ(0, ag_alloc1(b, 0, &b1));
-	ASSERT_EQ(0, kvp_stats(e->fd, &r0));
+	ASSERT_EQ(0, kt_stats(e->fd, &r0));
 	sh = 0;
 	EXPECT_EQ(ENOSPC, ag_extend1(b, 0, b1, T(1024), &sh, NULL, NULL, 0));
 	EXPECT_EQ(300, sh);
-	ASSERT_EQ(0, kvp_stats(e->fd, &r1));
-	EXPECT_STREQ("", kvp_stats_diff_x(&r0, &r1));
+	ASSERT_EQ(0, kt_stats(e->fd, &r1));
+	EXPECT_STREQ("", kt_stats_diff(&r0, &r1, KT_ST_ALL));
 	EXPECT_EQ(0, ag_grow(b, 0, b1, T(724)));
 	ASSERT_EQ(0, ag_alloc1(b, 0, &b2));
 	EXPECT_EQ(ENOSPC, ag_extend1(b, 0, b2, T(1), &sh, NULL, NULL, 0));
 	EXPECT_EQ(1, sh);
 	/* So may root: the same for every other tenant. */
-	ASSERT_EQ(0, kvp_row_alloc(e->fd, 1, &hr, NULL));
+	ASSERT_EQ(0, kt_row_alloc(e->fd, 1, &hr, NULL));
 	ent = (struct kvpool_extend_entry){ .handle = hr, .new_len = 1 };
-	EXPECT_EQ(ENOSPC, kvp_extend(e->fd, &ent, 1, pages, 4, &x));
+	EXPECT_EQ(ENOSPC, kt_extend(e->fd, &ent, 1, pages, 4, &x));
 	EXPECT_EQ(1, x.out_short);
 
 	/* A gets its 300, not one more. */
@@ -572,8 +572,8 @@ TEST_F(tenant, guarantee)
 	/* Met, A is like anyone else; a second guarantee applies to A too. */
 	ASSERT_EQ(0, ag_release1(b, 0, b1, 0, NULL));
 	EXPECT_EQ(0, ag_grow(a, 0, a1, T(400)));
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
-				       UID_B, 0, 200, 0, NULL));
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
+				      UID_B, 0, 200, 0, NULL));
 	EXPECT_EQ(ENOSPC, ag_extend1(b, 0, b2, T(425), &sh, NULL, NULL, 0));
 	EXPECT_EQ(1, sh);
 	EXPECT_EQ(0, ag_grow(b, 0, b2, T(424)));
@@ -603,9 +603,9 @@ TEST_F(tenant, guarantee)
 	ASSERT_EQ(0, ag_alloc1(a, 0, &a3));
 	EXPECT_EQ(ENOSPC, ag_extend1(a, 0, a3, T(1), &sh, NULL, NULL, 0));
 	EXPECT_EQ(1, sh);
-	ASSERT_EQ(0, kvp_stats(e->fd, &r1));
+	ASSERT_EQ(0, kt_stats(e->fd, &r1));
 	EXPECT_EQ(0, r1.out_free_pages);
-	kvp_check_identities(_metadata, &e->pool, &r1);
+	kt_check_identities(_metadata, &e->pool, &r1);
 }
 
 /*
@@ -615,18 +615,18 @@ TEST_F(tenant, guarantee)
  */
 TEST_F(tenant, guarantee_under_contention)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_handle ha;
 	int ready[2], stop[2], status, k;
-	struct kvp_agent *a;
+	struct kt_agent *a;
 	pid_t pid;
 
-	a = kvp_tenv_client(_metadata, e, 0, 0, UID_A);
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
-				       UID_A, 0, 256, 0, NULL));
+	a = kt_tenv_client(_metadata, e, 0, 0, UID_A);
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
+				      UID_A, 0, 256, 0, NULL));
 	ASSERT_EQ(0, pipe(ready));
 	ASSERT_EQ(0, pipe(stop));
-	pid = kvp_pool_fork(_metadata, &e->pool);
+	pid = kt_pool_fork(_metadata, &e->pool);
 	if (pid == 0) {
 		struct kvpool_handle h[16];
 		unsigned int seed = getpid(), refused = 0, iter = 0;
@@ -638,9 +638,9 @@ TEST_F(tenant, guarantee_under_contention)
 		close(ready[0]);
 		close(stop[1]);
 		close(e->fd);
-		CHILD_CHECK(kvp_cgroup_move(e->cg[1], 0) == 0);
-		CHILD_CHECK(kvp_become(UID_B) == 0);
-		fd = kvp_open_id(e->pool.id, O_RDWR | O_CLOEXEC);
+		CHILD_CHECK(kt_cgroup_move(e->cg[1], 0) == 0);
+		CHILD_CHECK(kt_become(UID_B) == 0);
+		fd = kt_open_id(e->pool.id, O_RDWR | O_CLOEXEC);
 		CHILD_CHECK(fd >= 0);
 		pfd.fd = stop[0];
 		pfd.events = POLLIN;
@@ -656,7 +656,7 @@ TEST_F(tenant, guarantee_under_contention)
 				break;
 			i = rand_r(&seed) % 16;
 			if (!held[i]) {
-				CHILD_CHECK(kvp_row_alloc(fd, 1, &h[i], NULL) == 0);
+				CHILD_CHECK(kt_row_alloc(fd, 1, &h[i], NULL) == 0);
 				held[i] = true;
 				len[i] = 0;
 			}
@@ -666,23 +666,23 @@ TEST_F(tenant, guarantee_under_contention)
 			ent = (struct kvpool_extend_entry){
 				.handle = h[i], .new_len = len[i] + T(want),
 			};
-			ret = kvp_extend(fd, &ent, 1, pages, 64, &x);
+			ret = kt_extend(fd, &ent, 1, pages, 64, &x);
 			CHILD_CHECK(ret == 0 || ret == ENOSPC);
 			if (ret == ENOSPC) {
 				CHILD_CHECK(x.out_short >= 1 && x.out_short <= want);
 				if (!refused++ && !told) {
-					kvp_child_signal(ready[1], 'r');
+					kt_child_signal(ready[1], 'r');
 					told = true;
 				}
 			} else {
 				len[i] += T(want);
 			}
-			CHILD_CHECK(kvp_stats(fd, &s) == 0);
+			CHILD_CHECK(kt_stats(fd, &s) == 0);
 			CHILD_CHECK(s.out_tenant_pages <= USABLE - 256);
 			if (rand_r(&seed) % 8 == 0) {
 				i = rand_r(&seed) % 16;
 				if (held[i]) {
-					CHILD_CHECK(kvp_release1(fd, h[i], NULL) == 0);
+					CHILD_CHECK(kt_release1(fd, h[i], NULL) == 0);
 					held[i] = false;
 				}
 			}
@@ -694,17 +694,17 @@ TEST_F(tenant, guarantee_under_contention)
 	}
 	close(ready[1]);
 	close(stop[0]);
-	ASSERT_EQ('r', kvp_pipe_wait(ready[0]));
+	ASSERT_EQ('r', kt_pipe_wait(ready[0]));
 	ASSERT_EQ(0, ag_alloc1(a, 0, &ha));
 	for (k = 1; k <= 16; k++) {
 		EXPECT_EQ(0, ag_grow(a, 0, ha, T(16 * k)))
 			TH_LOG("A refused at %d pages of its 256", 16 * k);
-		kvp_sleep_ms(10);
+		kt_sleep_ms(10);
 	}
 	close(stop[1]);
-	status = kvp_pool_wait(&e->pool, pid);
-	EXPECT_TRUE(KVP_CHILD_OK(status)) TH_LOG("greedy child status %#x",
-						 status);
+	status = kt_pool_wait(&e->pool, pid);
+	EXPECT_TRUE(KT_CHILD_OK(status)) TH_LOG("greedy child status %#x",
+						status);
 	close(ready[0]);
 }
 
@@ -714,56 +714,56 @@ TEST_F(tenant, guarantee_under_contention)
  */
 TEST_F(tenant, guarantee_sum)
 {
-	struct kvp_tenv *e = &self->e;
-	struct kvpool_tenant_info l0[KVP_MAX_LIST], l1[KVP_MAX_LIST];
+	struct kt_tenv *e = &self->e;
+	struct kvpool_tenant_info l0[KT_MAX_LIST], l1[KT_MAX_LIST];
 	struct kvpool_extend_entry ent;
 	struct kvpool_handle hr;
 	struct kvpool_extend x;
 	__u32 n0, n1, pages[4];
 
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
-				       UID_A, 0, 600, 0, NULL));
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
+				      UID_A, 0, 600, 0, NULL));
 	ASSERT_EQ(0, list_all(e, l0, &n0));
-	EXPECT_EQ(EINVAL, kvp_tenant_limits(e->pool.ctl, e->pool.id,
-					    e->cgid[1], UID_B, 0, 425, 0,
-					    NULL));
+	EXPECT_EQ(EINVAL, kt_tenant_limits(e->pool.ctl, e->pool.id,
+					   e->cgid[1], UID_B, 0, 425, 0,
+					   NULL));
 	ASSERT_EQ(0, list_all(e, l1, &n1));
 	EXPECT_EQ(n0, n1);
 	EXPECT_EQ(0, memcmp(l0, l1, sizeof(l0)));
 	EXPECT_EQ(n0, sysfs_val(e->pool.id, "nr_tenants"));
-	EXPECT_EQ(EINVAL, kvp_tenant_limits(e->pool.ctl, e->pool.id,
-					    e->cgid[0], UID_A, 0, USABLE + 1,
-					    0, NULL));
-	EXPECT_EQ(EINVAL, kvp_tenant_limits(e->pool.ctl, e->pool.id,
-					    e->cgid[0], UID_A, 0, NR_PAGES,
-					    0, NULL))
+	EXPECT_EQ(EINVAL, kt_tenant_limits(e->pool.ctl, e->pool.id,
+					   e->cgid[0], UID_A, 0, USABLE + 1,
+					   0, NULL));
+	EXPECT_EQ(EINVAL, kt_tenant_limits(e->pool.ctl, e->pool.id,
+					   e->cgid[0], UID_A, 0, NR_PAGES,
+					   0, NULL))
 		TH_LOG("the reserved page is no page to guarantee");
-	EXPECT_EQ(EINVAL, kvp_tenant_limits(e->pool.ctl, e->pool.id,
-					    e->cgid[0], UID_A, 0, 0xffffffffu,
-					    0, NULL));
+	EXPECT_EQ(EINVAL, kt_tenant_limits(e->pool.ctl, e->pool.id,
+					   e->cgid[0], UID_A, 0, 0xffffffffu,
+					   0, NULL));
 	ASSERT_EQ(0, list_all(e, l1, &n1));
 	EXPECT_EQ(0, memcmp(l0, l1, sizeof(l0)));
 
-	EXPECT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[1],
-				       UID_B, 0, 424, 0, NULL));	/* 1024 */
-	EXPECT_EQ(EINVAL, kvp_tenant_limits(e->pool.ctl, e->pool.id,
-					    e->cgid[0], UID_A, 0, 601, 0,
-					    NULL));
-	EXPECT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
-				       UID_A, 0, 500, 0, NULL));
-	EXPECT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[1],
-				       UID_B, 0, 524, 0, NULL));
+	EXPECT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[1],
+				      UID_B, 0, 424, 0, NULL));	/* 1024 */
+	EXPECT_EQ(EINVAL, kt_tenant_limits(e->pool.ctl, e->pool.id,
+					   e->cgid[0], UID_A, 0, 601, 0,
+					   NULL));
+	EXPECT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
+				      UID_A, 0, 500, 0, NULL));
+	EXPECT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[1],
+				      UID_B, 0, 524, 0, NULL));
 	/* Min with max: min <= max, max 0 being none. */
-	EXPECT_EQ(EINVAL, kvp_tenant_limits(e->pool.ctl, e->pool.id,
-					    e->cgid[1], UID_B, 523, 524, 0,
-					    NULL));
-	EXPECT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[1],
-				       UID_B, 524, 524, 0, NULL));
+	EXPECT_EQ(EINVAL, kt_tenant_limits(e->pool.ctl, e->pool.id,
+					   e->cgid[1], UID_B, 523, 524, 0,
+					   NULL));
+	EXPECT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[1],
+				      UID_B, 524, 524, 0, NULL));
 
 	/* All of the pool is someone's: nothing is free to root. */
-	ASSERT_EQ(0, kvp_row_alloc(e->fd, 1, &hr, NULL));
+	ASSERT_EQ(0, kt_row_alloc(e->fd, 1, &hr, NULL));
 	ent = (struct kvpool_extend_entry){ .handle = hr, .new_len = 1 };
-	EXPECT_EQ(ENOSPC, kvp_extend(e->fd, &ent, 1, pages, 4, &x));
+	EXPECT_EQ(ENOSPC, kt_extend(e->fd, &ent, 1, pages, 4, &x));
 	EXPECT_EQ(1, x.out_short);
 }
 
@@ -775,21 +775,21 @@ TEST_F(tenant, guarantee_sum)
  */
 TEST_F(tenant, lower_limit_at_runtime)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_stats r0, r1, a0, a1;
-	struct kvp_row_snap *x0, *x1;
+	struct kt_row_snap *x0, *x1;
 	struct kvpool_pressure pr;
 	struct kvpool_tenant_info ti;
 	struct kvpool_handle r, r3;
 	__u32 c0[30], c1[20], sh, ta;
-	struct kvp_agent *a, *b;
+	struct kt_agent *a, *b;
 	int s1, ret, rev;
 
 	x0 = calloc(2, sizeof(*x0));
 	ASSERT_NE(NULL, x0);
 	x1 = x0 + 1;
-	a = kvp_tenv_client(_metadata, e, 0, 0, UID_A);
-	b = kvp_tenv_client(_metadata, e, 1, 1, UID_B);
+	a = kt_tenv_client(_metadata, e, 0, 0, UID_A);
+	b = kt_tenv_client(_metadata, e, 1, 1, UID_B);
 	ASSERT_EQ(0, ag_open(a, e->pool.id, &s1));
 	ta = ag_tid(a, 0);
 	ASSERT_EQ(0, ag_alloc1(a, 0, &r));
@@ -798,18 +798,18 @@ TEST_F(tenant, lower_limit_at_runtime)
 	ASSERT_EQ(0, ag_cache_pages(a, s1, 20, c1));
 	ASSERT_EQ(0, ag_cache_pages(b, 0, 10, NULL));
 
-	ASSERT_EQ(0, kvp_stats(e->fd, &r0));
+	ASSERT_EQ(0, kt_stats(e->fd, &r0));
 	ASSERT_EQ(0, ag_stats(a, 0, &a0));
 	EXPECT_EQ(150, a0.out_tenant_pages);
 	ag_snap_row(a, 0, r, x0);
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
-				       UID_A, 120, 0, 0, NULL));
-	ASSERT_EQ(0, kvp_stats(e->fd, &r1));
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
+				      UID_A, 120, 0, 0, NULL));
+	ASSERT_EQ(0, kt_stats(e->fd, &r1));
 	ASSERT_EQ(0, ag_stats(a, 0, &a1));
 	ag_snap_row(a, 0, r, x1);
-	EXPECT_STREQ("", kvp_stats_diff_x(&r0, &r1));
-	EXPECT_STREQ("", kvp_stats_diff(&a0, &a1));
-	EXPECT_STREQ("", kvp_row_diff(x0, x1));
+	EXPECT_STREQ("", kt_stats_diff(&r0, &r1, KT_ST_ALL));
+	EXPECT_STREQ("", kt_stats_diff(&a0, &a1, KT_ST_USAGE));
+	EXPECT_STREQ("", kt_row_diff(x0, x1));
 	EXPECT_EQ(150, a1.out_tenant_pages);
 	EXPECT_EQ(120, a1.out_tenant_max_pages);
 
@@ -830,7 +830,7 @@ TEST_F(tenant, lower_limit_at_runtime)
 	ASSERT_EQ(0, ag_pressure(b, 0, &pr));
 	EXPECT_EQ(0, pr.out_ask_pages);
 	EXPECT_EQ(0, pr.out_reasons);
-	ASSERT_EQ(0, kvp_tenant_get(e->pool.ctl, e->pool.id, ta, &ti));
+	ASSERT_EQ(0, kt_tenant_get(e->pool.ctl, e->pool.id, ta, &ti));
 	EXPECT_EQ(30, ti.ask_pages);
 	ASSERT_EQ(0, ag_poll(a, 0, 0, &ret, &rev));
 	EXPECT_EQ(1, ret);
@@ -848,15 +848,15 @@ TEST_F(tenant, lower_limit_at_runtime)
 	EXPECT_EQ(0, pr.out_ask_pages);
 	ASSERT_EQ(0, ag_poll(a, 0, 0, &ret, &rev));
 	EXPECT_EQ(0, ret);
-	ASSERT_EQ(0, kvp_tenant_get(e->pool.ctl, e->pool.id, ta, &ti));
+	ASSERT_EQ(0, kt_tenant_get(e->pool.ctl, e->pool.id, ta, &ti));
 	EXPECT_EQ(0, ti.ask_pages);
 	EXPECT_EQ(120, ti.pages);
 	EXPECT_EQ(EDQUOT, ag_extend1(a, 0, r, T(101), &sh, NULL, NULL, 0));
 	EXPECT_EQ(1, sh);
 
 	/* Raised: growth up to the new limit. */
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
-				       UID_A, 200, 0, 0, NULL));
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
+				      UID_A, 200, 0, 0, NULL));
 	EXPECT_EQ(0, ag_grow(a, 0, r, T(180)));
 	EXPECT_EQ(EDQUOT, ag_extend1(a, 0, r, T(181), &sh, NULL, NULL, 0));
 	EXPECT_EQ(1, sh);
@@ -866,29 +866,29 @@ TEST_F(tenant, lower_limit_at_runtime)
 /* CTL_TENANT_LIST: every figure of every tenant; partial lists; errors. */
 TEST_F(tenant, tenant_list)
 {
-	struct kvp_tenv *e = &self->e;
-	struct kvpool_tenant_info ti[KVP_MAX_LIST], *t;
+	struct kt_tenv *e = &self->e;
+	struct kvpool_tenant_info ti[KT_MAX_LIST], *t;
 	struct kvpool_ctl_tenant_list l;
 	struct kvpool_ctl_tenant cfg;
 	struct kvpool_handle h[4];
-	struct kvp_agent *a, *b;
+	struct kt_agent *a, *b;
 	__u32 ta, tb, tr, nr, i;
 	void *guard;
 	int s1;
 
-	a = kvp_tenv_client(_metadata, e, 0, 0, UID_A);
-	b = kvp_tenv_client(_metadata, e, 1, 1, UID_B);
+	a = kt_tenv_client(_metadata, e, 0, 0, UID_A);
+	b = kt_tenv_client(_metadata, e, 1, 1, UID_B);
 	ASSERT_EQ(0, ag_open(a, e->pool.id, &s1));
-	kvp_tenant_init(&cfg, e->pool.id, e->cgid[0], UID_A, 500, 100, 10,
-			"alpha");
-	ASSERT_EQ(0, kvp_tenant_set(e->pool.ctl, &cfg));
+	kt_tenant_init(&cfg, e->pool.id, e->cgid[0], UID_A, 500, 100, 10,
+		       "alpha");
+	ASSERT_EQ(0, kt_tenant_set(e->pool.ctl, &cfg));
 	ta = ag_tid(a, 0);
 	EXPECT_EQ(ta, cfg.tenant_id);
 	tb = ag_tid(b, 0);
 	tr = local_tid(e->fd);
 	/* C: configured, no client. */
-	kvp_tenant_init(&cfg, e->pool.id, e->cgid[1], UID_A, 0, 0, 0, "gamma");
-	ASSERT_EQ(0, kvp_tenant_set(e->pool.ctl, &cfg));
+	kt_tenant_init(&cfg, e->pool.id, e->cgid[1], UID_A, 0, 0, 0, "gamma");
+	ASSERT_EQ(0, kt_tenant_set(e->pool.ctl, &cfg));
 
 	/* A: rows 7 + 5 pages, a slot of 3, 4 cache pages; 2 clients. */
 	ASSERT_EQ(0, ag_alloc(a, 0, 2, h, NULL));
@@ -903,8 +903,8 @@ TEST_F(tenant, tenant_list)
 	ASSERT_EQ(0, ag_grow(b, 0, h[3], T(9)));
 
 	memset(ti, 0xaa, sizeof(ti));
-	ASSERT_EQ(0, kvp_tenant_list(e->pool.ctl, e->pool.id, ti,
-				     KVP_MAX_LIST, &nr));
+	ASSERT_EQ(0, kt_tenant_list(e->pool.ctl, e->pool.id, ti,
+				    KT_MAX_LIST, &nr));
 	ASSERT_EQ(4, nr);
 	EXPECT_EQ(4, sysfs_val(e->pool.id, "nr_tenants"));
 	for (i = 0; i < nr; i++) {
@@ -949,51 +949,51 @@ TEST_F(tenant, tenant_list)
 		/* The label is NUL-terminated and zero-padded. */
 		EXPECT_EQ(0, t->label[KVPOOL_LABEL_LEN - 1]);
 	}
-	for (i = nr; i < KVP_MAX_LIST; i++)
+	for (i = nr; i < KT_MAX_LIST; i++)
 		EXPECT_EQ(0xaaaaaaaau, ti[i].tenant_id) TH_LOG("entry %u", i);
 
 	/* Room for 2: 2 written, the count is still 4. */
 	memset(ti, 0xaa, sizeof(ti));
-	ASSERT_EQ(0, kvp_tenant_list(e->pool.ctl, e->pool.id, ti, 2, &nr));
+	ASSERT_EQ(0, kt_tenant_list(e->pool.ctl, e->pool.id, ti, 2, &nr));
 	EXPECT_EQ(4, nr);
 	EXPECT_NE(0xaaaaaaaau, ti[1].tenant_id);
 	EXPECT_EQ(0xaaaaaaaau, ti[2].tenant_id);
 	EXPECT_EQ(0xaaaaaaaau, ti[2].uid);
 	/* Room for none, no array: the count only. */
-	ASSERT_EQ(0, kvp_tenant_list(e->pool.ctl, e->pool.id, NULL, 0, &nr));
+	ASSERT_EQ(0, kt_tenant_list(e->pool.ctl, e->pool.id, NULL, 0, &nr));
 	EXPECT_EQ(4, nr);
 
 	/* An array that faults. */
-	guard = kvp_map_guarded();
+	guard = kt_map_guarded();
 	ASSERT_NE(NULL, guard);
-	EXPECT_EQ(EFAULT, kvp_tenant_list(e->pool.ctl, e->pool.id,
-					  kvp_fault_edge(guard), 1, NULL));
-	EXPECT_EQ(EFAULT, kvp_tenant_list(e->pool.ctl, e->pool.id,
-					  (void *)((char *)kvp_fault_edge(guard) -
-						   sizeof(ti[0])), 2, NULL));
-	EXPECT_EQ(0, kvp_tenant_list(e->pool.ctl, e->pool.id,
-				     (void *)((char *)kvp_fault_edge(guard) -
-					      sizeof(ti[0])), 1, &nr));
+	EXPECT_EQ(EFAULT, kt_tenant_list(e->pool.ctl, e->pool.id,
+					 kt_fault_edge(guard), 1, NULL));
+	EXPECT_EQ(EFAULT, kt_tenant_list(e->pool.ctl, e->pool.id,
+					 (void *)((char *)kt_fault_edge(guard) -
+						  sizeof(ti[0])), 2, NULL));
+	EXPECT_EQ(0, kt_tenant_list(e->pool.ctl, e->pool.id,
+				    (void *)((char *)kt_fault_edge(guard) -
+					     sizeof(ti[0])), 1, &nr));
 	EXPECT_EQ(4, nr);
-	munmap(guard, 2 * KVP_PAGE_SIZE);
+	munmap(guard, 2 * KT_PAGE_SIZE);
 
 	/* Bad calls. */
 	memset(&l, 0, sizeof(l));
 	l.size = sizeof(l);
 	l.pool_id = e->pool.id;
-	l.count = KVP_MAX_LIST;
+	l.count = KT_MAX_LIST;
 	l.entry_len = sizeof(ti[0]);
-	l.tenants = kvp_ptr(ti);
+	l.tenants = kt_ptr(ti);
 	l.flags = 1;
-	EXPECT_EQ(EOPNOTSUPP, kvp_ioctl(e->pool.ctl, KVPOOL_CTL_TENANT_LIST, &l));
+	EXPECT_EQ(EOPNOTSUPP, kt_ioctl(e->pool.ctl, KVPOOL_CTL_TENANT_LIST, &l));
 	l.flags = 0;
 	l.pool_id = 64;
-	EXPECT_EQ(ENODEV, kvp_ioctl(e->pool.ctl, KVPOOL_CTL_TENANT_LIST, &l));
+	EXPECT_EQ(ENODEV, kt_ioctl(e->pool.ctl, KVPOOL_CTL_TENANT_LIST, &l));
 	l.pool_id = 0xffffffffu;
-	EXPECT_EQ(ENODEV, kvp_ioctl(e->pool.ctl, KVPOOL_CTL_TENANT_LIST, &l));
+	EXPECT_EQ(ENODEV, kt_ioctl(e->pool.ctl, KVPOOL_CTL_TENANT_LIST, &l));
 	l.pool_id = e->pool.id;
 	l.size = offsetof(struct kvpool_ctl_tenant_list, tenants);
-	EXPECT_EQ(EINVAL, kvp_ioctl(e->pool.ctl, KVPOOL_CTL_TENANT_LIST, &l));
+	EXPECT_EQ(EINVAL, kt_ioctl(e->pool.ctl, KVPOOL_CTL_TENANT_LIST, &l));
 
 	/*
 	 * entry_len: shorter than this header's entry (0, 84 of 88) is
@@ -1003,26 +1003,26 @@ TEST_F(tenant, tenant_list)
 	for (i = 0; i < 6; i++) {
 		static const __u32 lens[] = {
 			0, sizeof(ti[0]) - 4, sizeof(ti[0]) - 1,
-			KVP_PAGE_SIZE + 1, ~0u, 1,
+			KT_PAGE_SIZE + 1, ~0u, 1,
 		};
-		int want = lens[i] > KVP_PAGE_SIZE ? E2BIG : EINVAL;
+		int want = lens[i] > KT_PAGE_SIZE ? E2BIG : EINVAL;
 
 		memset(ti, 0xaa, sizeof(ti));
 		memset(&l, 0, sizeof(l));
 		l.size = sizeof(l);
 		l.pool_id = e->pool.id;
-		l.count = i & 1 ? 0 : KVP_MAX_LIST;
+		l.count = i & 1 ? 0 : KT_MAX_LIST;
 		l.entry_len = lens[i];
-		l.tenants = kvp_ptr(ti);
+		l.tenants = kt_ptr(ti);
 		l.out_nr_tenants = 0xdeadbeef;
-		EXPECT_EQ(want, kvp_ioctl(e->pool.ctl, KVPOOL_CTL_TENANT_LIST,
-					  &l)) TH_LOG("entry_len %u, count %u",
-						      l.entry_len, l.count);
+		EXPECT_EQ(want, kt_ioctl(e->pool.ctl, KVPOOL_CTL_TENANT_LIST,
+					 &l)) TH_LOG("entry_len %u, count %u",
+						     l.entry_len, l.count);
 		EXPECT_EQ(0xaaaaaaaau, ti[0].tenant_id);
-		l.count = l.count ? 0 : KVP_MAX_LIST;
-		EXPECT_EQ(want, kvp_ioctl(e->pool.ctl, KVPOOL_CTL_TENANT_LIST,
-					  &l)) TH_LOG("entry_len %u, count %u",
-						      l.entry_len, l.count);
+		l.count = l.count ? 0 : KT_MAX_LIST;
+		EXPECT_EQ(want, kt_ioctl(e->pool.ctl, KVPOOL_CTL_TENANT_LIST,
+					 &l)) TH_LOG("entry_len %u, count %u",
+						     l.entry_len, l.count);
 		EXPECT_EQ(0xaaaaaaaau, ti[0].tenant_id);
 	}
 
@@ -1043,9 +1043,9 @@ TEST_F(tenant, tenant_list)
 		l.pool_id = e->pool.id;
 		l.count = 4;
 		l.entry_len = wide;
-		l.tenants = kvp_ptr(buf);
-		EXPECT_EQ(0, kvp_ioctl(e->pool.ctl, KVPOOL_CTL_TENANT_LIST,
-				       &l));
+		l.tenants = kt_ptr(buf);
+		EXPECT_EQ(0, kt_ioctl(e->pool.ctl, KVPOOL_CTL_TENANT_LIST,
+				      &l));
 		EXPECT_EQ(4, l.out_nr_tenants);
 		for (i = 0; i < 4; i++) {
 			memcpy(&one, buf + i * wide, sizeof(one));
@@ -1071,36 +1071,36 @@ TEST_F(tenant, tenant_list)
 /* Labels: kept when empty, replaced, NUL-terminated, written back. */
 TEST_F(tenant, labels)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_tenant_info ti;
 	struct kvpool_ctl_tenant t;
 	char full[KVPOOL_LABEL_LEN];
 
-	kvp_tenant_init(&t, e->pool.id, e->cgid[0], UID_A, 0, 0, 0, "alpha");
-	ASSERT_EQ(0, kvp_tenant_set(e->pool.ctl, &t));
+	kt_tenant_init(&t, e->pool.id, e->cgid[0], UID_A, 0, 0, 0, "alpha");
+	ASSERT_EQ(0, kt_tenant_set(e->pool.ctl, &t));
 	EXPECT_STREQ("alpha", t.label);
-	kvp_tenant_init(&t, e->pool.id, e->cgid[0], UID_A, 5, 0, 0, NULL);
-	ASSERT_EQ(0, kvp_tenant_set(e->pool.ctl, &t));
+	kt_tenant_init(&t, e->pool.id, e->cgid[0], UID_A, 5, 0, 0, NULL);
+	ASSERT_EQ(0, kt_tenant_set(e->pool.ctl, &t));
 	EXPECT_STREQ("alpha", t.label);	/* written back: the current one */
-	ASSERT_EQ(0, kvp_tenant_get(e->pool.ctl, e->pool.id, t.tenant_id, &ti));
+	ASSERT_EQ(0, kt_tenant_get(e->pool.ctl, e->pool.id, t.tenant_id, &ti));
 	EXPECT_STREQ("alpha", ti.label);
 	EXPECT_EQ(5, ti.max_pages);
 
-	kvp_tenant_init(&t, e->pool.id, e->cgid[0], UID_A, 5, 0, 0, "be");
-	ASSERT_EQ(0, kvp_tenant_set(e->pool.ctl, &t));
-	ASSERT_EQ(0, kvp_tenant_get(e->pool.ctl, e->pool.id, t.tenant_id, &ti));
+	kt_tenant_init(&t, e->pool.id, e->cgid[0], UID_A, 5, 0, 0, "be");
+	ASSERT_EQ(0, kt_tenant_set(e->pool.ctl, &t));
+	ASSERT_EQ(0, kt_tenant_get(e->pool.ctl, e->pool.id, t.tenant_id, &ti));
 	EXPECT_STREQ("be", ti.label);
 	EXPECT_EQ(0, ti.label[3]) TH_LOG("the old label's tail must not show");
 
 	memset(full, 'x', sizeof(full));
 	full[KVPOOL_LABEL_LEN - 1] = 0;
-	kvp_tenant_init(&t, e->pool.id, e->cgid[0], UID_A, 5, 0, 0, full);
-	ASSERT_EQ(0, kvp_tenant_set(e->pool.ctl, &t));
-	ASSERT_EQ(0, kvp_tenant_get(e->pool.ctl, e->pool.id, t.tenant_id, &ti));
+	kt_tenant_init(&t, e->pool.id, e->cgid[0], UID_A, 5, 0, 0, full);
+	ASSERT_EQ(0, kt_tenant_set(e->pool.ctl, &t));
+	ASSERT_EQ(0, kt_tenant_get(e->pool.ctl, e->pool.id, t.tenant_id, &ti));
 	EXPECT_STREQ(full, ti.label);
 	memset(t.label, 'y', sizeof(t.label));
-	EXPECT_EQ(EINVAL, kvp_tenant_set(e->pool.ctl, &t));
-	ASSERT_EQ(0, kvp_tenant_get(e->pool.ctl, e->pool.id, t.tenant_id, &ti));
+	EXPECT_EQ(EINVAL, kt_tenant_set(e->pool.ctl, &t));
+	ASSERT_EQ(0, kt_tenant_get(e->pool.ctl, e->pool.id, t.tenant_id, &ti));
 	EXPECT_STREQ(full, ti.label);
 }
 
@@ -1110,24 +1110,24 @@ TEST_F(tenant, labels)
  */
 TEST_F(tenant, tenant_set_validation)
 {
-	struct kvp_tenv *e = &self->e;
-	struct kvpool_tenant_info l0[KVP_MAX_LIST], l1[KVP_MAX_LIST];
+	struct kt_tenv *e = &self->e;
+	struct kvpool_tenant_info l0[KT_MAX_LIST], l1[KT_MAX_LIST];
 	struct kvpool_ctl_tenant t, ok;
-	struct kvp_agent *a;
-	unsigned char big[KVP_PAGE_SIZE + 8];
+	struct kt_agent *a;
+	unsigned char big[KT_PAGE_SIZE + 8];
 	__u32 n0, n1, ta, gone;
 	int i;
 
-	a = kvp_tenv_client(_metadata, e, 0, 0, UID_A);
+	a = kt_tenv_client(_metadata, e, 0, 0, UID_A);
 	ta = ag_tid(a, 0);
 	/* A tenant that came and went: its id names nothing now. */
-	kvp_agent_start(_metadata, &e->pool, &e->ag[1], e->cg[1], UID_B, false);
+	kt_agent_start(_metadata, &e->pool, &e->ag[1], e->cg[1], UID_B, false);
 	ASSERT_EQ(0, ag_open(&e->ag[1], e->pool.id, &i));
 	gone = ag_tid(&e->ag[1], i);
 	ASSERT_EQ(0, ag_close(&e->ag[1], i));
 
-	kvp_tenant_init(&ok, e->pool.id, e->cgid[0], UID_A, 100, 10, 5, "a");
-	ASSERT_EQ(0, kvp_tenant_set(e->pool.ctl, &ok));
+	kt_tenant_init(&ok, e->pool.id, e->cgid[0], UID_A, 100, 10, 5, "a");
+	ASSERT_EQ(0, kt_tenant_set(e->pool.ctl, &ok));
 	ASSERT_EQ(ta, ok.tenant_id);
 	ASSERT_EQ(0, list_all(e, l0, &n0));
 
@@ -1210,7 +1210,7 @@ TEST_F(tenant, tenant_set_validation)
 			what = "new tenant past the pool";
 			break;
 		}
-		ret = kvp_tenant_set(e->pool.ctl, &t);
+		ret = kt_tenant_set(e->pool.ctl, &t);
 		EXPECT_EQ(want, ret) TH_LOG("%s", what);
 		ASSERT_EQ(0, list_all(e, l1, &n1));
 		EXPECT_EQ(n0, n1) TH_LOG("%s", what);
@@ -1220,14 +1220,14 @@ TEST_F(tenant, tenant_set_validation)
 	/* Size: above PAGE_SIZE, and a non-zero unknown tail. */
 	memset(big, 0, sizeof(big));
 	memcpy(big, &ok, sizeof(ok));
-	((struct kvpool_ctl_tenant *)big)->size = KVP_PAGE_SIZE + 1;
-	EXPECT_EQ(E2BIG, kvp_ioctl(e->pool.ctl, KVPOOL_CTL_TENANT_SET, big));
+	((struct kvpool_ctl_tenant *)big)->size = KT_PAGE_SIZE + 1;
+	EXPECT_EQ(E2BIG, kt_ioctl(e->pool.ctl, KVPOOL_CTL_TENANT_SET, big));
 	((struct kvpool_ctl_tenant *)big)->size = sizeof(ok) + 8;
 	big[sizeof(ok) + 3] = 1;
-	EXPECT_EQ(E2BIG, kvp_ioctl(e->pool.ctl, KVPOOL_CTL_TENANT_SET, big));
+	EXPECT_EQ(E2BIG, kt_ioctl(e->pool.ctl, KVPOOL_CTL_TENANT_SET, big));
 	big[sizeof(ok) + 3] = 0;
 	((struct kvpool_ctl_tenant *)big)->max_pages = 100;
-	EXPECT_EQ(0, kvp_ioctl(e->pool.ctl, KVPOOL_CTL_TENANT_SET, big));
+	EXPECT_EQ(0, kt_ioctl(e->pool.ctl, KVPOOL_CTL_TENANT_SET, big));
 	ASSERT_EQ(0, list_all(e, l1, &n1));
 	EXPECT_EQ(0, memcmp(l0, l1, sizeof(l0)));
 
@@ -1240,7 +1240,7 @@ TEST_F(tenant, tenant_set_validation)
 	t.cgroup_id = 12345;
 	t.uid = 777;
 	t.max_pages = 300;
-	ASSERT_EQ(0, kvp_tenant_set(e->pool.ctl, &t));
+	ASSERT_EQ(0, kt_tenant_set(e->pool.ctl, &t));
 	EXPECT_EQ(ta, t.tenant_id);
 	EXPECT_EQ(e->cgid[0], t.cgroup_id);
 	EXPECT_EQ(UID_A, t.uid);
@@ -1256,9 +1256,9 @@ TEST_F(tenant, tenant_set_validation)
 	}
 
 	/* Without BY_ID, tenant_id is ignored; a new identity is made. */
-	kvp_tenant_init(&t, e->pool.id, 12345, 777, 0, 0, 0, NULL);
+	kt_tenant_init(&t, e->pool.id, 12345, 777, 0, 0, 0, NULL);
 	t.tenant_id = ta;
-	ASSERT_EQ(0, kvp_tenant_set(e->pool.ctl, &t));
+	ASSERT_EQ(0, kt_tenant_set(e->pool.ctl, &t));
 	EXPECT_NE(ta, t.tenant_id);
 	EXPECT_EQ(12345, t.cgroup_id);
 	EXPECT_EQ(777, t.uid);
@@ -1273,7 +1273,7 @@ TEST_F(tenant, tenant_set_validation)
  */
 TEST_F(tenant, tenant_set_validation_order)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_ctl_tenant_list l;
 	struct kvpool_ctl_tenant t;
 	struct kvpool_ctl_wmark w;
@@ -1282,21 +1282,21 @@ TEST_F(tenant, tenant_set_validation_order)
 	w.size = sizeof(w);
 	w.flags = 2;
 	w.pool_id = 1000;
-	EXPECT_EQ(EOPNOTSUPP, kvp_ioctl(e->pool.ctl, KVPOOL_CTL_SET_WMARK, &w));
+	EXPECT_EQ(EOPNOTSUPP, kt_ioctl(e->pool.ctl, KVPOOL_CTL_SET_WMARK, &w));
 	memset(&l, 0, sizeof(l));
 	l.size = sizeof(l);
 	l.flags = 2;
 	l.pool_id = 1000;
 	l.entry_len = sizeof(struct kvpool_tenant_info);
-	EXPECT_EQ(EOPNOTSUPP, kvp_ioctl(e->pool.ctl, KVPOOL_CTL_TENANT_LIST, &l));
+	EXPECT_EQ(EOPNOTSUPP, kt_ioctl(e->pool.ctl, KVPOOL_CTL_TENANT_LIST, &l));
 
-	kvp_tenant_init(&t, 1000, 1, 0, 0, 0, 0, NULL);
+	kt_tenant_init(&t, 1000, 1, 0, 0, 0, 0, NULL);
 	t.flags = 2;
-	EXPECT_EQ(EOPNOTSUPP, kvp_tenant_set(e->pool.ctl, &t))
+	EXPECT_EQ(EOPNOTSUPP, kt_tenant_set(e->pool.ctl, &t))
 		TH_LOG("CTL_TENANT_SET looks the pool up before checking flags");
 	t.flags = 0;
 	t.__reserved = 1;
-	EXPECT_EQ(EINVAL, kvp_tenant_set(e->pool.ctl, &t))
+	EXPECT_EQ(EINVAL, kt_tenant_set(e->pool.ctl, &t))
 		TH_LOG("CTL_TENANT_SET looks the pool up before reserved fields");
 }
 
@@ -1307,8 +1307,8 @@ TEST_F(tenant, tenant_set_validation_order)
  */
 TEST_F(tenant, control_without_cap_sys_admin)
 {
-	struct kvp_tenv *e = &self->e;
-	struct kvpool_tenant_info l0[KVP_MAX_LIST], l1[KVP_MAX_LIST], info[4];
+	struct kt_tenv *e = &self->e;
+	struct kvpool_tenant_info l0[KT_MAX_LIST], l1[KT_MAX_LIST], info[4];
 	struct kvpool_ctl_tenant_list tl;
 	struct kvpool_ctl_create cr;
 	struct kvpool_ctl_destroy de;
@@ -1316,31 +1316,31 @@ TEST_F(tenant, control_without_cap_sys_admin)
 	struct kvpool_ctl_wmark w;
 	struct kvpool_stats s, rs;
 	struct kvpool_verify v;
-	struct kvp_agent *ags[2];
+	struct kt_agent *ags[2];
 	int pools0, n, cs, ps, slot;
 	__u32 n0, n1;
 	__u64 low0, high0;
 
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
-				       UID_A, 50, 5, 5, NULL));
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
+				      UID_A, 50, 5, 5, NULL));
 	ASSERT_EQ(0, list_all(e, l0, &n0));
-	pools0 = kvp_count_pools();
+	pools0 = kt_count_pools();
 	low0 = sysfs_val(e->pool.id, "low_wmark");
 	high0 = sysfs_val(e->pool.id, "high_wmark");
 
-	ags[0] = kvp_tenv_agent(_metadata, e, 0, -1, KVP_NOBODY);
-	kvp_agent_start(_metadata, &e->pool, &e->ag[1], NULL, -1, true);
+	ags[0] = kt_tenv_agent(_metadata, e, 0, -1, KT_NOBODY);
+	kt_agent_start(_metadata, &e->pool, &e->ag[1], NULL, -1, true);
 	ags[1] = &e->ag[1];
-	EXPECT_EQ(EACCES, ag_open_path(ags[0], KVP_CTL_PATH, NULL));
+	EXPECT_EQ(EACCES, ag_open_path(ags[0], KT_CTL_PATH, NULL));
 
 	for (n = 0; n < 2; n++) {
-		struct kvp_agent *a = ags[n];
+		struct kt_agent *a = ags[n];
 
 		if (n == 0) {
 			ASSERT_EQ(0, ag_take_fd(a, e->pool.ctl, &cs));
 		} else {
 			/* Root owns the 0600 node: the open works. */
-			ASSERT_EQ(0, ag_open_path(a, KVP_CTL_PATH, &cs));
+			ASSERT_EQ(0, ag_open_path(a, KT_CTL_PATH, &cs));
 		}
 		memset(&cr, 0, sizeof(cr));
 		cr.size = sizeof(cr);
@@ -1355,8 +1355,8 @@ TEST_F(tenant, control_without_cap_sys_admin)
 		de.pool_id = e->pool.id;
 		EXPECT_EQ(EPERM, ag_ioctl0(a, cs, KVPOOL_CTL_DESTROY, &de,
 					   sizeof(de)));
-		kvp_tenant_init(&t, e->pool.id, e->cgid[0], UID_A, 1, 0, 1,
-				"evil");
+		kt_tenant_init(&t, e->pool.id, e->cgid[0], UID_A, 1, 0, 1,
+			       "evil");
 		EXPECT_EQ(EPERM, ag_ioctl0(a, cs, KVPOOL_CTL_TENANT_SET, &t,
 					   sizeof(t)));
 		memset(&tl, 0, sizeof(tl));
@@ -1368,7 +1368,7 @@ TEST_F(tenant, control_without_cap_sys_admin)
 		EXPECT_EQ(EPERM, ag_ioctl(a, cs, KVPOOL_CTL_TENANT_LIST, &tl,
 					  sizeof(tl), info, sizeof(info),
 					  offsetof(struct kvpool_ctl_tenant_list,
-						   tenants), 0, KVP_AG_NONE, 0));
+						   tenants), 0, KT_AG_NONE, 0));
 		EXPECT_EQ(0xdeadbeef, tl.out_nr_tenants);
 		memset(&w, 0, sizeof(w));
 		w.size = sizeof(w);
@@ -1393,7 +1393,7 @@ TEST_F(tenant, control_without_cap_sys_admin)
 		EXPECT_EQ(ENOTTY, ag_ioctl0(a, cs, KVPOOL_STATS, &s,
 					    sizeof(s)));
 	}
-	EXPECT_EQ(pools0, kvp_count_pools());
+	EXPECT_EQ(pools0, kt_count_pools());
 	ASSERT_EQ(0, list_all(e, l1, &n1));
 	EXPECT_EQ(n0, n1);
 	EXPECT_EQ(0, memcmp(l0, l1, sizeof(l0)));
@@ -1403,8 +1403,8 @@ TEST_F(tenant, control_without_cap_sys_admin)
 	/* Pool ops need no capability: nobody has its own tenant. */
 	ASSERT_EQ(0, ag_open(ags[0], e->pool.id, &ps));
 	ASSERT_EQ(0, ag_stats(ags[0], ps, &s));
-	ASSERT_EQ(0, kvp_stats(e->fd, &rs));
-	EXPECT_STREQ("", kvp_stats_diff_pool(&rs, &s));
+	ASSERT_EQ(0, kt_stats(e->fd, &rs));
+	EXPECT_STREQ("", kt_stats_diff(&rs, &s, KT_ST_POOL));
 	EXPECT_NE(rs.out_tenant_id, s.out_tenant_id);
 	/*
 	 * Except VERIFY: an O(pool) walk under the pool's lock is not for
@@ -1414,14 +1414,14 @@ TEST_F(tenant, control_without_cap_sys_admin)
 	EXPECT_EQ(EPERM, ag_verify(ags[0], ps, &v));
 	ASSERT_EQ(0, ag_open(ags[1], e->pool.id, &slot));
 	EXPECT_EQ(EPERM, ag_verify(ags[1], slot, &v));
-	ASSERT_EQ(0, kvp_verify(e->fd, &v));
+	ASSERT_EQ(0, kt_verify(e->fd, &v));
 	EXPECT_EQ(0, v.out_violations);
 	EXPECT_EQ(NR_PAGES, v.out_pages_checked);
 	ASSERT_EQ(0, list_all(e, l1, &n1));
 	EXPECT_EQ(n0 + 1, n1);
 	for (slot = 0; slot < (int)n1; slot++)
 		if (l1[slot].tenant_id == s.out_tenant_id)
-			EXPECT_EQ(KVP_NOBODY, l1[slot].uid);
+			EXPECT_EQ(KT_NOBODY, l1[slot].uid);
 }
 
 /*
@@ -1430,23 +1430,23 @@ TEST_F(tenant, control_without_cap_sys_admin)
  */
 TEST_F(tenant, stats_and_fdinfo)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_stats sa0, sa1, sb, sn, sr;
 	struct kvpool_handle h[4], hb;
 	struct kvpool_row_query q;
-	struct kvp_agent *a, *b, *nb;
+	struct kt_agent *a, *b, *nb;
 	__u32 pages[4];
 	char buf[4096], *line, *save = NULL;
 	__u64 v;
 	int s1, f;
 	ssize_t len;
 
-	a = kvp_tenv_client(_metadata, e, 0, 0, UID_A);
-	b = kvp_tenv_client(_metadata, e, 1, 1, UID_B);
-	nb = kvp_tenv_client(_metadata, e, 2, -1, KVP_NOBODY);
+	a = kt_tenv_client(_metadata, e, 0, 0, UID_A);
+	b = kt_tenv_client(_metadata, e, 1, 1, UID_B);
+	nb = kt_tenv_client(_metadata, e, 2, -1, KT_NOBODY);
 	ASSERT_EQ(0, ag_open(a, e->pool.id, &s1));
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
-				       UID_A, 900, 20, 30, NULL));
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
+				      UID_A, 900, 20, 30, NULL));
 	/* A: slot 0 has a row of 6 and a slot of 2; s1 a row of 3 and 5 cached. */
 	ASSERT_EQ(0, ag_alloc(a, 0, 2, h, NULL));
 	ASSERT_EQ(0, ag_grow(a, 0, h[0], T(6)));
@@ -1462,13 +1462,13 @@ TEST_F(tenant, stats_and_fdinfo)
 	ASSERT_EQ(0, ag_stats(a, s1, &sa1));
 	ASSERT_EQ(0, ag_stats(b, 0, &sb));
 	ASSERT_EQ(0, ag_stats(nb, 0, &sn));
-	ASSERT_EQ(0, kvp_stats(e->fd, &sr));
+	ASSERT_EQ(0, kt_stats(e->fd, &sr));
 	/* The pool's totals are the same for all. */
-	EXPECT_STREQ("", kvp_stats_diff_pool(&sr, &sa0));
-	EXPECT_STREQ("", kvp_stats_diff_pool(&sr, &sa1));
-	EXPECT_STREQ("", kvp_stats_diff_pool(&sr, &sb));
-	EXPECT_STREQ("", kvp_stats_diff_pool(&sr, &sn));
-	kvp_check_identities(_metadata, &e->pool, &sr);
+	EXPECT_STREQ("", kt_stats_diff(&sr, &sa0, KT_ST_POOL));
+	EXPECT_STREQ("", kt_stats_diff(&sr, &sa1, KT_ST_POOL));
+	EXPECT_STREQ("", kt_stats_diff(&sr, &sb, KT_ST_POOL));
+	EXPECT_STREQ("", kt_stats_diff(&sr, &sn, KT_ST_POOL));
+	kt_check_identities(_metadata, &e->pool, &sr);
 	EXPECT_EQ(6 + 3 + 11, sr.out_row_pages);
 	EXPECT_EQ(2, sr.out_slot_pages);
 	EXPECT_EQ(5, sr.out_cache_evictable);
@@ -1555,20 +1555,20 @@ TEST_F(tenant, stats_and_fdinfo)
  */
 TEST_F(tenant, user_namespace)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_tenant_info ti;
 	int up[2], down[2], res[2], status, f;
-	__u32 tid = KVP_BAD_IDX, t1001;
+	__u32 tid = KT_BAD_IDX, t1001;
 	char path[64];
-	struct kvp_agent *a;
+	struct kt_agent *a;
 	pid_t pid;
 
-	a = kvp_tenv_client(_metadata, e, 0, -1, UID_A);
+	a = kt_tenv_client(_metadata, e, 0, -1, UID_A);
 	t1001 = ag_tid(a, 0);
 	ASSERT_EQ(0, pipe(up));
 	ASSERT_EQ(0, pipe(down));
 	ASSERT_EQ(0, pipe(res));
-	pid = kvp_pool_fork(_metadata, &e->pool);
+	pid = kt_pool_fork(_metadata, &e->pool);
 	if (pid == 0) {
 		struct kvpool_ctl_tenant t;
 		struct kvpool_stats s;
@@ -1587,29 +1587,29 @@ TEST_F(tenant, user_namespace)
 		 */
 		CHILD_CHECK(chroot("/proc/1/root") == 0 && chdir("/") == 0);
 		CHILD_CHECK(unshare(CLONE_NEWUSER) == 0);
-		kvp_child_signal(up[1], 'u');
-		CHILD_CHECK(kvp_pipe_wait(down[0]) == 'm');
+		kt_child_signal(up[1], 'u');
+		CHILD_CHECK(kt_pipe_wait(down[0]) == 'm');
 		CHILD_CHECK(setresgid(0, 0, 0) == 0 && setresuid(0, 0, 0) == 0);
 		CHILD_CHECK(geteuid() == 0);
-		fd = kvp_open_id(e->pool.id, O_RDWR | O_CLOEXEC);
+		fd = kt_open_id(e->pool.id, O_RDWR | O_CLOEXEC);
 		CHILD_CHECK(fd >= 0);
-		CHILD_CHECK(kvp_stats(fd, &s) == 0);
+		CHILD_CHECK(kt_stats(fd, &s) == 0);
 		CHILD_CHECK(write(res[1], &s.out_tenant_id, 4) == 4);
-		CHILD_CHECK(kvp_tenant_list(e->pool.ctl, e->pool.id, NULL, 0,
-					    &nr) == EPERM);
-		kvp_tenant_init(&t, e->pool.id, e->self_cgid, 0, 1, 0, 0, NULL);
-		CHILD_CHECK(kvp_tenant_set(e->pool.ctl, &t) == EPERM);
-		CHILD_CHECK(kvp_set_wmark(e->pool.ctl, e->pool.id, 1, 2) == EPERM);
-		CHILD_CHECK(kvp_destroy(e->pool.ctl, e->pool.id) == EPERM);
-		CHILD_CHECK(open(KVP_CTL_PATH, O_RDWR | O_CLOEXEC) < 0 &&
+		CHILD_CHECK(kt_tenant_list(e->pool.ctl, e->pool.id, NULL, 0,
+					   &nr) == EPERM);
+		kt_tenant_init(&t, e->pool.id, e->self_cgid, 0, 1, 0, 0, NULL);
+		CHILD_CHECK(kt_tenant_set(e->pool.ctl, &t) == EPERM);
+		CHILD_CHECK(kt_set_wmark(e->pool.ctl, e->pool.id, 1, 2) == EPERM);
+		CHILD_CHECK(kt_destroy(e->pool.ctl, e->pool.id) == EPERM);
+		CHILD_CHECK(open(KT_CTL_PATH, O_RDWR | O_CLOEXEC) < 0 &&
 			    errno == EACCES);
-		CHILD_CHECK(kvp_pipe_wait(down[0]) == 'x');
+		CHILD_CHECK(kt_pipe_wait(down[0]) == 'x');
 		_exit(0);
 	}
 	close(up[1]);
 	close(down[0]);
 	close(res[1]);
-	ASSERT_EQ('u', kvp_pipe_wait(up[0]));
+	ASSERT_EQ('u', kt_pipe_wait(up[0]));
 	snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
 	f = open(path, O_WRONLY | O_CLOEXEC);
 	ASSERT_LE(0, f);
@@ -1623,14 +1623,14 @@ TEST_F(tenant, user_namespace)
 	ASSERT_EQ(1, write(down[1], "m", 1));
 	ASSERT_EQ(4, read(res[0], &tid, 4));
 	EXPECT_EQ(t1001, tid) TH_LOG("root of a user namespace mapped to 1001");
-	ASSERT_EQ(0, kvp_tenant_get(e->pool.ctl, e->pool.id, tid, &ti));
+	ASSERT_EQ(0, kt_tenant_get(e->pool.ctl, e->pool.id, tid, &ti));
 	EXPECT_EQ(UID_A, ti.uid);
 	EXPECT_EQ(e->self_cgid, ti.cgroup_id);
 	EXPECT_EQ(2, ti.nr_clients);
 	EXPECT_NE(local_tid(e->fd), tid);
 	ASSERT_EQ(1, write(down[1], "x", 1));
-	status = kvp_pool_wait(&e->pool, pid);
-	EXPECT_TRUE(KVP_CHILD_OK(status)) TH_LOG("child status %#x", status);
+	status = kt_pool_wait(&e->pool, pid);
+	EXPECT_TRUE(KT_CHILD_OK(status)) TH_LOG("child status %#x", status);
 	close(up[0]);
 	close(down[1]);
 	close(res[0]);
@@ -1642,27 +1642,27 @@ TEST_F(tenant, user_namespace)
  */
 TEST_F(tenant, tenant_table_full)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	struct kvpool_ctl_tenant t;
-	struct kvp_agent *a, *b;
+	struct kt_agent *a, *b;
 	__u32 i, n0;
 	int ret = 0, sl;
 
-	a = kvp_tenv_agent(_metadata, e, 0, 0, UID_A);
-	b = kvp_tenv_agent(_metadata, e, 1, 1, UID_B);
+	a = kt_tenv_agent(_metadata, e, 0, 0, UID_A);
+	b = kt_tenv_agent(_metadata, e, 1, 1, UID_B);
 	ASSERT_EQ(0, ag_open(b, e->pool.id, &sl));	/* B exists */
 	n0 = sysfs_val(e->pool.id, "nr_tenants");
 	for (i = n0; i < 4096; i++) {
-		kvp_tenant_init(&t, e->pool.id, 1000000 + i, 5000, 0, 0, 0,
-				NULL);
-		ret = kvp_tenant_set(e->pool.ctl, &t);
+		kt_tenant_init(&t, e->pool.id, 1000000 + i, 5000, 0, 0, 0,
+			       NULL);
+		ret = kt_tenant_set(e->pool.ctl, &t);
 		if (ret)
 			break;
 	}
 	ASSERT_EQ(0, ret) TH_LOG("TENANT_SET of tenant %u", i);
 	EXPECT_EQ(4096, sysfs_val(e->pool.id, "nr_tenants"));
-	kvp_tenant_init(&t, e->pool.id, 1000000 + i, 5000, 0, 0, 0, NULL);
-	ret = kvp_tenant_set(e->pool.ctl, &t);
+	kt_tenant_init(&t, e->pool.id, 1000000 + i, 5000, 0, 0, 0, NULL);
+	ret = kt_tenant_set(e->pool.ctl, &t);
 	EXPECT_EQ(EMFILE, ret) TH_LOG("TENANT_SET of a 4097th tenant: %s",
 				      strerror(ret > 0 ? ret : 0));
 

@@ -25,7 +25,7 @@
  *
  * Copyright (C) 2026 The kvpool authors
  */
-#include "kvpool_tenant_util.h"
+#include "kvptest_tenant.h"
 
 #define NR_PAGES	2049	/* page 0 reserved */
 #define USABLE		2048
@@ -214,7 +214,7 @@ static void op_alloc(void)
 		n = freeslots;
 	if (!n)
 		return;
-	ret = kvp_row_alloc(W.fd, n, h, &sh_);
+	ret = kt_row_alloc(W.fd, n, h, &sh_);
 	if (ret) {
 		check_refusal(ret, sh_);
 		return;
@@ -244,12 +244,12 @@ static void op_extend(void)
 	if (len > ROW_TOKENS)
 		len = ROW_TOKENS;
 	e = (struct kvpool_extend_entry){ .handle = r->h, .new_len = len };
-	ret = kvp_extend(W.fd, &e, 1, ids, ROW_PAGES, &x);
+	ret = kt_extend(W.fd, &e, 1, ids, ROW_PAGES, &x);
 	if (ret) {
 		check_refusal(ret, x.out_short);
 		return;
 	}
-	want = kvp_div_up(len, PT) - r->nr;
+	want = kt_div_up(len, PT) - r->nr;
 	W_CHECK(x.out_nr_pages == want && e.out_nr_new == want,
 		"got %u/%u new pages, want %u", x.out_nr_pages, e.out_nr_new,
 		want);
@@ -268,7 +268,7 @@ static void op_commit(void)
 		return;
 	r = &W.rows[i];
 	len = r->committed + rnd(r->alloc - r->committed + 1);
-	ret = kvp_commit1(W.fd, r->h, len);
+	ret = kt_commit1(W.fd, r->h, len);
 	W_CHECK(ret == 0, "errno %d", ret);
 	r->committed = len;
 }
@@ -282,9 +282,9 @@ static void op_trim(void)
 	if (i < 0)
 		return;
 	r = &W.rows[i];
-	keep = kvp_div_up(r->committed, PT);
+	keep = kt_div_up(r->committed, PT);
 	want = count_pages(r, keep, r->nr);
-	ret = kvp_trim1(W.fd, r->h, &got);
+	ret = kt_trim1(W.fd, r->h, &got);
 	W_CHECK(ret == 0 && got == want, "errno %d, freed %u, want %u", ret,
 		got, want);
 	r->nr = keep;
@@ -320,15 +320,15 @@ static void op_release(void)
 		return;
 	r = &W.rows[i];
 	if (donate && holed(r)) {
-		ret = kvp_release_donate1(W.fd, r->h, &got);
+		ret = kt_release_donate1(W.fd, r->h, &got);
 		W_CHECK(ret == EINVAL,
 			"errno %d, want EINVAL (swa %u > prot %u)", ret,
 			r->swa, r->prot);
 		ADD(holed, 1);
 		donate = false;	/* what a client does then */
 	}
-	ret = donate ? kvp_release_donate1(W.fd, r->h, &got) :
-		       kvp_release1(W.fd, r->h, &got);
+	ret = donate ? kt_release_donate1(W.fd, r->h, &got) :
+		       kt_release1(W.fd, r->h, &got);
 	W_CHECK(ret == 0, "errno %d", ret);
 	want = release_model(r, donate);
 	W_CHECK(got == want, "freed %u, want %u (donate %d)", got, want, donate);
@@ -345,14 +345,14 @@ static void op_donate(void)
 	r = &W.rows[i];
 	if (r->committed <= r->prot) {
 		if (r->prot) {
-			ret = kvp_donate1(W.fd, r->h, r->prot, &got);
+			ret = kt_donate1(W.fd, r->h, r->prot, &got);
 			W_CHECK(ret == EALREADY, "errno %d", ret);
 		}
 		return;
 	}
 	upto = r->prot + 1 + rnd(r->committed - r->prot);
 	if (holed(r)) {
-		ret = kvp_donate1(W.fd, r->h, upto, &got);
+		ret = kt_donate1(W.fd, r->h, upto, &got);
 		W_CHECK(ret == EINVAL,
 			"errno %d, want EINVAL (swa %u > prot %u)", ret,
 			r->swa, r->prot);
@@ -360,7 +360,7 @@ static void op_donate(void)
 		return;
 	}
 	want = count_pages(r, r->prot / PT, upto / PT);
-	ret = kvp_donate1(W.fd, r->h, upto, &got);
+	ret = kt_donate1(W.fd, r->h, upto, &got);
 	W_CHECK(ret == 0 && got == want, "errno %d, moved %u, want %u", ret,
 		got, want);
 	for (k = r->prot / PT; k < upto / PT; k++)
@@ -384,7 +384,7 @@ static void op_swa(void)
 		return;
 	edge = lo + rnd(r->committed - lo + 1);
 	want = count_pages(r, lo / PT, edge / PT);
-	ret = kvp_swa_free1(W.fd, r->h, edge, &got);
+	ret = kt_swa_free1(W.fd, r->h, edge, &got);
 	W_CHECK(ret == 0 && got == want, "errno %d, freed %u, want %u", ret,
 		got, want);
 	for (k = lo / PT; k < edge / PT; k++)
@@ -402,13 +402,13 @@ static void op_attach(void)
 
 	if (s < 0 || !W.ncache)
 		return;
-	ret = kvp_row_alloc(W.fd, 1, &h, &sh_);
+	ret = kt_row_alloc(W.fd, 1, &h, &sh_);
 	if (ret) {
 		check_refusal(ret, sh_);
 		return;
 	}
 	n = pick_cache(ids, 1 + rnd(8), false);
-	ret = kvp_attach(W.fd, h, ids, n);
+	ret = kt_attach(W.fd, h, ids, n);
 	W_CHECK(ret == 0, "errno %d", ret);
 	r = &W.rows[s];
 	memset(r, 0, offsetof(struct wrow, pages));
@@ -433,7 +433,7 @@ static void op_evict(bool unpinned_only, __u32 max)
 		return;
 	for (k = 0; k < n; k++)
 		busy |= pins(ids[k]) > 0;
-	ret = kvp_evict(W.fd, ids, n, &b);
+	ret = kt_evict(W.fd, ids, n, &b);
 	if (busy) {
 		W_CHECK(ret == EBUSY, "errno %d, want EBUSY", ret);
 		ADD(ebusy, 1);
@@ -455,7 +455,7 @@ static void op_to_slot(void)
 		return;
 	r = &W.rows[i];
 	r->session = ++W.next_session;
-	ret = kvp_to_slot(W.fd, r->session, r->h, &got);
+	ret = kt_to_slot(W.fd, r->session, r->h, &got);
 	W_CHECK(ret == 0 && got == owned(r), "errno %d, %u pages, want %u",
 		ret, got, owned(r));
 	r->slot = true;
@@ -471,7 +471,7 @@ static void op_from_slot(void)
 	if (i < 0)
 		return;
 	r = &W.rows[i];
-	ret = kvp_from_slot(W.fd, r->session, &h, &got);
+	ret = kt_from_slot(W.fd, r->session, &h, &got);
 	W_CHECK(ret == 0 && got == owned(r), "errno %d, %u pages, want %u",
 		ret, got, owned(r));
 	W_CHECK(h.req_pool_idx == r->h.req_pool_idx, "row %u, want %u",
@@ -492,7 +492,7 @@ static void op_slot_release(void)
 	if (i < 0)
 		return;
 	r = &W.rows[i];
-	ret = kvp_slot_release(W.fd, r->session, &got);
+	ret = kt_slot_release(W.fd, r->session, &got);
 	want = release_model(r, false);
 	W_CHECK(ret == 0 && got == want, "errno %d, freed %u, want %u", ret,
 		got, want);
@@ -509,19 +509,19 @@ static void import_fd(int xfd)
 	struct wrow *r;
 
 	W_CHECK(s >= 0, "no room");
-	ret = kvp_import(W.fd, xfd, &h, &nr);
+	ret = kt_import(W.fd, xfd, &h, &nr);
 	if (ret) {
 		W_CHECK(ret == EDQUOT && W.limited, "errno %d", ret);
 		ADD(import_refused, 1);
 		/* Someone else may take it, or nobody: then it goes back. */
 		if (rnd(2))
-			kvp_send_fds(W.mb_send, "r", 1, &xfd, 1, MSG_DONTWAIT);
+			kt_send_fds(W.mb_send, "r", 1, &xfd, 1, MSG_DONTWAIT);
 		close(xfd);
 		return;
 	}
 	close(xfd);
 	ADD(imports, 1);
-	ret = kvp_query(W.fd, h, ids, ROW_PAGES, &q);
+	ret = kt_query(W.fd, h, ids, ROW_PAGES, &q);
 	W_CHECK(ret == 0, "query of the import: errno %d", ret);
 	W_CHECK(q.out_state == KVPOOL_ROW_HELD && q.out_protected_len == 0,
 		"state %u, protected %u", q.out_state, q.out_protected_len);
@@ -536,7 +536,7 @@ static void import_fd(int xfd)
 	memcpy(r->pages, ids, r->nr * sizeof(__u32));
 	n = owned(r);
 	W_CHECK(nr == n, "import says %u pages, the row has %u", nr, n);
-	W_CHECK(r->nr == kvp_div_up(r->alloc, PT) && r->committed <= r->alloc &&
+	W_CHECK(r->nr == kt_div_up(r->alloc, PT) && r->committed <= r->alloc &&
 		r->swa <= r->committed, "lengths %u/%u/%u, %u pages", r->alloc,
 		r->committed, r->swa, r->nr);
 }
@@ -555,11 +555,11 @@ static void op_export(void)
 		if (r->pages[k] != KVPOOL_PAGE_NONE && pins(r->pages[k]) != 1)
 			busy = true;
 	if (r->slot)
-		ret = kvp_export(W.fd, KVPOOL_EXPORT_SLOT,
-				 (struct kvpool_handle){ 0, 0 }, r->session,
-				 &xfd, &got);
+		ret = kt_export(W.fd, KVPOOL_EXPORT_SLOT,
+				(struct kvpool_handle){ 0, 0 }, r->session,
+				&xfd, &got);
 	else
-		ret = kvp_export_row(W.fd, r->h, &xfd, &got);
+		ret = kt_export_row(W.fd, r->h, &xfd, &got);
 	if (busy) {
 		W_CHECK(ret == EBUSY, "errno %d, want EBUSY", ret);
 		ADD(ebusy, 1);
@@ -584,7 +584,7 @@ static void op_export(void)
 		break;
 	default:
 		/* If the queue is full, it is dropped. */
-		kvp_send_fds(W.mb_send, "x", 1, &xfd, 1, MSG_DONTWAIT);
+		kt_send_fds(W.mb_send, "x", 1, &xfd, 1, MSG_DONTWAIT);
 		close(xfd);
 	}
 }
@@ -597,10 +597,10 @@ static void op_import(void)
 
 	if (free_row_slot() < 0)
 		return;
-	n = kvp_recv_fds(W.mb_recv, &c, 1, &xfd, 1, &nfd, MSG_DONTWAIT);
+	n = kt_recv_fds(W.mb_recv, &c, 1, &xfd, 1, &nfd, MSG_DONTWAIT);
 	if (n <= 0 || !nfd)
 		return;
-	W_CHECK(kvp_is_export_fd(xfd), "got a file that is no export");
+	W_CHECK(kt_is_export_fd(xfd), "got a file that is no export");
 	import_fd(xfd);
 }
 
@@ -615,9 +615,9 @@ static void op_query(void)
 		return;
 	r = &W.rows[i];
 	if (r->slot)
-		ret = kvp_query_slot(W.fd, r->session, ids, ROW_PAGES, &q);
+		ret = kt_query_slot(W.fd, r->session, ids, ROW_PAGES, &q);
 	else
-		ret = kvp_query(W.fd, r->h, ids, ROW_PAGES, &q);
+		ret = kt_query(W.fd, r->h, ids, ROW_PAGES, &q);
 	W_CHECK(ret == 0, "errno %d", ret);
 	W_CHECK(q.out_state == (r->slot ? KVPOOL_ROW_SLOT : KVPOOL_ROW_HELD) &&
 		q.out_req_pool_idx == r->h.req_pool_idx &&
@@ -648,7 +648,7 @@ static void op_stats(void)
 			rows++;
 		pages += owned(&W.rows[i]);
 	}
-	W_CHECK(kvp_stats(W.fd, &s) == 0, "stats");
+	W_CHECK(kt_stats(W.fd, &s) == 0, "stats");
 	W_CHECK(s.out_client_rows == rows && s.out_client_slots == slots &&
 		s.out_client_pages == pages &&
 		s.out_client_cache_pages == W.ncache,
@@ -666,7 +666,7 @@ static void op_pressure(void)
 	struct kvpool_pressure p;
 	__u32 unpinned = 0, i;
 
-	W_CHECK(kvp_pressure(W.fd, &p) == 0, "pressure");
+	W_CHECK(kt_pressure(W.fd, &p) == 0, "pressure");
 	for (i = 0; i < W.ncache; i++)
 		unpinned += !pins(W.cache[i]);
 	W_CHECK(p.out_ask_pages <= unpinned, "asked %u of %u unpinned",
@@ -684,7 +684,7 @@ static void op_pressure(void)
 
 static void open_client(void)
 {
-	W.fd = kvp_open_id(W.pool_id, O_RDWR | O_CLOEXEC);
+	W.fd = kt_open_id(W.pool_id, O_RDWR | O_CLOEXEC);
 	W_CHECK(W.fd >= 0, "open: %s", strerror(errno));
 	memset(W.rows, 0, sizeof(W.rows));
 	W.ncache = 0;
@@ -744,14 +744,14 @@ static void worker_main(void)
 /* ---- the test ------------------------------------------------------------ */
 
 FIXTURE(torture) {
-	struct kvp_tenv e;
+	struct kt_tenv e;
 	int mb[2];
 };
 
 FIXTURE_SETUP(torture)
 {
-	kvp_tenv_init(_metadata, &self->e, KVPOOL_CREATE_RESERVE_ZERO,
-		      NR_PAGES, PT, NR_ROWS, ROW_TOKENS, 1);
+	kt_tenv_init(_metadata, &self->e, KVPOOL_CREATE_RESERVE_ZERO,
+		     NR_PAGES, PT, NR_ROWS, ROW_TOKENS, 1);
 	self->mb[0] = self->mb[1] = -1;
 }
 
@@ -761,7 +761,7 @@ FIXTURE_TEARDOWN(torture)
 		close(self->mb[0]);
 	if (self->mb[1] >= 0)
 		close(self->mb[1]);
-	kvp_tenv_fini(_metadata, &self->e);
+	kt_tenv_fini(_metadata, &self->e);
 }
 
 static pid_t spawn(struct __test_metadata *_metadata,
@@ -769,7 +769,7 @@ static pid_t spawn(struct __test_metadata *_metadata,
 		   unsigned int nth)
 {
 	static const int uids[3] = { -1, UID_1, UID_2 };
-	pid_t pid = kvp_pool_fork(_metadata, &self->e.pool);
+	pid_t pid = kt_pool_fork(_metadata, &self->e.pool);
 	int uid = uids[nth % 3];
 
 	if (pid)
@@ -786,15 +786,15 @@ static pid_t spawn(struct __test_metadata *_metadata,
 	W.op = "setup";
 	(void)slot;
 	if (uid == UID_2)
-		W_CHECK(kvp_cgroup_move(self->e.cg[0], 0) == 0, "cgroup");
+		W_CHECK(kt_cgroup_move(self->e.cg[0], 0) == 0, "cgroup");
 	if (uid >= 0)
-		W_CHECK(kvp_become(uid) == 0, "become %d", uid);
+		W_CHECK(kt_become(uid) == 0, "become %d", uid);
 	worker_main();
 }
 
 TEST_F_TIMEOUT(torture, random_work_and_kills, 100)
 {
-	struct kvp_tenv *e = &self->e;
+	struct kt_tenv *e = &self->e;
 	unsigned int seed, secs = 20, kills = 0, spawns = 0, bad = 0, drained = 0;
 	unsigned int changes = 0;
 	pid_t pids[NR_WORKERS];
@@ -820,24 +820,24 @@ TEST_F_TIMEOUT(torture, random_work_and_kills, 100)
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, sh);
 	memset(sh, 0, sizeof(*sh));
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
-				       UID_1, 1500, 300, 0, NULL));
-	ASSERT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
-				       UID_2, 0, 200, 24, NULL));
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->self_cgid,
+				      UID_1, 1500, 300, 0, NULL));
+	ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, e->cgid[0],
+				      UID_2, 0, 200, 24, NULL));
 	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0,
 				self->mb));
 
 	for (i = 0; i < NR_WORKERS; i++)
 		pids[i] = spawn(_metadata, self, i, seed, spawns++);
 	srand(seed);
-	start = kvp_now_ms();
+	start = kt_now_ms();
 	next_check = start + 1000;
-	while (kvp_now_ms() - start < secs * 1000LL) {
-		kvp_sleep_ms(20 + rand() % 230);
+	while (kt_now_ms() - start < secs * 1000LL) {
+		kt_sleep_ms(20 + rand() % 230);
 		/* Nobody may have died on its own. */
 		for (i = 0; i < NR_WORKERS; i++) {
 			if (waitpid(pids[i], &status, WNOHANG) == pids[i]) {
-				kvp_pool_wait(&e->pool, pids[i]);
+				kt_pool_wait(&e->pool, pids[i]);
 				EXPECT_TRUE(false)
 					TH_LOG("worker pid %d ended by itself, status %#x",
 					       pids[i], status);
@@ -847,7 +847,7 @@ TEST_F_TIMEOUT(torture, random_work_and_kills, 100)
 		}
 		i = rand() % NR_WORKERS;
 		kill(pids[i], SIGKILL);
-		status = kvp_pool_wait(&e->pool, pids[i]);
+		status = kt_pool_wait(&e->pool, pids[i]);
 		if (!(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)) {
 			EXPECT_TRUE(false) TH_LOG("worker pid %d: status %#x",
 						  pids[i], status);
@@ -859,33 +859,33 @@ TEST_F_TIMEOUT(torture, random_work_and_kills, 100)
 			/* New limits (may be below use) and watermarks. */
 			__u32 low = rand() % 200;
 
-			EXPECT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id,
-						       e->self_cgid, UID_1,
-						       rand() % 2 ? 0 : 600 + rand() % 1400,
-						       rand() % 300, 0, NULL));
-			EXPECT_EQ(0, kvp_tenant_limits(e->pool.ctl, e->pool.id,
-						       e->cgid[0], UID_2, 0,
-						       rand() % 300,
-						       rand() % 2 ? 0 : 6 + rand() % 24,
-						       NULL));
-			EXPECT_EQ(0, kvp_set_wmark(e->pool.ctl, e->pool.id, low,
-						   low + rand() % 200));
+			EXPECT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id,
+						      e->self_cgid, UID_1,
+						      rand() % 2 ? 0 : 600 + rand() % 1400,
+						      rand() % 300, 0, NULL));
+			EXPECT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id,
+						      e->cgid[0], UID_2, 0,
+						      rand() % 300,
+						      rand() % 2 ? 0 : 6 + rand() % 24,
+						      NULL));
+			EXPECT_EQ(0, kt_set_wmark(e->pool.ctl, e->pool.id, low,
+						  low + rand() % 200));
 			changes++;
 		}
-		if (kvp_now_ms() >= next_check) {
+		if (kt_now_ms() >= next_check) {
 			next_check += 1000;
-			ASSERT_EQ(0, kvp_verify(e->fd, &v));
+			ASSERT_EQ(0, kt_verify(e->fd, &v));
 			ASSERT_EQ(0, v.out_violations)
 				TH_LOG("VERIFY during the run (see dmesg)");
-			ASSERT_EQ(0, kvp_stats(e->fd, &s));
-			kvp_check_identities(_metadata, &e->pool, &s);
+			ASSERT_EQ(0, kt_stats(e->fd, &s));
+			kt_check_identities(_metadata, &e->pool, &s);
 		}
 		if (bad > 3)
 			break;
 	}
 	for (i = 0; i < NR_WORKERS; i++) {
 		kill(pids[i], SIGKILL);
-		status = kvp_pool_wait(&e->pool, pids[i]);
+		status = kt_pool_wait(&e->pool, pids[i]);
 		EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
 			TH_LOG("worker pid %d: status %#x", pids[i], status);
 	}
@@ -895,15 +895,15 @@ TEST_F_TIMEOUT(torture, random_work_and_kills, 100)
 		int xfd = -1, nfd = 0;
 		char c;
 
-		if (kvp_recv_fds(self->mb[1], &c, 1, &xfd, 1, &nfd,
-				 MSG_DONTWAIT) <= 0)
+		if (kt_recv_fds(self->mb[1], &c, 1, &xfd, 1, &nfd,
+				MSG_DONTWAIT) <= 0)
 			break;
 		if (!nfd)
 			continue;
 		drained++;
 		if (drained % 2) {
-			EXPECT_EQ(0, kvp_import(e->fd, xfd, &h, &nr));
-			EXPECT_EQ(0, kvp_release1(e->fd, h, NULL));
+			EXPECT_EQ(0, kt_import(e->fd, xfd, &h, &nr));
+			EXPECT_EQ(0, kt_release1(e->fd, h, NULL));
 		}
 		close(xfd);
 	}
@@ -911,13 +911,13 @@ TEST_F_TIMEOUT(torture, random_work_and_kills, 100)
 	close(self->mb[1]);
 	self->mb[0] = self->mb[1] = -1;
 	for (i = 0; i < 200; i++) {
-		ASSERT_EQ(0, kvp_stats(e->fd, &s));
+		ASSERT_EQ(0, kt_stats(e->fd, &s));
 		if (!s.out_export_rows)
 			break;
-		kvp_sleep_ms(10);
+		kt_sleep_ms(10);
 	}
 	ksft_print_msg("torture: %d workers, %.1f s, seed %u: %u kills, %u spawned, %llu ops, %u exports, %u imports (%u by the exporter, %u refused EDQUOT), %u drained at the end; %u ENOSPC, %u EDQUOT, %u EBUSY, %u donations refused past protected, %u pages evicted on request, %u reopens, %u limit changes\n",
-		       NR_WORKERS, (kvp_now_ms() - start) / 1000.0, seed, kills,
+		       NR_WORKERS, (kt_now_ms() - start) / 1000.0, seed, kills,
 		       spawns, sh->ops, sh->exports, sh->imports,
 		       sh->self_imports, sh->import_refused, drained,
 		       sh->enospc, sh->edquot, sh->ebusy, sh->holed,
@@ -928,8 +928,8 @@ TEST_F_TIMEOUT(torture, random_work_and_kills, 100)
 	EXPECT_LT(0, sh->exports);
 	EXPECT_LT(0, sh->imports);
 	/* Everyone is gone: the whole pool is back. */
-	kvp_tenv_expect_full(_metadata, &e->pool, e->fd, 1);
-	kvp_check_identities(_metadata, &e->pool, &s);
+	kt_tenv_expect_full(_metadata, &e->pool, e->fd, 1);
+	kt_check_identities(_metadata, &e->pool, &s);
 	munmap(sh, sizeof(*sh));
 }
 
