@@ -45,34 +45,11 @@
 #include <linux/capability.h>
 #include <linux/kvpool.h>
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#include "kselftest_harness.h"
-#pragma GCC diagnostic pop
-#pragma GCC diagnostic ignored "-Wsign-compare"
-#pragma GCC diagnostic ignored "-Wclobbered"
+#include "kvptest_tenant.h"
+
 /* TEST() wrappers never use their variant argument. */
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 
-#define CTL_PATH "/dev/kvpool-control"
-/* Pools are devices of their own class; only the control device is misc. */
-#define POOL_CLASS "/sys/class/kvpool"
-
-static int read_text(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	buf[0] = 0;
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = 0;
-	return 0;
-}
 
 /* Runs argv; its exit status, or -1. */
 static int run(char *const argv[])
@@ -135,24 +112,14 @@ TEST(fork_and_threads)
 	ASSERT_EQ(42, (long)ret);
 }
 
-/* Creates a small pool; its id, or -1. */
+/* Creates a small pool; its id, or -1 (errno says why). */
 static int make_pool(int ctl)
 {
-	struct kvpool_ctl_create cr = {
-		.size = sizeof(cr), .nr_pages = 16, .page_tokens = 1,
-		.nr_rows = 4, .row_tokens = 16,
-	};
+	__u32 id;
 
-	if (ioctl(ctl, KVPOOL_CTL_CREATE, &cr))
+	if (kt_create(ctl, 0, 16, 1, 4, 16, &id))
 		return -1;
-	return cr.out_pool_id;
-}
-
-static int destroy_pool(int ctl, int id)
-{
-	struct kvpool_ctl_destroy de = { .size = sizeof(de), .pool_id = id };
-
-	return ioctl(ctl, KVPOOL_CTL_DESTROY, &de);
+	return id;
 }
 
 /* "MAJ:MIN\n" of a sysfs dev file matches the node's rdev. */
@@ -162,7 +129,7 @@ static int same_dev(const char *sysfs, const char *node)
 	struct stat st;
 	char txt[64];
 
-	if (read_text(sysfs, txt, sizeof(txt)) ||
+	if (kt_read_text(sysfs, txt, sizeof(txt)) ||
 	    sscanf(txt, "%u:%u", &maj, &min) != 2)
 		return -1;
 	if (stat(node, &st) || !S_ISCHR(st.st_mode))
@@ -175,50 +142,33 @@ TEST(devices_in_sysfs_and_dev)
 	char p[96], node[32], txt[64];
 	int ctl, id;
 
-	if (access(CTL_PATH, F_OK))
+	if (access(KT_CTL_PATH, F_OK))
 		SKIP(return, "kvpool.ko not loaded");
 	/* The control device stays a misc device. */
-	ASSERT_EQ(0, same_dev("/sys/class/misc/kvpool-control/dev", CTL_PATH));
+	ASSERT_EQ(0, same_dev("/sys/class/misc/kvpool-control/dev", KT_CTL_PATH));
 
 	/* A pool is in the kvpool class, not misc, with its attributes. */
-	ctl = open(CTL_PATH, O_RDWR | O_CLOEXEC);
+	ctl = kt_ctl_open();
 	ASSERT_LE(0, ctl);
 	id = make_pool(ctl);
 	ASSERT_LE(0, id);
-	snprintf(p, sizeof(p), POOL_CLASS "/kvpool%d/dev", id);
+	snprintf(p, sizeof(p), KT_SYSFS_CLASS "/kvpool%d/dev", id);
 	snprintf(node, sizeof(node), "/dev/kvpool%d", id);
 	EXPECT_EQ(0, same_dev(p, node)) {
 		TH_LOG("%s does not name %s (no devtmpfs node?)", p, node);
 	}
-	snprintf(p, sizeof(p), POOL_CLASS "/kvpool%d/nr_pages", id);
-	EXPECT_EQ(0, read_text(p, txt, sizeof(txt)));
+	snprintf(p, sizeof(p), KT_SYSFS_CLASS "/kvpool%d/nr_pages", id);
+	EXPECT_EQ(0, kt_read_text(p, txt, sizeof(txt)));
 	EXPECT_STREQ("16\n", txt);
-	snprintf(p, sizeof(p), POOL_CLASS "/kvpool%d/nr_clients", id);
-	EXPECT_EQ(0, read_text(p, txt, sizeof(txt)));
+	snprintf(p, sizeof(p), KT_SYSFS_CLASS "/kvpool%d/nr_clients", id);
+	EXPECT_EQ(0, kt_read_text(p, txt, sizeof(txt)));
 	EXPECT_STREQ("0\n", txt);
 	snprintf(p, sizeof(p), "/sys/class/misc/kvpool%d", id);
 	EXPECT_NE(0, access(p, F_OK));
-	EXPECT_EQ(0, destroy_pool(ctl, id));
-	snprintf(p, sizeof(p), POOL_CLASS "/kvpool%d", id);
+	EXPECT_EQ(0, kt_destroy(ctl, id));
+	snprintf(p, sizeof(p), KT_SYSFS_CLASS "/kvpool%d", id);
 	EXPECT_NE(0, access(p, F_OK));
 	close(ctl);
-}
-
-/* Drop CAP_SYS_ADMIN from every set, staying uid 0. */
-static int drop_cap_sys_admin(void)
-{
-	struct __user_cap_header_struct h = {
-		.version = _LINUX_CAPABILITY_VERSION_3,
-	};
-	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
-	int i = CAP_TO_INDEX(CAP_SYS_ADMIN);
-
-	if (syscall(SYS_capget, &h, d))
-		return -1;
-	d[i].effective &= ~CAP_TO_MASK(CAP_SYS_ADMIN);
-	d[i].permitted &= ~CAP_TO_MASK(CAP_SYS_ADMIN);
-	d[i].inheritable &= ~CAP_TO_MASK(CAP_SYS_ADMIN);
-	return syscall(SYS_capset, &h, d);
 }
 
 /*
@@ -233,11 +183,11 @@ TEST(cap_sys_admin_dropped)
 	int ctl, id, fd, st;
 	pid_t pid;
 
-	if (access(CTL_PATH, F_OK))
+	if (access(KT_CTL_PATH, F_OK))
 		SKIP(return, "kvpool.ko not loaded");
 	if (geteuid())
 		SKIP(return, "needs root");
-	ctl = open(CTL_PATH, O_RDWR | O_CLOEXEC);
+	ctl = kt_ctl_open();
 	ASSERT_LE(0, ctl);
 	id = make_pool(ctl);
 	ASSERT_LE(0, id);
@@ -252,7 +202,7 @@ TEST(cap_sys_admin_dropped)
 	if (!pid) {
 		struct kvpool_verify cv = { .size = sizeof(cv) };
 
-		if (drop_cap_sys_admin())
+		if (kt_drop_sys_admin())
 			_exit(10);
 		if (!ioctl(fd, KVPOOL_VERIFY, &cv) || errno != EPERM)
 			_exit(11);
@@ -266,7 +216,7 @@ TEST(cap_sys_admin_dropped)
 		TH_LOG("child: 10 capset failed, 11 VERIFY not EPERM, 12 CTL_CREATE not EPERM");
 	}
 	close(fd);
-	EXPECT_EQ(0, destroy_pool(ctl, id));
+	EXPECT_EQ(0, kt_destroy(ctl, id));
 	close(ctl);
 }
 
@@ -282,16 +232,16 @@ TEST(scm_rights_and_fdinfo)
 	int ctl, fd, sv[2], st;
 	pid_t pid;
 
-	if (access(CTL_PATH, F_OK))
+	if (access(KT_CTL_PATH, F_OK))
 		SKIP(return, "kvpool.ko not loaded");
-	ctl = open(CTL_PATH, O_RDWR | O_CLOEXEC);
+	ctl = kt_ctl_open();
 	ASSERT_LE(0, ctl);
 	ASSERT_EQ(0, ioctl(ctl, KVPOOL_CTL_CREATE, &cr));
 	snprintf(path, sizeof(path), "/dev/kvpool%u", cr.out_pool_id);
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	ASSERT_EQ(0, read_text(path, info, sizeof(info)));
+	ASSERT_EQ(0, kt_read_text(path, info, sizeof(info)));
 	snprintf(want, sizeof(want), "kvpool-pool:\t%u\n", cr.out_pool_id);
 	ASSERT_NE(NULL, strstr(info, want)) {
 		TH_LOG("fdinfo: %s", info);
@@ -320,7 +270,7 @@ TEST(scm_rights_and_fdinfo)
 			_exit(11);
 		memcpy(&got, CMSG_DATA(cm), sizeof(got));
 		snprintf(p, sizeof(p), "/proc/self/fdinfo/%d", got);
-		if (read_text(p, txt, sizeof(txt)) || !strstr(txt, want))
+		if (kt_read_text(p, txt, sizeof(txt)) || !strstr(txt, want))
 			_exit(12);
 		_exit(0);
 	} else {

@@ -73,16 +73,7 @@
 
 #include <linux/kvpool.h>
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#include "kselftest_harness.h"
-#pragma GCC diagnostic pop
-#pragma GCC diagnostic ignored "-Wsign-compare"
-#pragma GCC diagnostic ignored "-Wclobbered"
-
-#ifndef ARRAY_SIZE
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-#endif
+#include "kvptest_tenant.h"
 
 /* A small pool: every array the module allocates for it fits a slab. */
 #define G_PAGES		64
@@ -94,10 +85,7 @@
 
 #define MAX_N		5000	/* no sequence has this many points */
 #define SESSION		7
-#define CTL_PATH	"/dev/kvpool-control"
 #define FAILSLAB	"/sys/kernel/debug/failslab"
-/* Pools are devices of their own class; the control device is a misc one. */
-#define POOL_CLASS	"/sys/class/kvpool"
 #define MISC_CLASS	"/sys/class/misc"
 /* An element length past every struct here, for the wide steps. */
 #define WIDE		8
@@ -178,46 +166,12 @@ static unsigned int nth_pause(void)
 
 /* ---- small helpers (never called while armed unless said so) ----------- */
 
+/* kt_ioctl(), with the positive return no ioctl documents as E_POSITIVE. */
 static int xioctl(int fd, unsigned long cmd, void *arg)
 {
-	int ret = ioctl(fd, cmd, arg);
+	int e = kt_ioctl(fd, cmd, arg);
 
-	if (ret < 0)
-		return errno;
-	return ret ? E_POSITIVE : 0;
-}
-
-static __u64 uptr(const void *p)
-{
-	return (__u64)(uintptr_t)p;
-}
-
-static int read_text(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	buf[0] = 0;
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = 0;
-	return 0;
-}
-
-static int write_text(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, s, strlen(s));
-	close(fd);
-	return n == (ssize_t)strlen(s) ? 0 : -EIO;
+	return e < 0 ? E_POSITIVE : e;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -251,19 +205,6 @@ static void list_dir(const char *dir, const char *prefix, char *out,
 		off += snprintf(out + off, len - off, "%s ", ptrs[i]);
 }
 
-static unsigned int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	unsigned int n = 0;
-
-	if (!d)
-		return 0;
-	while (readdir(d))
-		n++;
-	closedir(d);
-	return n;
-}
-
 /* The lowest pool id with no device: what the next create must get. */
 static __u32 lowest_free_id(void)
 {
@@ -271,7 +212,7 @@ static __u32 lowest_free_id(void)
 	__u32 id;
 
 	for (id = 0; id < 64; id++) {
-		snprintf(p, sizeof(p), POOL_CLASS "/kvpool%u", id);
+		snprintf(p, sizeof(p), KT_SYSFS_CLASS "/kvpool%u", id);
 		if (access(p, F_OK))
 			break;
 	}
@@ -342,7 +283,7 @@ static int row_alloc(struct ctx *c, int first, int n, unsigned int wide)
 	__u8 buf[sizeof(w)];
 	struct kvpool_row_alloc a = {
 		.size = sizeof(a), .count = n, .entry_len = len,
-		.handles = uptr(buf),
+		.handles = kt_ptr(buf),
 	};
 	int e, i;
 	size_t k;
@@ -380,8 +321,8 @@ static int extend_abc(struct ctx *c, unsigned int wide)
 	__u8 pbuf[3 * G_MAXP * (sizeof(__u32) + WIDE)];
 	struct kvpool_extend x = {
 		.size = sizeof(x), .count = 3, .entry_len = elen,
-		.entries = uptr(ebuf), .pages_cap = 3 * G_MAXP,
-		.page_entry_len = plen, .pages = uptr(pbuf),
+		.entries = kt_ptr(ebuf), .pages_cap = 3 * G_MAXP,
+		.page_entry_len = plen, .pages = kt_ptr(pbuf),
 	};
 	int i;
 
@@ -401,7 +342,7 @@ static int len_batch(struct ctx *c, unsigned long cmd, const int *who,
 	struct kvpool_len_entry e[NR_LETTERS] = {};
 	struct kvpool_batch b = {
 		.size = sizeof(b), .count = n, .entry_len = sizeof(e[0]),
-		.entries = uptr(e),
+		.entries = kt_ptr(e),
 	};
 	int i, ret;
 
@@ -422,7 +363,7 @@ static int handle_batch(struct ctx *c, unsigned long cmd, __u32 flags,
 	struct kvpool_handle h[NR_LETTERS] = {};
 	struct kvpool_batch b = {
 		.size = sizeof(b), .flags = flags, .count = n,
-		.entry_len = sizeof(h[0]), .entries = uptr(h),
+		.entry_len = sizeof(h[0]), .entries = kt_ptr(h),
 	};
 	int i;
 
@@ -512,7 +453,7 @@ static int st_attach_d(struct ctx *c)
 	__u32 pages[2] = { c->r[A].pages[0], c->r[A].pages[1] };
 	struct kvpool_attach a = {
 		.size = sizeof(a), .handle = c->r[D].h, .nr_pages = 2,
-		.page_entry_len = sizeof(pages[0]), .pages = uptr(pages),
+		.page_entry_len = sizeof(pages[0]), .pages = kt_ptr(pages),
 	};
 
 	return xioctl(c->fd, KVPOOL_ATTACH_PREFIX, &a);
@@ -563,7 +504,7 @@ static int st_evict(struct ctx *c)
 	__u32 pages[G_PAGES];
 	struct kvpool_batch b = {
 		.size = sizeof(b), .count = c->nr_cache,
-		.entry_len = sizeof(pages[0]), .entries = uptr(pages),
+		.entry_len = sizeof(pages[0]), .entries = kt_ptr(pages),
 	};
 	int e;
 
@@ -579,7 +520,7 @@ static int st_query_c(struct ctx *c)
 	__u32 pages[G_MAXP];
 	struct kvpool_row_query q = {
 		.size = sizeof(q), .handle = c->r[C].h, .pages_cap = G_MAXP,
-		.page_entry_len = sizeof(pages[0]), .pages = uptr(pages),
+		.page_entry_len = sizeof(pages[0]), .pages = kt_ptr(pages),
 	};
 
 	return xioctl(c->fd, KVPOOL_ROW_QUERY, &q);
@@ -592,7 +533,7 @@ static int st_query_c_wide(struct ctx *c)
 	__u8 buf[G_MAXP * (sizeof(__u32) + WIDE)];
 	struct kvpool_row_query q = {
 		.size = sizeof(q), .handle = c->r[C].h, .pages_cap = G_MAXP,
-		.page_entry_len = len, .pages = uptr(buf),
+		.page_entry_len = len, .pages = kt_ptr(buf),
 	};
 	__u32 i, k;
 	int e;
@@ -689,7 +630,7 @@ static int tenant_list(struct ctx *c, struct kvpool_tenant_info *info,
 {
 	struct kvpool_ctl_tenant_list l = {
 		.size = sizeof(l), .pool_id = c->id, .count = count,
-		.entry_len = sizeof(*info), .tenants = uptr(info),
+		.entry_len = sizeof(*info), .tenants = kt_ptr(info),
 	};
 	int e = xioctl(c->ctl, KVPOOL_CTL_TENANT_LIST, &l);
 
@@ -769,7 +710,7 @@ struct snap {
 #endif
 	char fdinfo[512];
 	char sysfs[256];
-	char pools[512];	/* POOL_CLASS */
+	char pools[512];	/* KT_SYSFS_CLASS */
 	char misc[512];		/* MISC_CLASS: the control device */
 	char dev[512];
 };
@@ -786,7 +727,7 @@ static int query(struct ctx *c, int w, struct kvpool_row_query *q,
 	q->size = sizeof(*q);
 	q->pages_cap = G_MAXP;
 	q->page_entry_len = sizeof(pages[0]);
-	q->pages = uptr(pages);
+	q->pages = kt_ptr(pages);
 	if (c->r[w].slot) {
 		q->flags = KVPOOL_QUERY_BY_SLOT;
 		q->session_id = c->r[w].session;
@@ -809,7 +750,7 @@ static void snap_take(struct ctx *c, struct snap *s)
 		s->st.size = sizeof(s->st);
 		s->stats_err = xioctl(c->fd, KVPOOL_STATS, &s->st);
 		snprintf(p, sizeof(p), "/proc/self/fdinfo/%d", c->fd);
-		read_text(p, s->fdinfo, sizeof(s->fdinfo));
+		kt_read_text(p, s->fdinfo, sizeof(s->fdinfo));
 		for (w = 0; w < NR_LETTERS; w++)
 			if (c->r[w].live || c->r[w].slot)
 				s->q_err[w] = query(c, w, &s->q[w], s->qp[w]);
@@ -824,9 +765,9 @@ static void snap_take(struct ctx *c, struct snap *s)
 #endif
 	if (c->pool) {
 		for (i = 0; i < ARRAY_SIZE(sysfs_attrs); i++) {
-			snprintf(p, sizeof(p), POOL_CLASS "/kvpool%u/%s",
+			snprintf(p, sizeof(p), KT_SYSFS_CLASS "/kvpool%u/%s",
 				 c->id, sysfs_attrs[i]);
-			if (read_text(p, v, sizeof(v)))
+			if (kt_read_text(p, v, sizeof(v)))
 				snprintf(v, sizeof(v), "-\n");
 			off += snprintf(s->sysfs + off, sizeof(s->sysfs) - off,
 					"%s=%s", sysfs_attrs[i], v);
@@ -834,8 +775,8 @@ static void snap_take(struct ctx *c, struct snap *s)
 				break;
 		}
 	}
-	s->nfds = count_fds();
-	list_dir(POOL_CLASS, "kvpool", s->pools, sizeof(s->pools));
+	s->nfds = kt_count_fds();
+	list_dir(KT_SYSFS_CLASS, "kvpool", s->pools, sizeof(s->pools));
 	list_dir(MISC_CLASS, "kvpool", s->misc, sizeof(s->misc));
 	list_dir("/dev", "kvpool", s->dev, sizeof(s->dev));
 }
@@ -934,8 +875,8 @@ static bool settle(struct __test_metadata *_metadata, struct ctx *c)
 		}
 	}
 	if (c->pool && !c->path[0]) {
-		snprintf(p, sizeof(p), POOL_CLASS "/kvpool%u/dev", c->id);
-		if (read_text(p, v, sizeof(v)) ||
+		snprintf(p, sizeof(p), KT_SYSFS_CLASS "/kvpool%u/dev", c->id);
+		if (kt_read_text(p, v, sizeof(v)) ||
 		    sscanf(v, "%u:%u", &maj, &min) != 2) {
 			snprintf(c->note, sizeof(c->note),
 				 "pool %u has no %s", c->id, p);
@@ -1033,9 +974,9 @@ static void finish(struct __test_metadata *_metadata, struct ctx *c)
 			EXPECT_EQ(0, v.out_violations);
 			EXPECT_EQ(0, close(fd));
 		}
-		snprintf(p, sizeof(p), POOL_CLASS "/kvpool%u/nr_clients",
+		snprintf(p, sizeof(p), KT_SYSFS_CLASS "/kvpool%u/nr_clients",
 			 c->id);
-		EXPECT_EQ(0, read_text(p, txt, sizeof(txt)));
+		EXPECT_EQ(0, kt_read_text(p, txt, sizeof(txt)));
 		EXPECT_STREQ("0\n", txt);
 		EXPECT_EQ(0, st_destroy(c));
 	}
@@ -1075,7 +1016,7 @@ static bool run_seq(struct __test_metadata *_metadata, const char *name,
 	struct ctx c;
 	int ctl, i;
 
-	ctl = open(CTL_PATH, O_RDWR | O_CLOEXEC);
+	ctl = kt_ctl_open();
 	EXPECT_LE(0, ctl)
 		return false;
 
@@ -1162,8 +1103,8 @@ static const char *prepare(void)
 
 	if (geteuid())
 		return "needs root";
-	if (access(CTL_PATH, F_OK))
-		return "no " CTL_PATH " (kvpool.ko not loaded)";
+	if (access(KT_CTL_PATH, F_OK))
+		return "no " KT_CTL_PATH " (kvpool.ko not loaded)";
 	if (nth_open())
 		return "no /proc/self/task/TID/fail-nth (kernel without CONFIG_FAULT_INJECTION; run in tools/vm/debug-lane.sh)";
 	if (access(FAILSLAB, F_OK))
@@ -1174,17 +1115,17 @@ static const char *prepare(void)
 	 * GFP_KERNEL allocations may sleep: failslab leaves them alone unless
 	 * told otherwise. verbose 0: no "forcing a failure" stack dumps.
 	 */
-	if (write_text(FAILSLAB "/ignore-gfp-wait", "N") ||
-	    write_text(FAILSLAB "/verbose", "0") ||
-	    read_text(FAILSLAB "/ignore-gfp-wait", txt, sizeof(txt)) ||
+	if (kt_write_text(FAILSLAB "/ignore-gfp-wait", "N") ||
+	    kt_write_text(FAILSLAB "/verbose", "0") ||
+	    kt_read_text(FAILSLAB "/ignore-gfp-wait", txt, sizeof(txt)) ||
 	    txt[0] != 'N')
 		return "cannot set " FAILSLAB "/ignore-gfp-wait to N";
 	/* Fault-free paging from here on: no copy to or from us can fail. */
 	mlockall(MCL_CURRENT | MCL_FUTURE);
 
-	ctl = open(CTL_PATH, O_RDWR | O_CLOEXEC);
+	ctl = kt_ctl_open();
 	if (ctl < 0) {
-		snprintf(why, sizeof(why), "open %s: %s", CTL_PATH,
+		snprintf(why, sizeof(why), "open %s: %s", KT_CTL_PATH,
 			 strerror(errno));
 		return why;
 	}

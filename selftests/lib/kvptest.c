@@ -509,6 +509,39 @@ const char *kt_state_diff(const struct kt_state *a,
 	return "";
 }
 
+int kt_read_text(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	buf[0] = 0;
+	if (fd < 0)
+		return errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return errno;
+	buf[n] = 0;
+	return 0;
+}
+
+int kt_write_text(const char *path, const char *s)
+{
+	size_t len = strlen(s);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return errno;
+	n = write(fd, s, len);
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	if (n < 0)
+		return -n;
+	return n == (ssize_t)len ? 0 : EIO;
+}
+
 /* Read /sys/class/kvpool/kvpoolN/<name>: strict "decimal\n". */
 int kt_sysfs_u64(__u32 id, const char *name, __u64 *val)
 {

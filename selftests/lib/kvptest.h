@@ -266,6 +266,15 @@ const char *kt_state_diff(const struct kt_state *a,
 
 /* ---- sysfs and fdinfo -------------------------------------------------- */
 
+/*
+ * The contents of a small text file, NUL-terminated, into @buf (@len
+ * bytes with the NUL): 0 or the errno. @buf is "" on failure.
+ */
+int kt_read_text(const char *path, char *buf, size_t len);
+
+/* Write @s to an existing file: 0, the errno, or EIO on a short write. */
+int kt_write_text(const char *path, const char *s);
+
 /* Read /sys/class/kvpool/kvpoolN/<name>: strict "decimal\n". */
 int kt_sysfs_u64(__u32 id, const char *name, __u64 *val);
 
