@@ -40,8 +40,9 @@
  * when a batch error names a bad entry that is not the first bad one (the
  * header promises the first; see check_first_bad()).
  *
- * Input format (little-endian; reading past the end yields zeros), kept in
- * step with gen-corpus.py:
+ * Input format (little-endian; reading past the end yields zeros); its
+ * codes are FZ_OPS and the enums of the "input format" section below,
+ * which gen-corpus.py reads from this file:
  *   4 header bytes, see fz_setup():
  *     b0: bits 0-2 page_tokens {1,2,3,4,16,1,5,64}; bit 3 RESERVE_ZERO;
  *         bit 4 row generations start near 2^32; bit 5 the batch epoch
@@ -52,7 +53,8 @@
  *     b3: row_tokens: k = 1 + (b3 & 63); b3 >> 6: 0 k*pt, 1 k*pt-1,
  *         2 k*pt+1, 3 k
  *   then op records: [op % FZ_NR_OPS] [client % nr_clients] [arguments],
- *   the arguments of each op as its function below reads them.
+ *   the op by its place in FZ_OPS, its arguments as its function reads
+ *   them.
  */
 #include <limits.h>
 #include <stdarg.h>
@@ -67,21 +69,51 @@
 #define FZ_KNOWN		32
 #define FZ_MAX_ARRAY		128	/* larger counts get a 1-entry array */
 
+/*
+ * The ops, one entry each: its id (enum fz_op: OP_<id>), its name (in
+ * traces) and the call that decodes its arguments from @in and runs it
+ * for client f->ci. An input's op byte modulo FZ_NR_OPS picks an op by
+ * its place here; gen-corpus.py reads this list for the numbers, so an
+ * op is added at the end (the corpus keeps its meaning) and only here.
+ */
+#define FZ_OPS(X)							\
+	X(ALLOC, "row_alloc", op_alloc(f, in))				\
+	X(EXTEND, "extend", op_extend(f, in))				\
+	X(COMMIT, "commit", op_len(f, in, LEN_COMMIT))			\
+	X(TRIM, "trim", op_handles(f, in, false))			\
+	X(RELEASE, "release", op_handles(f, in, true))			\
+	X(TO_SLOT, "to_slot", op_slot(f, in, OP_TO_SLOT))		\
+	X(FROM_SLOT, "from_slot", op_slot(f, in, OP_FROM_SLOT))		\
+	X(SLOT_RELEASE, "slot_release", op_slot(f, in, OP_SLOT_RELEASE)) \
+	X(QUERY, "row_query", op_query(f, in, false))			\
+	X(QUERY_SLOT, "row_query_slot", op_query(f, in, true))		\
+	X(DONATE, "donate", op_len(f, in, LEN_DONATE))			\
+	X(ATTACH, "attach_prefix", op_attach(f, in))			\
+	X(EVICT, "cache_evict", op_evict(f, in))			\
+	X(SWA, "swa_free", op_len(f, in, LEN_SWA))			\
+	X(STATS, "stats", op_stats(f))					\
+	X(REATTACH, "reattach", op_reattach(f, in))			\
+	X(FAIL, "fail_nth", op_fail(f, in))				\
+	X(EXPORT, "export", op_export(f, in))				\
+	X(IMPORT, "import", op_import(f, in))				\
+	X(DROP, "export_drop", op_drop(f, in))				\
+	X(TENANT, "tenant_set", op_tenant(f, in))			\
+	X(WMARK, "set_wmark", op_wmark(f, in))				\
+	X(PRESSURE, "pressure", op_pressure(f))				\
+	X(TENANT_LIST, "tenant_list", op_tenant_list(f, in))		\
+	X(GEOM, "geom_check", op_geom(f, in))
+
 enum fz_op {
-	OP_ALLOC, OP_EXTEND, OP_COMMIT, OP_TRIM, OP_RELEASE, OP_TO_SLOT,
-	OP_FROM_SLOT, OP_SLOT_RELEASE, OP_QUERY, OP_QUERY_SLOT, OP_DONATE,
-	OP_ATTACH, OP_EVICT, OP_SWA, OP_STATS, OP_REATTACH, OP_FAIL,
-	OP_EXPORT, OP_IMPORT, OP_DROP, OP_TENANT, OP_WMARK, OP_PRESSURE,
-	OP_TENANT_LIST, OP_GEOM,
+#define FZ_OP_ID(id, name, run) OP_##id,
+	FZ_OPS(FZ_OP_ID)
+#undef FZ_OP_ID
 	FZ_NR_OPS
 };
 
 static const char *const fz_op_names[FZ_NR_OPS] = {
-	"row_alloc", "extend", "commit", "trim", "release", "to_slot",
-	"from_slot", "slot_release", "row_query", "row_query_slot", "donate",
-	"attach_prefix", "cache_evict", "swa_free", "stats", "reattach",
-	"fail_nth", "export", "import", "export_drop", "tenant_set",
-	"set_wmark", "pressure", "tenant_list", "geom_check",
+#define FZ_OP_NAME(id, name, run) name,
+	FZ_OPS(FZ_OP_NAME)
+#undef FZ_OP_NAME
 };
 
 /* ---- input ---------------------------------------------------------- */
@@ -483,6 +515,130 @@ static int fz_nth_held(struct fz *f, int ci, u32 i)
 }
 
 /*
+ * ---- input format: the codes of the argument bytes --------------------
+ *
+ * gen-corpus.py reads these enums (and FZ_OPS, fz_pts) from this file to
+ * encode its scenarios: the numbers are written here only.
+ */
+
+/* The header, fz_setup(): b0's bits, and b3's row_tokens rule. */
+enum fz_header_code {
+	FZ_HDR_PT = 7,			/* fz_pts[b0 & 7] */
+	FZ_HDR_RESERVE_ZERO = 8,
+	FZ_HDR_GEN_WRAP = 16,		/* generations start near 2^32 */
+	FZ_HDR_EPOCH_WRAP = 32,		/* so does the batch epoch */
+	FZ_HDR_FOUR = 64,		/* four clients, else three */
+	FZ_HDR_TENANTS = 128,		/* in two tenants, else one */
+	FZ_HDR_RT_SHIFT = 6,		/* b3 >> 6, see fz_setup() */
+};
+
+/* op_handles(): RELEASE's flag byte. */
+enum fz_release_code {
+	FZ_REL_DONATE = 1,	/* < FZ_REL_ODD: this bit is RELEASE_DONATE */
+	FZ_REL_ODD = 0xc0,	/* FZ_REL_ODD | one of the next four */
+	FZ_REL_ODD_2 = 0,	/* flags 2 */
+	FZ_REL_ODD_3 = 1,	/* flags 3 */
+	FZ_REL_ODD_HIGH = 2,	/* flags 0x80000000 */
+	FZ_REL_ODD_RAW = 3,	/* a u32 of flags follows */
+};
+
+/* The bytes of single ops: reattach, export, import, geom_check. */
+enum fz_op_code {
+	FZ_REATTACH_STAY_CLOSED = 1,	/* b & 1: the client stays closed */
+	FZ_EXPORT_SLOT = 1,		/* m & 1: a slot (session), else a row */
+	FZ_IMPORT_NOT_EXPORTED = 0x80,	/* i & 0x80: a row never exported */
+	FZ_GEOM_U32 = 1,		/* b & 1: a u32 follows, else a byte */
+	FZ_GEOM_ODD_FLAG = 0xf0,	/* fl >= 0xf0: flag 1 << (fl & 15) */
+};
+
+/* dec_handle(): m & FZ_H_MODE picks the row, m >> FZ_GEN_SHIFT the tweak. */
+enum fz_handle_code {
+	FZ_H_OWN = 0,		/* 0-3: the i-th row the caller holds */
+	FZ_H_KNOWN = 4,		/* 4-5: the i-th handle seen so far */
+	FZ_H_ANY = 6,		/* the i-th held row of any client */
+	FZ_H_RAW = 7,		/* two bytes, or two u32 with FZ_H_RAW32 */
+	FZ_H_MODE = 7,
+	FZ_GEN_SHIFT = 3,
+	FZ_H_RAW32 = 0x80,
+};
+
+/* dec_handle(): the generation's tweak, (m >> FZ_GEN_SHIFT) & 15. */
+enum fz_gen_code {
+	FZ_GEN_SAME = 0,
+	FZ_GEN_FAR = 11,	/* + 2^31 - 1: the farthest ahead */
+	FZ_GEN_PLUS5 = 12,	/* + 5: not issued yet */
+	FZ_GEN_HALF = 13,	/* + 2^31: as far behind as ahead */
+	FZ_GEN_NEXT = 14,	/* + 1: not issued yet */
+	FZ_GEN_PREV = 15,	/* - 1: stale */
+};
+
+/* dec_len(): m & 7 the base, (m >> FZ_ADJ_SHIFT) & 3 what d does. */
+enum fz_len_base {
+	FZ_LEN_ZERO, FZ_LEN_ALLOCATED, FZ_LEN_COMMITTED, FZ_LEN_PROTECTED,
+	FZ_LEN_SWA_EVICTED, FZ_LEN_ROW_TOKENS, FZ_LEN_PAGE_UP,
+	FZ_LEN_RAW,		/* a u32 follows, no d */
+};
+
+enum fz_len_adj {
+	FZ_ADJ_PLUS,		/* + d */
+	FZ_ADJ_PAGES,		/* + d pages */
+	FZ_ADJ_MINUS,		/* - d */
+	FZ_ADJ_PAGES_M1,	/* + d pages - 1 */
+	FZ_ADJ_SHIFT = 3,
+};
+
+/* dec_count(): b < FZ_COUNT_SPECIAL is 1 + (b & 7), else these. */
+enum fz_count_code {
+	FZ_COUNT_SPECIAL = 0xf0,
+	FZ_COUNT_ZERO = 0xf0,
+	FZ_COUNT_MAX = 0xf1,	/* max_batch */
+	FZ_COUNT_MAX1 = 0xf2,	/* max_batch + 1 */
+	FZ_COUNT_HUGE = 0xf3,	/* U32_MAX */
+	/* 0xf4..0xff: 1 + (b & 15) */
+};
+
+/* dec_page(): m & 7; FZ_P_RAW has a u32, the others a byte i. */
+enum fz_page_code {
+	FZ_P_OWN = 0,		/* 0-2: a page of the caller's cache */
+	FZ_P_ANY_CACHE = 3,	/* of any client's cache */
+	FZ_P_MAPPED = 4,	/* one a row of the caller maps */
+	FZ_P_SMALL = 5,		/* i % (nr_pages + 2) */
+	FZ_P_ZERO_NONE = 6,	/* i & 1 ? KVPOOL_PAGE_NONE : 0 */
+	FZ_P_RAW = 7,
+};
+
+/* dec_page_list(): pm & FZ_PL_SEQ: the cache from pm >> 1, else dec_page()s. */
+enum fz_page_list_code {
+	FZ_PL_EACH = 0,
+	FZ_PL_SEQ = 1,
+};
+
+/*
+ * dec_session(): b & FZ_S_OWN a slot of the caller (b & 0x7f), b <
+ * FZ_S_SPECIAL the id b & 15, else FZ_S_SPECIAL | one of fz_session_special.
+ */
+enum fz_session_code {
+	FZ_S_SPECIAL = 0x70,
+	FZ_S_OWN = 0x80,
+};
+
+enum fz_session_special {
+	FZ_SS_ALL_ONES, FZ_SS_TOP_BIT, FZ_SS_GOLDEN, FZ_SS_64, FZ_SS_BIT58,
+	FZ_SS_RAW,		/* a u64 follows */
+	FZ_SS_ANY_SLOT,		/* a slot of any client */
+	FZ_SS_0X10000,
+};
+
+/* dec_cap(): b & 3; the rest of b is v = b >> FZ_CAP_SHIFT. */
+enum fz_cap_code {
+	FZ_CAP_ALL,		/* ~0U */
+	FZ_CAP_SMALL,		/* v */
+	FZ_CAP_NEED,		/* what is needed + (v & 3) - 1 */
+	FZ_CAP_ZERO,
+	FZ_CAP_SHIFT = 2,
+};
+
+/*
  * A handle. m & 7: 0-3 a row the caller holds, 4-5 any handle seen so
  * far (others', released, stale), 6 any held row of any client, 7 garbage
  * (m & 0x80: two raw u32, else two bytes). (m >> 3) & 15 moves the
@@ -493,13 +649,13 @@ static int fz_nth_held(struct fz *f, int ci, u32 i)
 static struct kvpool_handle dec_handle(struct fz *f, struct fz_in *in)
 {
 	u8 m = rd8(in);
-	u8 mode = m & 7, tweak = (m >> 3) & 15;
+	u8 mode = m & FZ_H_MODE, tweak = (m >> FZ_GEN_SHIFT) & 15;
 	struct kvpool_handle h = { 0, 0 };
 	int r = -1;
 	u8 i;
 
-	if (mode == 7) {
-		if (m & 0x80) {
+	if (mode == FZ_H_RAW) {
+		if (m & FZ_H_RAW32) {
 			h.req_pool_idx = rd32(in);
 			h.generation = rd32(in);
 		} else {
@@ -509,9 +665,9 @@ static struct kvpool_handle dec_handle(struct fz *f, struct fz_in *in)
 		return h;
 	}
 	i = rd8(in);
-	if (mode <= 3)
+	if (mode < FZ_H_KNOWN)
 		r = fz_nth_held(f, f->ci, i);
-	else if (mode == 6)
+	else if (mode == FZ_H_ANY)
 		r = fz_nth_held(f, -1, i);
 	else if (f->nknown)
 		h = f->known[i % f->nknown];
@@ -520,24 +676,24 @@ static struct kvpool_handle dec_handle(struct fz *f, struct fz_in *in)
 	if (r >= 0) {
 		h.req_pool_idx = (u32)r;
 		h.generation = f->pool.rows[r].gen;
-	} else if (mode != 4 && mode != 5) {
+	} else if (mode != FZ_H_KNOWN && mode != FZ_H_KNOWN + 1) {
 		h.req_pool_idx = i % (f->pool.nr_rows + 1);
 		h.generation = 1;
 	}
 	switch (tweak) {
-	case 11:
+	case FZ_GEN_FAR:
 		h.generation += 0x7fffffffU;
 		break;
-	case 12:
+	case FZ_GEN_PLUS5:
 		h.generation += 5;
 		break;
-	case 13:
+	case FZ_GEN_HALF:
 		h.generation += 0x80000000U;
 		break;
-	case 14:
+	case FZ_GEN_NEXT:
 		h.generation++;
 		break;
-	case 15:
+	case FZ_GEN_PREV:
 		h.generation--;
 		break;
 	}
@@ -561,39 +717,39 @@ static u32 dec_len(struct fz *f, struct fz_in *in, struct kvpool_handle h)
 	u32 base, d;
 
 	switch (m & 7) {
-	case 0:
+	case FZ_LEN_ZERO:
 		base = 0;
 		break;
-	case 1:
+	case FZ_LEN_ALLOCATED:
 		base = r->allocated;
 		break;
-	case 2:
+	case FZ_LEN_COMMITTED:
 		base = r->committed;
 		break;
-	case 3:
+	case FZ_LEN_PROTECTED:
 		base = r->protected;
 		break;
-	case 4:
+	case FZ_LEN_SWA_EVICTED:
 		base = r->swa_evicted;
 		break;
-	case 5:
+	case FZ_LEN_ROW_TOKENS:
 		base = f->pool.row_tokens;
 		break;
-	case 6:
+	case FZ_LEN_PAGE_UP:
 		base = kvp_pages_for(&f->pool, r->allocated) * pt;
 		break;
-	default:
+	default:	/* FZ_LEN_RAW */
 		return rd32(in);
 	}
 	d = rd8(in);
-	switch ((m >> 3) & 3) {
-	case 0:
+	switch ((m >> FZ_ADJ_SHIFT) & 3) {
+	case FZ_ADJ_PLUS:
 		return base + d;
-	case 1:
+	case FZ_ADJ_PAGES:
 		return base + d * pt;
-	case 2:
+	case FZ_ADJ_MINUS:
 		return base - d;
-	default:
+	default:	/* FZ_ADJ_PAGES_M1 */
 		return base + d * pt - 1;
 	}
 }
@@ -606,16 +762,16 @@ static u32 dec_count(struct fz *f, struct fz_in *in)
 {
 	u8 b = rd8(in);
 
-	if (b < 0xf0)
+	switch (b) {
+	case 0 ... FZ_COUNT_SPECIAL - 1:
 		return 1 + (b & 7);
-	switch (b & 15) {
-	case 0:
+	case FZ_COUNT_ZERO:
 		return 0;
-	case 1:
+	case FZ_COUNT_MAX:
 		return f->pool.max_batch;
-	case 2:
+	case FZ_COUNT_MAX1:
 		return f->pool.max_batch + 1;
-	case 3:
+	case FZ_COUNT_HUGE:
 		return U32_MAX;
 	default:
 		return 1 + (b & 15);
@@ -668,19 +824,17 @@ static u32 dec_page(struct fz *f, struct fz_in *in)
 	u8 m = rd8(in);
 	u32 i, id, r, n;
 
-	if ((m & 7) == 7)
+	if ((m & 7) == FZ_P_RAW)
 		return rd32(in);
 	i = rd8(in);
 	switch (m & 7) {
-	case 0:
-	case 1:
-	case 2:
+	case FZ_P_OWN ... FZ_P_ANY_CACHE - 1:
 		id = fz_pick_cache_page(f, f->ci, i);
 		return id != KVPOOL_PAGE_NONE ? id : i % f->pool.nr_pages;
-	case 3:
+	case FZ_P_ANY_CACHE:
 		id = fz_pick_cache_page(f, -1, i);
 		return id != KVPOOL_PAGE_NONE ? id : i % f->pool.nr_pages;
-	case 4:
+	case FZ_P_MAPPED:
 		n = 0;
 		for (r = 0; r < f->pool.nr_rows; r++)
 			if (f->pool.rows[r].owner == &f->cli[f->ci])
@@ -698,9 +852,9 @@ static u32 dec_page(struct fz *f, struct fz_in *in)
 			i -= row->nr;
 		}
 		return 0;
-	case 5:
+	case FZ_P_SMALL:
 		return i % (f->pool.nr_pages + 2);
-	default:
+	default:	/* FZ_P_ZERO_NONE */
 		return (i & 1) ? KVPOOL_PAGE_NONE : 0;
 	}
 }
@@ -739,27 +893,27 @@ static u64 dec_session(struct fz *f, struct fz_in *in)
 	u8 b = rd8(in);
 	u64 s;
 
-	if (b & 0x80)
+	if (b & FZ_S_OWN)
 		return fz_nth_slot(f, &f->cli[f->ci], b & 0x7f, &s) ? s :
 		       b & 15;
-	if (b < 0x70)
+	if (b < FZ_S_SPECIAL)
 		return b & 15;
 	switch (b & 7) {
-	case 0:
+	case FZ_SS_ALL_ONES:
 		return ~0ULL;
-	case 1:
+	case FZ_SS_TOP_BIT:
 		return 1ULL << 63;
-	case 2:
+	case FZ_SS_GOLDEN:
 		return 0x9e3779b97f4a7c15ULL;
-	case 3:
+	case FZ_SS_64:
 		return 64;
-	case 4:
+	case FZ_SS_BIT58:
 		return 1ULL << 58;
-	case 5:
+	case FZ_SS_RAW:
 		return rd64(in);
-	case 6:
+	case FZ_SS_ANY_SLOT:
 		return fz_nth_slot(f, NULL, b, &s) ? s : 6;
-	default:
+	default:	/* FZ_SS_0X10000 */
 		return 0x10000;
 	}
 }
@@ -770,13 +924,13 @@ static u32 dec_cap(struct fz_in *in, u64 need)
 	u8 b = rd8(in);
 
 	switch (b & 3) {
-	case 0:
+	case FZ_CAP_ALL:
 		return ~0U;
-	case 1:
-		return b >> 2;
-	case 2:
-		return (u32)(need + ((b >> 2) & 3) - 1);
-	default:
+	case FZ_CAP_SMALL:
+		return b >> FZ_CAP_SHIFT;
+	case FZ_CAP_NEED:
+		return (u32)(need + ((b >> FZ_CAP_SHIFT) & 3) - 1);
+	default:	/* FZ_CAP_ZERO */
 		return 0;
 	}
 }
@@ -1374,20 +1528,20 @@ static void op_handles(struct fz *f, struct fz_in *in, bool release)
 	struct fz_delta d = { 0 };
 	int ret, want;
 
-	if (fb < 0xc0) {
-		flags = fb & KVPOOL_RELEASE_DONATE;
+	if (fb < FZ_REL_ODD) {
+		flags = fb & FZ_REL_DONATE ? KVPOOL_RELEASE_DONATE : 0;
 	} else {
 		switch (fb & 3) {
-		case 0:
+		case FZ_REL_ODD_2:
 			flags = 2;
 			break;
-		case 1:
+		case FZ_REL_ODD_3:
 			flags = 3;
 			break;
-		case 2:
+		case FZ_REL_ODD_HIGH:
 			flags = 0x80000000U;
 			break;
-		default:
+		default:	/* FZ_REL_ODD_RAW */
 			flags = rd32(in);
 			break;
 		}
@@ -1643,7 +1797,7 @@ static void dec_page_list(struct fz *f, struct fz_in *in, u32 *pages, u32 n)
 	u32 i;
 
 	for (i = 0; i < n; i++) {
-		if (!(pm & 1))
+		if (!(pm & FZ_PL_SEQ))
 			pages[i] = dec_page(f, in);
 		else if (c->nr_cache_pages)
 			pages[i] = c->cache[((pm >> 1) + i) %
@@ -1675,15 +1829,16 @@ static void op_attach(struct fz *f, struct fz_in *in)
 	u32 *pages;
 	int ret, want;
 
-	if (b < 0xf0)
+	/* dec_count()'s codes, 1..32 below them and a row's pages for max */
+	if (b < FZ_COUNT_SPECIAL)
 		nr = 1 + b % 32;
-	else if (b == 0xf0)
+	else if (b == FZ_COUNT_ZERO)
 		nr = 0;
-	else if (b == 0xf1)
+	else if (b == FZ_COUNT_MAX)
 		nr = rt / pt;
-	else if (b == 0xf2)
+	else if (b == FZ_COUNT_MAX1)
 		nr = rt / pt + 1;
-	else if (b == 0xf3)
+	else if (b == FZ_COUNT_HUGE)
 		nr = U32_MAX;
 	else
 		nr = 1 + (b & 15);
@@ -1828,7 +1983,7 @@ static void op_reattach(struct fz *f, struct fz_in *in)
 				 f->pool.pages[i].owner >= KVP_OWNER_RESERVED ||
 				 (f->pool.pages[i].owner & ~KVP_OWNER_CACHE) !=
 				 c->cidx, "page %u still in its cache", i);
-		if (b & 1)
+		if (b & FZ_REATTACH_STAY_CLOSED)
 			return;
 	}
 	/* May make a tenant: an injected failure there is an ENOMEM. */
@@ -1872,14 +2027,14 @@ static void op_export(struct fz *f, struct fz_in *in)
 	int ret, want;
 
 	memset(&x, 0, sizeof(x));
-	if (m & 1) {
+	if (m & FZ_EXPORT_SLOT) {
 		x.flags = KVPOOL_EXPORT_SLOT;
 		x.session_id = dec_session(f, in);
 	} else {
 		x.handle = dec_handle(f, in);
 	}
 	fz_begin(f);
-	if (m & 1) {
+	if (m & FZ_EXPORT_SLOT) {
 		b = model_slot(f, x.session_id, &ri);
 		want = b ? 0 : -ENOENT;
 	} else {
@@ -1906,7 +2061,8 @@ static void op_export(struct fz *f, struct fz_in *in)
 		owned = fz_owned(f, ri, 0, ~0U);
 	}
 	ret = kvp_export_locked(fz_cur(f), &x, &idx, &npg);
-	fz_log(f, "%s %u@%u session %#llx: idx %u", (m & 1) ? "slot" : "row",
+	fz_log(f, "%s %u@%u session %#llx: idx %u",
+	       (m & FZ_EXPORT_SLOT) ? "slot" : "row",
 	       x.handle.req_pool_idx, x.handle.generation,
 	       (unsigned long long)x.session_id, idx);
 	fz_end(f, ret, want);
@@ -1954,7 +2110,7 @@ static void op_import(struct fz *f, struct fz_in *in)
 	struct fz_delta d = { 0 };
 	int ret, want = 0;
 
-	if (f->nexports && !(i & 0x80)) {
+	if (f->nexports && !(i & FZ_IMPORT_NOT_EXPORTED)) {
 		k = i % f->nexports;
 		idx = f->exports[k];
 	} else {
@@ -2179,11 +2335,11 @@ static void op_geom(struct fz *f, struct fz_in *in)
 	u32 fl = rd8(in), pages, pt, rows, rt, rz;
 	int ret, want = 0;
 
-	fl = fl < 0xf0 ? fl & 1 : 1U << (fl & 15);
-	pages = rd8(in) & 1 ? rd32(in) : rd8(in);
-	pt = rd8(in) & 1 ? rd32(in) : rd8(in);
-	rows = rd8(in) & 1 ? rd32(in) : rd8(in);
-	rt = rd8(in) & 1 ? rd32(in) : rd8(in);
+	fl = fl < FZ_GEOM_ODD_FLAG ? fl & 1 : 1U << (fl & 15);
+	pages = rd8(in) & FZ_GEOM_U32 ? rd32(in) : rd8(in);
+	pt = rd8(in) & FZ_GEOM_U32 ? rd32(in) : rd8(in);
+	rows = rd8(in) & FZ_GEOM_U32 ? rd32(in) : rd8(in);
+	rt = rd8(in) & FZ_GEOM_U32 ? rd32(in) : rd8(in);
 	rz = fl & KVPOOL_CREATE_RESERVE_ZERO ? 1 : 0;
 	if (fl & ~KVPOOL_CREATE_RESERVE_ZERO)
 		want = -EOPNOTSUPP;
@@ -2214,14 +2370,14 @@ static int fz_attach(struct fz *f, int i)
 static void fz_setup(struct fz *f, struct fz_in *in)
 {
 	u8 b0 = rd8(in), b1 = rd8(in), b2 = rd8(in), b3 = rd8(in);
-	u32 pt = fz_pts[b0 & 7];
-	u32 flags = (b0 & 8) ? KVPOOL_CREATE_RESERVE_ZERO : 0;
+	u32 pt = fz_pts[b0 & FZ_HDR_PT];
+	u32 flags = (b0 & FZ_HDR_RESERVE_ZERO) ? KVPOOL_CREATE_RESERVE_ZERO : 0;
 	u32 nr_pages = 2 + b1, nr_rows = 2 + (b2 & 63);
 	u32 k = 1 + (b3 & 63), rt;
 	u32 i;
 	int ret;
 
-	switch (b3 >> 6) {
+	switch (b3 >> FZ_HDR_RT_SHIFT) {
 	case 0:
 		rt = k * pt;
 		break;
@@ -2240,13 +2396,13 @@ static void fz_setup(struct fz *f, struct fz_in *in)
 		fprintf(stderr, "kvpool-fuzz: pool init: %d\n", ret);
 		abort();
 	}
-	if (b0 & 16)	/* as after 2^32 row allocations */
+	if (b0 & FZ_HDR_GEN_WRAP)	/* as after 2^32 row allocations */
 		for (i = 0; i < nr_rows; i++)
 			f->pool.rows[i].gen = 0xfffffffeU - (i & 1);
-	if (b0 & 32)	/* as after 2^32 batches */
+	if (b0 & FZ_HDR_EPOCH_WRAP)	/* as after 2^32 batches */
 		f->pool.mark_epoch = 0xfffffffdU;
-	f->ncli = (b0 & 64) ? 4 : 3;
-	f->tenants_mode = b0 & 128;
+	f->ncli = (b0 & FZ_HDR_FOUR) ? 4 : 3;
+	f->tenants_mode = b0 & FZ_HDR_TENANTS;
 	mutex_lock(&f->pool.lock);
 	for (i = 0; i < f->ncli; i++) {
 		ret = fz_attach(f, (int)i);
@@ -2259,8 +2415,8 @@ static void fz_setup(struct fz *f, struct fz_in *in)
 	if (fz_trace)
 		fprintf(stderr, "kvpool-fuzz: pool flags %u pages %u page_tokens %u rows %u row_tokens %u clients %u%s%s\n",
 			flags, nr_pages, pt, nr_rows, rt, f->ncli,
-			(b0 & 16) ? " gen-wrap" : "",
-			(b0 & 32) ? " epoch-wrap" : "");
+			(b0 & FZ_HDR_GEN_WRAP) ? " gen-wrap" : "",
+			(b0 & FZ_HDR_EPOCH_WRAP) ? " epoch-wrap" : "");
 }
 
 static void fz_teardown(struct fz *f)
@@ -2296,6 +2452,24 @@ static void fz_teardown(struct fz *f)
 	kvp_pool_fini(pool);
 }
 
+static void op_fail(struct fz *f, struct fz_in *in)
+{
+	f->pending_fail = 1 + rd8(in) % 8;
+	fz_log(f, "fail allocation %u of the next op", f->pending_fail);
+}
+
+/* Decode and run op f->op (see FZ_OPS). */
+static void fz_run_op(struct fz *f, struct fz_in *in)
+{
+	switch (f->op) {
+#define FZ_OP_CASE(id, name, run) case OP_##id: run; break;
+	FZ_OPS(FZ_OP_CASE)
+#undef FZ_OP_CASE
+	default:
+		break;
+	}
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const u8 *data, size_t size);
 
@@ -2329,83 +2503,7 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 		f->ci = (int)(rd8(&in) % f->ncli);
 		if (!f->attached[f->ci] && f->op != OP_REATTACH)
 			continue;	/* a closed client does nothing */
-		switch (f->op) {
-		case OP_ALLOC:
-			op_alloc(f, &in);
-			break;
-		case OP_EXTEND:
-			op_extend(f, &in);
-			break;
-		case OP_COMMIT:
-			op_len(f, &in, LEN_COMMIT);
-			break;
-		case OP_TRIM:
-			op_handles(f, &in, false);
-			break;
-		case OP_RELEASE:
-			op_handles(f, &in, true);
-			break;
-		case OP_TO_SLOT:
-		case OP_FROM_SLOT:
-		case OP_SLOT_RELEASE:
-			op_slot(f, &in, f->op);
-			break;
-		case OP_QUERY:
-			op_query(f, &in, false);
-			break;
-		case OP_QUERY_SLOT:
-			op_query(f, &in, true);
-			break;
-		case OP_DONATE:
-			op_len(f, &in, LEN_DONATE);
-			break;
-		case OP_ATTACH:
-			op_attach(f, &in);
-			break;
-		case OP_EVICT:
-			op_evict(f, &in);
-			break;
-		case OP_SWA:
-			op_len(f, &in, LEN_SWA);
-			break;
-		case OP_STATS:
-			op_stats(f);
-			break;
-		case OP_REATTACH:
-			op_reattach(f, &in);
-			break;
-		case OP_EXPORT:
-			op_export(f, &in);
-			break;
-		case OP_IMPORT:
-			op_import(f, &in);
-			break;
-		case OP_DROP:
-			op_drop(f, &in);
-			break;
-		case OP_TENANT:
-			op_tenant(f, &in);
-			break;
-		case OP_WMARK:
-			op_wmark(f, &in);
-			break;
-		case OP_PRESSURE:
-			op_pressure(f);
-			break;
-		case OP_TENANT_LIST:
-			op_tenant_list(f, &in);
-			break;
-		case OP_GEOM:
-			op_geom(f, &in);
-			break;
-		case OP_FAIL:
-			f->pending_fail = 1 + rd8(&in) % 8;
-			fz_log(f, "fail allocation %u of the next op",
-			       f->pending_fail);
-			break;
-		default:
-			break;
-		}
+		fz_run_op(f, &in);
 	}
 	fz_teardown(f);
 	kvp_user_fail_nth = 0;

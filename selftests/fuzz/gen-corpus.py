@@ -4,23 +4,54 @@
 # Writes the seed corpus of fuzz_core: op sequences in fuzz_core.c's input
 # format, each a scenario a scheduler or a careless client would produce,
 # so the fuzzer starts deep in the state space instead of at random bytes.
-# The encoders below mirror fuzz_core.c's dec_* functions; keep the two in
-# step. Replay one with its trace to see what it does:
+# The op numbers and the codes of the argument bytes are read from
+# fuzz_core.c (FZ_OPS, its fz_* enums, fz_pts): the encoders below only
+# put them together the way its dec_* functions take them apart. Replay
+# one with its trace to see what it does:
 #   KVP_FUZZ_TRACE=1 ./fuzz_core corpus/NAME
 #
 # Usage: gen-corpus.py DIR
 import os
 import random
+import re
 import struct
 import sys
 
-# Op numbers: enum fz_op in fuzz_core.c.
-(ALLOC, EXTEND, COMMIT, TRIM, RELEASE, TO_SLOT, FROM_SLOT, SLOT_RELEASE,
- QUERY, QUERY_SLOT, DONATE, ATTACH, EVICT, SWA, STATS, REATTACH,
- FAIL, EXPORT, IMPORT, DROP, TENANT, WMARK, PRESSURE, TENANT_LIST,
- GEOM) = range(25)
 
-PT_INDEX = {1: 0, 2: 1, 3: 2, 4: 3, 16: 4, 5: 6, 64: 7}
+def read_spec(path):
+    """The input format as fuzz_core.c defines it: the ops of FZ_OPS (in
+    order: their numbers), the constants of its enums, and fz_pts (page
+    tokens by header index). Names are those of the C file: ALLOC for
+    OP_ALLOC, FZ_H_OWN, ..."""
+    with open(path) as f:
+        src = f.read()
+    table = re.search(r'#define FZ_OPS\(X\)(.*?)\n\n', src, re.S).group(1)
+    spec = {m.group(1): i for i, m in
+            enumerate(re.finditer(r'X\((\w+),', table))}
+    for body in re.findall(r'\benum\s+fz_\w+\s*\{(.*?)\};', src, re.S):
+        body = re.sub(r'/\*.*?\*/', '', body, flags=re.S)
+        nxt = 0
+        for ent in filter(None, (e.strip() for e in body.split(','))):
+            name, _, val = (x.strip() for x in ent.partition('='))
+            if name.startswith('OP_') or name == 'FZ_NR_OPS':
+                continue            # from FZ_OPS, above
+            nxt = int(val, 0) if val else nxt
+            spec[name] = nxt
+            nxt += 1
+    pts = re.search(r'fz_pts\[\d+\]\s*=\s*\{([^}]*)\}', src).group(1)
+    spec['fz_pts'] = [int(x, 0) for x in pts.split(',')]
+    return spec
+
+
+C = read_spec(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                           'fuzz_core.c'))
+globals().update({k: v for k, v in C.items() if not k.startswith('FZ_')
+                  and k != 'fz_pts'})     # the op numbers: ALLOC, ...
+
+# The first header index of each page_tokens value.
+PT_INDEX = {}
+for _i, _pt in enumerate(C['fz_pts']):
+    PT_INDEX.setdefault(_pt, _i)
 
 
 def u32(v):
@@ -35,52 +66,65 @@ def header(pt=1, pages=64, rows=8, rt_pages=16, rt_adj=0, reserve=False,
            gen_wrap=False, epoch_wrap=False, four=False, tenants=False):
     """Pool geometry: rt_adj 0 rt = k*pt, 1 k*pt-1, 2 k*pt+1, 3 k.
     tenants: client i is in tenant (cgroup i % 2)."""
-    b0 = PT_INDEX[pt] | (8 if reserve else 0) | (16 if gen_wrap else 0) | \
-        (32 if epoch_wrap else 0) | (64 if four else 0) | \
-        (128 if tenants else 0)
+    bits = ((reserve, 'FZ_HDR_RESERVE_ZERO'), (gen_wrap, 'FZ_HDR_GEN_WRAP'),
+            (epoch_wrap, 'FZ_HDR_EPOCH_WRAP'), (four, 'FZ_HDR_FOUR'),
+            (tenants, 'FZ_HDR_TENANTS'))
+    b0 = PT_INDEX[pt]
+    for on, name in bits:
+        b0 |= C[name] if on else 0
     assert 2 <= pages <= 257 and 2 <= rows <= 65 and 1 <= rt_pages <= 64
-    return bytes([b0, pages - 2, rows - 2, (rt_pages - 1) | (rt_adj << 6)])
+    return bytes([b0, pages - 2, rows - 2,
+                  (rt_pages - 1) | (rt_adj << C['FZ_HDR_RT_SHIFT'])])
 
 
 # ---- arguments ----
+
+GEN = {None: C['FZ_GEN_SAME'], +1: C['FZ_GEN_NEXT'], -1: C['FZ_GEN_PREV'],
+       +5: C['FZ_GEN_PLUS5'], 'far': C['FZ_GEN_FAR'],
+       'half': C['FZ_GEN_HALF']}
+
 
 def h_live(i=0, tweak=None):
     """The i-th row the caller holds, its generation moved by tweak:
     +1, +5, 'far' (+2^31 - 1): not issued yet (ENOENT); -1, 'half'
     (+2^31, as far behind as ahead): stale (ESTALE)."""
-    t = {None: 0, +1: 14, -1: 15, +5: 12, 'far': 11, 'half': 13}[tweak]
-    return bytes([0 | (t << 3), i])
+    return bytes([C['FZ_H_OWN'] | (GEN[tweak] << C['FZ_GEN_SHIFT']), i])
 
 
 def h_known(i):
     """The i-th handle seen so far (any client's, maybe released)."""
-    return bytes([4, i])
+    return bytes([C['FZ_H_KNOWN'], i])
 
 
 def h_any(i):
     """The i-th held row of any client."""
-    return bytes([6, i])
+    return bytes([C['FZ_H_ANY'], i])
 
 
 def h_small(idx, gen):
-    return bytes([7, idx & 0xff, gen & 0xff])
+    return bytes([C['FZ_H_RAW'], idx & 0xff, gen & 0xff])
 
 
 def h_raw(idx, gen):
-    return bytes([0x87]) + u32(idx) + u32(gen)
+    return bytes([C['FZ_H_RAW32'] | C['FZ_H_RAW']]) + u32(idx) + u32(gen)
 
 
-ZERO, ALLOCD, COMMITTED, PROT, SWAE, RT, PAGEUP = range(7)
-PLUS, PAGES, MINUS, PAGES_M1 = range(4)
+# Length bases and what the second byte does (enum fz_len_base, _adj).
+ZERO, ALLOCD, COMMITTED, PROT, SWAE, RT, PAGEUP = (
+    C['FZ_LEN_ZERO'], C['FZ_LEN_ALLOCATED'], C['FZ_LEN_COMMITTED'],
+    C['FZ_LEN_PROTECTED'], C['FZ_LEN_SWA_EVICTED'], C['FZ_LEN_ROW_TOKENS'],
+    C['FZ_LEN_PAGE_UP'])
+PLUS, PAGES, MINUS, PAGES_M1 = (C['FZ_ADJ_PLUS'], C['FZ_ADJ_PAGES'],
+                                C['FZ_ADJ_MINUS'], C['FZ_ADJ_PAGES_M1'])
 
 
 def ln(base=ZERO, d=0, adj=PLUS):
     """A length: base (of the entry's row) and d tokens / pages."""
-    return bytes([base | (adj << 3), d])
+    return bytes([base | (adj << C['FZ_ADJ_SHIFT']), d])
 
 
 def ln_raw(v):
-    return bytes([7]) + u32(v)
+    return bytes([C['FZ_LEN_RAW']]) + u32(v)
 
 
 def tok(n):
@@ -94,31 +138,34 @@ def pg(n):
     return ln(ZERO, n, PAGES)
 
 
+COUNT_SPECIAL = {'zero': C['FZ_COUNT_ZERO'], 'max': C['FZ_COUNT_MAX'],
+                 'max+1': C['FZ_COUNT_MAX1'], 'huge': C['FZ_COUNT_HUGE']}
+
+
 def count(n):
     if isinstance(n, str):
-        return bytes([{'zero': 0xf0, 'max': 0xf1, 'max+1': 0xf2,
-                       'huge': 0xf3}[n]])
+        return bytes([COUNT_SPECIAL[n]])
     if 1 <= n <= 8:
         return bytes([n - 1])
     if 9 <= n <= 16:
-        return bytes([0xf0 | (n - 1)])
+        return bytes([C['FZ_COUNT_SPECIAL'] | (n - 1)])
     raise ValueError(n)
 
 
 def cap_all():
-    return bytes([0])
+    return bytes([C['FZ_CAP_ALL']])
 
 
 def cap_small(v):
-    return bytes([1 | (v << 2)])
+    return bytes([C['FZ_CAP_SMALL'] | (v << C['FZ_CAP_SHIFT'])])
 
 
 def cap_need(delta=0):
-    return bytes([2 | ((delta + 1) << 2)])
+    return bytes([C['FZ_CAP_NEED'] | ((delta + 1) << C['FZ_CAP_SHIFT'])])
 
 
 def cap_zero():
-    return bytes([3])
+    return bytes([C['FZ_CAP_ZERO']])
 
 
 def sess(v):
@@ -127,43 +174,45 @@ def sess(v):
 
 
 def sess_own(i=0):
-    return bytes([0x80 | i])
+    return bytes([C['FZ_S_OWN'] | i])
 
 
 def sess_special(k, raw=0):
-    return bytes([0x70 | k]) + (u64(raw) if k == 5 else b'')
+    """k: FZ_SS_<k> of enum fz_session_special ('RAW': raw follows)."""
+    return bytes([C['FZ_S_SPECIAL'] | C['FZ_SS_' + k]]) + \
+        (u64(raw) if k == 'RAW' else b'')
 
 
 def p_own(i):
-    return bytes([0, i])
+    return bytes([C['FZ_P_OWN'], i])
 
 
 def p_any_cache(i):
-    return bytes([3, i])
+    return bytes([C['FZ_P_ANY_CACHE'], i])
 
 
 def p_mapped(i):
-    return bytes([4, i])
+    return bytes([C['FZ_P_MAPPED'], i])
 
 
 def p_small(i):
-    return bytes([5, i])
+    return bytes([C['FZ_P_SMALL'], i])
 
 
 def p_none():
-    return bytes([6, 1])
+    return bytes([C['FZ_P_ZERO_NONE'], 1])
 
 
 def p_raw(v):
-    return bytes([7]) + u32(v)
+    return bytes([C['FZ_P_RAW']]) + u32(v)
 
 
 def plist_seq(off=0):
-    return bytes([1 | (off << 1)])
+    return bytes([C['FZ_PL_SEQ'] | (off << 1)])
 
 
 def plist(*pages):
-    return bytes([0]) + b''.join(pages)
+    return bytes([C['FZ_PL_EACH']]) + b''.join(pages)
 
 
 # ---- ops ----
@@ -204,8 +253,10 @@ def trim(c, handles):
 
 
 def release(c, handles, flags=0, n=None):
-    fb = {0: b'\x00', 1: b'\x01', 2: b'\xc0', 3: b'\xc1',
-          'high': b'\xc2'}[flags]
+    odd = C['FZ_REL_ODD']
+    fb = bytes([{0: 0, 1: C['FZ_REL_DONATE'], 2: odd | C['FZ_REL_ODD_2'],
+                 3: odd | C['FZ_REL_ODD_3'],
+                 'high': odd | C['FZ_REL_ODD_HIGH']}[flags]])
     return op(RELEASE, c, fb, count(n if n is not None else len(handles)),
               *handles)
 
@@ -231,7 +282,7 @@ def query_slot(c, s, cap=None):
 
 
 def attach(c, h, n, pl=None):
-    nb = {0: 0xf0, 'max': 0xf1, 'max+1': 0xf2, 'huge': 0xf3}.get(n)
+    nb = COUNT_SPECIAL.get('zero' if n == 0 else n)
     if nb is None:
         assert 1 <= n <= 32
         nb = n - 1
@@ -249,7 +300,8 @@ def stats(c):
 
 
 def reopen(c, stay_closed=False):
-    return op(REATTACH, c, bytes([1 if stay_closed else 0]))
+    return op(REATTACH, c,
+              bytes([C['FZ_REATTACH_STAY_CLOSED'] if stay_closed else 0]))
 
 
 def fail(c, nth=1):
@@ -257,17 +309,18 @@ def fail(c, nth=1):
 
 
 def export_row(c, h):
-    return op(EXPORT, c, b'\x00', h)
+    return op(EXPORT, c, b'\x00', h)      # a row: FZ_EXPORT_SLOT clear
 
 
 def export_slot(c, s):
-    return op(EXPORT, c, b'\x01', s)
+    return op(EXPORT, c, bytes([C['FZ_EXPORT_SLOT']]), s)
 
 
 def import_(c, i=0, not_exported=None):
     """The i-th export; or row not_exported, which was never exported."""
     if not_exported is not None:
-        return op(IMPORT, c, bytes([0x80 | not_exported]))
+        return op(IMPORT, c,
+                  bytes([C['FZ_IMPORT_NOT_EXPORTED'] | not_exported]))
     return op(IMPORT, c, bytes([i]))
 
 
@@ -297,9 +350,12 @@ def tenant_list(room):
 
 
 def geom(flags, pages, pt, rows, rt):
-    """kvp_geom_check(); flags: 0/1, or 0xf0 | bit for an unknown flag."""
+    """kvp_geom_check(); flags: 0/1, or FZ_GEOM_ODD_FLAG | bit for an
+    unknown flag."""
     def v(x):
-        return b'\x01' + u32(x) if x > 255 else b'\x00' + bytes([x])
+        if x > 255:
+            return bytes([C['FZ_GEOM_U32']]) + u32(x)
+        return b'\x00' + bytes([x])
     return op(GEOM, 0, bytes([flags]), v(pages), v(pt), v(rows), v(rt))
 
 
@@ -427,8 +483,10 @@ def scenarios():
         b''.join(to_slot(0, h_live(0), sess(i)) for i in range(16)) + \
         query_slot(0, sess(7)) + from_slot(0, sess(3)) + slot_release(0, sess(9)) + \
         from_slot(0, sess(0)) + slot_release(0, sess(15)) + \
-        to_slot(0, h_live(0), sess(3)) + to_slot(0, h_live(1), sess_special(0)) + \
-        to_slot(0, h_live(0), sess_special(1)) + from_slot(0, sess_special(1)) + \
+        to_slot(0, h_live(0), sess(3)) + \
+        to_slot(0, h_live(1), sess_special('ALL_ONES')) + \
+        to_slot(0, h_live(0), sess_special('TOP_BIT')) + \
+        from_slot(0, sess_special('TOP_BIT')) + \
         reopen(0)
 
     s['prefix-cache'] = header(pt=4, pages=64, rows=6, rt_pages=16) + \
@@ -555,14 +613,16 @@ def scenarios():
         release(0, [h_live(0)]) + evict(0, 4)
 
     s['sessions-special'] = header(pt=1, pages=32, rows=6, rt_pages=8) + \
-        alloc(0, 4) + to_slot(0, h_live(0), sess_special(0)) + \
-        to_slot(0, h_live(0), sess_special(2)) + \
-        to_slot(0, h_live(0), sess_special(4)) + \
-        to_slot(0, h_live(0), sess_special(5, 0xdeadbeefcafe)) + \
-        query_slot(0, sess_special(5, 0xdeadbeefcafe)) + \
-        from_slot(1, sess_special(6)) + slot_release(1, sess_special(6)) + \
-        query_slot(0, sess_special(3)) + from_slot(0, sess_special(2)) + \
-        slot_release(0, sess_special(0)) + reopen(0)
+        alloc(0, 4) + to_slot(0, h_live(0), sess_special('ALL_ONES')) + \
+        to_slot(0, h_live(0), sess_special('GOLDEN')) + \
+        to_slot(0, h_live(0), sess_special('BIT58')) + \
+        to_slot(0, h_live(0), sess_special('RAW', 0xdeadbeefcafe)) + \
+        query_slot(0, sess_special('RAW', 0xdeadbeefcafe)) + \
+        from_slot(1, sess_special('ANY_SLOT')) + \
+        slot_release(1, sess_special('ANY_SLOT')) + \
+        query_slot(0, sess_special('64')) + \
+        from_slot(0, sess_special('GOLDEN')) + \
+        slot_release(0, sess_special('ALL_ONES')) + reopen(0)
 
     s['exhaust-and-reuse'] = header(pt=1, pages=20, rows=4, rt_pages=20) + \
         alloc(0, 3) + extend(0, [(h_live(0), tok(10)), (h_live(1), tok(10))]) + \
@@ -575,7 +635,8 @@ def scenarios():
     s['unknown-flags'] = header(pt=1, pages=16, rows=4, rt_pages=8) + \
         alloc(0) + release(0, [h_live(0)], flags=2) + \
         release(0, [h_live(0)], flags=3) + release(0, [h_live(0)], flags='high') + \
-        op(RELEASE, 0, b'\xc3' + u32(0xfffffffe), count(1), h_live(0)) + \
+        op(RELEASE, 0, bytes([C['FZ_REL_ODD'] | C['FZ_REL_ODD_RAW']]),
+           u32(0xfffffffe), count(1), h_live(0)) + \
         release(0, [h_live(0)], flags=1)
 
     s['reserved-fields'] = header(pt=1, pages=16, rows=4, rt_pages=8) + \
@@ -677,7 +738,8 @@ def scenarios():
         geom(0, (1 << 27) + 1, 1, 1, 1) + geom(0, 1, 65537, 1, 1) + \
         geom(0, 1, 1, (1 << 20) + 1, 1) + geom(0, 1, 1, 1, (1 << 24) + 1) + \
         geom(0, 0, 1, 1, 1) + geom(0, 1, 0, 1, 1) + geom(0, 1, 1, 0, 1) + \
-        geom(0, 1, 1, 1, 0) + geom(0xf1, 8, 1, 8, 8) + geom(0xff, 8, 1, 8, 8)
+        geom(0, 1, 1, 1, 0) + geom(C['FZ_GEOM_ODD_FLAG'] | 1, 8, 1, 8, 8) + \
+        geom(C['FZ_GEOM_ODD_FLAG'] | 15, 8, 1, 8, 8)
 
     s['big-cache'] = header(pt=1, pages=257, rows=6, rt_pages=64) + \
         alloc(0, 3) + extend(0, [(h_live(0), ln(RT, 0)), (h_live(1), ln(RT, 0)),
