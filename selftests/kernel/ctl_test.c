@@ -9,7 +9,7 @@
  *
  * Copyright (C) 2026 The kvpool authors
  */
-#include "kvptest.h"
+#include "kvptest_tenant.h"
 
 #include <grp.h>
 #include <time.h>
@@ -83,24 +83,6 @@ static bool path_exists(const char *path)
 	struct stat st;
 
 	return stat(path, &st) == 0;
-}
-
-/* Drop CAP_SYS_ADMIN from every set, staying uid 0. */
-static int drop_cap_sys_admin(void)
-{
-	struct __user_cap_header_struct h = {
-		.version = _LINUX_CAPABILITY_VERSION_3,
-		.pid = 0,
-	};
-	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
-	int i = CAP_TO_INDEX(CAP_SYS_ADMIN);
-
-	if (syscall(SYS_capget, &h, d))
-		return -1;
-	d[i].effective &= ~CAP_TO_MASK(CAP_SYS_ADMIN);
-	d[i].permitted &= ~CAP_TO_MASK(CAP_SYS_ADMIN);
-	d[i].inheritable &= ~CAP_TO_MASK(CAP_SYS_ADMIN);
-	return syscall(SYS_capset, &h, d);
 }
 
 static int become_nobody(void)
@@ -601,7 +583,7 @@ TEST_F(ctl, eperm_without_cap_sys_admin)
 		__u32 nid = 0xdeadbeef;
 		int c, p;
 
-		CHILD_CHECK(drop_cap_sys_admin() == 0);
+		CHILD_CHECK(kt_drop_sys_admin() == 0);
 		/* The inherited control fd: the op is checked, not the open. */
 		CHILD_CHECK(kt_create(self->ctl, 0, 16, 1, 4, 16, &nid) == EPERM);
 		CHILD_CHECK(kt_destroy(self->ctl, id) == EPERM);
@@ -648,7 +630,7 @@ TEST_F(ctl, enotty_without_cap_sys_admin)
 		struct kvpool_info info;
 		int c;
 
-		CHILD_CHECK(drop_cap_sys_admin() == 0);
+		CHILD_CHECK(kt_drop_sys_admin() == 0);
 		c = kt_ctl_open();
 		CHILD_CHECK(c >= 0);
 		*(__u32 *)buf = 64;

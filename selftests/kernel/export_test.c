@@ -48,15 +48,6 @@ FIXTURE_TEARDOWN(export)
 	kt_tenv_fini(_metadata, &self->e);
 }
 
-static __u64 sysfs_val(__u32 id, const char *name)
-{
-	__u64 v = ~0ull;
-
-	if (kt_sysfs_u64(id, name, &v))
-		return ~0ull;
-	return v;
-}
-
 /* A row of the test's own client: @len tokens allocated, @committed. */
 static struct kvpool_handle local_row(struct __test_metadata *_metadata,
 				      int fd, __u32 len, __u32 committed)
@@ -137,8 +128,8 @@ TEST_F(export, across_processes)
 	EXPECT_EQ(0, st.out_row_pages);
 	EXPECT_EQ(USABLE - 10, st.out_free_pages);
 	kt_check_identities(_metadata, &e->pool, &st);
-	EXPECT_EQ(1, sysfs_val(e->pool.id, "export_rows"));
-	EXPECT_EQ(10, sysfs_val(e->pool.id, "export_pages"));
+	EXPECT_EQ(1, kt_sysfs_val(e->pool.id, "export_rows"));
+	EXPECT_EQ(10, kt_sysfs_val(e->pool.id, "export_pages"));
 	/* The sender's handle is dead. */
 	EXPECT_EQ(ENOENT, ag_query(s, 0, h, pages, 4, &q));
 	EXPECT_EQ(ENOENT, ag_release1(s, 0, h, 0, NULL));
@@ -169,7 +160,7 @@ TEST_F(export, across_processes)
 	EXPECT_EQ(1, st.out_held_rows);
 	EXPECT_EQ(10, st.out_row_pages);
 	kt_check_identities(_metadata, &e->pool, &st);
-	EXPECT_EQ(0, sysfs_val(e->pool.id, "export_rows"));
+	EXPECT_EQ(0, kt_sysfs_val(e->pool.id, "export_rows"));
 	EXPECT_EQ(ENOENT, ag_query(s, 0, h, pages, 4, &q));
 	EXPECT_EQ(ESTALE, ag_query(r, 0, h, pages, 4, &q))
 		TH_LOG("the receiver holds the row under the next generation");
@@ -969,8 +960,8 @@ TEST_F(export, destroy_with_export)
 	ASSERT_EQ(0, kt_export_row(fd, h, &xfd, &nr));
 	EXPECT_EQ(EBUSY, kt_destroy(e->pool.ctl, id));
 	close(fd);
-	EXPECT_EQ(0, sysfs_val(id, "nr_clients"));
-	EXPECT_EQ(1, sysfs_val(id, "export_rows"));
+	EXPECT_EQ(0, kt_sysfs_val(id, "nr_clients"));
+	EXPECT_EQ(1, kt_sysfs_val(id, "export_rows"));
 	EXPECT_EQ(EBUSY, kt_destroy(e->pool.ctl, id));
 	kt_dev_path(path, sizeof(path), id);
 	EXPECT_EQ(0, access(path, F_OK));

@@ -1197,19 +1197,12 @@ TEST_F_TIMEOUT(busy, misc_open_latency, 300)
 /* Read a small file, trailing newlines cut. 0 or the errno. */
 static int read_small(const char *path, char *buf, size_t len)
 {
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int ret = kt_read_text(path, buf, len);
+	size_t n = strlen(buf);
 
-	if (fd < 0)
-		return errno;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return errno;
-	buf[n] = 0;
 	while (n > 0 && buf[n - 1] == '\n')
 		buf[--n] = 0;
-	return 0;
+	return ret;
 }
 
 

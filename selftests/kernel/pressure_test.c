@@ -59,15 +59,6 @@ FIXTURE_TEARDOWN(pressure)
 	kt_tenv_fini(_metadata, &self->e);
 }
 
-static __u64 sysfs_val(__u32 id, const char *name)
-{
-	__u64 v = ~0ull;
-
-	if (kt_sysfs_u64(id, name, &v))
-		return ~0ull;
-	return v;
-}
-
 /* Take @n pages with a new row of the test's own client; the handle. */
 static struct kvpool_handle hog(struct __test_metadata *_metadata,
 				struct kt_tenv *e, __u32 n)
@@ -143,8 +134,8 @@ TEST_F(pressure, wmark_defaults)
 	struct kvpool_pressure p;
 	unsigned int i;
 
-	EXPECT_EQ(LOW, sysfs_val(e->pool.id, "low_wmark"));
-	EXPECT_EQ(HIGH, sysfs_val(e->pool.id, "high_wmark"));
+	EXPECT_EQ(LOW, kt_sysfs_val(e->pool.id, "low_wmark"));
+	EXPECT_EQ(HIGH, kt_sysfs_val(e->pool.id, "high_wmark"));
 	ASSERT_EQ(0, kt_pressure(e->fd, &p));
 	EXPECT_EQ(0, p.out_ask_pages);
 	EXPECT_EQ(0, p.out_reasons);
@@ -158,8 +149,8 @@ TEST_F(pressure, wmark_defaults)
 		int fd;
 
 		ASSERT_EQ(0, kt_create(e->pool.ctl, 0, sizes[i], 1, 4, 16, &id));
-		EXPECT_EQ(sizes[i] / 32, sysfs_val(id, "low_wmark"));
-		EXPECT_EQ(sizes[i] / 16, sysfs_val(id, "high_wmark"));
+		EXPECT_EQ(sizes[i] / 32, kt_sysfs_val(id, "low_wmark"));
+		EXPECT_EQ(sizes[i] / 16, kt_sysfs_val(id, "high_wmark"));
 		fd = kt_open_id(id, O_RDWR | O_CLOEXEC);
 		EXPECT_LE(0, fd);
 		if (fd >= 0) {
@@ -236,8 +227,10 @@ TEST_F(pressure, wmark_validation)
 		}
 		EXPECT_EQ(want, kt_ioctl(e->pool.ctl, KVPOOL_CTL_SET_WMARK, &w))
 			TH_LOG("%s", what);
-		EXPECT_EQ(LOW, sysfs_val(e->pool.id, "low_wmark")) TH_LOG("%s", what);
-		EXPECT_EQ(HIGH, sysfs_val(e->pool.id, "high_wmark")) TH_LOG("%s", what);
+		EXPECT_EQ(LOW, kt_sysfs_val(e->pool.id, "low_wmark"))
+			TH_LOG("%s", what);
+		EXPECT_EQ(HIGH, kt_sysfs_val(e->pool.id, "high_wmark"))
+			TH_LOG("%s", what);
 	}
 	memset(big, 0, sizeof(big));
 	memcpy(big, &ok, sizeof(ok));
@@ -246,17 +239,17 @@ TEST_F(pressure, wmark_validation)
 	EXPECT_EQ(E2BIG, kt_ioctl(e->pool.ctl, KVPOOL_CTL_SET_WMARK, big));
 	((struct kvpool_ctl_wmark *)big)->size = KT_PAGE_SIZE + 1;
 	EXPECT_EQ(E2BIG, kt_ioctl(e->pool.ctl, KVPOOL_CTL_SET_WMARK, big));
-	EXPECT_EQ(LOW, sysfs_val(e->pool.id, "low_wmark"));
+	EXPECT_EQ(LOW, kt_sysfs_val(e->pool.id, "low_wmark"));
 
 	/* The edges that are fine, and their effect. */
 	EXPECT_EQ(0, kt_set_wmark(e->pool.ctl, e->pool.id, 0, 0));
-	EXPECT_EQ(0, sysfs_val(e->pool.id, "low_wmark"));
-	EXPECT_EQ(0, sysfs_val(e->pool.id, "high_wmark"));
+	EXPECT_EQ(0, kt_sysfs_val(e->pool.id, "low_wmark"));
+	EXPECT_EQ(0, kt_sysfs_val(e->pool.id, "high_wmark"));
 	EXPECT_EQ(0, kt_set_wmark(e->pool.ctl, e->pool.id, NR_PAGES, NR_PAGES));
 	EXPECT_EQ(0, kt_set_wmark(e->pool.ctl, e->pool.id, 7, 7));
 	EXPECT_EQ(0, kt_set_wmark(e->pool.ctl, e->pool.id, 5, NR_PAGES));
-	EXPECT_EQ(5, sysfs_val(e->pool.id, "low_wmark"));
-	EXPECT_EQ(NR_PAGES, sysfs_val(e->pool.id, "high_wmark"));
+	EXPECT_EQ(5, kt_sysfs_val(e->pool.id, "low_wmark"));
+	EXPECT_EQ(NR_PAGES, kt_sysfs_val(e->pool.id, "high_wmark"));
 	ASSERT_EQ(0, kt_pressure(e->fd, &p));
 	EXPECT_EQ(5, p.out_low_wmark);
 	EXPECT_EQ(NR_PAGES, p.out_high_wmark);
@@ -264,8 +257,8 @@ TEST_F(pressure, wmark_validation)
 	big[sizeof(ok) + 1] = 0;
 	((struct kvpool_ctl_wmark *)big)->size = sizeof(ok) + 8;
 	EXPECT_EQ(0, kt_ioctl(e->pool.ctl, KVPOOL_CTL_SET_WMARK, big));
-	EXPECT_EQ(10, sysfs_val(e->pool.id, "low_wmark"));
-	EXPECT_EQ(20, sysfs_val(e->pool.id, "high_wmark"));
+	EXPECT_EQ(10, kt_sysfs_val(e->pool.id, "low_wmark"));
+	EXPECT_EQ(20, kt_sysfs_val(e->pool.id, "high_wmark"));
 }
 
 /* KVPOOL_PRESSURE's own checks; out fields are outputs only. */

@@ -31,7 +31,7 @@
  * Copyright (C) 2026 The kvpool authors
  */
 #define _GNU_SOURCE
-#include "kvptest.h"
+#include "kvptest_tenant.h"
 
 #include <grp.h>
 #include <linux/userfaultfd.h>
@@ -335,34 +335,6 @@ static int lowest_free_fd(void)
 static bool fd_is_open(int fd)
 {
 	return fcntl(fd, F_GETFD) >= 0;
-}
-
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *de;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((de = readdir(d)))
-		if (de->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n - 1;	/* the directory's own fd */
-}
-
-static bool is_export_fd(int fd)
-{
-	char path[64], buf[64];
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	n = readlink(path, buf, sizeof(buf) - 1);
-	if (n < 0)
-		return false;
-	buf[n] = 0;
-	return !strcmp(buf, "anon_inode:[kvpool-row]");
 }
 
 /* ---- the fixture --------------------------------------------------------- */
@@ -672,7 +644,7 @@ TEST_F(respond, export_window_unchanged)
 	EXPECT_EQ(0, self->w.r.ret) TH_LOG("%s", strerror(self->w.r.ret));
 	EXPECT_EQ(low, x->out_fd);
 	EXPECT_EQ(3, x->out_nr_pages);
-	EXPECT_TRUE(is_export_fd(x->out_fd));
+	EXPECT_TRUE(kt_is_export_fd(x->out_fd));
 	EXPECT_EQ(ENOENT, kt_query(self->fd, h, NULL, 0, &q));
 	STATS(&st);
 	EXPECT_EQ(1, st.out_export_rows);
@@ -707,7 +679,7 @@ TEST_F(respond, export_extended)
 	init_export(x, h);
 	low = lowest_free_fd();
 	ASSERT_LE(0, low);
-	nfds = count_fds();
+	nfds = kt_count_fds();
 
 	if (!wp_window_open(&self->w, self->fd, KVPOOL_EXPORT)) {
 		EXPECT_FALSE(fd_is_open(low));
@@ -721,8 +693,8 @@ TEST_F(respond, export_extended)
 					   strerror(self->w.r.ret));
 	EXPECT_EQ(low, x->out_fd);
 	EXPECT_EQ(5, x->out_nr_pages) TH_LOG("the count was not rewritten");
-	EXPECT_TRUE(is_export_fd(x->out_fd));
-	EXPECT_EQ(nfds + 1, count_fds());
+	EXPECT_TRUE(kt_is_export_fd(x->out_fd));
+	EXPECT_EQ(nfds + 1, kt_count_fds());
 	/* The row left the caller with all five pages. */
 	EXPECT_EQ(ENOENT, kt_query(self->fd, h, NULL, 0, &q));
 	STATS(&st);
@@ -760,7 +732,7 @@ TEST_F(respond, export_released)
 	init_export(x, h);
 	low = lowest_free_fd();
 	ASSERT_LE(0, low);
-	nfds = count_fds();
+	nfds = kt_count_fds();
 
 	if (!wp_window_open(&self->w, self->fd, KVPOOL_EXPORT))
 		EXPECT_EQ(0, kt_release1(self->fd, h, NULL));
@@ -773,7 +745,7 @@ TEST_F(respond, export_released)
 	EXPECT_EQ(-1, x->out_fd);
 	EXPECT_EQ(0, x->out_nr_pages);
 	EXPECT_FALSE(fd_is_open(low));
-	EXPECT_EQ(nfds, count_fds());
+	EXPECT_EQ(nfds, kt_count_fds());
 	STATS(&st);
 	EXPECT_EQ(0, st.out_export_rows);
 	EXPECT_EQ(0, st.out_client_rows);

@@ -67,15 +67,6 @@ static __u32 local_tid(int fd)
 	return kt_stats(fd, &s) ? KT_BAD_IDX : s.out_tenant_id;
 }
 
-static __u64 sysfs_val(__u32 id, const char *name)
-{
-	__u64 v = ~0ull;
-
-	if (kt_sysfs_u64(id, name, &v))
-		return ~0ull;
-	return v;
-}
-
 /* TENANT_LIST, whole. */
 static int list_all(struct kt_tenv *e, struct kvpool_tenant_info *ti,
 		    __u32 *nr)
@@ -139,7 +130,7 @@ TEST_F(tenant, identity)
 	/* The list: cgroup ids are the folders' inode numbers. */
 	ASSERT_EQ(0, list_all(e, ti, &nr));
 	ASSERT_EQ(5, nr);
-	EXPECT_EQ(5, sysfs_val(e->pool.id, "nr_tenants"));
+	EXPECT_EQ(5, kt_sysfs_val(e->pool.id, "nr_tenants"));
 	for (i = 0; i < nr; i++) {
 		__u64 cg = ~0ull;
 		__u32 uid = ~0u, clients = 1;
@@ -230,12 +221,12 @@ TEST_F(tenant, lifetime)
 	__u32 ta;
 	int sl;
 
-	EXPECT_EQ(1, sysfs_val(e->pool.id, "nr_tenants"));
+	EXPECT_EQ(1, kt_sysfs_val(e->pool.id, "nr_tenants"));
 	a = kt_tenv_client(_metadata, e, 0, 0, UID_A);
-	EXPECT_EQ(2, sysfs_val(e->pool.id, "nr_tenants"));
+	EXPECT_EQ(2, kt_sysfs_val(e->pool.id, "nr_tenants"));
 	ta = ag_tid(a, 0);
 	ASSERT_EQ(0, ag_close(a, 0));
-	EXPECT_EQ(1, sysfs_val(e->pool.id, "nr_tenants"));
+	EXPECT_EQ(1, kt_sysfs_val(e->pool.id, "nr_tenants"));
 	EXPECT_EQ(ENOENT, kt_tenant_get(e->pool.ctl, e->pool.id, ta, &ti));
 	EXPECT_EQ(ENOENT, kt_tenant_limits_id(e->pool.ctl, e->pool.id, ta,
 					      0, 0, 0));
@@ -243,7 +234,7 @@ TEST_F(tenant, lifetime)
 	/* Configured before any client: made, and kept. */
 	kt_tenant_init(&t, e->pool.id, e->cgid[1], UID_B, 10, 0, 0, "cfg");
 	ASSERT_EQ(0, kt_tenant_set(e->pool.ctl, &t));
-	EXPECT_EQ(2, sysfs_val(e->pool.id, "nr_tenants"));
+	EXPECT_EQ(2, kt_sysfs_val(e->pool.id, "nr_tenants"));
 	ASSERT_EQ(0, kt_tenant_get(e->pool.ctl, e->pool.id, t.tenant_id, &ti));
 	EXPECT_EQ(0, ti.nr_clients);
 	EXPECT_EQ(e->cgid[1], ti.cgroup_id);
@@ -258,7 +249,7 @@ TEST_F(tenant, lifetime)
 	ASSERT_EQ(0, kt_tenant_get(e->pool.ctl, e->pool.id, t.tenant_id, &ti));
 	EXPECT_EQ(1, ti.nr_clients);
 	ASSERT_EQ(0, ag_close(b, 0));
-	EXPECT_EQ(2, sysfs_val(e->pool.id, "nr_tenants"));
+	EXPECT_EQ(2, kt_sysfs_val(e->pool.id, "nr_tenants"));
 	ASSERT_EQ(0, kt_tenant_get(e->pool.ctl, e->pool.id, t.tenant_id, &ti));
 	EXPECT_EQ(0, ti.nr_clients);
 	EXPECT_EQ(10, ti.max_pages);
@@ -730,7 +721,7 @@ TEST_F(tenant, guarantee_sum)
 	ASSERT_EQ(0, list_all(e, l1, &n1));
 	EXPECT_EQ(n0, n1);
 	EXPECT_EQ(0, memcmp(l0, l1, sizeof(l0)));
-	EXPECT_EQ(n0, sysfs_val(e->pool.id, "nr_tenants"));
+	EXPECT_EQ(n0, kt_sysfs_val(e->pool.id, "nr_tenants"));
 	EXPECT_EQ(EINVAL, kt_tenant_limits(e->pool.ctl, e->pool.id,
 					   e->cgid[0], UID_A, 0, USABLE + 1,
 					   0, NULL));
@@ -906,7 +897,7 @@ TEST_F(tenant, tenant_list)
 	ASSERT_EQ(0, kt_tenant_list(e->pool.ctl, e->pool.id, ti,
 				    KT_MAX_LIST, &nr));
 	ASSERT_EQ(4, nr);
-	EXPECT_EQ(4, sysfs_val(e->pool.id, "nr_tenants"));
+	EXPECT_EQ(4, kt_sysfs_val(e->pool.id, "nr_tenants"));
 	for (i = 0; i < nr; i++) {
 		t = &ti[i];
 		EXPECT_EQ(0, t->__reserved);
@@ -1325,8 +1316,8 @@ TEST_F(tenant, control_without_cap_sys_admin)
 				      UID_A, 50, 5, 5, NULL));
 	ASSERT_EQ(0, list_all(e, l0, &n0));
 	pools0 = kt_count_pools();
-	low0 = sysfs_val(e->pool.id, "low_wmark");
-	high0 = sysfs_val(e->pool.id, "high_wmark");
+	low0 = kt_sysfs_val(e->pool.id, "low_wmark");
+	high0 = kt_sysfs_val(e->pool.id, "high_wmark");
 
 	ags[0] = kt_tenv_agent(_metadata, e, 0, -1, KT_NOBODY);
 	kt_agent_start(_metadata, &e->pool, &e->ag[1], NULL, -1, true);
@@ -1397,8 +1388,8 @@ TEST_F(tenant, control_without_cap_sys_admin)
 	ASSERT_EQ(0, list_all(e, l1, &n1));
 	EXPECT_EQ(n0, n1);
 	EXPECT_EQ(0, memcmp(l0, l1, sizeof(l0)));
-	EXPECT_EQ(low0, sysfs_val(e->pool.id, "low_wmark"));
-	EXPECT_EQ(high0, sysfs_val(e->pool.id, "high_wmark"));
+	EXPECT_EQ(low0, kt_sysfs_val(e->pool.id, "low_wmark"));
+	EXPECT_EQ(high0, kt_sysfs_val(e->pool.id, "high_wmark"));
 
 	/* Pool ops need no capability: nobody has its own tenant. */
 	ASSERT_EQ(0, ag_open(ags[0], e->pool.id, &ps));
@@ -1543,7 +1534,7 @@ TEST_F(tenant, stats_and_fdinfo)
 				known = true;
 		EXPECT_TRUE(known) TH_LOG("fdinfo line '%s'", line);
 	}
-	EXPECT_EQ(4, sysfs_val(e->pool.id, "nr_tenants"));
+	EXPECT_EQ(4, kt_sysfs_val(e->pool.id, "nr_tenants"));
 }
 
 /*
@@ -1651,7 +1642,7 @@ TEST_F(tenant, tenant_table_full)
 	a = kt_tenv_agent(_metadata, e, 0, 0, UID_A);
 	b = kt_tenv_agent(_metadata, e, 1, 1, UID_B);
 	ASSERT_EQ(0, ag_open(b, e->pool.id, &sl));	/* B exists */
-	n0 = sysfs_val(e->pool.id, "nr_tenants");
+	n0 = kt_sysfs_val(e->pool.id, "nr_tenants");
 	for (i = n0; i < 4096; i++) {
 		kt_tenant_init(&t, e->pool.id, 1000000 + i, 5000, 0, 0, 0,
 			       NULL);
@@ -1660,17 +1651,17 @@ TEST_F(tenant, tenant_table_full)
 			break;
 	}
 	ASSERT_EQ(0, ret) TH_LOG("TENANT_SET of tenant %u", i);
-	EXPECT_EQ(4096, sysfs_val(e->pool.id, "nr_tenants"));
+	EXPECT_EQ(4096, kt_sysfs_val(e->pool.id, "nr_tenants"));
 	kt_tenant_init(&t, e->pool.id, 1000000 + i, 5000, 0, 0, 0, NULL);
 	ret = kt_tenant_set(e->pool.ctl, &t);
 	EXPECT_EQ(EMFILE, ret) TH_LOG("TENANT_SET of a 4097th tenant: %s",
 				      strerror(ret > 0 ? ret : 0));
 
 	EXPECT_EQ(EMFILE, ag_open(a, e->pool.id, &sl));
-	EXPECT_EQ(4096, sysfs_val(e->pool.id, "nr_tenants"));
-	EXPECT_EQ(2, sysfs_val(e->pool.id, "nr_clients"));
+	EXPECT_EQ(4096, kt_sysfs_val(e->pool.id, "nr_tenants"));
+	EXPECT_EQ(2, kt_sysfs_val(e->pool.id, "nr_clients"));
 	EXPECT_EQ(0, ag_open(b, e->pool.id, &sl));
-	EXPECT_EQ(3, sysfs_val(e->pool.id, "nr_clients"));
+	EXPECT_EQ(3, kt_sysfs_val(e->pool.id, "nr_clients"));
 }
 
 TEST_HARNESS_MAIN

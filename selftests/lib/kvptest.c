@@ -569,6 +569,15 @@ int kt_sysfs_u64(__u32 id, const char *name, __u64 *val)
 	return 0;
 }
 
+__u64 kt_sysfs_val(__u32 id, const char *name)
+{
+	__u64 v = ~0ull;
+
+	if (kt_sysfs_u64(id, name, &v))
+		return ~0ull;
+	return v;
+}
+
 /*
  * Value of "key:\tvalue\n" in /proc/self/fdinfo/<fd>. Returns 0, ENOENT
  * (no such key), EBADMSG (malformed) or ENOTUNIQ (the key twice).

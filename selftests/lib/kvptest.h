@@ -278,6 +278,9 @@ int kt_write_text(const char *path, const char *s);
 /* Read /sys/class/kvpool/kvpoolN/<name>: strict "decimal\n". */
 int kt_sysfs_u64(__u32 id, const char *name, __u64 *val);
 
+/* kt_sysfs_u64()'s value, or ~0ull when it fails. */
+__u64 kt_sysfs_val(__u32 id, const char *name);
+
 /*
  * Value of "key:\tvalue\n" in /proc/self/fdinfo/<fd>. Returns 0, ENOENT
  * (no such key), EBADMSG (malformed) or ENOTUNIQ (the key twice).
