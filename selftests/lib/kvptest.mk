@@ -22,7 +22,7 @@ endif
 endif
 
 CC ?= gcc
-CFLAGS += -Wall -Wextra -O2 -g -pthread
+CFLAGS += -Wall -Wextra -Werror -O2 -g -pthread
 CPPFLAGS += -I$(TOPDIR)/uapi -I$(KSRC)/tools/testing/selftests -I$(LIBDIR)
 LDFLAGS += -pthread
 LIBHDRS := $(wildcard $(LIBDIR)/*.h) $(TOPDIR)/uapi/linux/kvpool.h \
