@@ -331,28 +331,31 @@ int kt_slot_release(int fd, __u64 session, __u32 *nr_pages)
 	return kt_slot_op(fd, KVPOOL_SLOT_RELEASE, session, NULL, nr_pages);
 }
 
-int kt_query(int fd, struct kvpool_handle h, __u32 *pages,
-	     __u32 pages_cap, struct kvpool_row_query *q)
+/* The parts of a ROW_QUERY that aim its page array. */
+static void kt_query_init(struct kvpool_row_query *q, __u32 *pages,
+			  __u32 pages_cap)
 {
 	memset(q, 0, sizeof(*q));
 	q->size = sizeof(*q);
-	q->handle = h;
 	q->pages_cap = pages_cap;
 	q->page_entry_len = sizeof(*pages);
 	q->pages = kt_ptr(pages);
+}
+
+int kt_query(int fd, struct kvpool_handle h, __u32 *pages,
+	     __u32 pages_cap, struct kvpool_row_query *q)
+{
+	kt_query_init(q, pages, pages_cap);
+	q->handle = h;
 	return kt_ioctl(fd, KVPOOL_ROW_QUERY, q);
 }
 
 int kt_query_slot(int fd, __u64 session, __u32 *pages,
 		  __u32 pages_cap, struct kvpool_row_query *q)
 {
-	memset(q, 0, sizeof(*q));
-	q->size = sizeof(*q);
+	kt_query_init(q, pages, pages_cap);
 	q->flags = KVPOOL_QUERY_BY_SLOT;
 	q->session_id = session;
-	q->pages_cap = pages_cap;
-	q->page_entry_len = sizeof(*pages);
-	q->pages = kt_ptr(pages);
 	return kt_ioctl(fd, KVPOOL_ROW_QUERY, q);
 }
 

@@ -707,16 +707,10 @@ int ag_export(struct kt_agent *a, int slot, __u32 flags,
 	      struct kvpool_handle h, __u64 session, int *xfd,
 	      __u32 *nr_pages, int *fd_flags)
 {
-	struct kvpool_export x = {
-		.size = sizeof(x),
-		.flags = flags,
-		.handle = h,
-		.session_id = session,
-		.out_fd = -2,
-		.out_nr_pages = 0xdeadbeef,
-	};
+	struct kvpool_export x;
 	int ret;
 
+	kt_export_init(&x, flags, h, session);
 	ret = ag_ioctl_fd(a, slot, KVPOOL_EXPORT, &x, sizeof(x), NULL, 0,
 			  KT_AG_NONE, 0, KT_AG_NONE, 0, -1, KT_AG_NONE, xfd,
 			  offsetof(struct kvpool_export, out_fd));

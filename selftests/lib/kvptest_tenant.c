@@ -134,18 +134,26 @@ int kt_pressure(int fd, struct kvpool_pressure *p)
 	return kt_ioctl(fd, KVPOOL_PRESSURE, p);
 }
 
+void kt_export_init(struct kvpool_export *x, __u32 flags,
+		    struct kvpool_handle h, __u64 session)
+{
+	memset(x, 0, sizeof(*x));
+	x->size = sizeof(*x);
+	x->flags = flags;
+	x->handle = h;
+	x->session_id = session;
+	x->out_fd = -2;
+	x->out_nr_pages = 0xdeadbeef;
+}
+
 int kt_export(int fd, __u32 flags, struct kvpool_handle h,
 	      __u64 session, int *out_fd, __u32 *nr_pages)
 {
-	struct kvpool_export x = {
-		.size = sizeof(x),
-		.flags = flags,
-		.handle = h,
-		.session_id = session,
-		.out_fd = -2,
-		.out_nr_pages = 0xdeadbeef,
-	};
-	int ret = kt_ioctl(fd, KVPOOL_EXPORT, &x);
+	struct kvpool_export x;
+	int ret;
+
+	kt_export_init(&x, flags, h, session);
+	ret = kt_ioctl(fd, KVPOOL_EXPORT, &x);
 
 	if (out_fd)
 		*out_fd = x.out_fd;

@@ -83,6 +83,10 @@ int kt_pressure(int fd, struct kvpool_pressure *p);
 
 /* ---- export and import ------------------------------------------------ */
 
+/* An EXPORT request: out_fd -2 and out_nr_pages poisoned. */
+void kt_export_init(struct kvpool_export *x, __u32 flags,
+		    struct kvpool_handle h, __u64 session);
+
 int kt_export(int fd, __u32 flags, struct kvpool_handle h,
 	      __u64 session, int *out_fd, __u32 *nr_pages);
 
