@@ -32,10 +32,12 @@
  *  - finish: TRIM of the speculative tail, then TO_SLOT (streaming
  *    session) or RELEASE with KVPOOL_RELEASE_DONATE (one call).
  *
- * The prefix cache is a radix tree at page granularity kept in this
- * process, libkvsched's mirror (tools/lib/pcache.c, the replay's too;
- * the kernel only knows which pages are in the cache and how many rows
- * borrow each). Token contents are not simulated, only their identity:
+ * The prefix cache is a radix tree at page granularity kept here (the
+ * kernel only knows which pages are in the cache and how many rows
+ * borrow each). It is not libkvsched's pcache, the replay's: this one
+ * orders evictions by when a page was last unpinned, and moving it onto
+ * pcache changed the simulation's hit rates, which this tool's figures
+ * must not do in a restructuring. Token contents are not simulated, only their identity:
  * page i of a session is the same text as page i of every session that
  * shares its system prompt, if the page lies within that prompt, and of
  * no one else's otherwise. Every count the kernel returns is checked
@@ -53,7 +55,6 @@
 #include <unistd.h>
 
 #include "evq.h"
-#include "pcache.h"
 #include "sim.h"
 
 #define NIL		0xffffffffU
@@ -94,6 +95,20 @@ struct req {
 	int state;
 	struct row *row;
 	struct req *next;	/* wait queue */
+};
+
+/* A cache page of this client: a node of the radix tree or a duplicate. */
+enum { CN_NONE, CN_NODE, CN_ORPHAN };
+
+struct cnode {
+	u64 key;
+	u32 parent;		/* node page of the previous position, or NIL */
+	u32 nchild;
+	u32 pins;		/* our rows that borrow it */
+	u32 prev, next;		/* LRU of evictable pages */
+	u32 hnext;
+	u8 state;
+	bool in_lru;
 };
 
 /* Prefill to decode: sent on the socket right after the row's fd. */
@@ -146,7 +161,12 @@ struct sched {
 	u32 nparked;
 	struct pending *pend;
 	u32 npend;
-	struct pcache pc;	/* the prefix cache's mirror */
+	/* the prefix cache */
+	struct cnode *cn;
+	u32 *bucket;
+	u32 hmask;
+	u32 lru_head, lru_tail;
+	u32 ncache, npinned;
 	/* scratch, max_batch entries or nr_pages ids */
 	struct kvpool_extend_entry *xe;
 	struct kvpool_len_entry *le;
@@ -325,95 +345,208 @@ static void row_free(struct row *r)
 
 /* ---- the prefix cache --------------------------------------------------- */
 
-/*
- * libkvsched's mirror (pcache.h), keyed by page_key(): the key names the
- * text, so a page's parent is the node of the page before it.
- */
+static bool cn_evictable(struct sched *sc, u32 p)
+{
+	const struct cnode *n = &sc->cn[p];
+
+	if (n->pins)
+		return false;
+	return n->state == CN_ORPHAN || (n->state == CN_NODE && !n->nchild);
+}
+
+static void lru_del(struct sched *sc, u32 p)
+{
+	struct cnode *n = &sc->cn[p];
+
+	if (n->prev != NIL)
+		sc->cn[n->prev].next = n->next;
+	else
+		sc->lru_head = n->next;
+	if (n->next != NIL)
+		sc->cn[n->next].prev = n->prev;
+	else
+		sc->lru_tail = n->prev;
+	n->in_lru = false;
+}
+
+static void lru_add(struct sched *sc, u32 p, bool head)
+{
+	struct cnode *n = &sc->cn[p];
+
+	n->in_lru = true;
+	if (head) {
+		n->prev = NIL;
+		n->next = sc->lru_head;
+		if (sc->lru_head != NIL)
+			sc->cn[sc->lru_head].prev = p;
+		else
+			sc->lru_tail = p;
+		sc->lru_head = p;
+	} else {
+		n->next = NIL;
+		n->prev = sc->lru_tail;
+		if (sc->lru_tail != NIL)
+			sc->cn[sc->lru_tail].next = p;
+		else
+			sc->lru_head = p;
+		sc->lru_tail = p;
+	}
+}
+
+/* Puts @p on the LRU list or takes it off as it became (un)evictable. */
+static void lru_update(struct sched *sc, u32 p)
+{
+	bool e = cn_evictable(sc, p);
+
+	if (e && !sc->cn[p].in_lru)
+		/* Duplicates are no use to anyone: first to go. */
+		lru_add(sc, p, sc->cn[p].state == CN_ORPHAN);
+	else if (!e && sc->cn[p].in_lru)
+		lru_del(sc, p);
+}
+
+static u32 cache_lookup(struct sched *sc, u64 key)
+{
+	u32 p;
+
+	for (p = sc->bucket[key & sc->hmask]; p != NIL; p = sc->cn[p].hnext)
+		if (sc->cn[p].key == key)
+			return p;
+	return NIL;
+}
+
+static void cache_unhash(struct sched *sc, u32 p)
+{
+	u32 *pp = &sc->bucket[sc->cn[p].key & sc->hmask];
+
+	while (*pp != p)
+		pp = &sc->cn[*pp].hnext;
+	*pp = sc->cn[p].hnext;
+}
+
+static void pin(struct sched *sc, u32 p)
+{
+	if (!sc->cn[p].pins++)
+		sc->npinned++;
+	lru_update(sc, p);
+}
 
 static void unpin(struct sched *sc, u32 p)
 {
-	if (!pc_unpin(&sc->pc, p))
+	if (!sc->cn[p].pins)
 		die(sc, "mirror: unpin of page %u with no pins", p);
-	/* Evictable again from now on: least recently used is from now. */
-	if (!sc->pc.pg[p].pins)
-		pc_touch(&sc->pc, p);
+	if (!--sc->cn[p].pins)
+		sc->npinned--;
+	lru_update(sc, p);
+}
+
+/* Page @p of the row at position @i of @s joins the cache. */
+static void cache_add(struct sched *sc, const struct sess *s, u32 i, u32 p,
+		      u32 pins)
+{
+	struct cnode *n = &sc->cn[p];
+	u64 key = page_key(sc, s, i);
+	u32 parent = NIL;
+	bool orphan = cache_lookup(sc, key) != NIL;
+
+	if (!orphan && i) {
+		parent = cache_lookup(sc, page_key(sc, s, i - 1));
+		/* The text before it left the cache: unreachable. */
+		orphan = parent == NIL;
+	}
+	memset(n, 0, sizeof(*n));
+	n->prev = n->next = n->hnext = NIL;
+	n->parent = NIL;
+	n->pins = pins;
+	if (pins)
+		sc->npinned++;
+	sc->ncache++;
+	if (orphan) {
+		n->state = CN_ORPHAN;
+	} else {
+		n->state = CN_NODE;
+		n->key = key;
+		n->parent = parent;
+		n->hnext = sc->bucket[key & sc->hmask];
+		sc->bucket[key & sc->hmask] = p;
+		if (parent != NIL) {
+			sc->cn[parent].nchild++;
+			lru_update(sc, parent);
+		}
+	}
+	lru_update(sc, p);
 }
 
 /* Evicts up to @want unpinned cache pages, LRU leaves first. */
 static u32 cache_evict(struct sched *sc, u32 want)
 {
 	struct kvpool_batch_result res;
-	u32 total = 0, n, done, k;
+	u32 n = 0, done = 0;
 	int ret;
 
-	while (total < want) {
-		n = pc_pick_lru(&sc->pc, sc->ids,
-				min_u32(want - total, sc->nr_pages));
-		if (!n)
-			break;
-		for (done = 0; done < n; done += k) {
-			k = min_u32(n - done, sc->max_batch);
-			ret = kvpool_cache_evict(sc->kp, sc->ids + done, k,
-						 &res);
-			if (ret < 0)
-				die(sc, "cache evict of %u pages: %s (entry %u)",
-				    k, kvpool_strerror(ret), res.error_index);
-			check_count("cache evict", ret, k);
+	while (n < want && sc->lru_head != NIL) {
+		u32 p = sc->lru_head;
+		struct cnode *c = &sc->cn[p];
+
+		lru_del(sc, p);
+		if (c->state == CN_NODE) {
+			cache_unhash(sc, p);
+			if (c->parent != NIL) {
+				u32 up = c->parent;
+
+				sc->cn[up].nchild--;
+				/* As old as its child: next in line. */
+				if (cn_evictable(sc, up) && !sc->cn[up].in_lru)
+					lru_add(sc, up, true);
+			}
 		}
-		pc_evicted(&sc->pc, sc->ids, n);
-		total += n;
+		c->state = CN_NONE;
+		sc->ids[n++] = p;
 	}
-	sc->me->evicted_pages += total;
-	return total;
+	while (done < n) {
+		u32 k = min_u32(n - done, sc->max_batch);
+
+		ret = kvpool_cache_evict(sc->kp, sc->ids + done, k, &res);
+		if (ret < 0)
+			die(sc, "cache evict of %u pages: %s (entry %u)", k,
+			    kvpool_strerror(ret), res.error_index);
+		check_count("cache evict", ret, k);
+		done += k;
+	}
+	sc->ncache -= n;
+	sc->me->evicted_pages += n;
+	return n;
 }
 
 /* Cached pages matching the start of @s, at most @limit, into @out. */
 static u32 cache_match(struct sched *sc, const struct sess *s, u32 limit,
 		       u32 *out)
 {
-	u32 i, p = PC_ROOT;
+	u32 i, p, prev = NIL;
 
 	if (!sc->use_cache)
 		return 0;
 	for (i = 0; i < limit; i++) {
-		p = pc_lookup(&sc->pc, p, page_key(sc, s, i));
-		if (p == PC_NIL)
+		p = cache_lookup(sc, page_key(sc, s, i));
+		if (p == NIL || sc->cn[p].parent != prev)
 			break;
 		out[i] = p;
+		prev = p;
 	}
 	return i;
 }
 
-/*
- * The row's pages [prot, comm) whole join the cache, each pinned @pins
- * times; returns how many. A page becomes the node for its text when
- * the page before it is in the index and its text is not yet; else it
- * is an orphan (a duplicate, or unreachable), first to be evicted.
- */
+/* The row's pages [prot, comm) whole join the cache; returns how many. */
 static u32 mirror_donate(struct sched *sc, struct req *q, u32 pins)
 {
 	struct row *r = q->row;
-	u32 i, n = 0, start = r->prot / sc->pt, end = r->comm / sc->pt;
-	u32 node = PC_ROOT;
+	u32 i, n = 0, end = r->comm / sc->pt;
 
-	/* From the root: the prefix below prot is where the parents are. */
-	for (i = 0; i < end; i++) {
-		u64 key = page_key(sc, q->s, i);
-		u32 p = r->pg[i], next = PC_NIL;
-
-		if (node != PC_NIL)
-			next = pc_lookup(&sc->pc, node, key);
-		if (i >= start && p != NIL) {
-			pc_add_orphan(&sc->pc, p);
-			if (pins)
-				pc_pin(&sc->pc, p);
-			if (next == PC_NIL && node != PC_NIL) {
-				pc_insert(&sc->pc, node, key, p);
-				next = p;
-			}
-			n++;
-		}
-		node = next;
+	for (i = r->prot / sc->pt; i < end; i++) {
+		if (r->pg[i] == NIL)
+			continue;
+		cache_add(sc, q->s, i, r->pg[i], pins);
+		n++;
 	}
 	if (end * sc->pt > r->prot)
 		r->prot = end * sc->pt;
@@ -607,8 +740,7 @@ static u64 room_estimate(struct sched *sc)
 		tenant = cap > my_pages(sc) ? cap - my_pages(sc) : 0;
 	pool = sc->st.out_free_pages > margin ?
 	       sc->st.out_free_pages - margin : 0;
-	room = (tenant < pool ? tenant : pool) +
-	       (sc->pc.ncache - sc->pc.npinned);
+	room = (tenant < pool ? tenant : pool) + (sc->ncache - sc->npinned);
 	for (i = 0; i < sc->nact; i++) {
 		const struct req *q = sc->act[i];
 
@@ -708,7 +840,7 @@ static void admit(struct sched *sc)
 				row_reserve(q->row, k);
 				memcpy(q->row->pg, sc->ids, k * sizeof(u32));
 				for (u32 m = 0; m < k; m++)
-					pc_pin(&sc->pc, sc->ids[m]);
+					pin(sc, sc->ids[m]);
 				q->row->alloc = q->row->comm = q->row->prot =
 					k * sc->pt;
 				sc->me->hit_tokens += k * sc->pt;
@@ -1281,7 +1413,7 @@ static void publish(struct sched *sc)
 	sim_store(sc->me->running, sc->nact);
 	sim_store(sc->me->waiting, sc->nwait);
 	sim_store(sc->me->slots, sc->nparked);
-	sim_store(sc->me->cache_pages, sc->pc.ncache);
+	sim_store(sc->me->cache_pages, sc->ncache);
 }
 
 /* Everything back, by hand (a crash would do the same by close). */
@@ -1296,7 +1428,7 @@ static void drain(struct sched *sc)
 		release_plain(sc, sc->act[--sc->nact]->row);
 	while (sc->park_head)
 		slot_drop_oldest(sc);
-	cache_evict(sc, sc->pc.ncache);
+	cache_evict(sc, sc->ncache);
 	for (i = 0; i < sc->npend; i++)
 		close(sc->pend[i].fd);
 	sc->npend = 0;
@@ -1305,11 +1437,11 @@ static void drain(struct sched *sc)
 	if (ret < 0)
 		die(sc, "stats: %s", kvpool_strerror(ret));
 	if (st.out_client_rows || st.out_client_slots || st.out_client_pages ||
-	    st.out_client_cache_pages || sc->pc.ncache || sc->pc.npinned)
+	    st.out_client_cache_pages || sc->ncache || sc->npinned)
 		die(sc, "after drain: rows %u slots %u pages %u cache %u, mirror cache %u pinned %u",
 		    st.out_client_rows, st.out_client_slots,
 		    st.out_client_pages, st.out_client_cache_pages,
-		    sc->pc.ncache, sc->pc.npinned);
+		    sc->ncache, sc->npinned);
 }
 
 static void init(struct sched *sc, const struct sim_sched_args *a)
@@ -1317,7 +1449,7 @@ static void init(struct sched *sc, const struct sim_sched_args *a)
 	const struct sim_workload *w = &a->cfg->wl;
 	struct kvpool_info info;
 	u64 srng;
-	u32 k;
+	u32 k, hsize;
 	int ret;
 
 	sc->a = a;
@@ -1355,7 +1487,13 @@ static void init(struct sched *sc, const struct sim_sched_args *a)
 		sc->shared_len[k] = rng_lognormal(&srng, w->shared_median, 0.4,
 						sc->pt, sc->max_req / 2);
 
-	pc_init(&sc->pc, sc->nr_pages);
+	sc->cn = xcalloc(sc->nr_pages, sizeof(*sc->cn));
+	for (hsize = 1; hsize < sc->nr_pages; hsize <<= 1)
+		;
+	sc->hmask = hsize - 1;
+	sc->bucket = xcalloc(hsize, sizeof(u32));
+	memset(sc->bucket, 0xff, hsize * sizeof(u32));
+	sc->lru_head = sc->lru_tail = NIL;
 	sc->act = xcalloc(sc->max_batch, sizeof(*sc->act));
 	sc->xe = xcalloc(sc->max_batch, sizeof(*sc->xe));
 	sc->le = xcalloc(sc->max_batch, sizeof(*sc->le));
