@@ -15,8 +15,9 @@
  *
  * What a key is, when a page is touched and what happens to a row's
  * pages are the scheduler's: the replay hashes tokens and walks the index
- * with a cursor per row (urefs), the sim names pages by session and
- * position.
+ * with a cursor per row (urefs). kvpool-sim keeps a mirror of its own for
+ * now: it orders evictions by when a page was last unpinned, and its
+ * figures changed on this one.
  */
 #ifndef KVPOOL_PCACHE_H
 #define KVPOOL_PCACHE_H
