@@ -636,23 +636,19 @@ int kvp_from_slot_peek_locked(struct kvp_client *c, u64 session,
 int kvp_from_slot_locked(struct kvp_client *c, u64 session,
 			 struct kvpool_handle *out, u32 *nr_pages)
 {
-	struct kvp_pool *pool = c->pool;
 	struct kvp_row *r;
 	u32 *link;
+	int ret;
 
-	lockdep_assert_held(&pool->lock);
-	*nr_pages = 0;
+	/* The answer is the peek's, so the two cannot drift apart. */
+	ret = kvp_from_slot_peek_locked(c, session, out, nr_pages);
+	if (ret)
+		return ret;
 	r = kvp_slot_find(c, session, &link);
-	if (!r)
-		return -ENOENT;
-
 	*link = r->next;
 	r->session = 0;
-	kvp_row_move(pool, r, KVP_ROW_HELD, c);
-	r->gen = kvp_next_gen(r->gen);
-	out->req_pool_idx = kvp_row_index(pool, r);
-	out->generation = r->gen;
-	*nr_pages = r->owned;
+	kvp_row_move(c->pool, r, KVP_ROW_HELD, c);
+	r->gen = out->generation;
 	return 0;
 }
 
