@@ -6,8 +6,8 @@
 # file added to the core cannot be missing from any of them.
 #
 # Include with KVP_DRIVER set to the path of driver/ as the includer sees it.
-KVP_CORE_SRCS := kvp_pool.c kvp_rows.c kvp_cache.c kvp_tenant.c kvp_export.c \
-		 kvp_verify.c
+KVP_CORE_SRCS := kvp_pool.c kvp_client.c kvp_rows.c kvp_cache.c kvp_tenant.c \
+		 kvp_export.c kvp_verify.c
 KVP_CORE_HDRS := kvp_core.h kvp_priv.h kvp_os.h
 
 KVP_CORE_SRC_PATHS := $(addprefix $(KVP_DRIVER)/,$(KVP_CORE_SRCS))

@@ -9,35 +9,6 @@
  */
 #include "kvp_priv.h"
 
-/* Counts a cache page of @c going from unpinned to pinned (@d = 1) or back. */
-static void kvp_pinned(struct kvp_client *c, int d)
-{
-	struct kvp_pool *pool = c->pool;
-	struct kvp_tenant *t = c->tenant;
-
-	c->nr_cache_pinned += d;
-	t->cache_pinned += d;
-	pool->cache_pinned += d;
-	pool->cache_evictable -= d;
-	/* Under pressure, a page @c could give back makes its ask grow. */
-	if (d < 0 && (pool->free_pages < pool->low_wmark ||
-		      pool->blocked_tenant != KVP_NIL ||
-		      (t->max_pages && t->pages > t->max_pages)))
-		kvp_pressure_changed(pool);
-}
-
-static void kvp_pin(struct kvp_pool *pool, u32 id)
-{
-	if (!kvp_cache_ent(pool, id)->pins++)
-		kvp_pinned(kvp_cache_client(pool, id), 1);
-}
-
-void kvp_unpin(struct kvp_pool *pool, u32 id)
-{
-	if (!--kvp_cache_ent(pool, id)->pins)
-		kvp_pinned(kvp_cache_client(pool, id), -1);
-}
-
 /* Room for @more pages in @c's cache: the one allocation a donate makes. */
 int kvp_cache_reserve(struct kvp_client *c, u32 more)
 {

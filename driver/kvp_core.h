@@ -300,13 +300,14 @@ struct kvp_pool {
  * is at its definition.
  */
 
-/* Pools and clients (kvp_pool.c). */
+/* Pools (kvp_pool.c). */
 int kvp_geom_check(u32 flags, u32 nr_pages, u32 page_tokens,
 		   u32 nr_rows, u32 row_tokens);
 int kvp_pool_init(struct kvp_pool *pool, u32 id, u32 flags, u32 nr_pages,
 		  u32 page_tokens, u32 nr_rows, u32 row_tokens);
 void kvp_pool_fini(struct kvp_pool *pool);
 
+/* Clients (kvp_client.c). */
 int kvp_client_attach_tenant_locked(struct kvp_pool *pool,
 				    struct kvp_client *c, u64 cgroup_id,
 				    u32 uid);

@@ -7,8 +7,11 @@
  * and never exist twice; rows move between the free stack, a client's
  * requests, its slots and export files. kvp_row_move() is the one place a
  * row changes state and kvp_row_own()/kvp_row_take() the one place its
- * page count changes, each keeping every counter with it; clients join
- * and leave here. See docs/ownership-model.rst for the model.
+ * page count changes, each keeping every counter with it. The lookups
+ * every op starts with (a handle, a batch of them, a slot by session)
+ * are here too: this file is the core's ground floor, which the others
+ * build on and which calls none of them but the tenants' charge. See
+ * docs/ownership-model.rst for the model.
  */
 #include "kvp_priv.h"
 
@@ -65,6 +68,35 @@ u32 kvp_page_pop(struct kvp_pool *pool, u32 owner)
 	pool->pages[id].owner = owner;
 	pool->free_pages--;
 	return id;
+}
+
+/* Counts a cache page of @c going from unpinned to pinned (@d = 1) or back. */
+void kvp_pinned(struct kvp_client *c, int d)
+{
+	struct kvp_pool *pool = c->pool;
+	struct kvp_tenant *t = c->tenant;
+
+	c->nr_cache_pinned += d;
+	t->cache_pinned += d;
+	pool->cache_pinned += d;
+	pool->cache_evictable -= d;
+	/* Under pressure, a page @c could give back makes its ask grow. */
+	if (d < 0 && (pool->free_pages < pool->low_wmark ||
+		      pool->blocked_tenant != KVP_NIL ||
+		      (t->max_pages && t->pages > t->max_pages)))
+		kvp_pressure_changed(pool);
+}
+
+void kvp_pin(struct kvp_pool *pool, u32 id)
+{
+	if (!kvp_cache_ent(pool, id)->pins++)
+		kvp_pinned(kvp_cache_client(pool, id), 1);
+}
+
+static void kvp_unpin(struct kvp_pool *pool, u32 id)
+{
+	if (!--kvp_cache_ent(pool, id)->pins)
+		kvp_pinned(kvp_cache_client(pool, id), -1);
 }
 
 /* Puts free row @idx on the free row stack; kvp_row_move() counts it. */
@@ -179,72 +211,6 @@ void kvp_pool_fini(struct kvp_pool *pool)
 	mutex_destroy(&pool->lock);
 	pool->rows = NULL;
 	pool->pages = NULL;
-}
-
-/**
- * kvp_client_attach_tenant_locked() - join a client to the pool
- * @pool: the pool
- * @c: the client: its memory, which is initialised here
- * @cgroup_id: the cgroup v2 id of the opener
- * @uid: the opener's uid
- *
- * @c joins the tenant of @cgroup_id and @uid, which is made if it is new,
- * and gets the lowest free &kvp_client.cidx and a new &kvp_client.id.
- *
- * Context: @pool->lock held; may sleep (allocates).
- * Return: 0; -EMFILE when the pool has %KVP_MAX_CLIENTS clients, or the
- * tenant is new and the pool has %KVP_MAX_TENANTS; -ENOMEM. On error
- * nothing changed and @c is untouched.
- */
-int kvp_client_attach_tenant_locked(struct kvp_pool *pool,
-				    struct kvp_client *c, u64 cgroup_id,
-				    u32 uid)
-{
-	struct kvp_tenant *t;
-	u32 i, cidx;
-	int ret;
-
-	lockdep_assert_held(&pool->lock);
-	if (pool->nr_clients >= KVP_MAX_CLIENTS)
-		return -EMFILE;
-	ret = xa_alloc(&pool->clients, &cidx, c,
-		       XA_LIMIT(0, KVP_MAX_CLIENTS - 1), GFP_KERNEL);
-	if (ret)
-		return ret == -EBUSY ? -EMFILE : ret;
-	ret = kvp_tenant_get(pool, cgroup_id, uid, &t);
-	if (ret) {
-		xa_erase(&pool->clients, cidx);
-		return ret;
-	}
-
-	memset(c, 0, sizeof(*c));
-	c->pool = pool;
-	c->id = ++pool->next_client_id;
-	c->tenant = t;
-	list_add_tail(&c->tenant_link, &t->clients);
-	t->nr_clients++;
-	for (i = 0; i < KVP_SLOT_BUCKETS; i++)
-		c->slot_head[i] = KVP_NIL;
-	c->held_head = KVP_NIL;
-	c->cidx = cidx;
-	pool->nr_clients++;
-	return 0;
-}
-
-/**
- * kvp_client_attach_locked() - join a client to the tenant of cgroup 0, uid 0
- * @pool: the pool
- * @c: the client, initialised here
- *
- * kvp_client_attach_tenant_locked() for callers with no cgroup or uid of
- * their own to give: the unit test, the fuzzer and kvpool-replay.
- *
- * Context: @pool->lock held; may sleep (allocates).
- * Return: as kvp_client_attach_tenant_locked().
- */
-int kvp_client_attach_locked(struct kvp_pool *pool, struct kvp_client *c)
-{
-	return kvp_client_attach_tenant_locked(pool, c, 0, 0);
 }
 
 /* @r becomes one of the rows @c holds. */
@@ -442,81 +408,149 @@ u32 kvp_row_free(struct kvp_pool *pool, struct kvp_row *r)
 	return freed;
 }
 
-/**
- * kvp_client_detach_locked() - take a client out of its pool
- * @c: the client
- *
- * Frees every slot, row and prefix-cache page @c holds, then unlinks it
- * from its tenant (forgotten if that leaves it empty and unconfigured) and
- * frees its &kvp_client.cidx. Rows @c exported stay with their export
- * files.
- *
- * Context: @c->pool->lock held. Cannot fail: it runs on the last close.
- */
-void kvp_client_detach_locked(struct kvp_client *c)
+#define KVP_ROW_MIN_CAP	16U
+
+/* Grows @r's page array to hold at least @want ids. */
+int kvp_row_reserve(struct kvp_row *r, u32 want)
 {
-	struct kvp_pool *pool = c->pool;
-	u32 b;
+	u32 cap = r->cap ? r->cap : KVP_ROW_MIN_CAP;
+	u32 *pages;
 
-	lockdep_assert_held(&pool->lock);
-	for (b = 0; b < KVP_SLOT_BUCKETS; b++)
-		while (c->slot_head[b] != KVP_NIL)
-			kvp_slot_free(pool, &pool->rows[c->slot_head[b]],
-				      &c->slot_head[b]);
-	/* O(what it holds), not O(nr_rows): any client can close at will. */
-	while (c->held_head != KVP_NIL)
-		kvp_row_free(pool, &pool->rows[c->held_head]);
-	/* Only its own rows borrow from its cache: all unpinned by now. */
-	while (c->nr_cache_pages)
-		kvp_cache_free(c, c->cache[c->nr_cache_pages - 1].page);
-	kvfree(c->cache);
-	c->cache = NULL;
-	c->cache_cap = 0;
+	if (want <= r->cap)
+		return 0;
+	while (cap < want)
+		cap = cap > U32_MAX / 2 ? want : cap * 2;
+	pages = kvmalloc_array(cap, sizeof(*pages), GFP_KERNEL_ACCOUNT);
+	if (!pages)
+		return -ENOMEM;
+	if (r->nr)
+		memcpy(pages, r->pages, r->nr * sizeof(*pages));
+	kvfree(r->pages);
+	r->pages = pages;
+	r->cap = cap;
+	return 0;
+}
 
-	xa_erase(&pool->clients, c->cidx);
-	list_del(&c->tenant_link);
-	c->tenant->nr_clients--;
-	kvp_tenant_put(pool, c->tenant);
-	c->tenant = NULL;
-	pool->nr_clients--;
+/* A new epoch for marking the rows of one batch; see kvp_row_mark(). */
+static void kvp_mark_begin(struct kvp_pool *pool)
+{
+	u32 i;
+
+	if (++pool->mark_epoch)
+		return;
+	for (i = 0; i < pool->nr_rows; i++)
+		pool->rows[i].mark = 0;
+	pool->mark_epoch = 1;
+}
+
+/* Returns false if @r was already named in this batch. */
+static bool kvp_row_mark(struct kvp_pool *pool, struct kvp_row *r)
+{
+	if (r->mark == pool->mark_epoch)
+		return false;
+	r->mark = pool->mark_epoch;
+	return true;
 }
 
 /**
- * kvp_stats_locked() - fill the counters of KVPOOL_STATS
- * @c: the asking client
- * @st: the answer: its ``out_*`` fields are written, the rest left alone
- *
- * The pool's counts, @c's own and those of @c's tenant, all taken under
- * one hold of the lock so that they add up.
+ * kvp_lookup() - the row a handle names, if its client holds it
+ * @c: the client
+ * @h: the handle
+ * @out: gets the row
  *
  * Context: @c->pool->lock held.
+ * Return: 0; -ENOENT if @h is out of range, names a row @c does not hold
+ * (free, parked, exported or another client's) or has a generation not
+ * issued yet; -ESTALE if @c holds the row under a newer generation, so
+ * the caller's handle is a dead one.
  */
-void kvp_stats_locked(struct kvp_client *c, struct kvpool_stats *st)
+int kvp_lookup(struct kvp_client *c, const struct kvpool_handle *h,
+	       struct kvp_row **out)
 {
 	struct kvp_pool *pool = c->pool;
+	struct kvp_row *r;
 
-	lockdep_assert_held(&pool->lock);
-	st->out_free_pages = pool->free_pages;
-	st->out_row_pages = pool->row_pages;
-	st->out_slot_pages = pool->slot_pages;
-	st->out_cache_evictable = pool->cache_evictable;
-	st->out_cache_pinned = pool->cache_pinned;
-	st->out_reserved_pages = pool->reserved_pages;
-	st->out_free_rows = pool->free_rows;
-	st->out_held_rows = pool->held_rows;
-	st->out_slot_rows = pool->slot_rows;
-	st->out_reserved_rows = pool->reserved_rows;
-	st->out_nr_clients = pool->nr_clients;
-	st->out_client_rows = c->nr_rows;
-	st->out_client_slots = c->nr_slots;
-	st->out_client_pages = c->nr_pages;
-	st->out_client_cache_pages = c->nr_cache_pages;
-	st->out_export_rows = pool->export_rows;
-	st->out_export_pages = pool->export_pages;
-	st->out_tenant_id = c->tenant->id;
-	st->out_tenant_pages = c->tenant->pages;
-	st->out_tenant_rows = c->tenant->rows;
-	st->out_tenant_max_pages = c->tenant->max_pages;
-	st->out_tenant_min_pages = c->tenant->min_pages;
-	st->out_tenant_max_rows = c->tenant->max_rows;
+	if (h->req_pool_idx >= pool->nr_rows)
+		return -ENOENT;
+	r = &pool->rows[h->req_pool_idx];
+	if (r->owner != c || r->state != KVP_ROW_HELD)
+		return -ENOENT;
+	/* A generation not issued yet names nothing; an older one is stale. */
+	if (r->gen != h->generation)
+		return (s32)(h->generation - r->gen) > 0 ? -ENOENT : -ESTALE;
+	*out = r;
+	return 0;
+}
+
+/**
+ * kvp_lookup_batch() - look up a batch's handles, each row once
+ * @c: the client
+ * @entries: the entries, each starting with a &struct kvpool_handle
+ * @stride: bytes from one entry to the next
+ * @count: entries
+ * @error_index: gets the entry at fault on a lookup error
+ *
+ * The first step of every batched op: a row named twice would otherwise
+ * be changed twice by one op, against what its checks allowed for.
+ *
+ * Context: @c->pool->lock held.
+ * Return: 0; -EINVAL if @count is 0 or above &kvp_pool.max_batch (then
+ * @error_index is left alone), or an entry names a row an earlier one
+ * did; kvp_lookup()'s -ENOENT and -ESTALE.
+ */
+int kvp_lookup_batch(struct kvp_client *c, const void *entries,
+		     size_t stride, u32 count, u32 *error_index)
+{
+	struct kvp_pool *pool = c->pool;
+	struct kvp_row *r;
+	u32 i;
+	int ret;
+
+	if (!count || count > pool->max_batch)
+		return -EINVAL;
+	kvp_mark_begin(pool);
+	for (i = 0; i < count; i++) {
+		const struct kvpool_handle *h = (const void *)
+			((const char *)entries + i * stride);
+
+		ret = kvp_lookup(c, h, &r);
+		if (!ret && !kvp_row_mark(pool, r))
+			ret = -EINVAL;
+		if (ret) {
+			*error_index = i;
+			return ret;
+		}
+	}
+	return 0;
+}
+
+u32 kvp_slot_bucket(u64 session)
+{
+	/* Fibonacci hashing: the top bits of a golden-ratio product. */
+	return (u32)((session * 0x9e3779b97f4a7c15ULL) >> 58);
+}
+
+struct kvp_row *kvp_slot_find(struct kvp_client *c, u64 session,
+			      u32 **link)
+{
+	struct kvp_pool *pool = c->pool;
+	u32 *pos = &c->slot_head[kvp_slot_bucket(session)];
+
+	while (*pos != KVP_NIL) {
+		struct kvp_row *r = &pool->rows[*pos];
+
+		if (r->session == session) {
+			if (link)
+				*link = pos;
+			return r;
+		}
+		pos = &r->next;
+	}
+	return NULL;
+}
+
+u32 kvp_slot_free(struct kvp_pool *pool, struct kvp_row *r, u32 *link)
+{
+	*link = r->next;
+	return kvp_row_free(pool, r);
 }

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * The kvpool core's private header: what its files (kvp_pool.c,
- * kvp_rows.c, kvp_cache.c, kvp_tenant.c, kvp_export.c, kvp_verify.c)
- * share and nothing outside the core may call. The API is kvp_core.h.
+ * kvp_client.c, kvp_rows.c, kvp_cache.c, kvp_tenant.c, kvp_export.c,
+ * kvp_verify.c) share and nothing outside the core may call. They are
+ * layered: kvp_pool.c and kvp_tenant.c at the bottom, kvp_cache.c on
+ * them, kvp_rows.c and kvp_export.c on that, kvp_client.c and
+ * kvp_verify.c on top; no file calls one above it. The API is kvp_core.h.
  * Everything here runs with pool->lock held, as the _locked API that
  * calls it does.
  */
@@ -77,11 +80,30 @@ static inline bool kvp_prefix_holed(const struct kvp_row *r)
 /* kvp_pool.c */
 void kvp_page_push(struct kvp_pool *pool, u32 id);
 u32 kvp_page_pop(struct kvp_pool *pool, u32 owner);
+void kvp_pinned(struct kvp_client *c, int d);
+void kvp_pin(struct kvp_pool *pool, u32 id);
 void kvp_row_move(struct kvp_pool *pool, struct kvp_row *r,
 		  enum kvp_row_state state, struct kvp_client *owner);
 void kvp_row_own(struct kvp_pool *pool, struct kvp_row *r, int n);
 void kvp_row_take(struct kvp_pool *pool, struct kvp_row *r, int n);
 u32 kvp_row_free(struct kvp_pool *pool, struct kvp_row *r);
+int kvp_row_reserve(struct kvp_row *r, u32 want);
+int kvp_lookup(struct kvp_client *c, const struct kvpool_handle *h,
+	       struct kvp_row **out);
+int kvp_lookup_batch(struct kvp_client *c, const void *entries,
+		     size_t stride, u32 count, u32 *error_index);
+u32 kvp_slot_bucket(u64 session);
+struct kvp_row *kvp_slot_find(struct kvp_client *c, u64 session,
+			      u32 **link);
+u32 kvp_slot_free(struct kvp_pool *pool, struct kvp_row *r, u32 *link);
+
+/* kvp_cache.c */
+int kvp_cache_reserve(struct kvp_client *c, u32 more);
+void kvp_cache_unlink(struct kvp_client *c, u32 id);
+void kvp_cache_free(struct kvp_client *c, u32 id);
+u32 kvp_donate_count(struct kvp_pool *pool, struct kvp_row *r,
+		     u32 upto);
+u32 kvp_row_donate(struct kvp_client *c, struct kvp_row *r, u32 upto);
 
 /* kvp_tenant.c */
 u32 kvp_available(struct kvp_pool *pool, const struct kvp_tenant *t);
@@ -94,24 +116,5 @@ int kvp_tenant_get(struct kvp_pool *pool, u64 cgroup_id, u32 uid,
 void kvp_tenant_put(struct kvp_pool *pool, struct kvp_tenant *t);
 void kvp_refused(struct kvp_pool *pool, struct kvp_tenant *t,
 		 bool pages);
-
-/* kvp_cache.c */
-void kvp_unpin(struct kvp_pool *pool, u32 id);
-int kvp_cache_reserve(struct kvp_client *c, u32 more);
-void kvp_cache_unlink(struct kvp_client *c, u32 id);
-void kvp_cache_free(struct kvp_client *c, u32 id);
-u32 kvp_donate_count(struct kvp_pool *pool, struct kvp_row *r,
-		     u32 upto);
-u32 kvp_row_donate(struct kvp_client *c, struct kvp_row *r, u32 upto);
-
-/* kvp_rows.c */
-struct kvp_row *kvp_slot_find(struct kvp_client *c, u64 session,
-			      u32 **link);
-u32 kvp_slot_free(struct kvp_pool *pool, struct kvp_row *r, u32 *link);
-int kvp_lookup(struct kvp_client *c, const struct kvpool_handle *h,
-	       struct kvp_row **out);
-int kvp_lookup_batch(struct kvp_client *c, const void *entries,
-		     size_t stride, u32 count, u32 *error_index);
-int kvp_row_reserve(struct kvp_row *r, u32 want);
 
 #endif /* _KVP_PRIV_H */
