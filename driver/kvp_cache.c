@@ -138,7 +138,6 @@ int kvp_donate_locked(struct kvp_client *c,
 
 	lockdep_assert_held(&pool->lock);
 	*nr_donated = 0;
-	*error_index = ~0U;
 	ret = kvp_lookup_batch(c, e, sizeof(*e), count, error_index);
 	if (ret)
 		return ret;

@@ -488,15 +488,16 @@ int kvp_lookup(struct kvp_client *c, const struct kvpool_handle *h,
  * @entries: the entries, each starting with a &struct kvpool_handle
  * @stride: bytes from one entry to the next
  * @count: entries
- * @error_index: gets the entry at fault on a lookup error
+ * @error_index: gets the entry at fault on a lookup error, else ~0U (no
+ *               entry), which the op's own checks may then overwrite
  *
  * The first step of every batched op: a row named twice would otherwise
  * be changed twice by one op, against what its checks allowed for.
  *
  * Context: @c->pool->lock held.
- * Return: 0; -EINVAL if @count is 0 or above &kvp_pool.max_batch (then
- * @error_index is left alone), or an entry names a row an earlier one
- * did; kvp_lookup()'s -ENOENT and -ESTALE.
+ * Return: 0; -EINVAL if @count is 0 or above &kvp_pool.max_batch (no
+ * entry at fault), or an entry names a row an earlier one did;
+ * kvp_lookup()'s -ENOENT and -ESTALE.
  */
 int kvp_lookup_batch(struct kvp_client *c, const void *entries,
 		     size_t stride, u32 count, u32 *error_index)
@@ -506,6 +507,8 @@ int kvp_lookup_batch(struct kvp_client *c, const void *entries,
 	u32 i;
 	int ret;
 
+	lockdep_assert_held(&pool->lock);
+	*error_index = ~0U;
 	if (!count || count > pool->max_batch)
 		return -EINVAL;
 	kvp_mark_begin(pool);

@@ -95,8 +95,6 @@ int kvp_extend_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 
 	lockdep_assert_held(&pool->lock);
 	memset(res, 0, sizeof(*res));
-	res->error_index = ~0U;
-
 	ret = kvp_lookup_batch(c, e, sizeof(*e), count, &res->error_index);
 	if (ret)
 		return ret;
@@ -196,7 +194,6 @@ int kvp_commit_locked(struct kvp_client *c,
 	int ret;
 
 	lockdep_assert_held(&pool->lock);
-	*error_index = ~0U;
 	ret = kvp_lookup_batch(c, e, sizeof(*e), count, error_index);
 	if (ret)
 		return ret;
@@ -241,7 +238,6 @@ int kvp_trim_locked(struct kvp_client *c, const struct kvpool_handle *h,
 
 	lockdep_assert_held(&pool->lock);
 	*nr_freed = 0;
-	*error_index = ~0U;
 	ret = kvp_lookup_batch(c, h, sizeof(*h), count, error_index);
 	if (ret)
 		return ret;
@@ -362,7 +358,6 @@ int kvp_swa_free_locked(struct kvp_client *c,
 
 	lockdep_assert_held(&pool->lock);
 	*nr_freed = 0;
-	*error_index = ~0U;
 	ret = kvp_lookup_batch(c, e, sizeof(*e), count, error_index);
 	if (ret)
 		return ret;
