@@ -2183,6 +2183,16 @@ static void op_drop(struct fz *f, struct fz_in *in)
 }
 
 /* The administrator sets a tenant's limits (KVPOOL_CTL_TENANT_SET). */
+/* TENANT's bytes: flags, id, who, max, min, rows, label. */
+enum fz_tenant_code {
+	FZ_TEN_BY_KEY = 0,	/* flags & 3: by cgroup and uid */
+	FZ_TEN_BY_ID = 1,	/* KVPOOL_TENANT_BY_ID */
+	FZ_TEN_BAD_FLAG = 2,	/* an unknown flag, 1 << (1 + flags % 31) */
+	FZ_TEN_CGROUPS = 3,	/* who % 3: the cgroup id */
+	FZ_TEN_UID_SHIFT = 7,	/* who >> 7 & 1: the uid */
+	FZ_TEN_IDS = 8,		/* id % 8: the tenant id */
+};
+
 static void op_tenant(struct fz *f, struct fz_in *in)
 {
 	struct kvpool_ctl_tenant a;
@@ -2196,11 +2206,11 @@ static void op_tenant(struct fz *f, struct fz_in *in)
 	int ret, want = 0;
 
 	memset(&a, 0, sizeof(a));
-	a.flags = (fb & 3) == 1 ? KVPOOL_TENANT_BY_ID :
-		  (fb & 3) == 2 ? 1U << (1 + fb % 31) : 0;
-	a.tenant_id = id % 8;
-	a.cgroup_id = cg % 3;
-	a.uid = (cg >> 7) & 1;
+	a.flags = (fb & 3) == FZ_TEN_BY_ID ? KVPOOL_TENANT_BY_ID :
+		  (fb & 3) == FZ_TEN_BAD_FLAG ? 1U << (1 + fb % 31) : 0;
+	a.tenant_id = id % FZ_TEN_IDS;
+	a.cgroup_id = cg % FZ_TEN_CGROUPS;
+	a.uid = (cg >> FZ_TEN_UID_SHIFT) & 1;
 	/* 0: no limit; else a share of the pool, past it at 255. */
 	a.max_pages = mx ? mx * usable / 200 : 0;
 	a.min_pages = mn < 0xf0 ? mn * usable / 800 : mn * usable / 200;

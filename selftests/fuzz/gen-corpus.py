@@ -331,9 +331,12 @@ def drop(i=0):
 def tenant(by_id=False, tid=0, cgroup=0, uid=0, max_share=0, min_share=0,
            rows=0, label=0, bad_flags=False):
     """max_share / 200 of the usable pages (0: none); min_share / 800."""
-    fb = 2 if bad_flags else (1 if by_id else 0)
-    return op(TENANT, 0, bytes([fb, tid, cgroup | (uid << 7), max_share,
-                                min_share, rows, label]))
+    fb = (C['FZ_TEN_BAD_FLAG'] if bad_flags else
+          C['FZ_TEN_BY_ID'] if by_id else C['FZ_TEN_BY_KEY'])
+    assert tid < C['FZ_TEN_IDS'] and cgroup < C['FZ_TEN_CGROUPS'] and uid < 2
+    return op(TENANT, 0, bytes([fb, tid,
+                                cgroup | (uid << C['FZ_TEN_UID_SHIFT']),
+                                max_share, min_share, rows, label]))
 
 
 def wmark(low, high):
