@@ -17,7 +17,7 @@
  *
  * Copyright (C) 2026 The kvpool authors
  */
-#include "kvptest_tenant.h"
+#include "kvptest_tenv.h"
 
 #include <pthread.h>
 #include <sys/mman.h>

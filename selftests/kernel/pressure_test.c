@@ -23,7 +23,7 @@
  *
  * Copyright (C) 2026 The kvpool authors
  */
-#include "kvptest_tenant.h"
+#include "kvptest_tenv.h"
 
 #include <pthread.h>
 #include <sys/epoll.h>

@@ -25,7 +25,7 @@
  *
  * Copyright (C) 2026 The kvpool authors
  */
-#include "kvptest_tenant.h"
+#include "kvptest_tenv.h"
 
 #define NR_PAGES	2049	/* page 0 reserved */
 #define USABLE		2048

@@ -3,18 +3,13 @@
  * kvptest_tenant: helpers for the kvpool selftests of tenants, pressure
  * and export/import (tenant_test, pressure_test, export_test,
  * torture_test, abi_test), on top of kvptest.h; the agents are
- * kvptest_agent.h's.
+ * kvptest_agent.h's, and the fixture that runs them kvptest_tenv.h's.
  *
  * - Wrappers for the control ops of tenants and watermarks, PRESSURE,
  *   EXPORT and IMPORT: 0 or the positive errno, like kvptest.h's.
  * - cgroup v2: mount it at /sys/fs/cgroup when the guest has not, make and
  *   remove child cgroups, the ids the kernel uses for tenants.
  * - SCM_RIGHTS and credentials, for the agents (kvptest_agent.h).
- * - struct kt_tenv: a fixture's pool plus its agents and cgroups, and a
- *   teardown that kills and reaps the agents, closes every file of the
- *   pool (export files included) and checks that the whole pool came back
- *   (export figures too), that VERIFY is clean and that it can be
- *   destroyed.
  *
  * Copyright (C) 2026 The kvpool authors
  */
@@ -22,7 +17,6 @@
 #define KVPTEST_TENANT_H
 
 #include "kvptest.h"
-#include "kvptest_agent.h"
 
 #include <grp.h>
 #include <poll.h>
@@ -143,60 +137,5 @@ int kt_self_cgroup_id(__u64 *id);
 
 /* Move process @pid (0: the caller) into the cgroup folder @path. */
 int kt_cgroup_move(const char *path, pid_t pid);
-
-/* ---- the fixture: pool, agents, cgroups --------------------------------- */
-
-#define KT_TENV_AGENTS	8
-#define KT_TENV_CGS	4
-
-struct kt_tenv {
-	struct kt_pool pool;
-	struct kt_agent ag[KT_TENV_AGENTS];
-	int nr_cg;
-	char cg[KT_TENV_CGS][128];
-	__u64 cgid[KT_TENV_CGS];
-	__u64 self_cgid;	/* the test's own cgroup: root's tenant */
-	int fd;			/* a client of the test process (root) */
-};
-
-/*
- * Make the pool (anyone may open it) and, if @nr_cg, that many child
- * cgroups of /sys/fs/cgroup. Without cgroup v2 the setup FAILS: the tenant
- * tests are meaningless without it.
- */
-void kt_tenv_init(struct __test_metadata *_metadata,
-		  struct kt_tenv *e, __u32 flags,
-		  __u32 nr_pages, __u32 page_tokens,
-		  __u32 nr_rows, __u32 row_tokens, int nr_cg);
-
-/* Start agent @i in cgroup @cg (-1: the test's own) as @uid (-1: root). */
-struct kt_agent *kt_tenv_agent(struct __test_metadata *_metadata,
-			       struct kt_tenv *e, int i,
-			       int cg, int uid);
-
-/* The same with a client of the pool already open in slot 0. */
-struct kt_agent *kt_tenv_client(struct __test_metadata *_metadata,
-				struct kt_tenv *e, int i,
-				int cg, int uid);
-
-/* Close every file of this process that keeps the pool: clients, exports. */
-void kt_close_pool_files(__u32 id);
-
-/*
- * The whole pool is free, exports included, and the caller's tenant holds
- * nothing: what a fresh client sees once every other file is gone.
- */
-void kt_tenv_expect_full(struct __test_metadata *_metadata,
-			 struct kt_pool *p, int fd,
-			 __u32 nr_clients);
-
-/*
- * Teardown (EXPECT only): VERIFY with everything in place, kill and reap
- * the agents and any other child, close every file of the pool in this
- * process (clients, export files), check from a fresh client that the
- * pool is whole, VERIFY, destroy it and remove the cgroups.
- */
-void kt_tenv_fini(struct __test_metadata *_metadata,
-		  struct kt_tenv *e);
 
 #endif /* KVPTEST_TENANT_H */
