@@ -14,7 +14,7 @@
 # Env:
 #   KVPOOL_RESULTS       where results go (vm-run.sh sets it)
 #   KVPOOL_TESTS_DIR     folder of *_test binaries (default selftests/kernel)
-#   KVPOOL_TEST_TIMEOUT  seconds per binary (default 120)
+#   KVPOOL_TEST_TIMEOUT  seconds per binary (default 300)
 #
 # For each binary: the kernel log is cleared, the binary runs under
 # `timeout`, its output (kselftest TAP) streams to the console and into
@@ -41,7 +41,7 @@ VM_PROG=guest-tests
 [[ ${KVPOOL_IN_VM:-} == 1 ]] ||
 	vm_die "runs inside the test VM only; use tools/vm/run-tests.sh"
 res=${KVPOOL_RESULTS:?KVPOOL_RESULTS is not set}
-tmo=${KVPOOL_TEST_TIMEOUT:-120}
+tmo=${KVPOOL_TEST_TIMEOUT:-300}
 tdir=${KVPOOL_TESTS_DIR:-$REPO_ROOT/selftests/kernel}
 
 tests=("$@")

@@ -12,8 +12,9 @@
 #
 # Env: KVPOOL_CACHE (default /var/cache/kvpool), RESULTS (default
 # $KVPOOL_CACHE/results), KVPOOL_TEST_TIMEOUT (seconds per test binary,
-# default 120), KVPOOL_TESTS_DIR (test binaries; default selftests/kernel,
-# built here with `make -C selftests/kernel` when that has a Makefile),
+# default 300: a hang guard, with room for a busy machine),
+# KVPOOL_TESTS_DIR (test binaries; default selftests/kernel, built here
+# with `make -C selftests/kernel` when that has a Makefile),
 # SPARSE=1 (sparse in the module build), KVPOOL_DEBUG_TEST_TIMEOUT (the
 # same limit on debug kernels, default 600).
 #
@@ -51,7 +52,7 @@ done
 read -ra klist <<<"$kernels"
 ((${#klist[@]})) || vm_die "no kernels given" 2
 RESULTS=${RESULTS:-$KVPOOL_CACHE/results}
-tmo=${KVPOOL_TEST_TIMEOUT:-120}
+tmo=${KVPOOL_TEST_TIMEOUT:-300}
 tdir=${KVPOOL_TESTS_DIR:-$REPO_ROOT/selftests/kernel}
 export KVPOOL_TEST_TIMEOUT=$tmo
 
