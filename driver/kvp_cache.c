@@ -190,7 +190,7 @@ static int kvp_cache_check(struct kvp_client *c, const u32 *pages, u32 n,
 			ret = -ENOENT;
 			break;
 		}
-		ent = kvp_cache_ent(pool, pages[i]);
+		ent = kvp_cache_ent(c, pages[i]);
 		if (ent->pins & KVP_PIN_MARK) {
 			ret = -EINVAL;
 			break;
@@ -203,7 +203,7 @@ static int kvp_cache_check(struct kvp_client *c, const u32 *pages, u32 n,
 	}
 	*bad = i;
 	while (i--)
-		kvp_cache_ent(pool, pages[i])->pins &= ~KVP_PIN_MARK;
+		kvp_cache_ent(c, pages[i])->pins &= ~KVP_PIN_MARK;
 	return ret;
 }
 
@@ -250,7 +250,7 @@ int kvp_attach_prefix_locked(struct kvp_client *c,
 		return ret;
 
 	for (i = 0; i < nr_pages; i++) {
-		kvp_pin(pool, pages[i]);
+		kvp_pin(c, pages[i]);
 		r->pages[i] = pages[i];
 	}
 	r->nr = nr_pages;

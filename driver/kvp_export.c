@@ -39,7 +39,7 @@ static int kvp_export_find(struct kvp_client *c, const struct kvpool_export *x,
 	for (i = 0; i < end; i++) {
 		if (r->pages[i] == KVPOOL_PAGE_NONE)
 			continue;
-		if (kvp_cache_ent(pool, r->pages[i])->pins != 1)
+		if (kvp_cache_ent(c, r->pages[i])->pins != 1)
 			return -EBUSY;
 		(*borrowed)++;
 	}

@@ -87,16 +87,18 @@ void kvp_pinned(struct kvp_client *c, int d)
 		kvp_pressure_changed(pool);
 }
 
-void kvp_pin(struct kvp_pool *pool, u32 id)
+/* A row of @c borrows its cache page @id once more. */
+void kvp_pin(struct kvp_client *c, u32 id)
 {
-	if (!kvp_cache_ent(pool, id)->pins++)
-		kvp_pinned(kvp_cache_client(pool, id), 1);
+	if (!kvp_cache_ent(c, id)->pins++)
+		kvp_pinned(c, 1);
 }
 
-static void kvp_unpin(struct kvp_pool *pool, u32 id)
+/* A row of @c gives back a borrow of its cache page @id. */
+static void kvp_unpin(struct kvp_client *c, u32 id)
 {
-	if (!--kvp_cache_ent(pool, id)->pins)
-		kvp_pinned(kvp_cache_client(pool, id), -1);
+	if (!--kvp_cache_ent(c, id)->pins)
+		kvp_pinned(c, -1);
 }
 
 /* Puts free row @idx on the free row stack; kvp_row_move() counts it. */
@@ -390,7 +392,7 @@ u32 kvp_row_free(struct kvp_pool *pool, struct kvp_row *r)
 			kvp_page_push(pool, id);
 			freed++;
 		} else {
-			kvp_unpin(pool, id);	/* borrowed from a cache */
+			kvp_unpin(r->owner, id);	/* borrowed: its cache */
 		}
 	}
 	kvp_row_take(pool, r, -(int)freed);

@@ -19,18 +19,16 @@ static inline bool kvp_is_cache(u32 owner)
 	return (owner & KVP_OWNER_CACHE) && owner < KVP_OWNER_RESERVED;
 }
 
-/* The client whose cache page @id is. */
-static inline struct kvp_client *kvp_cache_client(struct kvp_pool *pool,
+/*
+ * The entry of page @id in @c's cache; the caller knows the page is one
+ * of @c's cache pages. A row borrows only from its own client's cache,
+ * so the row ops always know that client: the hot paths never look the
+ * owner up in the clients xarray (an RCU walk per page).
+ */
+static inline struct kvp_cache_ent *kvp_cache_ent(const struct kvp_client *c,
 						  u32 id)
 {
-	return xa_load(&pool->clients, pool->pages[id].owner & ~KVP_OWNER_CACHE);
-}
-
-/* The cache entry of page @id, which the caller knows is a cache page. */
-static inline struct kvp_cache_ent *kvp_cache_ent(struct kvp_pool *pool,
-						  u32 id)
-{
-	return &kvp_cache_client(pool, id)->cache[pool->pages[id].next];
+	return &c->cache[c->pool->pages[id].next];
 }
 
 /* The generation a row's next taker gets; 0 is never issued. */
@@ -81,7 +79,7 @@ static inline bool kvp_prefix_holed(const struct kvp_row *r)
 void kvp_page_push(struct kvp_pool *pool, u32 id);
 u32 kvp_page_pop(struct kvp_pool *pool, u32 owner);
 void kvp_pinned(struct kvp_client *c, int d);
-void kvp_pin(struct kvp_pool *pool, u32 id);
+void kvp_pin(struct kvp_client *c, u32 id);
 void kvp_row_move(struct kvp_pool *pool, struct kvp_row *r,
 		  enum kvp_row_state state, struct kvp_client *owner);
 void kvp_row_own(struct kvp_pool *pool, struct kvp_row *r, int n);
