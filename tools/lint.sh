@@ -34,7 +34,12 @@ fi
 # (NOT_UNIFIED_DIFF). MAINTAINERS: this tree has none.
 git_base=9af2a4b
 git_range=$git_base..HEAD
-if ! git rev-parse -q --verify "$git_base^{commit}" >/dev/null; then
+if ! git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+	git_range=none
+	# A tree without its history (a tarball) has no commits to read:
+	# said, and counted neither way.
+	echo "lint: checkpatch --git: not a git checkout, no commits to check"
+elif ! git rev-parse -q --verify "$git_base^{commit}" >/dev/null; then
 	git_range=
 	if [[ $(git rev-parse --is-shallow-repository) == true ]]; then
 		# A shallow clone: check the commits it has a parent of.
@@ -42,7 +47,9 @@ if ! git rev-parse -q --verify "$git_base^{commit}" >/dev/null; then
 		((n > 1)) && git_range=HEAD~$((n - 1))..HEAD
 	fi
 fi
-if [[ -z $git_range ]]; then
+if [[ $git_range == none ]]; then
+	:
+elif [[ -z $git_range ]]; then
 	echo "FAIL lint: checkpatch --git: commit $git_base is not in this clone"
 	rc=1
 else

@@ -26,6 +26,7 @@ pkgs=(
 	sparse			# SPARSE=1 builds (C=2 CHECK=sparse)
 	cppcheck		# tools/lint.sh on the userspace C
 	perl			# checkpatch.pl in tools/lint.sh
+	git			# tools/lint.sh reads the commits it checks
 	pkgconf			# userlib's install check builds with pkg-config
 	g++			# userlib's header check compiles it as C++
 	gcc make libc6-dev	# module and kselftest builds
