@@ -709,7 +709,7 @@ static void client_init(struct rp_client *c, u32 idx)
 	c->usable = c->nr_pages - c->reserved;
 	c->max_batch = min_u32(o.max_batch, info.out_max_batch);
 
-	pc_init(&c->pc, c->nr_pages);
+	pc_init(&c->pc, c->nr_pages, PC_BY_USE);
 
 	c->xe = xcalloc(c->max_batch, sizeof(*c->xe));
 	c->xr = xcalloc(c->max_batch, sizeof(*c->xr));

@@ -60,11 +60,33 @@ static void list_init(struct pc_list *l)
 	l->n = 0;
 }
 
-void pc_init(struct pcache *pc, u32 nr_pages)
+/*
+ * By release, a page is on a list exactly while it can be evicted:
+ * called after anything that may change that (pins, children, state).
+ */
+static void relist(struct pcache *pc, u32 p)
+{
+	struct pc_page *e = &pc->pg[p];
+	bool orphan = e->state == PG_ORPHAN;
+	bool evictable = pc_evictable(pc, p);
+
+	if (pc->order != PC_BY_RELEASE || evictable == e->in_lru)
+		return;
+	if (!evictable)
+		list_del(pc, orphan ? &pc->orphans : &pc->lru, p);
+	else if (orphan)
+		list_add_head(pc, &pc->orphans, p);
+	else
+		list_add_tail(pc, &pc->lru, p);
+	e->in_lru = evictable;
+}
+
+void pc_init(struct pcache *pc, u32 nr_pages, enum pc_order order)
 {
 	u32 i, nb = 1;
 
 	memset(pc, 0, sizeof(*pc));
+	pc->order = order;
 	pc->pg = xcalloc(nr_pages, sizeof(*pc->pg));
 	for (i = 0; i < nr_pages; i++) {
 		pc->pg[i].prev = pc->pg[i].next = pc->pg[i].hnext = PC_NIL;
@@ -112,7 +134,7 @@ u32 pc_lookup(const struct pcache *pc, u32 parent, u64 key)
 
 void pc_touch(struct pcache *pc, u32 p)
 {
-	if (!pc->pg[p].in_lru)
+	if (pc->order != PC_BY_USE || !pc->pg[p].in_lru)
 		return;
 	list_del(pc, &pc->lru, p);
 	list_add_tail(pc, &pc->lru, p);
@@ -123,7 +145,9 @@ void pc_insert(struct pcache *pc, u32 parent, u64 key, u32 p)
 	struct pc_page *e = &pc->pg[p];
 	u32 b = bucket_of(pc, parent, key);
 
-	list_del(pc, &pc->orphans, p);
+	if (pc->order == PC_BY_USE || e->in_lru)
+		list_del(pc, &pc->orphans, p);
+	e->in_lru = false;
 	e->state = PG_NODE;
 	e->parent = parent;
 	e->key = key;
@@ -134,6 +158,10 @@ void pc_insert(struct pcache *pc, u32 parent, u64 key, u32 p)
 	    pc->pg[parent].in_lru) {
 		list_del(pc, &pc->lru, parent);
 		pc->pg[parent].in_lru = false;
+	}
+	if (pc->order == PC_BY_RELEASE) {
+		relist(pc, p);
+		return;
 	}
 	list_add_tail(pc, &pc->lru, p);
 	e->in_lru = true;
@@ -154,8 +182,11 @@ void pc_add_orphan(struct pcache *pc, u32 p)
 {
 	pc->pg[p].state = PG_ORPHAN;
 	pc->pg[p].pins = 0;
-	list_add_tail(pc, &pc->orphans, p);
 	pc->ncache++;
+	if (pc->order == PC_BY_RELEASE)
+		relist(pc, p);
+	else
+		list_add_tail(pc, &pc->orphans, p);
 }
 
 /* ---- pins --------------------------------------------------------------- */
@@ -164,6 +195,7 @@ void pc_pin(struct pcache *pc, u32 p)
 {
 	if (!pc->pg[p].pins++)
 		pc->npinned++;
+	relist(pc, p);
 }
 
 bool pc_unpin(struct pcache *pc, u32 p)
@@ -172,6 +204,7 @@ bool pc_unpin(struct pcache *pc, u32 p)
 		return false;
 	if (!--pc->pg[p].pins)
 		pc->npinned--;
+	relist(pc, p);
 	return true;
 }
 
@@ -253,6 +286,7 @@ void pc_evicted(struct pcache *pc, const u32 *ids, u32 n)
 
 		if (e->state == PG_EVICT_ORPHAN) {
 			list_del(pc, &pc->orphans, p);
+			e->in_lru = false;
 		} else {
 			unhash(pc, p);
 			if (e->in_lru)
@@ -269,6 +303,9 @@ void pc_evicted(struct pcache *pc, const u32 *ids, u32 n)
 		pc->pg[ids[i]].parent = PC_ROOT;
 		if (q == PC_ROOT || pc->pg[q].state != PG_NODE ||
 		    pc->pg[q].nchild || pc->pg[q].in_lru)
+			continue;
+		/* By release, a pinned one joins at its last unpin. */
+		if (pc->order == PC_BY_RELEASE && !pc_evictable(pc, q))
 			continue;
 		list_add_head(pc, &pc->lru, q);
 		pc->pg[q].in_lru = true;
