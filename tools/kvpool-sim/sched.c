@@ -32,15 +32,14 @@
  *  - finish: TRIM of the speculative tail, then TO_SLOT (streaming
  *    session) or RELEASE with KVPOOL_RELEASE_DONATE (one call).
  *
- * The prefix cache is a radix tree at page granularity kept here (the
- * kernel only knows which pages are in the cache and how many rows
- * borrow each). It is not libkvsched's pcache, the replay's: this one
- * orders evictions by when a page was last unpinned, and moving it onto
- * pcache changed the simulation's hit rates, which this tool's figures
- * must not do in a restructuring. Token contents are not simulated, only their identity:
- * page i of a session is the same text as page i of every session that
- * shares its system prompt, if the page lies within that prompt, and of
- * no one else's otherwise. Every count the kernel returns is checked
+ * The prefix cache is a radix tree at page granularity kept here, in
+ * libkvsched's pcache (the kernel only knows which pages are in the
+ * cache and how many rows borrow each), ordered by release: a page's
+ * turn to go comes from when it was last unpinned, not when it was last
+ * matched, as the replay orders it. Token contents are not simulated,
+ * only their identity: page i of a session is the same text as page i
+ * of every session that shares its system prompt, if the page lies
+ * within that prompt, and of no one else's otherwise. Every count the kernel returns is checked
  * against this program's mirror of its rows and cache.
  */
 #define _GNU_SOURCE
@@ -55,6 +54,7 @@
 #include <unistd.h>
 
 #include "evq.h"
+#include "pcache.h"
 #include "sim.h"
 
 #define NIL		0xffffffffU
@@ -95,20 +95,6 @@ struct req {
 	int state;
 	struct row *row;
 	struct req *next;	/* wait queue */
-};
-
-/* A cache page of this client: a node of the radix tree or a duplicate. */
-enum { CN_NONE, CN_NODE, CN_ORPHAN };
-
-struct cnode {
-	u64 key;
-	u32 parent;		/* node page of the previous position, or NIL */
-	u32 nchild;
-	u32 pins;		/* our rows that borrow it */
-	u32 prev, next;		/* LRU of evictable pages */
-	u32 hnext;
-	u8 state;
-	bool in_lru;
 };
 
 /* Prefill to decode: sent on the socket right after the row's fd. */
@@ -161,12 +147,7 @@ struct sched {
 	u32 nparked;
 	struct pending *pend;
 	u32 npend;
-	/* the prefix cache */
-	struct cnode *cn;
-	u32 *bucket;
-	u32 hmask;
-	u32 lru_head, lru_tail;
-	u32 ncache, npinned;
+	struct pcache pc;	/* the prefix cache's mirror */
 	/* scratch, max_batch entries or nr_pages ids */
 	struct kvpool_extend_entry *xe;
 	struct kvpool_len_entry *le;
@@ -343,166 +324,62 @@ static void row_free(struct row *r)
 	free(r);
 }
 
-/* ---- the prefix cache --------------------------------------------------- */
+/* ---- the prefix cache: libkvsched's mirror, by release ----------------- */
 
-static bool cn_evictable(struct sched *sc, u32 p)
+/*
+ * The cache's node for page @i of @s's text, given the node of page
+ * i - 1 (PC_ROOT for the first page), or PC_NIL. A text page has at
+ * most one node: a donate of text the index already holds leaves an
+ * orphan, and a node's parent cannot go while the node is there, so a
+ * page's node is its predecessor's child or nobody's.
+ */
+static u32 text_child(struct sched *sc, const struct sess *s, u32 parent,
+		      u32 i)
 {
-	const struct cnode *n = &sc->cn[p];
-
-	if (n->pins)
-		return false;
-	return n->state == CN_ORPHAN || (n->state == CN_NODE && !n->nchild);
+	if (parent == PC_NIL)
+		return PC_NIL;
+	return pc_lookup(&sc->pc, parent, page_key(sc, s, i));
 }
 
-static void lru_del(struct sched *sc, u32 p)
+/* The node of page @i - 1 of @s's text; @hint, the row's page there. */
+static u32 text_parent(struct sched *sc, const struct sess *s, u32 i,
+		       u32 hint)
 {
-	struct cnode *n = &sc->cn[p];
+	const struct pc_page *e = hint != NIL ? &sc->pc.pg[hint] : NULL;
+	u32 k, node = PC_ROOT;
 
-	if (n->prev != NIL)
-		sc->cn[n->prev].next = n->next;
-	else
-		sc->lru_head = n->next;
-	if (n->next != NIL)
-		sc->cn[n->next].prev = n->prev;
-	else
-		sc->lru_tail = n->prev;
-	n->in_lru = false;
-}
-
-static void lru_add(struct sched *sc, u32 p, bool head)
-{
-	struct cnode *n = &sc->cn[p];
-
-	n->in_lru = true;
-	if (head) {
-		n->prev = NIL;
-		n->next = sc->lru_head;
-		if (sc->lru_head != NIL)
-			sc->cn[sc->lru_head].prev = p;
-		else
-			sc->lru_tail = p;
-		sc->lru_head = p;
-	} else {
-		n->next = NIL;
-		n->prev = sc->lru_tail;
-		if (sc->lru_tail != NIL)
-			sc->cn[sc->lru_tail].next = p;
-		else
-			sc->lru_head = p;
-		sc->lru_tail = p;
-	}
-}
-
-/* Puts @p on the LRU list or takes it off as it became (un)evictable. */
-static void lru_update(struct sched *sc, u32 p)
-{
-	bool e = cn_evictable(sc, p);
-
-	if (e && !sc->cn[p].in_lru)
-		/* Duplicates are no use to anyone: first to go. */
-		lru_add(sc, p, sc->cn[p].state == CN_ORPHAN);
-	else if (!e && sc->cn[p].in_lru)
-		lru_del(sc, p);
-}
-
-static u32 cache_lookup(struct sched *sc, u64 key)
-{
-	u32 p;
-
-	for (p = sc->bucket[key & sc->hmask]; p != NIL; p = sc->cn[p].hnext)
-		if (sc->cn[p].key == key)
-			return p;
-	return NIL;
-}
-
-static void cache_unhash(struct sched *sc, u32 p)
-{
-	u32 *pp = &sc->bucket[sc->cn[p].key & sc->hmask];
-
-	while (*pp != p)
-		pp = &sc->cn[*pp].hnext;
-	*pp = sc->cn[p].hnext;
+	if (!i)
+		return PC_ROOT;
+	/* Usually the row's own page is the node: no walk from the root. */
+	if (e && e->state == PG_NODE && e->key == page_key(sc, s, i - 1))
+		return hint;
+	for (k = 0; k < i && node != PC_NIL; k++)
+		node = text_child(sc, s, node, k);
+	return node;
 }
 
 static void pin(struct sched *sc, u32 p)
 {
-	if (!sc->cn[p].pins++)
-		sc->npinned++;
-	lru_update(sc, p);
+	pc_pin(&sc->pc, p);
 }
 
 static void unpin(struct sched *sc, u32 p)
 {
-	if (!sc->cn[p].pins)
+	if (!pc_unpin(&sc->pc, p))
 		die(sc, "mirror: unpin of page %u with no pins", p);
-	if (!--sc->cn[p].pins)
-		sc->npinned--;
-	lru_update(sc, p);
 }
 
-/* Page @p of the row at position @i of @s joins the cache. */
-static void cache_add(struct sched *sc, const struct sess *s, u32 i, u32 p,
-		      u32 pins)
-{
-	struct cnode *n = &sc->cn[p];
-	u64 key = page_key(sc, s, i);
-	u32 parent = NIL;
-	bool orphan = cache_lookup(sc, key) != NIL;
-
-	if (!orphan && i) {
-		parent = cache_lookup(sc, page_key(sc, s, i - 1));
-		/* The text before it left the cache: unreachable. */
-		orphan = parent == NIL;
-	}
-	memset(n, 0, sizeof(*n));
-	n->prev = n->next = n->hnext = NIL;
-	n->parent = NIL;
-	n->pins = pins;
-	if (pins)
-		sc->npinned++;
-	sc->ncache++;
-	if (orphan) {
-		n->state = CN_ORPHAN;
-	} else {
-		n->state = CN_NODE;
-		n->key = key;
-		n->parent = parent;
-		n->hnext = sc->bucket[key & sc->hmask];
-		sc->bucket[key & sc->hmask] = p;
-		if (parent != NIL) {
-			sc->cn[parent].nchild++;
-			lru_update(sc, parent);
-		}
-	}
-	lru_update(sc, p);
-}
-
-/* Evicts up to @want unpinned cache pages, LRU leaves first. */
+/*
+ * Evicts up to @want unpinned cache pages: duplicates first, then leaves
+ * in the order they were last unpinned, each bare parent right after.
+ */
 static u32 cache_evict(struct sched *sc, u32 want)
 {
 	struct kvpool_batch_result res;
-	u32 n = 0, done = 0;
+	u32 n, done = 0;
 	int ret;
 
-	while (n < want && sc->lru_head != NIL) {
-		u32 p = sc->lru_head;
-		struct cnode *c = &sc->cn[p];
-
-		lru_del(sc, p);
-		if (c->state == CN_NODE) {
-			cache_unhash(sc, p);
-			if (c->parent != NIL) {
-				u32 up = c->parent;
-
-				sc->cn[up].nchild--;
-				/* As old as its child: next in line. */
-				if (cn_evictable(sc, up) && !sc->cn[up].in_lru)
-					lru_add(sc, up, true);
-			}
-		}
-		c->state = CN_NONE;
-		sc->ids[n++] = p;
-	}
+	n = pc_pick_lru(&sc->pc, sc->ids, min_u32(want, sc->nr_pages));
 	while (done < n) {
 		u32 k = min_u32(n - done, sc->max_batch);
 
@@ -513,7 +390,7 @@ static u32 cache_evict(struct sched *sc, u32 want)
 		check_count("cache evict", ret, k);
 		done += k;
 	}
-	sc->ncache -= n;
+	pc_evicted(&sc->pc, sc->ids, n);
 	sc->me->evicted_pages += n;
 	return n;
 }
@@ -522,30 +399,45 @@ static u32 cache_evict(struct sched *sc, u32 want)
 static u32 cache_match(struct sched *sc, const struct sess *s, u32 limit,
 		       u32 *out)
 {
-	u32 i, p, prev = NIL;
+	u32 i, p = PC_ROOT;
 
 	if (!sc->use_cache)
 		return 0;
 	for (i = 0; i < limit; i++) {
-		p = cache_lookup(sc, page_key(sc, s, i));
-		if (p == NIL || sc->cn[p].parent != prev)
+		p = text_child(sc, s, p, i);
+		if (p == PC_NIL)
 			break;
 		out[i] = p;
-		prev = p;
 	}
 	return i;
 }
 
-/* The row's pages [prot, comm) whole join the cache; returns how many. */
+/*
+ * The row's pages [prot, comm) whole join the cache, each with @pins;
+ * returns how many. A page becomes its text's node unless the text is
+ * there already or the text before it is not (then it is an orphan).
+ */
 static u32 mirror_donate(struct sched *sc, struct req *q, u32 pins)
 {
 	struct row *r = q->row;
-	u32 i, n = 0, end = r->comm / sc->pt;
+	u32 i, n = 0, start = r->prot / sc->pt, end = r->comm / sc->pt;
+	u32 node = text_parent(sc, q->s, start, start ? r->pg[start - 1] : NIL);
 
-	for (i = r->prot / sc->pt; i < end; i++) {
-		if (r->pg[i] == NIL)
+	for (i = start; i < end; i++) {
+		u32 p = r->pg[i], have = text_child(sc, q->s, node, i), k;
+
+		if (p == NIL) {
+			node = have;
 			continue;
-		cache_add(sc, q->s, i, r->pg[i], pins);
+		}
+		pc_add_orphan(&sc->pc, p);
+		for (k = 0; k < pins; k++)
+			pc_pin(&sc->pc, p);
+		if (have == PC_NIL && node != PC_NIL) {
+			pc_insert(&sc->pc, node, page_key(sc, q->s, i), p);
+			have = p;
+		}
+		node = have;
 		n++;
 	}
 	if (end * sc->pt > r->prot)
@@ -740,7 +632,7 @@ static u64 room_estimate(struct sched *sc)
 		tenant = cap > my_pages(sc) ? cap - my_pages(sc) : 0;
 	pool = sc->st.out_free_pages > margin ?
 	       sc->st.out_free_pages - margin : 0;
-	room = (tenant < pool ? tenant : pool) + (sc->ncache - sc->npinned);
+	room = (tenant < pool ? tenant : pool) + (sc->pc.ncache - sc->pc.npinned);
 	for (i = 0; i < sc->nact; i++) {
 		const struct req *q = sc->act[i];
 
@@ -1413,7 +1305,7 @@ static void publish(struct sched *sc)
 	sim_store(sc->me->running, sc->nact);
 	sim_store(sc->me->waiting, sc->nwait);
 	sim_store(sc->me->slots, sc->nparked);
-	sim_store(sc->me->cache_pages, sc->ncache);
+	sim_store(sc->me->cache_pages, sc->pc.ncache);
 }
 
 /* Everything back, by hand (a crash would do the same by close). */
@@ -1428,7 +1320,7 @@ static void drain(struct sched *sc)
 		release_plain(sc, sc->act[--sc->nact]->row);
 	while (sc->park_head)
 		slot_drop_oldest(sc);
-	cache_evict(sc, sc->ncache);
+	cache_evict(sc, sc->pc.ncache);
 	for (i = 0; i < sc->npend; i++)
 		close(sc->pend[i].fd);
 	sc->npend = 0;
@@ -1437,11 +1329,11 @@ static void drain(struct sched *sc)
 	if (ret < 0)
 		die(sc, "stats: %s", kvpool_strerror(ret));
 	if (st.out_client_rows || st.out_client_slots || st.out_client_pages ||
-	    st.out_client_cache_pages || sc->ncache || sc->npinned)
+	    st.out_client_cache_pages || sc->pc.ncache || sc->pc.npinned)
 		die(sc, "after drain: rows %u slots %u pages %u cache %u, mirror cache %u pinned %u",
 		    st.out_client_rows, st.out_client_slots,
 		    st.out_client_pages, st.out_client_cache_pages,
-		    sc->ncache, sc->npinned);
+		    sc->pc.ncache, sc->pc.npinned);
 }
 
 static void init(struct sched *sc, const struct sim_sched_args *a)
@@ -1449,7 +1341,7 @@ static void init(struct sched *sc, const struct sim_sched_args *a)
 	const struct sim_workload *w = &a->cfg->wl;
 	struct kvpool_info info;
 	u64 srng;
-	u32 k, hsize;
+	u32 k;
 	int ret;
 
 	sc->a = a;
@@ -1487,13 +1379,7 @@ static void init(struct sched *sc, const struct sim_sched_args *a)
 		sc->shared_len[k] = rng_lognormal(&srng, w->shared_median, 0.4,
 						sc->pt, sc->max_req / 2);
 
-	sc->cn = xcalloc(sc->nr_pages, sizeof(*sc->cn));
-	for (hsize = 1; hsize < sc->nr_pages; hsize <<= 1)
-		;
-	sc->hmask = hsize - 1;
-	sc->bucket = xcalloc(hsize, sizeof(u32));
-	memset(sc->bucket, 0xff, hsize * sizeof(u32));
-	sc->lru_head = sc->lru_tail = NIL;
+	pc_init(&sc->pc, sc->nr_pages, PC_BY_RELEASE);
 	sc->act = xcalloc(sc->max_batch, sizeof(*sc->act));
 	sc->xe = xcalloc(sc->max_batch, sizeof(*sc->xe));
 	sc->le = xcalloc(sc->max_batch, sizeof(*sc->le));
