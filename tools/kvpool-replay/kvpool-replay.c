@@ -65,6 +65,7 @@
 #include "evq.h"
 #include "kvsched.h"
 #include "pcache.h"
+#include "workload.h"
 #include "replay.h"
 
 #define RP_NIL		PC_NIL		/* end of a list */
@@ -548,6 +549,15 @@ static void gen_workload(struct rp_client *c)
 	u32 sys_len[RP_NR_SYS];
 	u32 *sys_tok[RP_NR_SYS];
 	u32 max_req = max_req_tokens(c);
+	u32 len_max = max_u32(1, max_req / 4);
+	const struct kvs_workload wl = {
+		.p_multi = 0.3, .turns_max = 6,
+		.p_stream = 0.5, .p_abandon = 0.15, .p_swa = o.swa_frac,
+		.p_shared = 0.75, .nshared = RP_NR_SYS,
+		.shared_weight = sys_weight,
+		.user = { o.prompt_len, 1.0, len_max },
+		.out = { o.output_len, 0.9, len_max },
+	};
 	u64 sys_rng = mix64(o.seed ^ 0x5157ULL);
 	u64 rng = mix64(o.seed ^ mix64(0xc11e47ULL + c->idx));
 	double rate = o.rate > 0 ? o.rate :
@@ -555,12 +565,11 @@ static void gen_workload(struct rp_client *c)
 	u64 ntok = 0, cap = 1 << 16;
 	double arrival = 0;
 	u32 i, k, t, cap_sess = 64;
-	u32 *user, *out;
 
 	/* System prompts are the same text for every client of a seed. */
 	for (k = 0; k < RP_NR_SYS; k++) {
 		sys_len[k] = rng_lognormal(&sys_rng, 2.0 * o.prompt_len, 0.5,
-					   1, max_u32(1, max_req / 4));
+					   1, len_max);
 		sys_tok[k] = xcalloc(sys_len[k], sizeof(u32));
 		for (i = 0; i < sys_len[k]; i++)
 			sys_tok[k][i] = (u32)rng_next(&sys_rng);
@@ -569,13 +578,12 @@ static void gen_workload(struct rp_client *c)
 	c->req = xcalloc(o.requests, sizeof(*c->req));
 	c->sess = xcalloc(cap_sess, sizeof(*c->sess));
 	c->tokens = xcalloc(cap, sizeof(u32));
-	user = xcalloc(8, sizeof(u32));
-	out = xcalloc(8, sizeof(u32));
 
 	while (c->nreq < o.requests) {
 		struct rp_sess *s;
-		u32 nturns = 1, len = 0, sys = RP_NR_SYS;
-		double w;
+		struct kvs_shape sh;
+		u32 nturns, sys, len;
+		const u32 *user, *out;
 		u64 start;
 
 		if (c->nsess == cap_sess) {
@@ -586,38 +594,18 @@ static void gen_workload(struct rp_client *c)
 		memset(s, 0, sizeof(*s));
 		s->id = c->nsess++;
 		s->rng = rng_next(&rng);
-		if (rng_unit(&rng) < 0.3)
-			nturns = 2 + rng_below(&rng, 5);
-		nturns = min_u32(nturns, o.requests - c->nreq);
-		s->streaming = nturns > 1 && rng_unit(&rng) < 0.5;
-		s->abandon = s->streaming && rng_unit(&rng) < 0.15;
-		s->swa = rng_unit(&rng) < o.swa_frac;
-		if (rng_unit(&rng) < 0.75) {
-			w = rng_unit(&rng);
-			for (sys = 0; sys < RP_NR_SYS - 1; sys++) {
-				if (w < sys_weight[sys])
-					break;
-				w -= sys_weight[sys];
-			}
-			len = sys_len[sys];
-		}
-		/* Lengths first: the conversation must fit one row. */
-		for (t = 0; t < nturns; t++) {
-			user[t] = rng_lognormal(&rng, o.prompt_len, 1.0, 1,
-						max_u32(1, max_req / 4));
-			out[t] = rng_lognormal(&rng, o.output_len, 0.9, 1,
-					       max_u32(1, max_req / 4));
-			if (len + user[t] + out[t] > max_req) {
-				if (t) {
-					nturns = t;
-					break;
-				}
-				if (len + 1 + out[t] > max_req)
-					len = 0, sys = RP_NR_SYS;
-				user[t] = max_req - len - out[t];
-			}
+		kvs_shape_draw(&rng, &wl, sys_len, max_req, o.requests - c->nreq,
+			       &sh);
+		nturns = sh.nturns;
+		s->streaming = sh.stream;
+		s->abandon = sh.abandon;
+		s->swa = sh.swa;
+		sys = sh.shared;
+		user = sh.user;
+		out = sh.out;
+		len = sh.prefix;
+		for (t = 0; t < nturns; t++)
 			len += user[t] + out[t];
-		}
 		s->nturns = nturns;
 		s->first_req = c->nreq;
 
@@ -664,8 +652,6 @@ static void gen_workload(struct rp_client *c)
 		c->req[i].sess = &c->sess[(uintptr_t)c->req[i].sess];
 	for (k = 0; k < RP_NR_SYS; k++)
 		free(sys_tok[k]);
-	free(user);
-	free(out);
 }
 
 /* ---- client setup ------------------------------------------------------- */

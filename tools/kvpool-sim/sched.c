@@ -58,7 +58,6 @@
 #include "sim.h"
 
 #define NIL		0xffffffffU
-#define NOSHARED	0xffffffffU
 
 /* ---- the model ---------------------------------------------------------- */
 
@@ -75,10 +74,10 @@ struct row {
 /* A conversation; a single request is a one-turn session. */
 struct sess {
 	u32 id;
-	u32 shared;		/* system prompt, or NOSHARED */
+	u32 shared;		/* system prompt, or KVS_NONE */
 	u32 shared_len;
 	u32 nturns;
-	u32 user[SIM_MAX_TURNS], out[SIM_MAX_TURNS];
+	u32 user[KVS_MAX_TURNS], out[KVS_MAX_TURNS];
 	bool stream, swa;
 	u64 rng;		/* draft acceptance, think times */
 	struct row *parked;	/* its row in a session slot */
@@ -197,54 +196,31 @@ static u32 pages_of(struct sched *sc, u32 tokens)
 /* Session @id of this tenant: the same in every process of the tenant. */
 static struct sess *sess_make(struct sched *sc, u32 id)
 {
-	const struct sim_workload *w = sc->wl;
 	struct sess *s = xcalloc(1, sizeof(*s));
 	u64 rng = mix64(sc->seed ^ mix64(0x5e55ULL + id));
-	u32 len = 0, t, nturns = 1;
+	struct kvs_shape sh;
+	u32 t;
 
 	s->id = id;
 	s->rng = rng_next(&rng);
-	s->shared = NOSHARED;
-	if (w->nshared && rng_unit(&rng) < w->p_shared) {
-		s->shared = rng_below(&rng, w->nshared);
-		s->shared_len = sc->shared_len[s->shared];
-		len = s->shared_len;
+	kvs_shape_draw(&rng, &sc->wl->sess, sc->shared_len, sc->max_req,
+		       KVS_MAX_TURNS, &sh);
+	s->shared = sh.shared;
+	s->shared_len = sh.prefix;
+	s->nturns = sh.nturns;
+	s->stream = sh.stream;
+	s->swa = sh.swa;
+	for (t = 0; t < sh.nturns; t++) {
+		s->user[t] = sh.user[t];
+		s->out[t] = sh.out[t];
 	}
-	if (rng_unit(&rng) < w->p_multi)
-		nturns = 2 + rng_below(&rng, w->turns_max - 1);
-	s->stream = nturns > 1 && rng_unit(&rng) < w->p_stream;
-	s->swa = rng_unit(&rng) < w->p_swa;
-	for (t = 0; t < nturns; t++) {
-		u32 u = !t && w->first_median ?
-			rng_lognormal(&rng, w->first_median, w->first_sigma, 1,
-				      w->first_max) :
-			rng_lognormal(&rng, w->user_median, w->user_sigma, 1,
-				      w->user_max);
-		u32 o = rng_lognormal(&rng, w->out_median, w->out_sigma, 1,
-				      w->out_max);
-
-		if (len + u + o > sc->max_req) {
-			if (t)
-				break;
-			/* One turn must fit: shorten its prompt. */
-			if (len + 1 + o > sc->max_req) {
-				s->shared = NOSHARED;
-				s->shared_len = len = 0;
-			}
-			u = min_u32(u, sc->max_req - len - o);
-		}
-		s->user[t] = u;
-		s->out[t] = o;
-		len += u + o;
-	}
-	s->nturns = t;
 	return s;
 }
 
 /* Identity of the text in page @i of session @s. */
 static u64 page_key(struct sched *sc, const struct sess *s, u32 i)
 {
-	if (s->shared != NOSHARED && (u64)(i + 1) * sc->pt <= s->shared_len)
+	if (s->shared != KVS_NONE && (u64)(i + 1) * sc->pt <= s->shared_len)
 		return mix64(0x5a5a000000000000ULL ^ ((u64)s->shared << 32) ^ i);
 	return mix64(mix64(0xa5a5000000000000ULL ^ s->id) + i);
 }
@@ -1375,7 +1351,7 @@ static void init(struct sched *sc, const struct sim_sched_args *a)
 	sc->max_req = min_u32(sc->row_tokens - (sc->ahead + 2) * sc->pt,
 			    (u32)((u64)sc->nr_pages * sc->pt / 8));
 	srng = mix64(sc->seed ^ 0x5157ULL);
-	for (k = 0; k < w->nshared && k < 16; k++)
+	for (k = 0; k < w->sess.nshared && k < 16; k++)
 		sc->shared_len[k] = rng_lognormal(&srng, w->shared_median, 0.4,
 						sc->pt, sc->max_req / 2);
 

@@ -21,10 +21,10 @@
 #include <kvpool.h>
 
 #include "kvsched.h"
+#include "workload.h"
 
 #define SIM_MAX_TENANTS	3
 #define SIM_MAX_PROCS	16
-#define SIM_MAX_TURNS	6
 /* The pool the workloads are sized for: 80 GB GPU, 8B model. */
 #define SIM_REF_TOKENS	400000.0
 
@@ -38,23 +38,9 @@ enum sim_role {
 /* A tenant's workload, at SIM_REF_TOKENS; rates scale with the pool. */
 struct sim_workload {
 	double sess_rate;	/* new sessions per second */
-	u32 nshared;		/* shared prefixes: system prompts */
-	u32 shared_median;	/* their length, tokens */
-	double p_shared;	/* a session starts with one */
-	u32 first_median;	/* first turn's prompt, if not user_* (0) */
-	double first_sigma;
-	u32 first_max;
-	u32 user_median;	/* new prompt tokens per turn (log-normal) */
-	double user_sigma;
-	u32 user_max;
-	u32 out_median;		/* output tokens per turn (log-normal) */
-	double out_sigma;
-	u32 out_max;
-	double p_multi;		/* a session has 2..turns_max turns */
-	u32 turns_max;
+	u32 shared_median;	/* the shared prompts' length, tokens */
+	struct kvs_workload sess;	/* what a session looks like */
 	double think_s;		/* mean pause between turns */
-	double p_stream;	/* multi-turn: park the row in a slot */
-	double p_swa;		/* sliding-window request */
 	u32 swa_window;		/* tokens */
 	u32 draft;		/* speculative tokens allocated ahead */
 	double accept;		/* chance each draft token is accepted */
