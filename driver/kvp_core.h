@@ -411,4 +411,24 @@ static inline u32 kvp_pages_for(const struct kvp_pool *pool, u32 tokens)
 	return tokens / pool->page_tokens + !!(tokens % pool->page_tokens);
 }
 
+/**
+ * kvp_xa_span() - one more than the highest id in use in an id table
+ * @xa: the pool's clients or tenants
+ *
+ * For walkers that keep an array indexed by id beside the table: the
+ * invariant checker, and the fuzzer's snapshots of the core.
+ *
+ * Context: @lock of the pool @xa belongs to held.
+ * Return: the span; 0 if @xa is empty.
+ */
+static inline u32 kvp_xa_span(struct xarray *xa)
+{
+	unsigned long id, last = 0;
+	void *entry;
+
+	xa_for_each(xa, id, entry)
+		last = id + 1;
+	return (u32)last;
+}
+
 #endif /* _KVP_CORE_H */

@@ -47,17 +47,6 @@ struct kvp_vstate {
 	u32 bad;
 };
 
-/* One more than the highest index in use in @xa; 0 if it is empty. */
-static u32 kvp_xa_span(struct xarray *xa)
-{
-	unsigned long id, last = 0;
-	void *entry;
-
-	xa_for_each(xa, id, entry)
-		last = id + 1;
-	return (u32)last;
-}
-
 static void kvp_vstate_free(struct kvp_vstate *vs)
 {
 	kvfree(vs->per_row);

@@ -156,17 +156,6 @@ static bool fz_same(const u32 *a, const u32 *b, u32 n)
 
 /* ---- snapshots of the whole core state -------------------------------- */
 
-/* One more than the highest index in use in @xa. */
-static u32 fz_span(struct xarray *xa)
-{
-	unsigned long id, last = 0;
-	void *entry;
-
-	xa_for_each(xa, id, entry)
-		last = id + 1;
-	return (u32)last;
-}
-
 struct fz_rsnap {
 	u8 state;
 	int owner;		/* client slot, -1 none, 99 not one of ours */
@@ -308,8 +297,8 @@ static void fz_snap(struct fz *f, struct fz_snap *s)
 	s->reserved_rows = pool->reserved_rows;
 	s->nr_clients = pool->nr_clients;
 	s->next_client_id = pool->next_client_id;
-	s->clients_span = fz_span(&pool->clients);
-	s->tenants_span = fz_span(&pool->tenants);
+	s->clients_span = kvp_xa_span(&pool->clients);
+	s->tenants_span = kvp_xa_span(&pool->tenants);
 	s->nr_tenants = pool->nr_tenants;
 	s->unmet = pool->unmet;
 	s->sum_min = pool->sum_min;
