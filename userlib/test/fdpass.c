@@ -17,12 +17,12 @@
 #include <sys/stat.h>
 
 #include "kvpool.h"
-#include "check.h"
+#include "kvp_expect.h"
 
 static void make_pair(int type, int sv[2])
 {
 	if (socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, sv))
-		die("socketpair");
+		kvp_expect_die("socketpair");
 }
 
 static int same_file(int a, int b)
@@ -43,7 +43,7 @@ static int count_fds(void)
 
 	dir = opendir("/proc/self/fd");
 	if (!dir)
-		die("/proc/self/fd");
+		kvp_expect_die("/proc/self/fd");
 	while ((de = readdir(dir)))
 		if (de->d_name[0] != '.')
 			n++;
@@ -74,7 +74,7 @@ static void send_raw(int sock, const int *fds, int nr)
 		memcpy(CMSG_DATA(cm), fds, (size_t)nr * sizeof(int));
 	}
 	if (sendmsg(sock, &msg, 0) != 1)
-		die("sendmsg");
+		kvp_expect_die("sendmsg");
 }
 
 static void test_pass(int type, const char *name)
@@ -84,26 +84,27 @@ static void test_pass(int type, const char *name)
 	make_pair(type, sv);
 	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		die("/dev/null");
+		kvp_expect_die("/dev/null");
 
 	ret = kvpool_send_fd(sv[0], fd);
-	CHECK(ret == 0, "%s: send: %d", name, ret);
+	EXPECT_EQ(0, ret) TH_LOG("%s: send", name);
 	got = kvpool_recv_fd(sv[1]);
-	CHECK(got >= 0 && got != fd, "%s: recv: %d", name, got);
+	EXPECT_TRUE(got >= 0 && got != fd) TH_LOG("%s: recv: %d", name, got);
 	if (got >= 0) {
-		CHECK(same_file(fd, got), "%s: another file arrived", name);
-		CHECK(fcntl(got, F_GETFD) == FD_CLOEXEC,
-		      "%s: not close-on-exec", name);
+		EXPECT_TRUE(same_file(fd, got))
+			TH_LOG("%s: another file arrived", name);
+		EXPECT_EQ(FD_CLOEXEC, fcntl(got, F_GETFD))
+			TH_LOG("%s: not close-on-exec", name);
 		close(got);
 	}
 
 	/* Nothing sent yet on the other way: a hang-up reads as such. */
 	close(sv[0]);
 	ret = kvpool_recv_fd(sv[1]);
-	CHECK(ret == -ECONNRESET, "%s: recv after hang-up: %d", name, ret);
+	EXPECT_EQ(-ECONNRESET, ret) TH_LOG("%s: recv after hang-up", name);
 	/* And sending to a closed peer fails without SIGPIPE. */
 	ret = kvpool_send_fd(sv[1], fd);
-	CHECK(ret == -EPIPE, "%s: send to closed peer: %d", name, ret);
+	EXPECT_EQ(-EPIPE, ret) TH_LOG("%s: send to closed peer", name);
 	close(sv[1]);
 	close(fd);
 }
@@ -117,26 +118,28 @@ static void test_odd_messages(void)
 	/* Data but no descriptor. */
 	send_raw(sv[0], NULL, 0);
 	ret = kvpool_recv_fd(sv[1]);
-	CHECK(ret == -EBADMSG, "message without fd: %d", ret);
+	EXPECT_EQ(-EBADMSG, ret) TH_LOG("message without fd");
 
 	/* Two descriptors: the first comes back, the second is closed. */
 	fds[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	fds[1] = open("/dev/zero", O_RDONLY | O_CLOEXEC);
 	if (fds[0] < 0 || fds[1] < 0)
-		die("open");
+		kvp_expect_die("open");
 	nr_open = count_fds();
 	send_raw(sv[0], fds, 2);
 	got = kvpool_recv_fd(sv[1]);
-	CHECK(got >= 0 && same_file(got, fds[0]), "two fds: got %d", got);
+	EXPECT_TRUE(got >= 0 && same_file(got, fds[0]))
+		TH_LOG("two fds: got %d", got);
 	if (got >= 0)
 		close(got);
-	CHECK(count_fds() == nr_open, "two fds: the second was left open");
+	EXPECT_EQ(nr_open, count_fds())
+		TH_LOG("two fds: the second was left open");
 
-	CHECK(kvpool_send_fd(sv[0], -1) == -EBADF, "send of fd -1");
-	CHECK(kvpool_send_fd(-1, fds[0]) == -EBADF, "send on socket -1");
-	CHECK(kvpool_recv_fd(-1) == -EBADF, "recv on socket -1");
+	EXPECT_EQ(-EBADF, kvpool_send_fd(sv[0], -1));
+	EXPECT_EQ(-EBADF, kvpool_send_fd(-1, fds[0]));
+	EXPECT_EQ(-EBADF, kvpool_recv_fd(-1));
 	ret = kvpool_send_fd(fds[0], fds[1]);
-	CHECK(ret == -ENOTSOCK, "send on a non-socket: %d", ret);
+	EXPECT_EQ(-ENOTSOCK, ret) TH_LOG("send on a non-socket");
 
 	close(fds[0]);
 	close(fds[1]);
@@ -153,5 +156,5 @@ int main(void)
 	test_pass(SOCK_SEQPACKET, "seqpacket");
 	test_odd_messages();
 
-	return check_done("fdpass");
+	return kvp_expect_done("fdpass");
 }

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 
 #include "kvpool.h"
-#include "check.h"
+#include "kvp_expect.h"
 
 #ifndef FAKE_SYSFS
 #error "build with -DFAKE_SYSFS=... (the KVPOOL_SYSFS_DIR of the library)"
@@ -29,7 +29,7 @@
 static void mkdir_p(const char *path)
 {
 	if (mkdir(path, 0755) && errno != EEXIST)
-		die(path);
+		kvp_expect_die(path);
 }
 
 static void put(const char *dir, const char *name, const char *val)
@@ -40,10 +40,10 @@ static void put(const char *dir, const char *name, const char *val)
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	f = fopen(path, "w");
 	if (!f)
-		die(path);
+		kvp_expect_die(path);
 	fputs(val, f);
 	if (fclose(f))
-		die(path);
+		kvp_expect_die(path);
 }
 
 static void put_u32(const char *dir, const char *name, unsigned int val)
@@ -92,7 +92,7 @@ static void rm_rf(const char *path)
 
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
 	if (system(cmd))
-		die(cmd);
+		kvp_expect_die(cmd);
 }
 
 static void test_not_loaded(void)
@@ -100,14 +100,14 @@ static void test_not_loaded(void)
 	unsigned int ids[4];
 
 	rm_rf(FAKE_SYSFS);
-	CHECK(kvpool_pool_list(ids, 4) == -ENODEV, "no sysfs dir: not -ENODEV");
+	EXPECT_EQ(-ENODEV, kvpool_pool_list(ids, 4)) TH_LOG("no sysfs dir");
 	mkdir_p(FAKE_SYSFS);
 	mkdir_p(MISC);
 	mkdir_p(MISC "/fuse");
 	mkdir_p(MISC "/kvpoolx");
-	CHECK(kvpool_pool_list(ids, 4) == -ENODEV, "no kvpool: not -ENODEV");
-	CHECK(kvpool_pool_status(0, NULL, NULL) == -ENODEV,
-	      "status of a missing pool: not -ENODEV");
+	EXPECT_EQ(-ENODEV, kvpool_pool_list(ids, 4)) TH_LOG("no kvpool");
+	EXPECT_EQ(-ENODEV, kvpool_pool_status(0, NULL, NULL))
+		TH_LOG("status of a missing pool");
 
 	/*
 	 * The old layout, pools as misc devices, is not read: without the
@@ -115,16 +115,16 @@ static void test_not_loaded(void)
 	 */
 	make_pool_in(MISC, 0, 100);
 	mkdir_p(MISC "/kvpool-control");
-	CHECK(kvpool_pool_list(ids, 4) == -ENODEV,
-	      "pools in /sys/class/misc: not -ENODEV");
-	CHECK(kvpool_pool_status(0, NULL, NULL) == -ENODEV,
-	      "status of a pool in /sys/class/misc: not -ENODEV");
+	EXPECT_EQ(-ENODEV, kvpool_pool_list(ids, 4))
+		TH_LOG("pools in /sys/class/misc");
+	EXPECT_EQ(-ENODEV, kvpool_pool_status(0, NULL, NULL))
+		TH_LOG("status of a pool in /sys/class/misc");
 
 	/* Loaded with nr_pages=0: the class folder, empty, and no pool. */
 	mkdir_p(CLASS);
-	CHECK(kvpool_pool_list(ids, 4) == 0, "empty class: not 0 pools");
-	CHECK(kvpool_pool_status(0, NULL, NULL) == -ENODEV,
-	      "status in an empty class: not -ENODEV");
+	EXPECT_EQ(0, kvpool_pool_list(ids, 4)) TH_LOG("empty class");
+	EXPECT_EQ(-ENODEV, kvpool_pool_status(0, NULL, NULL))
+		TH_LOG("status in an empty class");
 }
 
 static void test_list(void)
@@ -145,17 +145,17 @@ static void test_list(void)
 
 	memset(ids, 0xff, sizeof(ids));
 	ret = kvpool_pool_list(ids, 8);
-	CHECK(ret == 3, "list: %d pools, want 3", ret);
-	CHECK(ids[0] == 0 && ids[1] == 2 && ids[2] == 10,
-	      "list not sorted: %u %u %u", ids[0], ids[1], ids[2]);
-	CHECK(ids[3] == 0xffffffffU, "list wrote past the pools");
+	EXPECT_EQ(3, ret) TH_LOG("list: pools");
+	EXPECT_TRUE(ids[0] == 0 && ids[1] == 2 && ids[2] == 10)
+		TH_LOG("list not sorted: %u %u %u", ids[0], ids[1], ids[2]);
+	EXPECT_EQ(0xffffffffU, ids[3]) TH_LOG("list wrote past the pools");
 
 	memset(ids, 0xff, sizeof(ids));
 	ret = kvpool_pool_list(ids, 2);
-	CHECK(ret == 3, "short list: %d, want 3", ret);
-	CHECK(ids[0] == 0 && ids[1] == 2 && ids[2] == 0xffffffffU,
-	      "short list: %u %u %u", ids[0], ids[1], ids[2]);
-	CHECK(kvpool_pool_list(NULL, 0) == 3, "count only");
+	EXPECT_EQ(3, ret) TH_LOG("short list");
+	EXPECT_TRUE(ids[0] == 0 && ids[1] == 2 && ids[2] == 0xffffffffU)
+		TH_LOG("short list: %u %u %u", ids[0], ids[1], ids[2]);
+	EXPECT_EQ(3, kvpool_pool_list(NULL, 0)) TH_LOG("count only");
 }
 
 static void test_status(void)
@@ -167,73 +167,77 @@ static void test_status(void)
 	memset(&in, 0xff, sizeof(in));
 	memset(&st, 0xff, sizeof(st));
 	ret = kvpool_pool_status(2, &in, &st);
-	CHECK(ret == 0, "status: %d", ret);
-	CHECK(in.size == sizeof(in) && in.flags == 0, "info header");
-	CHECK(in.out_pool_id == 2, "pool_id %u", in.out_pool_id);
-	CHECK(in.out_nr_pages == 201 && in.out_page_tokens == 202 &&
+	EXPECT_EQ(0, ret) TH_LOG("status");
+	EXPECT_TRUE(in.size == sizeof(in) && in.flags == 0)
+		TH_LOG("info header");
+	EXPECT_EQ(2, in.out_pool_id);
+	EXPECT_TRUE(in.out_nr_pages == 201 && in.out_page_tokens == 202 &&
 	      in.out_nr_rows == 203 && in.out_row_tokens == 204 &&
-	      in.out_create_flags == 205, "geometry read wrong");
-	CHECK(in.out_abi_version == 0 && in.out_features == 0 &&
+	      in.out_create_flags == 205) TH_LOG("geometry read wrong");
+	EXPECT_TRUE(in.out_abi_version == 0 && in.out_features == 0 &&
 	      in.out_max_batch == 0 && in.out_client_id == 0 &&
-	      in.__reserved == 0, "fields sysfs does not have are not 0");
-	CHECK(st.size == sizeof(st) && st.flags == 0, "stats header");
-	CHECK(st.out_free_pages == 206 && st.out_row_pages == 207 &&
+	      in.__reserved == 0)
+		TH_LOG("fields sysfs does not have are not 0");
+	EXPECT_TRUE(st.size == sizeof(st) && st.flags == 0)
+		TH_LOG("stats header");
+	EXPECT_TRUE(st.out_free_pages == 206 && st.out_row_pages == 207 &&
 	      st.out_slot_pages == 208 && st.out_cache_evictable == 209 &&
 	      st.out_cache_pinned == 210 && st.out_reserved_pages == 211 &&
 	      st.out_free_rows == 212 && st.out_held_rows == 213 &&
 	      st.out_slot_rows == 214 && st.out_reserved_rows == 215 &&
-	      st.out_nr_clients == 216, "counts read wrong");
-	CHECK(st.out_export_rows == 217 && st.out_export_pages == 218,
-	      "export counts read wrong");
-	CHECK(st.out_client_rows == 0 && st.out_client_slots == 0 &&
+	      st.out_nr_clients == 216) TH_LOG("counts read wrong");
+	EXPECT_TRUE(st.out_export_rows == 217 && st.out_export_pages == 218)
+		TH_LOG("export counts read wrong");
+	EXPECT_TRUE(st.out_client_rows == 0 && st.out_client_slots == 0 &&
 	      st.out_client_pages == 0 && st.out_client_cache_pages == 0 &&
-	      st.__reserved == 0, "client fields are not 0");
-	CHECK(st.out_tenant_id == 0 && st.out_tenant_pages == 0 &&
+	      st.__reserved == 0) TH_LOG("client fields are not 0");
+	EXPECT_TRUE(st.out_tenant_id == 0 && st.out_tenant_pages == 0 &&
 	      st.out_tenant_rows == 0 && st.out_tenant_max_pages == 0 &&
-	      st.out_tenant_min_pages == 0 && st.out_tenant_max_rows == 0,
-	      "tenant fields are not 0");
+	      st.out_tenant_min_pages == 0 && st.out_tenant_max_rows == 0)
+		TH_LOG("tenant fields are not 0");
 
-	CHECK(kvpool_pool_status(10, NULL, &st) == 0 &&
-	      st.out_nr_clients == 1016, "stats only");
-	CHECK(kvpool_pool_status(3, &in, &st) == -ENODEV, "missing pool");
-	CHECK(kvpool_pool_status(7, &in, &st) == -ENODEV,
-	      "a pool in /sys/class/misc read");
+	EXPECT_TRUE(kvpool_pool_status(10, NULL, &st) == 0 &&
+		    st.out_nr_clients == 1016) TH_LOG("stats only");
+	EXPECT_EQ(-ENODEV, kvpool_pool_status(3, &in, &st))
+		TH_LOG("missing pool");
+	EXPECT_EQ(-ENODEV, kvpool_pool_status(7, &in, &st))
+		TH_LOG("a pool in /sys/class/misc read");
 
 	/* The largest __u32 is fine; one more, or junk, is -EIO. */
 	put(CLASS "/kvpool0", "nr_clients", "4294967295\n");
-	CHECK(kvpool_pool_status(0, NULL, &st) == 0 &&
-	      st.out_nr_clients == 4294967295U, "UINT32_MAX");
+	EXPECT_TRUE(kvpool_pool_status(0, NULL, &st) == 0 &&
+		    st.out_nr_clients == 4294967295U) TH_LOG("UINT32_MAX");
 	put(CLASS "/kvpool0", "nr_clients", "4294967296\n");
-	CHECK(kvpool_pool_status(0, NULL, &st) == -EIO, "2^32 not -EIO");
+	EXPECT_EQ(-EIO, kvpool_pool_status(0, NULL, &st)) TH_LOG("2^32");
 	put(CLASS "/kvpool0", "nr_clients", "-1\n");
-	CHECK(kvpool_pool_status(0, NULL, &st) == -EIO, "-1 not -EIO");
+	EXPECT_EQ(-EIO, kvpool_pool_status(0, NULL, &st)) TH_LOG("-1");
 	put(CLASS "/kvpool0", "nr_clients", "12 apples\n");
-	CHECK(kvpool_pool_status(0, NULL, &st) == -EIO, "junk not -EIO");
+	EXPECT_EQ(-EIO, kvpool_pool_status(0, NULL, &st)) TH_LOG("junk");
 	put(CLASS "/kvpool0", "nr_clients", "");
-	CHECK(kvpool_pool_status(0, NULL, &st) == -EIO, "empty not -EIO");
+	EXPECT_EQ(-EIO, kvpool_pool_status(0, NULL, &st)) TH_LOG("empty");
 	/* Info alone does not read the counts. */
-	CHECK(kvpool_pool_status(0, &in, NULL) == 0, "info only");
+	EXPECT_EQ(0, kvpool_pool_status(0, &in, NULL)) TH_LOG("info only");
 
 	/* A module from before export: no export_* files, figures 0. */
 	if (unlink(CLASS "/kvpool2/export_rows") ||
 	    unlink(CLASS "/kvpool2/export_pages"))
-		die("unlink");
+		kvp_expect_die("unlink");
 	memset(&st, 0xff, sizeof(st));
 	ret = kvpool_pool_status(2, NULL, &st);
-	CHECK(ret == 0, "older module: %d", ret);
-	CHECK(st.out_export_rows == 0 && st.out_export_pages == 0 &&
-	      st.out_nr_clients == 216, "older module: figures");
+	EXPECT_EQ(0, ret) TH_LOG("older module");
+	EXPECT_TRUE(st.out_export_rows == 0 && st.out_export_pages == 0 &&
+		    st.out_nr_clients == 216) TH_LOG("older module: figures");
 	/* ... unless the pool itself is gone. */
 	if (unlink(CLASS "/kvpool2/pool_id"))
-		die("unlink");
-	CHECK(kvpool_pool_status(2, NULL, &st) == -ENODEV,
-	      "gone pool without export files not -ENODEV");
+		kvp_expect_die("unlink");
+	EXPECT_EQ(-ENODEV, kvpool_pool_status(2, NULL, &st))
+		TH_LOG("gone pool without export files");
 
 	/* A pool destroyed under us: its files are gone. */
 	if (unlink(CLASS "/kvpool0/nr_clients"))
-		die("unlink");
-	CHECK(kvpool_pool_status(0, NULL, &st) == -ENODEV,
-	      "vanished attribute not -ENODEV");
+		kvp_expect_die("unlink");
+	EXPECT_EQ(-ENODEV, kvpool_pool_status(0, NULL, &st))
+		TH_LOG("vanished attribute");
 }
 
 static void test_extra(void)
@@ -244,35 +248,37 @@ static void test_extra(void)
 
 	memset(&x, 0xff, sizeof(x));
 	ret = kvpool_pool_extra(10, &x);
-	CHECK(ret == 0, "extra: %d", ret);
-	CHECK(x.nr_tenants == 1019 && x.low_wmark == 1020 &&
-	      x.high_wmark == 1021, "extra read wrong: %u %u %u",
-	      x.nr_tenants, x.low_wmark, x.high_wmark);
+	EXPECT_EQ(0, ret) TH_LOG("extra");
+	EXPECT_TRUE(x.nr_tenants == 1019 && x.low_wmark == 1020 &&
+		    x.high_wmark == 1021)
+		TH_LOG("extra read wrong: %u %u %u",
+		       x.nr_tenants, x.low_wmark, x.high_wmark);
 	for (i = 0; i < ARRAY_SIZE(x.__resv); i++)
-		CHECK(x.__resv[i] == 0, "extra: __resv[%zu] is not 0", i);
-	CHECK(kvpool_pool_extra(3, &x) == -ENODEV, "extra of a missing pool");
-	CHECK(kvpool_pool_extra(7, &x) == -ENODEV,
-	      "extra of a pool in /sys/class/misc read");
+		EXPECT_EQ(0, x.__resv[i]) TH_LOG("extra: __resv[%zu]", i);
+	EXPECT_EQ(-ENODEV, kvpool_pool_extra(3, &x))
+		TH_LOG("extra of a missing pool");
+	EXPECT_EQ(-ENODEV, kvpool_pool_extra(7, &x))
+		TH_LOG("extra of a pool in /sys/class/misc read");
 
 	put(CLASS "/kvpool10", "low_wmark", "12 apples\n");
-	CHECK(kvpool_pool_extra(10, &x) == -EIO, "extra: junk not -EIO");
+	EXPECT_EQ(-EIO, kvpool_pool_extra(10, &x)) TH_LOG("extra: junk");
 
 	/* A module from before tenants and pressure: no such files. */
 	if (unlink(CLASS "/kvpool10/nr_tenants") ||
 	    unlink(CLASS "/kvpool10/low_wmark") ||
 	    unlink(CLASS "/kvpool10/high_wmark"))
-		die("unlink");
+		kvp_expect_die("unlink");
 	memset(&x, 0xff, sizeof(x));
 	ret = kvpool_pool_extra(10, &x);
-	CHECK(ret == -EOPNOTSUPP, "extra, older module: %d", ret);
-	CHECK(x.nr_tenants == 0xffffffffU, "extra wrote on failure");
+	EXPECT_EQ(-EOPNOTSUPP, ret) TH_LOG("extra, older module");
+	EXPECT_EQ(0xffffffffU, x.nr_tenants) TH_LOG("extra wrote on failure");
 	/* ... and the rest of such a pool still reads. */
-	CHECK(kvpool_pool_status(10, NULL, NULL) == 0,
-	      "older module: status failed");
+	EXPECT_EQ(0, kvpool_pool_status(10, NULL, NULL))
+		TH_LOG("older module: status failed");
 	if (unlink(CLASS "/kvpool10/pool_id"))
-		die("unlink");
-	CHECK(kvpool_pool_extra(10, &x) == -ENODEV,
-	      "extra of a gone pool not -ENODEV");
+		kvp_expect_die("unlink");
+	EXPECT_EQ(-ENODEV, kvpool_pool_extra(10, &x))
+		TH_LOG("extra of a gone pool");
 }
 
 int main(void)
@@ -283,5 +289,5 @@ int main(void)
 	test_extra();
 	rm_rf(FAKE_SYSFS);
 
-	return check_done("sysfs");
+	return kvp_expect_done("sysfs");
 }

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "kvpool.h"
-#include "check.h"
+#include "kvp_expect.h"
 
 #ifndef VERSION_FILE
 #error "build with -DVERSION_FILE=... (the top-level VERSION file)"
@@ -18,7 +18,7 @@
 
 int main(int argc, char **argv)
 {
-	const char *v = kvpool_version();
+	const char *v = kvpool_version(), *name;
 	unsigned int major, minor, patch;
 	char want[64], tail;
 	size_t len;
@@ -38,18 +38,23 @@ int main(int argc, char **argv)
 	fclose(f);
 	/* The file is the version and one newline. */
 	len = strlen(want);
-	CHECK(len && want[len - 1] == '\n', "VERSION does not end in a newline");
+	EXPECT_TRUE(len && want[len - 1] == '\n')
+		TH_LOG("VERSION does not end in a newline");
 	if (len && want[len - 1] == '\n')
 		want[--len] = '\0';
 
-	CHECK(v && !strcmp(v, want), "kvpool_version() is '%s', VERSION is '%s'",
-	      v ? v : "(null)", want);
-	CHECK(v == kvpool_version(), "kvpool_version() is not one static string");
-	CHECK(v && sscanf(v, "%u.%u.%u%c", &major, &minor, &patch, &tail) == 3,
-	      "'%s' is not MAJOR.MINOR.PATCH", v ? v : "(null)");
+	EXPECT_TRUE(v && !strcmp(v, want))
+		TH_LOG("kvpool_version() is '%s', VERSION is '%s'",
+		       v ? v : "(null)", want);
+	EXPECT_EQ(v, kvpool_version())
+		TH_LOG("kvpool_version() is not one static string");
+	EXPECT_TRUE(v && sscanf(v, "%u.%u.%u%c", &major, &minor, &patch,
+				&tail) == 3)
+		TH_LOG("'%s' is not MAJOR.MINOR.PATCH", v ? v : "(null)");
 
-	if (check_failures)
-		return 1;
-	printf("PASS %s: %s\n", argv[0][0] == '.' ? argv[0] + 2 : argv[0], v);
+	name = argv[0][0] == '.' ? argv[0] + 2 : argv[0];
+	if (kvp_expect_failures)
+		return kvp_expect_done(name);
+	printf("PASS %s: %s\n", name, v);
 	return 0;
 }
