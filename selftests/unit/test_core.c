@@ -6,7 +6,9 @@
  * kvp_os_user.h, which counts allocations and fails the Nth on request.
  *
  * Output is TAP; the last line is "N passed, N failed". Exit status is
- * non-zero if any test failed.
+ * non-zero if any test failed. Tests assert with the kselftest harness's
+ * EXPECT_*() from selftests/lib/kvp_expect.h, whose failure count run()
+ * reads and resets for each test.
  */
 #include <stdarg.h>
 #include <unistd.h>
@@ -14,27 +16,11 @@
 
 #include "kvp_core.h"
 
-static int t_failed;	/* checks failed in the current test */
+/* The TAP diagnostics, failed expectations included, all on stdout. */
+#define TH_LOG_STREAM stdout
+#include "kvp_expect.h"
+
 static int nr_pass, nr_fail, nr_test;
-
-#define CHECK(cond)							\
-	do {								\
-		if (!(cond)) {						\
-			printf("#   %s:%d: CHECK(%s) failed\n",		\
-			       __FILE__, __LINE__, #cond);		\
-			t_failed++;					\
-		}							\
-	} while (0)
-
-#define CHECK_EQ(a, b)							\
-	do {								\
-		long long _a = (long long)(a), _b = (long long)(b);	\
-		if (_a != _b) {						\
-			printf("#   %s:%d: %s == %lld, expected %s == %lld\n", \
-			       __FILE__, __LINE__, #a, _a, #b, _b);	\
-			t_failed++;					\
-		}							\
-	} while (0)
 
 static u32 verify(struct kvp_pool *pool);
 
@@ -72,10 +58,11 @@ static void tpool_fini(struct tpool *t)
 
 	for (i = 0; i < 3; i++)
 		kvp_client_detach_locked(&t->c[i]);
-	CHECK_EQ(t->pool.nr_clients, 0);
-	CHECK_EQ(t->pool.free_pages, t->pool.nr_pages - t->pool.reserved_pages);
-	CHECK_EQ(t->pool.free_rows, t->pool.nr_rows - t->pool.reserved_rows);
-	CHECK_EQ(verify(&t->pool), 0);
+	EXPECT_EQ(0, t->pool.nr_clients);
+	EXPECT_EQ(t->pool.nr_pages - t->pool.reserved_pages,
+		  t->pool.free_pages);
+	EXPECT_EQ(t->pool.nr_rows - t->pool.reserved_rows, t->pool.free_rows);
+	EXPECT_EQ(0, verify(&t->pool));
 	mutex_unlock(&t->pool.lock);
 	kvp_pool_fini(&t->pool);
 }
@@ -164,26 +151,28 @@ static void test_geometry(void)
 {
 	struct tpool t;
 
-	CHECK_EQ(kvp_geom_check(0, 0, 1, 1, 1), -EINVAL);
-	CHECK_EQ(kvp_geom_check(0, KVP_MAX_PAGES + 1, 1, 1, 1), -EINVAL);
-	CHECK_EQ(kvp_geom_check(0, 1, 0, 1, 1), -EINVAL);
-	CHECK_EQ(kvp_geom_check(0, 1, KVP_MAX_PAGE_TOKENS + 1, 1, 1), -EINVAL);
-	CHECK_EQ(kvp_geom_check(0, 1, 1, 0, 1), -EINVAL);
-	CHECK_EQ(kvp_geom_check(0, 1, 1, KVP_MAX_ROWS + 1, 1), -EINVAL);
-	CHECK_EQ(kvp_geom_check(0, 1, 1, 1, 0), -EINVAL);
-	CHECK_EQ(kvp_geom_check(0, 1, 1, 1, KVP_MAX_ROW_TOKENS + 1), -EINVAL);
-	CHECK_EQ(kvp_geom_check(KVPOOL_CREATE_RESERVE_ZERO, 1, 1, 2, 1), -EINVAL);
-	CHECK_EQ(kvp_geom_check(KVPOOL_CREATE_RESERVE_ZERO, 2, 1, 1, 1), -EINVAL);
-	CHECK_EQ(kvp_geom_check(2, 2, 1, 2, 1), -EOPNOTSUPP);
-	CHECK_EQ(kvp_geom_check(KVPOOL_CREATE_RESERVE_ZERO, 2, 1, 2, 1), 0);
-	CHECK_EQ(kvp_geom_check(0, KVP_MAX_PAGES, KVP_MAX_PAGE_TOKENS,
-				KVP_MAX_ROWS, KVP_MAX_ROW_TOKENS), 0);
+	EXPECT_EQ(-EINVAL, kvp_geom_check(0, 0, 1, 1, 1));
+	EXPECT_EQ(-EINVAL, kvp_geom_check(0, KVP_MAX_PAGES + 1, 1, 1, 1));
+	EXPECT_EQ(-EINVAL, kvp_geom_check(0, 1, 0, 1, 1));
+	EXPECT_EQ(-EINVAL, kvp_geom_check(0, 1, KVP_MAX_PAGE_TOKENS + 1, 1, 1));
+	EXPECT_EQ(-EINVAL, kvp_geom_check(0, 1, 1, 0, 1));
+	EXPECT_EQ(-EINVAL, kvp_geom_check(0, 1, 1, KVP_MAX_ROWS + 1, 1));
+	EXPECT_EQ(-EINVAL, kvp_geom_check(0, 1, 1, 1, 0));
+	EXPECT_EQ(-EINVAL, kvp_geom_check(0, 1, 1, 1, KVP_MAX_ROW_TOKENS + 1));
+	EXPECT_EQ(-EINVAL,
+		  kvp_geom_check(KVPOOL_CREATE_RESERVE_ZERO, 1, 1, 2, 1));
+	EXPECT_EQ(-EINVAL,
+		  kvp_geom_check(KVPOOL_CREATE_RESERVE_ZERO, 2, 1, 1, 1));
+	EXPECT_EQ(-EOPNOTSUPP, kvp_geom_check(2, 2, 1, 2, 1));
+	EXPECT_EQ(0, kvp_geom_check(KVPOOL_CREATE_RESERVE_ZERO, 2, 1, 2, 1));
+	EXPECT_EQ(0, kvp_geom_check(0, KVP_MAX_PAGES, KVP_MAX_PAGE_TOKENS,
+				    KVP_MAX_ROWS, KVP_MAX_ROW_TOKENS));
 
-	CHECK_EQ(tpool_init(&t, 0, 10, 1, 4, 100), 0);
-	CHECK_EQ(t.pool.max_batch, 4);
-	CHECK_EQ(t.pool.free_pages, 10);
-	CHECK_EQ(t.pool.reserved_pages, 0);
-	CHECK(clean(&t));
+	EXPECT_EQ(0, tpool_init(&t, 0, 10, 1, 4, 100));
+	EXPECT_EQ(4, t.pool.max_batch);
+	EXPECT_EQ(10, t.pool.free_pages);
+	EXPECT_EQ(0, t.pool.reserved_pages);
+	EXPECT_TRUE(clean(&t));
 	tpool_fini(&t);
 }
 
@@ -194,26 +183,26 @@ static void test_reserve_zero(void)
 	struct tpool t;
 	u32 *pages, i, sh;
 
-	CHECK_EQ(tpool_init(&t, KVPOOL_CREATE_RESERVE_ZERO, 4, 1, 4, 100), 0);
+	EXPECT_EQ(0, tpool_init(&t, KVPOOL_CREATE_RESERVE_ZERO, 4, 1, 4, 100));
 	st = stats(&t.c[0]);
-	CHECK_EQ(st.out_free_pages, 3);
-	CHECK_EQ(st.out_reserved_pages, 1);
-	CHECK_EQ(st.out_free_rows, 3);
-	CHECK_EQ(st.out_reserved_rows, 1);
-	CHECK_EQ(kvp_row_alloc_locked(&t.c[0], h, 3, &sh), 0);
+	EXPECT_EQ(3, st.out_free_pages);
+	EXPECT_EQ(1, st.out_reserved_pages);
+	EXPECT_EQ(3, st.out_free_rows);
+	EXPECT_EQ(1, st.out_reserved_rows);
+	EXPECT_EQ(0, kvp_row_alloc_locked(&t.c[0], h, 3, &sh));
 	for (i = 0; i < 3; i++) {
-		CHECK(h[i].req_pool_idx != 0);
-		CHECK(h[i].generation != 0);
+		EXPECT_TRUE(h[i].req_pool_idx != 0);
+		EXPECT_TRUE(h[i].generation != 0);
 	}
-	CHECK_EQ(extend1(&t.c[0], h[0], 3, NULL), 0);
+	EXPECT_EQ(0, extend1(&t.c[0], h[0], 3, NULL));
 	query(&t.c[0], h[0], &pages);
 	for (i = 0; i < 3; i++)
-		CHECK(pages[i] != 0);
+		EXPECT_TRUE(pages[i] != 0);
 	kvfree(pages);
-	CHECK_EQ(kvp_row_alloc_locked(&t.c[1], h, 1, &sh), -ENOSPC);
-	CHECK_EQ(sh, 1);
-	CHECK_EQ(extend1(&t.c[0], h[1], 1, NULL), -ENOSPC);
-	CHECK(clean(&t));
+	EXPECT_EQ(-ENOSPC, kvp_row_alloc_locked(&t.c[1], h, 1, &sh));
+	EXPECT_EQ(1, sh);
+	EXPECT_EQ(-ENOSPC, extend1(&t.c[0], h[1], 1, NULL));
+	EXPECT_TRUE(clean(&t));
 	tpool_fini(&t);
 }
 
@@ -224,22 +213,22 @@ static void test_row_alloc(void)
 	struct tpool t;
 	u32 sh, i, j;
 
-	CHECK_EQ(tpool_init(&t, 0, 64, 1, 8, 100), 0);
-	CHECK_EQ(kvp_row_alloc_locked(&t.c[0], h, 0, &sh), -EINVAL);
-	CHECK_EQ(kvp_row_alloc_locked(&t.c[0], h, 9, &sh), -EINVAL);
-	CHECK_EQ(kvp_row_alloc_locked(&t.c[0], h, 5, &sh), 0);
+	EXPECT_EQ(0, tpool_init(&t, 0, 64, 1, 8, 100));
+	EXPECT_EQ(-EINVAL, kvp_row_alloc_locked(&t.c[0], h, 0, &sh));
+	EXPECT_EQ(-EINVAL, kvp_row_alloc_locked(&t.c[0], h, 9, &sh));
+	EXPECT_EQ(0, kvp_row_alloc_locked(&t.c[0], h, 5, &sh));
 	for (i = 0; i < 5; i++)
 		for (j = i + 1; j < 5; j++)
-			CHECK(h[i].req_pool_idx != h[j].req_pool_idx);
+			EXPECT_TRUE(h[i].req_pool_idx != h[j].req_pool_idx);
 	st = stats(&t.c[1]);
-	CHECK_EQ(kvp_row_alloc_locked(&t.c[1], h + 5, 4, &sh), -ENOSPC);
-	CHECK_EQ(sh, 1);
-	CHECK(stats_eq(&t.c[1], &st));
+	EXPECT_EQ(-ENOSPC, kvp_row_alloc_locked(&t.c[1], h + 5, 4, &sh));
+	EXPECT_EQ(1, sh);
+	EXPECT_TRUE(stats_eq(&t.c[1], &st));
 	st = stats(&t.c[0]);
-	CHECK_EQ(st.out_held_rows, 5);
-	CHECK_EQ(st.out_client_rows, 5);
-	CHECK_EQ(stats(&t.c[1]).out_client_rows, 0);
-	CHECK(clean(&t));
+	EXPECT_EQ(5, st.out_held_rows);
+	EXPECT_EQ(5, st.out_client_rows);
+	EXPECT_EQ(0, stats(&t.c[1]).out_client_rows);
+	EXPECT_TRUE(clean(&t));
 	tpool_fini(&t);
 }
 
@@ -253,20 +242,20 @@ static void test_extend(u32 pt)
 	struct tpool t;
 	u32 *pages, sh, n, i;
 
-	CHECK_EQ(tpool_init(&t, KVPOOL_CREATE_RESERVE_ZERO, 33, pt, 8,
-			    64 * pt), 0);
-	CHECK_EQ(kvp_row_alloc_locked(&t.c[0], h, 3, &sh), 0);
-	CHECK_EQ(alloc1(&t.c[1], &other), 0);
+	EXPECT_EQ(0, tpool_init(&t, KVPOOL_CREATE_RESERVE_ZERO, 33, pt, 8,
+				64 * pt));
+	EXPECT_EQ(0, kvp_row_alloc_locked(&t.c[0], h, 3, &sh));
+	EXPECT_EQ(0, alloc1(&t.c[1], &other));
 
 	/* The partial last page is filled before whole pages are taken. */
-	CHECK_EQ(extend1(&t.c[0], h[0], 1, &n), 0);
-	CHECK_EQ(n, 1);
-	CHECK_EQ(extend1(&t.c[0], h[0], pt, &n), 0);
-	CHECK_EQ(n, 0);
-	CHECK_EQ(extend1(&t.c[0], h[0], pt + 1, &n), 0);
-	CHECK_EQ(n, 1);
-	CHECK_EQ(extend1(&t.c[0], h[0], pt + 1, &n), 0);
-	CHECK_EQ(n, 0);
+	EXPECT_EQ(0, extend1(&t.c[0], h[0], 1, &n));
+	EXPECT_EQ(1, n);
+	EXPECT_EQ(0, extend1(&t.c[0], h[0], pt, &n));
+	EXPECT_EQ(0, n);
+	EXPECT_EQ(0, extend1(&t.c[0], h[0], pt + 1, &n));
+	EXPECT_EQ(1, n);
+	EXPECT_EQ(0, extend1(&t.c[0], h[0], pt + 1, &n));
+	EXPECT_EQ(0, n);
 
 	/* A batch returns exactly the new ids, row by row. */
 	memset(e, 0, sizeof(e));
@@ -275,71 +264,71 @@ static void test_extend(u32 pt)
 	e[0].new_len = 3 * pt;		/* 2 -> 3 pages */
 	e[1].new_len = 2 * pt + 1;	/* 0 -> 3 */
 	e[2].new_len = 1;		/* 0 -> 1 */
-	CHECK_EQ(kvp_extend_locked(&t.c[0], e, 3, 5, &res), 0);
-	CHECK_EQ(res.nr_pages, 5);
-	CHECK_EQ(e[0].out_nr_new, 1);
-	CHECK_EQ(e[1].out_nr_new, 3);
-	CHECK_EQ(e[2].out_nr_new, 1);
+	EXPECT_EQ(0, kvp_extend_locked(&t.c[0], e, 3, 5, &res));
+	EXPECT_EQ(5, res.nr_pages);
+	EXPECT_EQ(1, e[0].out_nr_new);
+	EXPECT_EQ(3, e[1].out_nr_new);
+	EXPECT_EQ(1, e[2].out_nr_new);
 	q = query(&t.c[0], h[0], &pages);
-	CHECK_EQ(q.out_nr_pages, 3);
-	CHECK_EQ(q.out_allocated_len, 3 * pt);
-	CHECK_EQ(pages[2], res.pages[0]);
+	EXPECT_EQ(3, q.out_nr_pages);
+	EXPECT_EQ(3 * pt, q.out_allocated_len);
+	EXPECT_EQ(res.pages[0], pages[2]);
 	kvfree(pages);
 	q = query(&t.c[0], h[1], &pages);
 	for (i = 0; i < 3; i++)
-		CHECK_EQ(pages[i], res.pages[1 + i]);
+		EXPECT_EQ(res.pages[1 + i], pages[i]);
 	kvfree(pages);
 	kvfree(res.pages);
-	CHECK_EQ(stats(&t.c[0]).out_client_pages, 7);
-	CHECK_EQ(stats(&t.c[0]).out_free_pages, 25);
+	EXPECT_EQ(7, stats(&t.c[0]).out_client_pages);
+	EXPECT_EQ(25, stats(&t.c[0]).out_free_pages);
 
 	/* Each refusal names the entry and changes nothing. */
 	st = stats(&t.c[0]);
 	e[0].new_len = 3 * pt;
 	e[1].new_len = 2 * pt;		/* shrink */
-	CHECK_EQ(kvp_extend_locked(&t.c[0], e, 3, ~0U, &res), -EINVAL);
-	CHECK_EQ(res.error_index, 1);
+	EXPECT_EQ(-EINVAL, kvp_extend_locked(&t.c[0], e, 3, ~0U, &res));
+	EXPECT_EQ(1, res.error_index);
 	e[1].new_len = 65 * pt;		/* past row_tokens */
-	CHECK_EQ(kvp_extend_locked(&t.c[0], e, 3, ~0U, &res), -EINVAL);
-	CHECK_EQ(res.error_index, 1);
+	EXPECT_EQ(-EINVAL, kvp_extend_locked(&t.c[0], e, 3, ~0U, &res));
+	EXPECT_EQ(1, res.error_index);
 	e[1].new_len = 3 * pt;
 	e[2].handle = h[0];		/* the same row twice */
-	CHECK_EQ(kvp_extend_locked(&t.c[0], e, 3, ~0U, &res), -EINVAL);
-	CHECK_EQ(res.error_index, 2);
+	EXPECT_EQ(-EINVAL, kvp_extend_locked(&t.c[0], e, 3, ~0U, &res));
+	EXPECT_EQ(2, res.error_index);
 	e[2].handle = other;		/* another client's row */
-	CHECK_EQ(kvp_extend_locked(&t.c[0], e, 3, ~0U, &res), -ENOENT);
-	CHECK_EQ(res.error_index, 2);
+	EXPECT_EQ(-ENOENT, kvp_extend_locked(&t.c[0], e, 3, ~0U, &res));
+	EXPECT_EQ(2, res.error_index);
 	e[2].handle = h[2];
 	e[2].handle.generation--;	/* stale: an earlier use of the row */
-	CHECK_EQ(kvp_extend_locked(&t.c[0], e, 3, ~0U, &res), -ESTALE);
-	CHECK_EQ(res.error_index, 2);
+	EXPECT_EQ(-ESTALE, kvp_extend_locked(&t.c[0], e, 3, ~0U, &res));
+	EXPECT_EQ(2, res.error_index);
 	e[2].handle.generation += 2;	/* never issued: names nothing */
-	CHECK_EQ(kvp_extend_locked(&t.c[0], e, 3, ~0U, &res), -ENOENT);
-	CHECK_EQ(res.error_index, 2);
+	EXPECT_EQ(-ENOENT, kvp_extend_locked(&t.c[0], e, 3, ~0U, &res));
+	EXPECT_EQ(2, res.error_index);
 	e[2].handle.req_pool_idx = 8;	/* out of range */
-	CHECK_EQ(kvp_extend_locked(&t.c[0], e, 3, ~0U, &res), -ENOENT);
+	EXPECT_EQ(-ENOENT, kvp_extend_locked(&t.c[0], e, 3, ~0U, &res));
 	e[2].handle.req_pool_idx = 0;	/* reserved */
-	CHECK_EQ(kvp_extend_locked(&t.c[0], e, 3, ~0U, &res), -ENOENT);
+	EXPECT_EQ(-ENOENT, kvp_extend_locked(&t.c[0], e, 3, ~0U, &res));
 	e[2].handle = h[2];
 	e[2].new_len = 4 * pt;		/* 1 -> 4 pages: 3 new */
-	CHECK_EQ(kvp_extend_locked(&t.c[0], e, 3, 2, &res), -ENOBUFS);
-	CHECK_EQ(res.nr_pages, 3);
+	EXPECT_EQ(-ENOBUFS, kvp_extend_locked(&t.c[0], e, 3, 2, &res));
+	EXPECT_EQ(3, res.nr_pages);
 	e[2].new_len = 30 * pt;		/* 29 new, 25 free */
-	CHECK_EQ(kvp_extend_locked(&t.c[0], e, 3, ~0U, &res), -ENOSPC);
-	CHECK_EQ(res.shortfall, 29 - 25);
-	CHECK_EQ(kvp_extend_locked(&t.c[0], e, 0, ~0U, &res), -EINVAL);
-	CHECK_EQ(kvp_extend_locked(&t.c[0], e, 9, ~0U, &res), -EINVAL);
-	CHECK(stats_eq(&t.c[0], &st));
+	EXPECT_EQ(-ENOSPC, kvp_extend_locked(&t.c[0], e, 3, ~0U, &res));
+	EXPECT_EQ(29 - 25, res.shortfall);
+	EXPECT_EQ(-EINVAL, kvp_extend_locked(&t.c[0], e, 0, ~0U, &res));
+	EXPECT_EQ(-EINVAL, kvp_extend_locked(&t.c[0], e, 9, ~0U, &res));
+	EXPECT_TRUE(stats_eq(&t.c[0], &st));
 	q = query(&t.c[0], h[2], NULL);
-	CHECK_EQ(q.out_allocated_len, 1);
-	CHECK(clean(&t));
+	EXPECT_EQ(1, q.out_allocated_len);
+	EXPECT_TRUE(clean(&t));
 
 	/* Exactly all free pages can be taken. */
 	e[2].new_len = 26 * pt;
-	CHECK_EQ(kvp_extend_locked(&t.c[0], e + 2, 1, ~0U, &res), 0);
+	EXPECT_EQ(0, kvp_extend_locked(&t.c[0], e + 2, 1, ~0U, &res));
 	kvfree(res.pages);
-	CHECK_EQ(stats(&t.c[0]).out_free_pages, 0);
-	CHECK(clean(&t));
+	EXPECT_EQ(0, stats(&t.c[0]).out_free_pages);
+	EXPECT_TRUE(clean(&t));
 	tpool_fini(&t);
 }
 
@@ -351,44 +340,44 @@ static void test_commit_trim(u32 pt)
 	struct tpool t;
 	u32 sh, idx, freed;
 
-	CHECK_EQ(tpool_init(&t, 0, 64, pt, 4, 64 * pt), 0);
-	CHECK_EQ(kvp_row_alloc_locked(&t.c[0], h, 2, &sh), 0);
-	CHECK_EQ(extend1(&t.c[0], h[0], 10 * pt, NULL), 0);
-	CHECK_EQ(extend1(&t.c[0], h[1], 4 * pt, NULL), 0);
+	EXPECT_EQ(0, tpool_init(&t, 0, 64, pt, 4, 64 * pt));
+	EXPECT_EQ(0, kvp_row_alloc_locked(&t.c[0], h, 2, &sh));
+	EXPECT_EQ(0, extend1(&t.c[0], h[0], 10 * pt, NULL));
+	EXPECT_EQ(0, extend1(&t.c[0], h[1], 4 * pt, NULL));
 
-	CHECK_EQ(commit1(&t.c[0], h[0], 10 * pt + 1), -EINVAL);
-	CHECK_EQ(commit1(&t.c[0], h[0], 6 * pt + (pt > 1)), 0);
-	CHECK_EQ(commit1(&t.c[0], h[0], 5 * pt), -EINVAL);	/* backwards */
+	EXPECT_EQ(-EINVAL, commit1(&t.c[0], h[0], 10 * pt + 1));
+	EXPECT_EQ(0, commit1(&t.c[0], h[0], 6 * pt + (pt > 1)));
+	EXPECT_EQ(-EINVAL, commit1(&t.c[0], h[0], 5 * pt));	/* backwards */
 	memset(le, 0, sizeof(le));
 	le[0].handle = h[1];
 	le[0].len = 2 * pt;
 	le[1].handle = h[0];
 	le[1].len = 7 * pt;
 	le[1].__reserved = 1;
-	CHECK_EQ(kvp_commit_locked(&t.c[0], le, 2, &idx), -EINVAL);
-	CHECK_EQ(idx, 1);
-	CHECK_EQ(query(&t.c[0], h[1], NULL).out_committed_len, 0);
+	EXPECT_EQ(-EINVAL, kvp_commit_locked(&t.c[0], le, 2, &idx));
+	EXPECT_EQ(1, idx);
+	EXPECT_EQ(0, query(&t.c[0], h[1], NULL).out_committed_len);
 	le[1].__reserved = 0;
-	CHECK_EQ(kvp_commit_locked(&t.c[0], le, 2, &idx), 0);
-	CHECK_EQ(query(&t.c[0], h[1], NULL).out_committed_len, 2 * pt);
-	CHECK_EQ(commit1(&t.c[0], h[0], 6 * pt + (pt > 1)), -EINVAL);
-	CHECK_EQ(commit1(&t.c[0], h[0], 7 * pt), 0);	/* same: allowed */
+	EXPECT_EQ(0, kvp_commit_locked(&t.c[0], le, 2, &idx));
+	EXPECT_EQ(2 * pt, query(&t.c[0], h[1], NULL).out_committed_len);
+	EXPECT_EQ(-EINVAL, commit1(&t.c[0], h[0], 6 * pt + (pt > 1)));
+	EXPECT_EQ(0, commit1(&t.c[0], h[0], 7 * pt));	/* same: allowed */
 
 	/* Trim keeps ceil(committed / pt) pages and shrinks allocated. */
-	CHECK_EQ(commit1(&t.c[0], h[0], 7 * pt + (pt > 1)), 0);
-	CHECK_EQ(kvp_trim_locked(&t.c[0], h, 2, &freed, &idx), 0);
-	CHECK_EQ(freed, (10 - 7 - (pt > 1)) + 2);
+	EXPECT_EQ(0, commit1(&t.c[0], h[0], 7 * pt + (pt > 1)));
+	EXPECT_EQ(0, kvp_trim_locked(&t.c[0], h, 2, &freed, &idx));
+	EXPECT_EQ((10 - 7 - (pt > 1)) + 2, freed);
 	q = query(&t.c[0], h[0], NULL);
-	CHECK_EQ(q.out_allocated_len, 7 * pt + (pt > 1));
-	CHECK_EQ(q.out_nr_pages, 7 + (pt > 1));
-	CHECK_EQ(stats(&t.c[0]).out_client_pages, 7 + (pt > 1) + 2);
+	EXPECT_EQ(7 * pt + (pt > 1), q.out_allocated_len);
+	EXPECT_EQ(7 + (pt > 1), q.out_nr_pages);
+	EXPECT_EQ(7 + (pt > 1) + 2, stats(&t.c[0]).out_client_pages);
 	/* Trimming again frees nothing. */
-	CHECK_EQ(kvp_trim_locked(&t.c[0], h, 2, &freed, &idx), 0);
-	CHECK_EQ(freed, 0);
+	EXPECT_EQ(0, kvp_trim_locked(&t.c[0], h, 2, &freed, &idx));
+	EXPECT_EQ(0, freed);
 	/* The row grows again from where it was trimmed. */
-	CHECK_EQ(extend1(&t.c[0], h[1], 3 * pt, &sh), 0);
-	CHECK_EQ(sh, 1);
-	CHECK(clean(&t));
+	EXPECT_EQ(0, extend1(&t.c[0], h[1], 3 * pt, &sh));
+	EXPECT_EQ(1, sh);
+	EXPECT_TRUE(clean(&t));
 	tpool_fini(&t);
 }
 
@@ -399,37 +388,37 @@ static void test_release(void)
 	struct tpool t;
 	u32 sh, idx, freed;
 
-	CHECK_EQ(tpool_init(&t, 0, 64, 4, 4, 1000), 0);
-	CHECK_EQ(alloc1(&t.c[0], h), 0);
-	CHECK_EQ(extend1(&t.c[0], h[0], 37, NULL), 0);	/* 10 pages */
-	CHECK_EQ(commit1(&t.c[0], h[0], 30), 0);
+	EXPECT_EQ(0, tpool_init(&t, 0, 64, 4, 4, 1000));
+	EXPECT_EQ(0, alloc1(&t.c[0], h));
+	EXPECT_EQ(0, extend1(&t.c[0], h[0], 37, NULL));	/* 10 pages */
+	EXPECT_EQ(0, commit1(&t.c[0], h[0], 30));
 	st = stats(&t.c[0]);
 	h[1] = h[0];
-	CHECK_EQ(kvp_release_locked(&t.c[0], h, 2, 0, &freed, &idx), -EINVAL);
-	CHECK_EQ(idx, 1);
-	CHECK(stats_eq(&t.c[0], &st));
-	CHECK_EQ(kvp_release_locked(&t.c[1], h, 1, 0, &freed, &idx), -ENOENT);
-	CHECK_EQ(kvp_release_locked(&t.c[0], h, 1, 0, &freed, &idx), 0);
-	CHECK_EQ(freed, 10);
-	CHECK_EQ(stats(&t.c[0]).out_free_pages, 64);
-	CHECK_EQ(stats(&t.c[0]).out_client_rows, 0);
+	EXPECT_EQ(-EINVAL, kvp_release_locked(&t.c[0], h, 2, 0, &freed, &idx));
+	EXPECT_EQ(1, idx);
+	EXPECT_TRUE(stats_eq(&t.c[0], &st));
+	EXPECT_EQ(-ENOENT, kvp_release_locked(&t.c[1], h, 1, 0, &freed, &idx));
+	EXPECT_EQ(0, kvp_release_locked(&t.c[0], h, 1, 0, &freed, &idx));
+	EXPECT_EQ(10, freed);
+	EXPECT_EQ(64, stats(&t.c[0]).out_free_pages);
+	EXPECT_EQ(0, stats(&t.c[0]).out_client_rows);
 	/* Releasing twice is an error, not a no-op. */
-	CHECK_EQ(kvp_release_locked(&t.c[0], h, 1, 0, &freed, &idx), -ENOENT);
-	CHECK_EQ(idx, 0);
+	EXPECT_EQ(-ENOENT, kvp_release_locked(&t.c[0], h, 1, 0, &freed, &idx));
+	EXPECT_EQ(0, idx);
 	/* The row comes back zeroed, under a new generation. */
-	CHECK_EQ(alloc1(&t.c[0], &again), 0);
-	CHECK_EQ(again.req_pool_idx, h[0].req_pool_idx);
-	CHECK(again.generation != h[0].generation);
-	CHECK_EQ(query(&t.c[0], h[0], NULL).out_state, 0);
-	CHECK_EQ(extend1(&t.c[0], h[0], 40, NULL), -ESTALE);
-	CHECK_EQ(query(&t.c[0], again, NULL).out_allocated_len, 0);
-	CHECK_EQ(query(&t.c[0], again, NULL).out_committed_len, 0);
+	EXPECT_EQ(0, alloc1(&t.c[0], &again));
+	EXPECT_EQ(h[0].req_pool_idx, again.req_pool_idx);
+	EXPECT_TRUE(again.generation != h[0].generation);
+	EXPECT_EQ(0, query(&t.c[0], h[0], NULL).out_state);
+	EXPECT_EQ(-ESTALE, extend1(&t.c[0], h[0], 40, NULL));
+	EXPECT_EQ(0, query(&t.c[0], again, NULL).out_allocated_len);
+	EXPECT_EQ(0, query(&t.c[0], again, NULL).out_committed_len);
 	/* Generations never wrap to 0. */
-	CHECK_EQ(kvp_release_locked(&t.c[0], &again, 1, 0, &freed, &idx), 0);
+	EXPECT_EQ(0, kvp_release_locked(&t.c[0], &again, 1, 0, &freed, &idx));
 	t.pool.rows[again.req_pool_idx].gen = U32_MAX;
-	CHECK_EQ(kvp_row_alloc_locked(&t.c[0], &again, 1, &sh), 0);
-	CHECK_EQ(again.generation, 1);
-	CHECK(clean(&t));
+	EXPECT_EQ(0, kvp_row_alloc_locked(&t.c[0], &again, 1, &sh));
+	EXPECT_EQ(1, again.generation);
+	EXPECT_TRUE(clean(&t));
 	tpool_fini(&t);
 }
 
@@ -441,73 +430,74 @@ static void test_slots(void)
 	struct tpool t;
 	u32 *before, *after, n, i;
 
-	CHECK_EQ(tpool_init(&t, 0, 2048, 16, 200, 4096), 0);
-	CHECK_EQ(alloc1(&t.c[0], &h), 0);
-	CHECK_EQ(extend1(&t.c[0], h, 100, NULL), 0);	/* 7 pages */
-	CHECK_EQ(commit1(&t.c[0], h, 90), 0);
+	EXPECT_EQ(0, tpool_init(&t, 0, 2048, 16, 200, 4096));
+	EXPECT_EQ(0, alloc1(&t.c[0], &h));
+	EXPECT_EQ(0, extend1(&t.c[0], h, 100, NULL));	/* 7 pages */
+	EXPECT_EQ(0, commit1(&t.c[0], h, 90));
 	query(&t.c[0], h, &before);
 
-	CHECK_EQ(kvp_to_slot_locked(&t.c[0], &h, 0xabcdef0123ULL, &n), 0);
-	CHECK_EQ(n, 7);
+	EXPECT_EQ(0, kvp_to_slot_locked(&t.c[0], &h, 0xabcdef0123ULL, &n));
+	EXPECT_EQ(7, n);
 	st = stats(&t.c[0]);
-	CHECK_EQ(st.out_slot_pages, 7);
-	CHECK_EQ(st.out_row_pages, 0);
-	CHECK_EQ(st.out_slot_rows, 1);
-	CHECK_EQ(st.out_held_rows, 0);
-	CHECK_EQ(st.out_client_slots, 1);
-	CHECK_EQ(st.out_client_rows, 0);
-	CHECK_EQ(st.out_client_pages, 7);
+	EXPECT_EQ(7, st.out_slot_pages);
+	EXPECT_EQ(0, st.out_row_pages);
+	EXPECT_EQ(1, st.out_slot_rows);
+	EXPECT_EQ(0, st.out_held_rows);
+	EXPECT_EQ(1, st.out_client_slots);
+	EXPECT_EQ(0, st.out_client_rows);
+	EXPECT_EQ(7, st.out_client_pages);
 	/* The request's handle is dead once the slot has the row. */
-	CHECK_EQ(query(&t.c[0], h, NULL).out_state, 0);
-	CHECK_EQ(extend1(&t.c[0], h, 120, NULL), -ENOENT);
-	CHECK_EQ(kvp_to_slot_locked(&t.c[0], &h, 5, &n), -ENOENT);
+	EXPECT_EQ(0, query(&t.c[0], h, NULL).out_state);
+	EXPECT_EQ(-ENOENT, extend1(&t.c[0], h, 120, NULL));
+	EXPECT_EQ(-ENOENT, kvp_to_slot_locked(&t.c[0], &h, 5, &n));
 
 	memset(&q, 0, sizeof(q));
 	q.flags = KVPOOL_QUERY_BY_SLOT;
 	q.session_id = 0xabcdef0123ULL;
-	CHECK_EQ(kvp_row_query_locked(&t.c[0], &q, NULL), 0);
-	CHECK_EQ(q.out_state, KVPOOL_ROW_SLOT);
-	CHECK_EQ(q.out_committed_len, 90);
-	CHECK_EQ(kvp_row_query_locked(&t.c[1], &q, NULL), -ENOENT);
-	CHECK_EQ(kvp_from_slot_locked(&t.c[1], 0xabcdef0123ULL, &back, &n),
-		 -ENOENT);
-	CHECK_EQ(kvp_slot_release_locked(&t.c[1], 0xabcdef0123ULL, &n),
-		 -ENOENT);
+	EXPECT_EQ(0, kvp_row_query_locked(&t.c[0], &q, NULL));
+	EXPECT_EQ(KVPOOL_ROW_SLOT, q.out_state);
+	EXPECT_EQ(90, q.out_committed_len);
+	EXPECT_EQ(-ENOENT, kvp_row_query_locked(&t.c[1], &q, NULL));
+	EXPECT_EQ(-ENOENT,
+		  kvp_from_slot_locked(&t.c[1], 0xabcdef0123ULL, &back, &n));
+	EXPECT_EQ(-ENOENT,
+		  kvp_slot_release_locked(&t.c[1], 0xabcdef0123ULL, &n));
 
 	/* Back into a new request: same row and pages, next generation. */
-	CHECK_EQ(kvp_from_slot_locked(&t.c[0], 0xabcdef0123ULL, &back, &n), 0);
-	CHECK_EQ(n, 7);
-	CHECK_EQ(back.req_pool_idx, h.req_pool_idx);
-	CHECK_EQ(back.generation, h.generation + 1);
+	EXPECT_EQ(0, kvp_from_slot_locked(&t.c[0], 0xabcdef0123ULL, &back, &n));
+	EXPECT_EQ(7, n);
+	EXPECT_EQ(h.req_pool_idx, back.req_pool_idx);
+	EXPECT_EQ(h.generation + 1, back.generation);
 	q = query(&t.c[0], back, &after);
-	CHECK_EQ(q.out_allocated_len, 100);
-	CHECK_EQ(q.out_committed_len, 90);
+	EXPECT_EQ(100, q.out_allocated_len);
+	EXPECT_EQ(90, q.out_committed_len);
 	for (i = 0; i < 7; i++)
-		CHECK_EQ(after[i], before[i]);
+		EXPECT_EQ(before[i], after[i]);
 	kvfree(before);
 	kvfree(after);
-	CHECK_EQ(kvp_from_slot_locked(&t.c[0], 0xabcdef0123ULL, &back, &n),
-		 -ENOENT);
+	EXPECT_EQ(-ENOENT,
+		  kvp_from_slot_locked(&t.c[0], 0xabcdef0123ULL, &back, &n));
 
 	/* Taken session ids are refused; many sessions share buckets. */
-	CHECK_EQ(kvp_to_slot_locked(&t.c[0], &back, 1, &n), 0);
-	CHECK_EQ(alloc1(&t.c[0], &h), 0);
-	CHECK_EQ(kvp_to_slot_locked(&t.c[0], &h, 1, &n), -EEXIST);
-	CHECK_EQ(kvp_to_slot_locked(&t.c[1], &h, 1, &n), -ENOENT);
-	CHECK_EQ(kvp_to_slot_locked(&t.c[0], &h, 2, &n), 0);
+	EXPECT_EQ(0, kvp_to_slot_locked(&t.c[0], &back, 1, &n));
+	EXPECT_EQ(0, alloc1(&t.c[0], &h));
+	EXPECT_EQ(-EEXIST, kvp_to_slot_locked(&t.c[0], &h, 1, &n));
+	EXPECT_EQ(-ENOENT, kvp_to_slot_locked(&t.c[1], &h, 1, &n));
+	EXPECT_EQ(0, kvp_to_slot_locked(&t.c[0], &h, 2, &n));
 	for (i = 0; i < 150; i++) {
-		CHECK_EQ(alloc1(&t.c[0], &h), 0);
-		CHECK_EQ(extend1(&t.c[0], h, i, NULL), 0);
-		CHECK_EQ(kvp_to_slot_locked(&t.c[0], &h, (u64)i << 40, &n), 0);
+		EXPECT_EQ(0, alloc1(&t.c[0], &h));
+		EXPECT_EQ(0, extend1(&t.c[0], h, i, NULL));
+		EXPECT_EQ(0, kvp_to_slot_locked(&t.c[0], &h, (u64)i << 40, &n));
 	}
-	CHECK(clean(&t));
+	EXPECT_TRUE(clean(&t));
 	for (i = 0; i < 150; i += 2)
-		CHECK_EQ(kvp_slot_release_locked(&t.c[0], (u64)i << 40, &n), 0);
-	CHECK_EQ(kvp_slot_release_locked(&t.c[0], 1, &n), 0);
-	CHECK_EQ(n, 7);
-	CHECK_EQ(kvp_slot_release_locked(&t.c[0], 1, &n), -ENOENT);
-	CHECK_EQ(stats(&t.c[0]).out_client_slots, 76);
-	CHECK(clean(&t));
+		EXPECT_EQ(0,
+			  kvp_slot_release_locked(&t.c[0], (u64)i << 40, &n));
+	EXPECT_EQ(0, kvp_slot_release_locked(&t.c[0], 1, &n));
+	EXPECT_EQ(7, n);
+	EXPECT_EQ(-ENOENT, kvp_slot_release_locked(&t.c[0], 1, &n));
+	EXPECT_EQ(76, stats(&t.c[0]).out_client_slots);
+	EXPECT_TRUE(clean(&t));
 	/* Closing the client frees the other slots. */
 	tpool_fini(&t);
 }
@@ -519,22 +509,23 @@ static void test_detach(void)
 	struct tpool t;
 	u32 sh, n, i;
 
-	CHECK_EQ(tpool_init(&t, KVPOOL_CREATE_RESERVE_ZERO, 1000, 16, 32,
-			    10000), 0);
+	EXPECT_EQ(0, tpool_init(&t, KVPOOL_CREATE_RESERVE_ZERO, 1000, 16, 32,
+				10000));
 	for (i = 0; i < 3; i++) {
-		CHECK_EQ(kvp_row_alloc_locked(&t.c[i], h, 10, &sh), 0);
+		EXPECT_EQ(0, kvp_row_alloc_locked(&t.c[i], h, 10, &sh));
 		for (sh = 0; sh < 10; sh++)
-			CHECK_EQ(extend1(&t.c[i], h[sh], 100 * sh + 1, NULL), 0);
-		CHECK_EQ(kvp_to_slot_locked(&t.c[i], &h[3], 33, &n), 0);
+			EXPECT_EQ(0,
+				  extend1(&t.c[i], h[sh], 100 * sh + 1, NULL));
+		EXPECT_EQ(0, kvp_to_slot_locked(&t.c[i], &h[3], 33, &n));
 	}
 	st = stats(&t.c[0]);
 	kvp_client_detach_locked(&t.c[1]);
-	CHECK_EQ(stats(&t.c[0]).out_free_pages,
-		 st.out_free_pages + st.out_client_pages);
-	CHECK_EQ(stats(&t.c[0]).out_nr_clients, 2);
-	CHECK(clean(&t));
-	CHECK_EQ(kvp_client_attach_locked(&t.pool, &t.c[1]), 0);
-	CHECK(clean(&t));
+	EXPECT_EQ(st.out_free_pages + st.out_client_pages,
+		  stats(&t.c[0]).out_free_pages);
+	EXPECT_EQ(2, stats(&t.c[0]).out_nr_clients);
+	EXPECT_TRUE(clean(&t));
+	EXPECT_EQ(0, kvp_client_attach_locked(&t.pool, &t.c[1]));
+	EXPECT_TRUE(clean(&t));
 	tpool_fini(&t);
 }
 
@@ -544,14 +535,14 @@ static void test_mark_wrap(void)
 	struct tpool t;
 	u32 sh, idx, freed;
 
-	CHECK_EQ(tpool_init(&t, 0, 8, 1, 4, 8), 0);
-	CHECK_EQ(kvp_row_alloc_locked(&t.c[0], h, 2, &sh), 0);
+	EXPECT_EQ(0, tpool_init(&t, 0, 8, 1, 4, 8));
+	EXPECT_EQ(0, kvp_row_alloc_locked(&t.c[0], h, 2, &sh));
 	t.pool.mark_epoch = U32_MAX - 1;
-	CHECK_EQ(kvp_trim_locked(&t.c[0], h, 2, &freed, &idx), 0);
+	EXPECT_EQ(0, kvp_trim_locked(&t.c[0], h, 2, &freed, &idx));
 	/* The epoch wraps here: stale marks must not look current. */
-	CHECK_EQ(kvp_trim_locked(&t.c[0], h, 2, &freed, &idx), 0);
-	CHECK_EQ(kvp_trim_locked(&t.c[0], h, 2, &freed, &idx), 0);
-	CHECK(t.pool.mark_epoch != 0);
+	EXPECT_EQ(0, kvp_trim_locked(&t.c[0], h, 2, &freed, &idx));
+	EXPECT_EQ(0, kvp_trim_locked(&t.c[0], h, 2, &freed, &idx));
+	EXPECT_TRUE(t.pool.mark_epoch != 0);
 	tpool_fini(&t);
 }
 
@@ -563,60 +554,60 @@ static void test_verify_catches(void)
 	u32 save, id;
 
 	kvp_user_verbose = false;
-	CHECK_EQ(tpool_init(&t, 0, 16, 1, 4, 100), 0);
-	CHECK_EQ(alloc1(&t.c[0], &h), 0);
-	CHECK_EQ(extend1(&t.c[0], h, 4, NULL), 0);
-	CHECK(clean(&t));
+	EXPECT_EQ(0, tpool_init(&t, 0, 16, 1, 4, 100));
+	EXPECT_EQ(0, alloc1(&t.c[0], &h));
+	EXPECT_EQ(0, extend1(&t.c[0], h, 4, NULL));
+	EXPECT_TRUE(clean(&t));
 	id = t.pool.rows[h.req_pool_idx].pages[1];
 
 	/* a page owned by a row and on the free list */
 	save = t.pool.pages[id].owner;
 	t.pool.pages[id].owner = KVP_OWNER_FREE;
-	CHECK(broken(&t));
+	EXPECT_TRUE(broken(&t));
 	t.pool.pages[id].owner = save;
-	CHECK(clean(&t));
+	EXPECT_TRUE(clean(&t));
 
 	/* a cycle in the free list */
 	save = t.pool.pages[t.pool.free_head].next;
 	t.pool.pages[t.pool.free_head].next = t.pool.free_head;
-	CHECK(broken(&t));
+	EXPECT_TRUE(broken(&t));
 	t.pool.pages[t.pool.free_head].next = save;
-	CHECK(clean(&t));
+	EXPECT_TRUE(clean(&t));
 
 	/* a page mapped twice by one row */
 	save = t.pool.rows[h.req_pool_idx].pages[2];
 	t.pool.rows[h.req_pool_idx].pages[2] = id;
-	CHECK(broken(&t));
+	EXPECT_TRUE(broken(&t));
 	t.pool.rows[h.req_pool_idx].pages[2] = save;
 
 	/* committed past allocated */
 	t.pool.rows[h.req_pool_idx].committed = 5;
-	CHECK(broken(&t));
+	EXPECT_TRUE(broken(&t));
 	t.pool.rows[h.req_pool_idx].committed = 0;
 
 	/* counters out of step */
 	t.pool.free_pages++;
-	CHECK(broken(&t));
+	EXPECT_TRUE(broken(&t));
 	t.pool.free_pages--;
 	t.c[0].nr_pages++;
-	CHECK(broken(&t));
+	EXPECT_TRUE(broken(&t));
 	t.c[0].nr_pages--;
 	t.pool.held_rows++;
-	CHECK(broken(&t));
+	EXPECT_TRUE(broken(&t));
 	t.pool.held_rows--;
 
 	/* a free row that is not zeroed */
 	t.pool.rows[3 - (h.req_pool_idx == 3)].allocated = 1;
-	CHECK(broken(&t));
+	EXPECT_TRUE(broken(&t));
 	t.pool.rows[3 - (h.req_pool_idx == 3)].allocated = 0;
 
 	/* a page whose owner is nonsense */
 	save = t.pool.pages[id].owner;
 	t.pool.pages[id].owner = 1000;
-	CHECK(broken(&t));
+	EXPECT_TRUE(broken(&t));
 	t.pool.pages[id].owner = save;
 
-	CHECK(clean(&t));
+	EXPECT_TRUE(clean(&t));
 	tpool_fini(&t);
 }
 
@@ -646,91 +637,92 @@ static void test_prefix_cache(u32 pt)
 	struct tpool t;
 	u32 *pages, cached[8], n, idx, freed;
 
-	CHECK_EQ(tpool_init(&t, 0, 128, pt, 8, 64 * pt), 0);
-	CHECK_EQ(alloc1(&t.c[0], &a), 0);
-	CHECK_EQ(alloc1(&t.c[1], &other), 0);
-	CHECK_EQ(extend1(&t.c[0], a, 10 * pt, NULL), 0);
+	EXPECT_EQ(0, tpool_init(&t, 0, 128, pt, 8, 64 * pt));
+	EXPECT_EQ(0, alloc1(&t.c[0], &a));
+	EXPECT_EQ(0, alloc1(&t.c[1], &other));
+	EXPECT_EQ(0, extend1(&t.c[0], a, 10 * pt, NULL));
 
 	/* Donate what is committed, in whole pages; protected follows. */
-	CHECK_EQ(donate1(&t.c[0], a, 4 * pt, &n), -EINVAL);	/* > committed */
-	CHECK_EQ(commit1(&t.c[0], a, 5 * pt + (pt > 1)), 0);
-	CHECK_EQ(donate1(&t.c[0], a, 0, &n), -EALREADY);
-	CHECK_EQ(donate1(&t.c[0], a, 3 * pt + (pt > 1), &n), 0);
-	CHECK_EQ(n, 3);
+	EXPECT_EQ(-EINVAL,
+		  donate1(&t.c[0], a, 4 * pt, &n));	/* > committed */
+	EXPECT_EQ(0, commit1(&t.c[0], a, 5 * pt + (pt > 1)));
+	EXPECT_EQ(-EALREADY, donate1(&t.c[0], a, 0, &n));
+	EXPECT_EQ(0, donate1(&t.c[0], a, 3 * pt + (pt > 1), &n));
+	EXPECT_EQ(3, n);
 	q = query(&t.c[0], a, &pages);
-	CHECK_EQ(q.out_protected_len, 3 * pt);
+	EXPECT_EQ(3 * pt, q.out_protected_len);
 	memcpy(cached, pages, 3 * sizeof(u32));
 	kvfree(pages);
 	/* Donating the same prefix again is refused. */
-	CHECK_EQ(donate1(&t.c[0], a, 3 * pt, &n), -EALREADY);
-	CHECK_EQ(donate1(&t.c[0], a, 5 * pt, &n), 0);
-	CHECK_EQ(n, 2);
+	EXPECT_EQ(-EALREADY, donate1(&t.c[0], a, 3 * pt, &n));
+	EXPECT_EQ(0, donate1(&t.c[0], a, 5 * pt, &n));
+	EXPECT_EQ(2, n);
 	st = stats(&t.c[0]);
-	CHECK_EQ(st.out_cache_pinned, 5);
-	CHECK_EQ(st.out_cache_evictable, 0);
-	CHECK_EQ(st.out_client_cache_pages, 5);
-	CHECK_EQ(st.out_client_pages, 5);
-	CHECK_EQ(st.out_row_pages, 5);
-	CHECK(clean(&t));
+	EXPECT_EQ(5, st.out_cache_pinned);
+	EXPECT_EQ(0, st.out_cache_evictable);
+	EXPECT_EQ(5, st.out_client_cache_pages);
+	EXPECT_EQ(5, st.out_client_pages);
+	EXPECT_EQ(5, st.out_row_pages);
+	EXPECT_TRUE(clean(&t));
 
 	/* Pinned pages cannot be evicted; nothing is freed. */
-	CHECK_EQ(kvp_cache_evict_locked(&t.c[0], cached, 1, &idx), -EBUSY);
-	CHECK_EQ(kvp_cache_evict_locked(&t.c[1], cached, 1, &idx), -ENOENT);
+	EXPECT_EQ(-EBUSY, kvp_cache_evict_locked(&t.c[0], cached, 1, &idx));
+	EXPECT_EQ(-ENOENT, kvp_cache_evict_locked(&t.c[1], cached, 1, &idx));
 
 	/* Another request borrows the first three pages. */
-	CHECK_EQ(alloc1(&t.c[0], &b), 0);
-	CHECK_EQ(kvp_attach_prefix_locked(&t.c[1], &other, cached, 3),
-		 -ENOENT);		/* not that client's cache */
-	CHECK_EQ(kvp_attach_prefix_locked(&t.c[0], &a, cached, 3),
-		 -EINVAL);		/* a is not a fresh row */
+	EXPECT_EQ(0, alloc1(&t.c[0], &b));
+	EXPECT_EQ(-ENOENT,		/* not that client's cache */
+		  kvp_attach_prefix_locked(&t.c[1], &other, cached, 3));
+	EXPECT_EQ(-EINVAL,		/* a is not a fresh row */
+		  kvp_attach_prefix_locked(&t.c[0], &a, cached, 3));
 	cached[3] = cached[0];
-	CHECK_EQ(kvp_attach_prefix_locked(&t.c[0], &b, cached, 4),
-		 -EINVAL);		/* named twice */
+	EXPECT_EQ(-EINVAL,		/* named twice */
+		  kvp_attach_prefix_locked(&t.c[0], &b, cached, 4));
 	cached[3] = 127;
-	CHECK_EQ(kvp_attach_prefix_locked(&t.c[0], &b, cached, 4),
-		 -ENOENT);		/* a free page */
-	CHECK_EQ(kvp_attach_prefix_locked(&t.c[0], &b, cached, 0), -EINVAL);
-	CHECK_EQ(query(&t.c[0], b, NULL).out_allocated_len, 0);
-	CHECK_EQ(kvp_attach_prefix_locked(&t.c[0], &b, cached, 3), 0);
+	EXPECT_EQ(-ENOENT,		/* a free page */
+		  kvp_attach_prefix_locked(&t.c[0], &b, cached, 4));
+	EXPECT_EQ(-EINVAL, kvp_attach_prefix_locked(&t.c[0], &b, cached, 0));
+	EXPECT_EQ(0, query(&t.c[0], b, NULL).out_allocated_len);
+	EXPECT_EQ(0, kvp_attach_prefix_locked(&t.c[0], &b, cached, 3));
 	q = query(&t.c[0], b, &pages);
-	CHECK_EQ(q.out_protected_len, 3 * pt);
-	CHECK_EQ(q.out_committed_len, 3 * pt);
-	CHECK_EQ(q.out_allocated_len, 3 * pt);
-	CHECK_EQ(pages[2], cached[2]);
+	EXPECT_EQ(3 * pt, q.out_protected_len);
+	EXPECT_EQ(3 * pt, q.out_committed_len);
+	EXPECT_EQ(3 * pt, q.out_allocated_len);
+	EXPECT_EQ(cached[2], pages[2]);
 	kvfree(pages);
-	CHECK_EQ(t.pool.rows[b.req_pool_idx].protected, 3 * pt);
-	CHECK(clean(&t));
+	EXPECT_EQ(3 * pt, t.pool.rows[b.req_pool_idx].protected);
+	EXPECT_TRUE(clean(&t));
 	/* b grows past its prefix with pages of its own. */
-	CHECK_EQ(extend1(&t.c[0], b, 4 * pt + 1, &n), 0);
-	CHECK_EQ(n, 2);
-	CHECK(clean(&t));
+	EXPECT_EQ(0, extend1(&t.c[0], b, 4 * pt + 1, &n));
+	EXPECT_EQ(2, n);
+	EXPECT_TRUE(clean(&t));
 
 	/* Releasing a unpins; b still pins the first three. */
-	CHECK_EQ(kvp_release_locked(&t.c[0], &a, 1, 0, &freed, &idx), 0);
-	CHECK_EQ(freed, 5);
+	EXPECT_EQ(0, kvp_release_locked(&t.c[0], &a, 1, 0, &freed, &idx));
+	EXPECT_EQ(5, freed);
 	st = stats(&t.c[0]);
-	CHECK_EQ(st.out_cache_pinned, 3);
-	CHECK_EQ(st.out_cache_evictable, 2);
-	CHECK_EQ(kvp_cache_evict_locked(&t.c[0], cached, 3, &idx), -EBUSY);
-	CHECK_EQ(idx, 0);
+	EXPECT_EQ(3, st.out_cache_pinned);
+	EXPECT_EQ(2, st.out_cache_evictable);
+	EXPECT_EQ(-EBUSY, kvp_cache_evict_locked(&t.c[0], cached, 3, &idx));
+	EXPECT_EQ(0, idx);
 	/* Parking b in a slot carries its pins along. */
-	CHECK_EQ(kvp_to_slot_locked(&t.c[0], &b, 7, &n), 0);
-	CHECK_EQ(stats(&t.c[0]).out_cache_pinned, 3);
-	CHECK(clean(&t));
-	CHECK_EQ(kvp_slot_release_locked(&t.c[0], 7, &n), 0);
-	CHECK_EQ(stats(&t.c[0]).out_cache_pinned, 0);
-	CHECK_EQ(stats(&t.c[0]).out_cache_evictable, 5);
+	EXPECT_EQ(0, kvp_to_slot_locked(&t.c[0], &b, 7, &n));
+	EXPECT_EQ(3, stats(&t.c[0]).out_cache_pinned);
+	EXPECT_TRUE(clean(&t));
+	EXPECT_EQ(0, kvp_slot_release_locked(&t.c[0], 7, &n));
+	EXPECT_EQ(0, stats(&t.c[0]).out_cache_pinned);
+	EXPECT_EQ(5, stats(&t.c[0]).out_cache_evictable);
 
 	/* Evict: all-or-nothing, each page once. */
 	cached[3] = cached[1];
-	CHECK_EQ(kvp_cache_evict_locked(&t.c[0], cached, 4, &idx), -EINVAL);
-	CHECK_EQ(idx, 3);
-	CHECK_EQ(stats(&t.c[0]).out_client_cache_pages, 5);
-	CHECK(clean(&t));
-	CHECK_EQ(kvp_cache_evict_locked(&t.c[0], cached, 3, &idx), 0);
-	CHECK_EQ(stats(&t.c[0]).out_client_cache_pages, 2);
-	CHECK_EQ(kvp_cache_evict_locked(&t.c[0], cached, 1, &idx), -ENOENT);
-	CHECK(clean(&t));
+	EXPECT_EQ(-EINVAL, kvp_cache_evict_locked(&t.c[0], cached, 4, &idx));
+	EXPECT_EQ(3, idx);
+	EXPECT_EQ(5, stats(&t.c[0]).out_client_cache_pages);
+	EXPECT_TRUE(clean(&t));
+	EXPECT_EQ(0, kvp_cache_evict_locked(&t.c[0], cached, 3, &idx));
+	EXPECT_EQ(2, stats(&t.c[0]).out_client_cache_pages);
+	EXPECT_EQ(-ENOENT, kvp_cache_evict_locked(&t.c[0], cached, 1, &idx));
+	EXPECT_TRUE(clean(&t));
 	/* Closing the client frees the two left in its cache. */
 	tpool_fini(&t);
 }
@@ -741,20 +733,20 @@ static void test_release_donate(void)
 	struct tpool t;
 	u32 sh, idx, freed;
 
-	CHECK_EQ(tpool_init(&t, 0, 64, 16, 8, 1024), 0);
-	CHECK_EQ(kvp_row_alloc_locked(&t.c[0], h, 2, &sh), 0);
-	CHECK_EQ(extend1(&t.c[0], h[0], 100, NULL), 0);	/* 7 pages */
-	CHECK_EQ(extend1(&t.c[0], h[1], 20, NULL), 0);	/* 2 pages */
-	CHECK_EQ(commit1(&t.c[0], h[0], 90), 0);	/* 5 full */
-	CHECK_EQ(commit1(&t.c[0], h[1], 10), 0);	/* none full */
-	CHECK_EQ(kvp_release_locked(&t.c[0], h, 2, 2, &freed, &idx),
-		 -EOPNOTSUPP);
-	CHECK_EQ(kvp_release_locked(&t.c[0], h, 2, KVPOOL_RELEASE_DONATE,
-				    &freed, &idx), 0);
-	CHECK_EQ(freed, 2 + 2);
-	CHECK_EQ(stats(&t.c[0]).out_cache_evictable, 5);
-	CHECK_EQ(stats(&t.c[0]).out_free_pages, 64 - 5);
-	CHECK(clean(&t));
+	EXPECT_EQ(0, tpool_init(&t, 0, 64, 16, 8, 1024));
+	EXPECT_EQ(0, kvp_row_alloc_locked(&t.c[0], h, 2, &sh));
+	EXPECT_EQ(0, extend1(&t.c[0], h[0], 100, NULL));	/* 7 pages */
+	EXPECT_EQ(0, extend1(&t.c[0], h[1], 20, NULL));	/* 2 pages */
+	EXPECT_EQ(0, commit1(&t.c[0], h[0], 90));	/* 5 full */
+	EXPECT_EQ(0, commit1(&t.c[0], h[1], 10));	/* none full */
+	EXPECT_EQ(-EOPNOTSUPP,
+		  kvp_release_locked(&t.c[0], h, 2, 2, &freed, &idx));
+	EXPECT_EQ(0, kvp_release_locked(&t.c[0], h, 2, KVPOOL_RELEASE_DONATE,
+					&freed, &idx));
+	EXPECT_EQ(2 + 2, freed);
+	EXPECT_EQ(5, stats(&t.c[0]).out_cache_evictable);
+	EXPECT_EQ(64 - 5, stats(&t.c[0]).out_free_pages);
+	EXPECT_TRUE(clean(&t));
 	tpool_fini(&t);
 }
 
@@ -766,27 +758,31 @@ static void test_swa(u32 pt)
 	struct tpool t;
 	u32 *pages, n, cached[2];
 
-	CHECK_EQ(tpool_init(&t, 0, 64, pt, 8, 64 * pt), 0);
-	CHECK_EQ(alloc1(&t.c[0], &h), 0);
-	CHECK_EQ(extend1(&t.c[0], h, 10 * pt, NULL), 0);
-	CHECK_EQ(commit1(&t.c[0], h, 8 * pt), 0);
-	CHECK_EQ(donate1(&t.c[0], h, 2 * pt, NULL), 0);
+	EXPECT_EQ(0, tpool_init(&t, 0, 64, pt, 8, 64 * pt));
+	EXPECT_EQ(0, alloc1(&t.c[0], &h));
+	EXPECT_EQ(0, extend1(&t.c[0], h, 10 * pt, NULL));
+	EXPECT_EQ(0, commit1(&t.c[0], h, 8 * pt));
+	EXPECT_EQ(0, donate1(&t.c[0], h, 2 * pt, NULL));
 
-	CHECK_EQ(swa1(&t.c[0], h, 2 * pt - 1, &n), -EINVAL);	/* < protected */
-	CHECK_EQ(swa1(&t.c[0], h, 8 * pt + 1, &n), -EINVAL);	/* > committed */
-	CHECK_EQ(swa1(&t.c[0], h, 4 * pt + (pt > 1), &n), 0);
-	CHECK_EQ(n, 2);			/* pages 2, 3: never the cache's 0, 1 */
+	EXPECT_EQ(-EINVAL,
+		  swa1(&t.c[0], h, 2 * pt - 1, &n));	/* < protected */
+	EXPECT_EQ(-EINVAL,
+		  swa1(&t.c[0], h, 8 * pt + 1, &n));	/* > committed */
+	EXPECT_EQ(0, swa1(&t.c[0], h, 4 * pt + (pt > 1), &n));
+	EXPECT_EQ(2,
+		  n);			/* pages 2, 3: never the cache's 0, 1 */
 	q = query(&t.c[0], h, &pages);
-	CHECK_EQ(q.out_swa_evicted_len, 4 * pt);
-	CHECK_EQ(pages[2], KVPOOL_PAGE_NONE);
-	CHECK_EQ(pages[3], KVPOOL_PAGE_NONE);
-	CHECK(pages[1] != KVPOOL_PAGE_NONE && pages[4] != KVPOOL_PAGE_NONE);
+	EXPECT_EQ(4 * pt, q.out_swa_evicted_len);
+	EXPECT_EQ(KVPOOL_PAGE_NONE, pages[2]);
+	EXPECT_EQ(KVPOOL_PAGE_NONE, pages[3]);
+	EXPECT_TRUE(pages[1] != KVPOOL_PAGE_NONE &&
+		    pages[4] != KVPOOL_PAGE_NONE);
 	memcpy(cached, pages, sizeof(cached));
 	kvfree(pages);
-	CHECK_EQ(swa1(&t.c[0], h, 4 * pt - 1, &n), -EINVAL);	/* backwards */
-	CHECK_EQ(swa1(&t.c[0], h, 4 * pt, &n), 0);
-	CHECK_EQ(n, 0);
-	CHECK(clean(&t));
+	EXPECT_EQ(-EINVAL, swa1(&t.c[0], h, 4 * pt - 1, &n));	/* backwards */
+	EXPECT_EQ(0, swa1(&t.c[0], h, 4 * pt, &n));
+	EXPECT_EQ(0, n);
+	EXPECT_TRUE(clean(&t));
 	/*
 	 * Pages 2 and 3 are holes above protected: the row's start is no
 	 * prefix any more, so it donates nothing, whatever the length (a
@@ -794,25 +790,25 @@ static void test_swa(u32 pt)
 	 */
 	st = stats(&t.c[0]);
 	n = 0xdead;
-	CHECK_EQ(donate1(&t.c[0], h, 6 * pt, &n), -EINVAL);
-	CHECK_EQ(donate1(&t.c[0], h, 8 * pt, &n), -EINVAL);
-	CHECK_EQ(donate1(&t.c[0], h, 2 * pt, &n), -EINVAL);
-	CHECK(stats_eq(&t.c[0], &st));
-	CHECK_EQ(query(&t.c[0], h, NULL).out_protected_len, 2 * pt);
-	CHECK_EQ(stats(&t.c[0]).out_client_cache_pages, 2);
+	EXPECT_EQ(-EINVAL, donate1(&t.c[0], h, 6 * pt, &n));
+	EXPECT_EQ(-EINVAL, donate1(&t.c[0], h, 8 * pt, &n));
+	EXPECT_EQ(-EINVAL, donate1(&t.c[0], h, 2 * pt, &n));
+	EXPECT_TRUE(stats_eq(&t.c[0], &st));
+	EXPECT_EQ(2 * pt, query(&t.c[0], h, NULL).out_protected_len);
+	EXPECT_EQ(2, stats(&t.c[0]).out_client_cache_pages);
 	/* Holes are skipped by trim. */
-	CHECK_EQ(kvp_trim_locked(&t.c[0], &h, 1, &n, &b.generation), 0);
-	CHECK_EQ(n, 2);
-	CHECK(clean(&t));
+	EXPECT_EQ(0, kvp_trim_locked(&t.c[0], &h, 1, &n, &b.generation));
+	EXPECT_EQ(2, n);
+	EXPECT_TRUE(clean(&t));
 	/* The window slides on past the holes. */
-	CHECK_EQ(swa1(&t.c[0], h, 6 * pt, &n), 0);
-	CHECK_EQ(n, 2);
-	CHECK_EQ(query(&t.c[0], h, NULL).out_swa_evicted_len, 6 * pt);
-	CHECK(clean(&t));
+	EXPECT_EQ(0, swa1(&t.c[0], h, 6 * pt, &n));
+	EXPECT_EQ(2, n);
+	EXPECT_EQ(6 * pt, query(&t.c[0], h, NULL).out_swa_evicted_len);
+	EXPECT_TRUE(clean(&t));
 	/* The prefix donated before the window slid is whole: it attaches. */
-	CHECK_EQ(alloc1(&t.c[0], &b), 0);
-	CHECK_EQ(kvp_attach_prefix_locked(&t.c[0], &b, cached, 2), 0);
-	CHECK(clean(&t));
+	EXPECT_EQ(0, alloc1(&t.c[0], &b));
+	EXPECT_EQ(0, kvp_attach_prefix_locked(&t.c[0], &b, cached, 2));
+	EXPECT_TRUE(clean(&t));
 	tpool_fini(&t);
 }
 
@@ -822,24 +818,24 @@ static void test_many_clients(void)
 	struct kvp_pool pool;
 	u32 i;
 
-	CHECK_EQ(kvp_pool_init(&pool, 1, 0, 8, 1, 8, 8), 0);
+	EXPECT_EQ(0, kvp_pool_init(&pool, 1, 0, 8, 1, 8, 8));
 	mutex_lock(&pool.lock);
 	for (i = 0; i < 40; i++)
-		CHECK_EQ(kvp_client_attach_locked(&pool, &extra[i]), 0);
+		EXPECT_EQ(0, kvp_client_attach_locked(&pool, &extra[i]));
 	/* Client indexes are dense: the lowest free one is taken. */
 	for (i = 0; i < 40; i++)
-		CHECK_EQ(extra[i].cidx, i);
+		EXPECT_EQ(i, extra[i].cidx);
 	kvp_client_detach_locked(&extra[5]);
-	CHECK_EQ(kvp_client_attach_locked(&pool, &extra[5]), 0);
-	CHECK_EQ(extra[5].cidx, 5);
-	CHECK_EQ(verify(&pool), 0);
+	EXPECT_EQ(0, kvp_client_attach_locked(&pool, &extra[5]));
+	EXPECT_EQ(5, extra[5].cidx);
+	EXPECT_EQ(0, verify(&pool));
 	/* The table does not grow past KVP_MAX_CLIENTS. */
 	pool.nr_clients = KVP_MAX_CLIENTS;
-	CHECK_EQ(kvp_client_attach_locked(&pool, &extra[39]), -EMFILE);
+	EXPECT_EQ(-EMFILE, kvp_client_attach_locked(&pool, &extra[39]));
 	pool.nr_clients = 40;
 	for (i = 0; i < 40; i++)
 		kvp_client_detach_locked(&extra[i]);
-	CHECK_EQ(pool.nr_clients, 0);
+	EXPECT_EQ(0, pool.nr_clients);
 	mutex_unlock(&pool.lock);
 	kvp_pool_fini(&pool);
 }
@@ -850,37 +846,37 @@ static void test_verify_catches_cache(void)
 	struct tpool t;
 	u32 id, *pages;
 
-	CHECK_EQ(tpool_init(&t, 0, 16, 1, 4, 100), 0);
-	CHECK_EQ(alloc1(&t.c[0], &h), 0);
-	CHECK_EQ(extend1(&t.c[0], h, 4, NULL), 0);
-	CHECK_EQ(commit1(&t.c[0], h, 4), 0);
-	CHECK_EQ(donate1(&t.c[0], h, 2, NULL), 0);
-	CHECK_EQ(alloc1(&t.c[0], &b), 0);
+	EXPECT_EQ(0, tpool_init(&t, 0, 16, 1, 4, 100));
+	EXPECT_EQ(0, alloc1(&t.c[0], &h));
+	EXPECT_EQ(0, extend1(&t.c[0], h, 4, NULL));
+	EXPECT_EQ(0, commit1(&t.c[0], h, 4));
+	EXPECT_EQ(0, donate1(&t.c[0], h, 2, NULL));
+	EXPECT_EQ(0, alloc1(&t.c[0], &b));
 	query(&t.c[0], h, &pages);
-	CHECK_EQ(kvp_attach_prefix_locked(&t.c[0], &b, pages, 2), 0);
+	EXPECT_EQ(0, kvp_attach_prefix_locked(&t.c[0], &b, pages, 2));
 	id = pages[0];
 	kvfree(pages);
-	CHECK(clean(&t));
+	EXPECT_TRUE(clean(&t));
 
 	t.c[0].cache[t.pool.pages[id].next].pins++;	/* pin count off */
-	CHECK(broken(&t));
+	EXPECT_TRUE(broken(&t));
 	t.c[0].cache[t.pool.pages[id].next].pins--;
 	t.pool.pages[id].next ^= 1;			/* back-link off */
-	CHECK(broken(&t));
+	EXPECT_TRUE(broken(&t));
 	t.pool.pages[id].next ^= 1;
 	t.pool.pages[id].owner = KVP_OWNER_CACHE | 1;	/* another's cache */
-	CHECK(broken(&t));
+	EXPECT_TRUE(broken(&t));
 	t.pool.pages[id].owner = KVP_OWNER_CACHE;
 	t.pool.cache_pinned--;
 	t.pool.cache_evictable++;
-	CHECK(broken(&t));
+	EXPECT_TRUE(broken(&t));
 	t.pool.cache_pinned++;
 	t.pool.cache_evictable--;
 	t.pool.rows[b.req_pool_idx].protected = 1;	/* not a whole page */
 	t.pool.rows[b.req_pool_idx].protected = 1;
-	CHECK(broken(&t));
+	EXPECT_TRUE(broken(&t));
 	t.pool.rows[b.req_pool_idx].protected = 2;
-	CHECK(clean(&t));
+	EXPECT_TRUE(clean(&t));
 	tpool_fini(&t);
 }
 
@@ -906,66 +902,67 @@ static void test_tenants(void)
 	struct kvp_client c[3];
 	u32 sh;
 
-	CHECK_EQ(kvp_pool_init(&pool, 3, 0, 100, 1, 16, 1000), 0);
+	EXPECT_EQ(0, kvp_pool_init(&pool, 3, 0, 100, 1, 16, 1000));
 	mutex_lock(&pool.lock);
 	/* Limits may come before the tenant's first client. */
-	CHECK_EQ(set_tenant(&pool, 10, 1000, 30, 20, 2), 0);
-	CHECK_EQ(set_tenant(&pool, 11, 1000, 0, 81, 0), -EINVAL); /* sum */
-	CHECK_EQ(set_tenant(&pool, 11, 1000, 10, 11, 0), -EINVAL); /* min>max */
+	EXPECT_EQ(0, set_tenant(&pool, 10, 1000, 30, 20, 2));
+	EXPECT_EQ(-EINVAL, set_tenant(&pool, 11, 1000, 0, 81, 0)); /* sum */
+	EXPECT_EQ(-EINVAL,
+		  set_tenant(&pool, 11, 1000, 10, 11, 0)); /* min>max */
 	memset(&a, 0, sizeof(a));
 	a.flags = 4;
-	CHECK_EQ(kvp_tenant_set_locked(&pool, &a), -EOPNOTSUPP);
+	EXPECT_EQ(-EOPNOTSUPP, kvp_tenant_set_locked(&pool, &a));
 	a.flags = KVPOOL_TENANT_BY_ID;
 	a.tenant_id = 77;
-	CHECK_EQ(kvp_tenant_set_locked(&pool, &a), -ENOENT);
+	EXPECT_EQ(-ENOENT, kvp_tenant_set_locked(&pool, &a));
 	a.flags = 0;
 	memset(a.label, 'x', sizeof(a.label));
-	CHECK_EQ(kvp_tenant_set_locked(&pool, &a), -EINVAL);	/* no NUL */
-	CHECK_EQ(pool.nr_tenants, 1);
+	EXPECT_EQ(-EINVAL, kvp_tenant_set_locked(&pool, &a));	/* no NUL */
+	EXPECT_EQ(1, pool.nr_tenants);
 
-	CHECK_EQ(kvp_client_attach_tenant_locked(&pool, &c[0], 10, 1000), 0);
-	CHECK_EQ(kvp_client_attach_tenant_locked(&pool, &c[1], 12, 0), 0);
-	CHECK_EQ(kvp_client_attach_tenant_locked(&pool, &c[2], 10, 1000), 0);
-	CHECK_EQ(pool.nr_tenants, 2);
-	CHECK(c[0].tenant == c[2].tenant && c[0].tenant != c[1].tenant);
+	EXPECT_EQ(0, kvp_client_attach_tenant_locked(&pool, &c[0], 10, 1000));
+	EXPECT_EQ(0, kvp_client_attach_tenant_locked(&pool, &c[1], 12, 0));
+	EXPECT_EQ(0, kvp_client_attach_tenant_locked(&pool, &c[2], 10, 1000));
+	EXPECT_EQ(2, pool.nr_tenants);
+	EXPECT_TRUE(c[0].tenant == c[2].tenant && c[0].tenant != c[1].tenant);
 
 	/* max_rows counts the tenant's clients together. */
-	CHECK_EQ(kvp_row_alloc_locked(&c[0], h, 1, &sh), 0);
-	CHECK_EQ(kvp_row_alloc_locked(&c[2], h + 1, 2, &sh), -EDQUOT);
-	CHECK_EQ(sh, 1);
-	CHECK_EQ(kvp_row_alloc_locked(&c[2], h + 1, 1, &sh), 0);
+	EXPECT_EQ(0, kvp_row_alloc_locked(&c[0], h, 1, &sh));
+	EXPECT_EQ(-EDQUOT, kvp_row_alloc_locked(&c[2], h + 1, 2, &sh));
+	EXPECT_EQ(1, sh);
+	EXPECT_EQ(0, kvp_row_alloc_locked(&c[2], h + 1, 1, &sh));
 	/* max_pages likewise, with the shortfall. */
-	CHECK_EQ(extend1(&c[0], h[0], 25, NULL), 0);
-	CHECK_EQ(extend1(&c[2], h[1], 6, NULL), -EDQUOT);
+	EXPECT_EQ(0, extend1(&c[0], h[0], 25, NULL));
+	EXPECT_EQ(-EDQUOT, extend1(&c[2], h[1], 6, NULL));
 	memset(&e, 0, sizeof(e));
 	e.handle = h[1];
 	e.new_len = 6;
-	CHECK_EQ(kvp_extend_locked(&c[2], &e, 1, ~0U, &res), -EDQUOT);
-	CHECK_EQ(res.shortfall, 1);
-	CHECK_EQ(extend1(&c[2], h[1], 5, NULL), 0);
+	EXPECT_EQ(-EDQUOT, kvp_extend_locked(&c[2], &e, 1, ~0U, &res));
+	EXPECT_EQ(1, res.shortfall);
+	EXPECT_EQ(0, extend1(&c[2], h[1], 5, NULL));
 	/* The other tenant cannot take what tenant 10 is guaranteed. */
-	CHECK_EQ(kvp_row_alloc_locked(&c[1], &g, 1, &sh), 0);
-	CHECK_EQ(extend1(&c[1], g, 70, NULL), 0);
-	CHECK_EQ(set_tenant(&pool, 10, 1000, 40, 40, 2), 0);
+	EXPECT_EQ(0, kvp_row_alloc_locked(&c[1], &g, 1, &sh));
+	EXPECT_EQ(0, extend1(&c[1], g, 70, NULL));
+	EXPECT_EQ(0, set_tenant(&pool, 10, 1000, 40, 40, 2));
 	/* 100 - 30 - 70 = 0 free; tenant 10 is 10 short of its 40. */
 	e.handle = g;
 	e.new_len = 71;
-	CHECK_EQ(kvp_extend_locked(&c[1], &e, 1, ~0U, &res), -ENOSPC);
-	CHECK_EQ(res.shortfall, 1);
-	CHECK_EQ(verify(&pool), 0);
+	EXPECT_EQ(-ENOSPC, kvp_extend_locked(&c[1], &e, 1, ~0U, &res));
+	EXPECT_EQ(1, res.shortfall);
+	EXPECT_EQ(0, verify(&pool));
 
-	CHECK_EQ(kvp_tenant_list_locked(&pool, info, 4), 2);
-	CHECK_EQ(info[0].pages + info[1].pages, 100);
-	CHECK_EQ(kvp_tenant_list_locked(&pool, info, 1), 2);
+	EXPECT_EQ(2, kvp_tenant_list_locked(&pool, info, 4));
+	EXPECT_EQ(100, info[0].pages + info[1].pages);
+	EXPECT_EQ(2, kvp_tenant_list_locked(&pool, info, 1));
 
 	/* A client-less configured tenant stays; an unconfigured one goes. */
 	kvp_client_detach_locked(&c[1]);
-	CHECK_EQ(pool.nr_tenants, 1);
+	EXPECT_EQ(1, pool.nr_tenants);
 	kvp_client_detach_locked(&c[0]);
 	kvp_client_detach_locked(&c[2]);
-	CHECK_EQ(pool.nr_tenants, 1);
-	CHECK_EQ(pool.free_pages, 100);
-	CHECK_EQ(verify(&pool), 0);
+	EXPECT_EQ(1, pool.nr_tenants);
+	EXPECT_EQ(100, pool.free_pages);
+	EXPECT_EQ(0, verify(&pool));
 	mutex_unlock(&pool.lock);
 	kvp_pool_fini(&pool);
 }
@@ -977,55 +974,55 @@ static void test_pressure(void)
 	struct kvp_client c[2];
 	u32 why, ask, n, *pages, idx;
 
-	CHECK_EQ(kvp_pool_init(&pool, 3, 0, 64, 1, 16, 1000), 0);
+	EXPECT_EQ(0, kvp_pool_init(&pool, 3, 0, 64, 1, 16, 1000));
 	mutex_lock(&pool.lock);
-	CHECK_EQ(pool.low_wmark, 2);
-	CHECK_EQ(pool.high_wmark, 4);
-	CHECK_EQ(kvp_set_wmark_locked(&pool, 9, 8), -EINVAL);
-	CHECK_EQ(kvp_set_wmark_locked(&pool, 8, 65), -EINVAL);
-	CHECK_EQ(kvp_set_wmark_locked(&pool, 8, 16), 0);
-	CHECK_EQ(kvp_client_attach_tenant_locked(&pool, &c[0], 1, 1), 0);
-	CHECK_EQ(kvp_client_attach_tenant_locked(&pool, &c[1], 2, 2), 0);
+	EXPECT_EQ(2, pool.low_wmark);
+	EXPECT_EQ(4, pool.high_wmark);
+	EXPECT_EQ(-EINVAL, kvp_set_wmark_locked(&pool, 9, 8));
+	EXPECT_EQ(-EINVAL, kvp_set_wmark_locked(&pool, 8, 65));
+	EXPECT_EQ(0, kvp_set_wmark_locked(&pool, 8, 16));
+	EXPECT_EQ(0, kvp_client_attach_tenant_locked(&pool, &c[0], 1, 1));
+	EXPECT_EQ(0, kvp_client_attach_tenant_locked(&pool, &c[1], 2, 2));
 
 	/* c0 fills a cache of 40 pages; nothing is asked yet. */
-	CHECK_EQ(alloc1(&c[0], &h), 0);
-	CHECK_EQ(extend1(&c[0], h, 40, NULL), 0);
-	CHECK_EQ(commit1(&c[0], h, 40), 0);
-	CHECK_EQ(kvp_release_locked(&c[0], &h, 1, KVPOOL_RELEASE_DONATE, &n,
-				    &idx), 0);
-	CHECK_EQ(kvp_pressure_locked(&c[0], &why), 0);
+	EXPECT_EQ(0, alloc1(&c[0], &h));
+	EXPECT_EQ(0, extend1(&c[0], h, 40, NULL));
+	EXPECT_EQ(0, commit1(&c[0], h, 40));
+	EXPECT_EQ(0, kvp_release_locked(&c[0], &h, 1, KVPOOL_RELEASE_DONATE, &n,
+					&idx));
+	EXPECT_EQ(0, kvp_pressure_locked(&c[0], &why));
 	/* c1 takes the pool below the low watermark: c0 is asked. */
 	n = pool.pressure_seq;
-	CHECK_EQ(alloc1(&c[1], &g), 0);
-	CHECK_EQ(extend1(&c[1], g, 20, NULL), 0);
-	CHECK(pool.pressure_seq != n);
+	EXPECT_EQ(0, alloc1(&c[1], &g));
+	EXPECT_EQ(0, extend1(&c[1], g, 20, NULL));
+	EXPECT_TRUE(pool.pressure_seq != n);
 	ask = kvp_pressure_locked(&c[0], &why);
-	CHECK_EQ(why, KVPOOL_PRESSURE_LOW);
-	CHECK_EQ(ask, 16 - 4);
-	CHECK_EQ(kvp_pressure_locked(&c[1], &why), 0);	/* no cache */
+	EXPECT_EQ(KVPOOL_PRESSURE_LOW, why);
+	EXPECT_EQ(16 - 4, ask);
+	EXPECT_EQ(0, kvp_pressure_locked(&c[1], &why));	/* no cache */
 	/* Evicting what was asked clears it. */
 	pages = kvmalloc_array(ask, sizeof(u32), GFP_KERNEL);
 	for (n = 0; n < ask; n++)
 		pages[n] = c[0].cache[n].page;
-	CHECK_EQ(kvp_cache_evict_locked(&c[0], pages, ask, &idx), 0);
+	EXPECT_EQ(0, kvp_cache_evict_locked(&c[0], pages, ask, &idx));
 	kvfree(pages);
-	CHECK_EQ(kvp_pressure_locked(&c[0], &why), 0);
+	EXPECT_EQ(0, kvp_pressure_locked(&c[0], &why));
 
 	/* Over max after the limit is lowered: asked, nothing taken. */
-	CHECK_EQ(set_tenant(&pool, 1, 1, 20, 0, 0), 0);
+	EXPECT_EQ(0, set_tenant(&pool, 1, 1, 20, 0, 0));
 	ask = kvp_pressure_locked(&c[0], &why);
-	CHECK_EQ(why, KVPOOL_PRESSURE_OVER_MAX);
-	CHECK_EQ(ask, 28 - 20);
-	CHECK_EQ(c[0].nr_cache_pages, 28);
+	EXPECT_EQ(KVPOOL_PRESSURE_OVER_MAX, why);
+	EXPECT_EQ(28 - 20, ask);
+	EXPECT_EQ(28, c[0].nr_cache_pages);
 
 	/* A tenant refused below its guarantee asks the others. */
-	CHECK_EQ(set_tenant(&pool, 1, 1, 0, 0, 0), 0);
-	CHECK_EQ(set_tenant(&pool, 2, 2, 0, 40, 0), 0);
-	CHECK_EQ(extend1(&c[1], g, 40, NULL), -ENOSPC);
+	EXPECT_EQ(0, set_tenant(&pool, 1, 1, 0, 0, 0));
+	EXPECT_EQ(0, set_tenant(&pool, 2, 2, 0, 40, 0));
+	EXPECT_EQ(-ENOSPC, extend1(&c[1], g, 40, NULL));
 	ask = kvp_pressure_locked(&c[0], &why);
-	CHECK(why & KVPOOL_PRESSURE_GUARANTEE);
-	CHECK_EQ(ask, 20);
-	CHECK_EQ(verify(&pool), 0);
+	EXPECT_TRUE(why & KVPOOL_PRESSURE_GUARANTEE);
+	EXPECT_EQ(20, ask);
+	EXPECT_EQ(0, verify(&pool));
 	kvp_client_detach_locked(&c[0]);
 	kvp_client_detach_locked(&c[1]);
 	mutex_unlock(&pool.lock);
@@ -1040,67 +1037,67 @@ static void test_export(void)
 	struct tpool t;
 	u32 idx, n, *pages, freed;
 
-	CHECK_EQ(tpool_init(&t, 0, 64, 4, 8, 400), 0);
-	CHECK_EQ(alloc1(&t.c[0], &h), 0);
-	CHECK_EQ(extend1(&t.c[0], h, 40, NULL), 0);	/* 10 pages */
-	CHECK_EQ(commit1(&t.c[0], h, 40), 0);
-	CHECK_EQ(donate1(&t.c[0], h, 8, NULL), 0);	/* 2 cached, pinned */
+	EXPECT_EQ(0, tpool_init(&t, 0, 64, 4, 8, 400));
+	EXPECT_EQ(0, alloc1(&t.c[0], &h));
+	EXPECT_EQ(0, extend1(&t.c[0], h, 40, NULL));	/* 10 pages */
+	EXPECT_EQ(0, commit1(&t.c[0], h, 40));
+	EXPECT_EQ(0, donate1(&t.c[0], h, 8, NULL));	/* 2 cached, pinned */
 
 	memset(&x, 0, sizeof(x));
 	x.handle = h;
 	x.handle.generation--;
-	CHECK_EQ(kvp_export_locked(&t.c[0], &x, &idx, &n), -ESTALE);
+	EXPECT_EQ(-ESTALE, kvp_export_locked(&t.c[0], &x, &idx, &n));
 	x.handle.generation += 2;	/* not issued yet */
-	CHECK_EQ(kvp_export_locked(&t.c[0], &x, &idx, &n), -ENOENT);
+	EXPECT_EQ(-ENOENT, kvp_export_locked(&t.c[0], &x, &idx, &n));
 	x.handle = h;
-	CHECK_EQ(kvp_export_locked(&t.c[1], &x, &idx, &n), -ENOENT);
+	EXPECT_EQ(-ENOENT, kvp_export_locked(&t.c[1], &x, &idx, &n));
 	/* Another row borrowing the prefix makes it unexportable. */
-	CHECK_EQ(alloc1(&t.c[0], &b), 0);
+	EXPECT_EQ(0, alloc1(&t.c[0], &b));
 	query(&t.c[0], h, &pages);
-	CHECK_EQ(kvp_attach_prefix_locked(&t.c[0], &b, pages, 2), 0);
+	EXPECT_EQ(0, kvp_attach_prefix_locked(&t.c[0], &b, pages, 2));
 	kvfree(pages);
-	CHECK_EQ(kvp_export_locked(&t.c[0], &x, &idx, &n), -EBUSY);
-	CHECK_EQ(kvp_release_locked(&t.c[0], &b, 1, 0, &freed, &idx), 0);
+	EXPECT_EQ(-EBUSY, kvp_export_locked(&t.c[0], &x, &idx, &n));
+	EXPECT_EQ(0, kvp_release_locked(&t.c[0], &b, 1, 0, &freed, &idx));
 
 	st = stats(&t.c[0]);
-	CHECK_EQ(kvp_export_locked(&t.c[0], &x, &idx, &n), 0);
-	CHECK_EQ(n, 10);
-	CHECK_EQ(idx, h.req_pool_idx);
+	EXPECT_EQ(0, kvp_export_locked(&t.c[0], &x, &idx, &n));
+	EXPECT_EQ(10, n);
+	EXPECT_EQ(h.req_pool_idx, idx);
 	st = stats(&t.c[0]);
-	CHECK_EQ(st.out_export_rows, 1);
-	CHECK_EQ(st.out_export_pages, 10);
-	CHECK_EQ(st.out_client_rows, 0);
-	CHECK_EQ(st.out_client_pages, 0);
-	CHECK_EQ(st.out_client_cache_pages, 0);
-	CHECK_EQ(st.out_tenant_pages, 0);
-	CHECK_EQ(query(&t.c[0], h, NULL).out_state, 0);
-	CHECK(clean(&t));
+	EXPECT_EQ(1, st.out_export_rows);
+	EXPECT_EQ(10, st.out_export_pages);
+	EXPECT_EQ(0, st.out_client_rows);
+	EXPECT_EQ(0, st.out_client_pages);
+	EXPECT_EQ(0, st.out_client_cache_pages);
+	EXPECT_EQ(0, st.out_tenant_pages);
+	EXPECT_EQ(0, query(&t.c[0], h, NULL).out_state);
+	EXPECT_TRUE(clean(&t));
 
-	CHECK_EQ(kvp_import_locked(&t.c[1], idx, &got, &n), 0);
-	CHECK_EQ(n, 10);
-	CHECK_EQ(got.req_pool_idx, h.req_pool_idx);
-	CHECK_EQ(got.generation, h.generation + 1);
-	CHECK_EQ(query(&t.c[1], got, NULL).out_protected_len, 0);
-	CHECK_EQ(query(&t.c[1], got, NULL).out_committed_len, 40);
-	CHECK_EQ(kvp_import_locked(&t.c[2], idx, &got, &n), -EALREADY);
-	CHECK_EQ(stats(&t.c[1]).out_client_pages, 10);
-	CHECK(clean(&t));
+	EXPECT_EQ(0, kvp_import_locked(&t.c[1], idx, &got, &n));
+	EXPECT_EQ(10, n);
+	EXPECT_EQ(h.req_pool_idx, got.req_pool_idx);
+	EXPECT_EQ(h.generation + 1, got.generation);
+	EXPECT_EQ(0, query(&t.c[1], got, NULL).out_protected_len);
+	EXPECT_EQ(40, query(&t.c[1], got, NULL).out_committed_len);
+	EXPECT_EQ(-EALREADY, kvp_import_locked(&t.c[2], idx, &got, &n));
+	EXPECT_EQ(10, stats(&t.c[1]).out_client_pages);
+	EXPECT_TRUE(clean(&t));
 
 	/* Slots export too; a dropped export frees everything. */
-	CHECK_EQ(kvp_to_slot_locked(&t.c[1], &got, 5, &n), 0);
+	EXPECT_EQ(0, kvp_to_slot_locked(&t.c[1], &got, 5, &n));
 	memset(&x, 0, sizeof(x));
 	x.flags = KVPOOL_EXPORT_SLOT;
 	x.session_id = 6;
-	CHECK_EQ(kvp_export_locked(&t.c[1], &x, &idx, &n), -ENOENT);
+	EXPECT_EQ(-ENOENT, kvp_export_locked(&t.c[1], &x, &idx, &n));
 	x.session_id = 5;
-	CHECK_EQ(kvp_export_locked(&t.c[1], &x, &idx, &n), 0);
-	CHECK_EQ(stats(&t.c[1]).out_client_slots, 0);
-	CHECK(clean(&t));
+	EXPECT_EQ(0, kvp_export_locked(&t.c[1], &x, &idx, &n));
+	EXPECT_EQ(0, stats(&t.c[1]).out_client_slots);
+	EXPECT_TRUE(clean(&t));
 	kvp_export_drop_locked(&t.pool, idx);
-	CHECK_EQ(stats(&t.c[1]).out_export_rows, 0);
-	CHECK_EQ(stats(&t.c[1]).out_free_pages, 64);
+	EXPECT_EQ(0, stats(&t.c[1]).out_export_rows);
+	EXPECT_EQ(64, stats(&t.c[1]).out_free_pages);
 	kvp_export_drop_locked(&t.pool, idx);		/* no-op now */
-	CHECK(clean(&t));
+	EXPECT_TRUE(clean(&t));
 	tpool_fini(&t);
 }
 
@@ -1131,7 +1128,8 @@ static void psnap_take(struct tpool *t, struct psnap *s)
 	u32 i;
 
 	memset(s, 0, sizeof(*s));
-	CHECK(t->pool.nr_pages <= SNAP_PAGES && t->pool.nr_rows <= SNAP_ROWS);
+	EXPECT_TRUE(t->pool.nr_pages <= SNAP_PAGES &&
+		    t->pool.nr_rows <= SNAP_ROWS);
 	memcpy(s->pages, t->pool.pages, t->pool.nr_pages * sizeof(s->pages[0]));
 	for (i = 0; i < t->pool.nr_rows; i++) {
 		const struct kvp_row *r = &t->pool.rows[i];
@@ -1182,7 +1180,7 @@ static void gen_refused(struct tpool *t, struct kvpool_handle ok,
 	struct kvpool_row_query q;
 	struct kvpool_export x;
 	struct psnap before;
-	int failed = t_failed;
+	int failed = kvp_expect_failures;
 	u32 n, idx, xi;
 
 	psnap_take(t, &before);
@@ -1193,49 +1191,49 @@ static void gen_refused(struct tpool *t, struct kvpool_handle ok,
 	le[1].handle = bad;
 	le[1].len = 8;
 	idx = 0xdead;
-	CHECK_EQ(kvp_commit_locked(c, le, 2, &idx), want);
-	CHECK_EQ(idx, 1);
+	EXPECT_EQ(want, kvp_commit_locked(c, le, 2, &idx));
+	EXPECT_EQ(1, idx);
 	idx = 0xdead;
-	CHECK_EQ(kvp_donate_locked(c, le, 2, &n, &idx), want);
-	CHECK_EQ(idx, 1);
+	EXPECT_EQ(want, kvp_donate_locked(c, le, 2, &n, &idx));
+	EXPECT_EQ(1, idx);
 	le[0].len = 4;
 	le[1].len = 4;
 	idx = 0xdead;
-	CHECK_EQ(kvp_swa_free_locked(c, le, 2, &n, &idx), want);
-	CHECK_EQ(idx, 1);
+	EXPECT_EQ(want, kvp_swa_free_locked(c, le, 2, &n, &idx));
+	EXPECT_EQ(1, idx);
 
 	idx = 0xdead;
-	CHECK_EQ(kvp_trim_locked(c, h, 2, &n, &idx), want);
-	CHECK_EQ(idx, 1);
+	EXPECT_EQ(want, kvp_trim_locked(c, h, 2, &n, &idx));
+	EXPECT_EQ(1, idx);
 	idx = 0xdead;
-	CHECK_EQ(kvp_release_locked(c, h, 2, 0, &n, &idx), want);
-	CHECK_EQ(idx, 1);
+	EXPECT_EQ(want, kvp_release_locked(c, h, 2, 0, &n, &idx));
+	EXPECT_EQ(1, idx);
 	idx = 0xdead;
-	CHECK_EQ(kvp_release_locked(c, h, 2, KVPOOL_RELEASE_DONATE, &n, &idx),
-		 want);
-	CHECK_EQ(idx, 1);
+	EXPECT_EQ(want,
+		  kvp_release_locked(c, h, 2, KVPOOL_RELEASE_DONATE, &n, &idx));
+	EXPECT_EQ(1, idx);
 
 	memset(e, 0, sizeof(e));
 	e[0].handle = ok;
 	e[0].new_len = 20;
 	e[1].handle = bad;
 	e[1].new_len = 20;
-	CHECK_EQ(kvp_extend_locked(c, e, 2, ~0U, &res), want);
-	CHECK_EQ(res.error_index, 1);
-	CHECK(!res.pages);
+	EXPECT_EQ(want, kvp_extend_locked(c, e, 2, ~0U, &res));
+	EXPECT_EQ(1, res.error_index);
+	EXPECT_TRUE(!res.pages);
 	kvfree(res.pages);
 
-	CHECK_EQ(kvp_to_slot_locked(c, &bad, 77, &n), want);
-	CHECK_EQ(kvp_attach_prefix_locked(c, &bad, cached, 1), want);
+	EXPECT_EQ(want, kvp_to_slot_locked(c, &bad, 77, &n));
+	EXPECT_EQ(want, kvp_attach_prefix_locked(c, &bad, cached, 1));
 	memset(&x, 0, sizeof(x));
 	x.handle = bad;
-	CHECK_EQ(kvp_export_locked(c, &x, &xi, &n), want);
+	EXPECT_EQ(want, kvp_export_locked(c, &x, &xi, &n));
 	memset(&q, 0, sizeof(q));
 	q.handle = bad;
-	CHECK_EQ(kvp_row_query_locked(c, &q, NULL), want);
+	EXPECT_EQ(want, kvp_row_query_locked(c, &q, NULL));
 
-	CHECK(unchanged(t, &before));
-	if (t_failed != failed)
+	EXPECT_TRUE(unchanged(t, &before));
+	if (kvp_expect_failures != failed)
 		printf("#   (above: row %u, handle generation %u, row's %u)\n",
 		       bad.req_pool_idx, bad.generation,
 		       t->pool.rows[bad.req_pool_idx].gen);
@@ -1255,25 +1253,25 @@ static void test_future_generation(void)
 	struct tpool t;
 	u32 cached[2], *pages, n, xi, i, k;
 
-	CHECK_EQ(tpool_init(&t, 0, 64, 4, 8, 256), 0);
+	EXPECT_EQ(0, tpool_init(&t, 0, 64, 4, 8, 256));
 	/* ok and b: allocated 16, committed 8, nothing donated or freed */
-	CHECK_EQ(alloc1(&t.c[0], &ok), 0);
-	CHECK_EQ(alloc1(&t.c[0], &b), 0);
-	CHECK_EQ(alloc1(&t.c[0], &f), 0);	/* fresh, for ATTACH_PREFIX */
-	CHECK_EQ(alloc1(&t.c[0], &d), 0);	/* fills the cache */
+	EXPECT_EQ(0, alloc1(&t.c[0], &ok));
+	EXPECT_EQ(0, alloc1(&t.c[0], &b));
+	EXPECT_EQ(0, alloc1(&t.c[0], &f));	/* fresh, for ATTACH_PREFIX */
+	EXPECT_EQ(0, alloc1(&t.c[0], &d));	/* fills the cache */
 	for (i = 0; i < 2; i++) {
 		struct kvpool_handle r = i ? b : ok;
 
-		CHECK_EQ(extend1(&t.c[0], r, 16, NULL), 0);
-		CHECK_EQ(commit1(&t.c[0], r, 8), 0);
+		EXPECT_EQ(0, extend1(&t.c[0], r, 16, NULL));
+		EXPECT_EQ(0, commit1(&t.c[0], r, 8));
 	}
-	CHECK_EQ(extend1(&t.c[0], d, 8, NULL), 0);
-	CHECK_EQ(commit1(&t.c[0], d, 8), 0);
-	CHECK_EQ(donate1(&t.c[0], d, 8, NULL), 0);
+	EXPECT_EQ(0, extend1(&t.c[0], d, 8, NULL));
+	EXPECT_EQ(0, commit1(&t.c[0], d, 8));
+	EXPECT_EQ(0, donate1(&t.c[0], d, 8, NULL));
 	query(&t.c[0], d, &pages);
 	memcpy(cached, pages, sizeof(cached));
 	kvfree(pages);
-	CHECK(clean(&t));
+	EXPECT_TRUE(clean(&t));
 
 	for (k = 0; k < 3; k++) {
 		struct kvpool_handle row = k == 2 ? f : b;
@@ -1315,36 +1313,36 @@ static void test_future_generation(void)
 		memset(&x, 0, sizeof(x));
 		x.handle = row;
 		if (k == 2) {
-			CHECK_EQ(kvp_attach_prefix_locked(&t.c[0], &row, cached,
-							  2), 0);
-			CHECK_EQ(query(&t.c[0], row, NULL).out_protected_len,
-				 8);
+			EXPECT_EQ(0, kvp_attach_prefix_locked(&t.c[0], &row,
+							      cached, 2));
+			EXPECT_EQ(8,
+				  query(&t.c[0], row, NULL).out_protected_len);
 		} else if (k == 1) {
-			CHECK_EQ(kvp_export_locked(&t.c[0], &x, &xi, &n), 0);
-			CHECK_EQ(n, 4);
+			EXPECT_EQ(0, kvp_export_locked(&t.c[0], &x, &xi, &n));
+			EXPECT_EQ(4, n);
 			/* Imported: the next generation, 2; 3 names nothing. */
-			CHECK_EQ(kvp_import_locked(&t.c[0], xi, &b, &n), 0);
-			CHECK_EQ(b.generation, 2);
+			EXPECT_EQ(0, kvp_import_locked(&t.c[0], xi, &b, &n));
+			EXPECT_EQ(2, b.generation);
 			bad = b;
 			bad.generation = 3;
-			CHECK_EQ(commit1(&t.c[0], bad, 12), -ENOENT);
+			EXPECT_EQ(-ENOENT, commit1(&t.c[0], bad, 12));
 			bad.generation = 1;
-			CHECK_EQ(commit1(&t.c[0], bad, 12), -ESTALE);
-			CHECK_EQ(commit1(&t.c[0], b, 12), 0);
+			EXPECT_EQ(-ESTALE, commit1(&t.c[0], bad, 12));
+			EXPECT_EQ(0, commit1(&t.c[0], b, 12));
 		} else {
 			/* Parked and back: the next generation, 2. */
-			CHECK_EQ(kvp_to_slot_locked(&t.c[0], &row, 9, &n), 0);
-			CHECK_EQ(n, 4);
-			CHECK_EQ(kvp_from_slot_locked(&t.c[0], 9, &b, &n), 0);
-			CHECK_EQ(b.generation, 2);
+			EXPECT_EQ(0, kvp_to_slot_locked(&t.c[0], &row, 9, &n));
+			EXPECT_EQ(4, n);
+			EXPECT_EQ(0, kvp_from_slot_locked(&t.c[0], 9, &b, &n));
+			EXPECT_EQ(2, b.generation);
 			bad = b;
 			bad.generation = 3;
-			CHECK_EQ(extend1(&t.c[0], bad, 20, NULL), -ENOENT);
+			EXPECT_EQ(-ENOENT, extend1(&t.c[0], bad, 20, NULL));
 			bad.generation = 1;
-			CHECK_EQ(extend1(&t.c[0], bad, 20, NULL), -ESTALE);
-			CHECK_EQ(query(&t.c[0], b, NULL).out_committed_len, 8);
+			EXPECT_EQ(-ESTALE, extend1(&t.c[0], bad, 20, NULL));
+			EXPECT_EQ(8, query(&t.c[0], b, NULL).out_committed_len);
 		}
-		CHECK(clean(&t));
+		EXPECT_TRUE(clean(&t));
 	}
 	tpool_fini(&t);
 }
@@ -1365,28 +1363,28 @@ static void test_donate_after_swa(void)
 	struct tpool t;
 	u32 n, idx;
 
-	CHECK_EQ(tpool_init(&t, 0, 64, 16, 8, 1024), 0);
-	CHECK_EQ(kvp_row_alloc_locked(&t.c[0], h, 2, &n), 0);
-	CHECK_EQ(alloc1(&t.c[0], &w), 0);
-	CHECK_EQ(alloc1(&t.c[0], &e), 0);
+	EXPECT_EQ(0, tpool_init(&t, 0, 64, 16, 8, 1024));
+	EXPECT_EQ(0, kvp_row_alloc_locked(&t.c[0], h, 2, &n));
+	EXPECT_EQ(0, alloc1(&t.c[0], &w));
+	EXPECT_EQ(0, alloc1(&t.c[0], &e));
 	/* h[0]: clean, would donate; h[1]: the holed row */
-	CHECK_EQ(extend1(&t.c[0], h[0], 64, NULL), 0);
-	CHECK_EQ(commit1(&t.c[0], h[0], 64), 0);
-	CHECK_EQ(extend1(&t.c[0], h[1], 64, NULL), 0);
-	CHECK_EQ(commit1(&t.c[0], h[1], 64), 0);
-	CHECK_EQ(swa1(&t.c[0], h[1], 32, &n), 0);
-	CHECK_EQ(n, 2);
-	CHECK_EQ(query(&t.c[0], h[1], NULL).out_protected_len, 0);
-	CHECK_EQ(query(&t.c[0], h[1], NULL).out_swa_evicted_len, 32);
-	CHECK(clean(&t));
+	EXPECT_EQ(0, extend1(&t.c[0], h[0], 64, NULL));
+	EXPECT_EQ(0, commit1(&t.c[0], h[0], 64));
+	EXPECT_EQ(0, extend1(&t.c[0], h[1], 64, NULL));
+	EXPECT_EQ(0, commit1(&t.c[0], h[1], 64));
+	EXPECT_EQ(0, swa1(&t.c[0], h[1], 32, &n));
+	EXPECT_EQ(2, n);
+	EXPECT_EQ(0, query(&t.c[0], h[1], NULL).out_protected_len);
+	EXPECT_EQ(32, query(&t.c[0], h[1], NULL).out_swa_evicted_len);
+	EXPECT_TRUE(clean(&t));
 
 	psnap_take(&t, &before);
 	n = 0xdead;
-	CHECK_EQ(donate1(&t.c[0], h[1], 64, &n), -EINVAL);
-	CHECK(unchanged(&t, &before));
+	EXPECT_EQ(-EINVAL, donate1(&t.c[0], h[1], 64, &n));
+	EXPECT_TRUE(unchanged(&t, &before));
 	/* Even a length the row's protected part covers: the row is holed. */
-	CHECK_EQ(donate1(&t.c[0], h[1], 0, &n), -EINVAL);
-	CHECK_EQ(donate1(&t.c[0], h[1], 48, &n), -EINVAL);
+	EXPECT_EQ(-EINVAL, donate1(&t.c[0], h[1], 0, &n));
+	EXPECT_EQ(-EINVAL, donate1(&t.c[0], h[1], 48, &n));
 	/* In a batch: the entry is named and the good one not donated. */
 	memset(le, 0, sizeof(le));
 	le[0].handle = h[0];
@@ -1394,67 +1392,71 @@ static void test_donate_after_swa(void)
 	le[1].handle = h[1];
 	le[1].len = 64;
 	idx = 0xdead;
-	CHECK_EQ(kvp_donate_locked(&t.c[0], le, 2, &n, &idx), -EINVAL);
-	CHECK_EQ(idx, 1);
-	CHECK(unchanged(&t, &before));
+	EXPECT_EQ(-EINVAL, kvp_donate_locked(&t.c[0], le, 2, &n, &idx));
+	EXPECT_EQ(1, idx);
+	EXPECT_TRUE(unchanged(&t, &before));
 	idx = 0xdead;
-	CHECK_EQ(kvp_release_locked(&t.c[0], h, 2, KVPOOL_RELEASE_DONATE, &n,
-				    &idx), -EINVAL);
-	CHECK_EQ(idx, 1);
-	CHECK(unchanged(&t, &before));
-	CHECK_EQ(stats(&t.c[0]).out_client_cache_pages, 0);
-	CHECK_EQ(stats(&t.c[0]).out_client_rows, 4);
+	EXPECT_EQ(-EINVAL,
+		  kvp_release_locked(&t.c[0], h, 2, KVPOOL_RELEASE_DONATE, &n,
+				     &idx));
+	EXPECT_EQ(1, idx);
+	EXPECT_TRUE(unchanged(&t, &before));
+	EXPECT_EQ(0, stats(&t.c[0]).out_client_cache_pages);
+	EXPECT_EQ(4, stats(&t.c[0]).out_client_rows);
 	/* A bad handle later in the batch is still found first. */
 	le[0].handle = h[1];
 	le[1].handle = h[0];
 	le[1].handle.generation--;
 	idx = 0xdead;
-	CHECK_EQ(kvp_donate_locked(&t.c[0], le, 2, &n, &idx), -ESTALE);
-	CHECK_EQ(idx, 1);
-	CHECK(unchanged(&t, &before));
+	EXPECT_EQ(-ESTALE, kvp_donate_locked(&t.c[0], le, 2, &n, &idx));
+	EXPECT_EQ(1, idx);
+	EXPECT_TRUE(unchanged(&t, &before));
 
 	/* Donated before the window slides: the prefix stays whole. */
-	CHECK_EQ(extend1(&t.c[0], w, 64, NULL), 0);
-	CHECK_EQ(commit1(&t.c[0], w, 64), 0);
-	CHECK_EQ(donate1(&t.c[0], w, 32, &n), 0);
-	CHECK_EQ(n, 2);
+	EXPECT_EQ(0, extend1(&t.c[0], w, 64, NULL));
+	EXPECT_EQ(0, commit1(&t.c[0], w, 64));
+	EXPECT_EQ(0, donate1(&t.c[0], w, 32, &n));
+	EXPECT_EQ(2, n);
 	/* SWA_FREE up to protected frees nothing: still no holes. */
-	CHECK_EQ(swa1(&t.c[0], w, 32, &n), 0);
-	CHECK_EQ(n, 0);
-	CHECK_EQ(donate1(&t.c[0], w, 48, &n), 0);
-	CHECK_EQ(n, 1);
+	EXPECT_EQ(0, swa1(&t.c[0], w, 32, &n));
+	EXPECT_EQ(0, n);
+	EXPECT_EQ(0, donate1(&t.c[0], w, 48, &n));
+	EXPECT_EQ(1, n);
 	/* Past protected it holes the row: no more donating. */
-	CHECK_EQ(swa1(&t.c[0], w, 64, &n), 0);
-	CHECK_EQ(n, 1);
+	EXPECT_EQ(0, swa1(&t.c[0], w, 64, &n));
+	EXPECT_EQ(1, n);
 	psnap_take(&t, &before);
-	CHECK_EQ(donate1(&t.c[0], w, 64, &n), -EINVAL);
+	EXPECT_EQ(-EINVAL, donate1(&t.c[0], w, 64, &n));
 	idx = 0xdead;
-	CHECK_EQ(kvp_release_locked(&t.c[0], &w, 1, KVPOOL_RELEASE_DONATE, &n,
-				    &idx), -EINVAL);
-	CHECK_EQ(idx, 0);
-	CHECK(unchanged(&t, &before));
+	EXPECT_EQ(-EINVAL,
+		  kvp_release_locked(&t.c[0], &w, 1, KVPOOL_RELEASE_DONATE, &n,
+				     &idx));
+	EXPECT_EQ(0, idx);
+	EXPECT_TRUE(unchanged(&t, &before));
 
 	/* e: SWA_FREE to exactly its donated edge; RELEASE_DONATE works. */
-	CHECK_EQ(extend1(&t.c[0], e, 64, NULL), 0);
-	CHECK_EQ(commit1(&t.c[0], e, 64), 0);
-	CHECK_EQ(donate1(&t.c[0], e, 64, &n), 0);
-	CHECK_EQ(swa1(&t.c[0], e, 64, &n), 0);
-	CHECK_EQ(n, 0);
-	CHECK_EQ(kvp_release_locked(&t.c[0], &e, 1, KVPOOL_RELEASE_DONATE, &n,
-				    &idx), 0);
-	CHECK_EQ(n, 0);
+	EXPECT_EQ(0, extend1(&t.c[0], e, 64, NULL));
+	EXPECT_EQ(0, commit1(&t.c[0], e, 64));
+	EXPECT_EQ(0, donate1(&t.c[0], e, 64, &n));
+	EXPECT_EQ(0, swa1(&t.c[0], e, 64, &n));
+	EXPECT_EQ(0, n);
+	EXPECT_EQ(0,
+		  kvp_release_locked(&t.c[0], &e, 1, KVPOOL_RELEASE_DONATE, &n,
+				     &idx));
+	EXPECT_EQ(0, n);
 
 	/* Without the flag a holed row releases; the clean one donates. */
-	CHECK_EQ(kvp_release_locked(&t.c[0], &h[1], 1, 0, &n, &idx), 0);
-	CHECK_EQ(n, 2);
-	CHECK_EQ(kvp_release_locked(&t.c[0], &w, 1, 0, &n, &idx), 0);
-	CHECK_EQ(kvp_release_locked(&t.c[0], &h[0], 1, KVPOOL_RELEASE_DONATE,
-				    &n, &idx), 0);
-	CHECK_EQ(n, 0);
+	EXPECT_EQ(0, kvp_release_locked(&t.c[0], &h[1], 1, 0, &n, &idx));
+	EXPECT_EQ(2, n);
+	EXPECT_EQ(0, kvp_release_locked(&t.c[0], &w, 1, 0, &n, &idx));
+	EXPECT_EQ(0,
+		  kvp_release_locked(&t.c[0], &h[0], 1, KVPOOL_RELEASE_DONATE,
+				     &n, &idx));
+	EXPECT_EQ(0, n);
 	/* h[0]'s 4 pages, w's 3 (page 3 freed by SWA), e's 4 */
-	CHECK_EQ(stats(&t.c[0]).out_client_cache_pages, 4 + 3 + 4);
-	CHECK_EQ(stats(&t.c[0]).out_cache_pinned, 0);
-	CHECK(clean(&t));
+	EXPECT_EQ(4 + 3 + 4, stats(&t.c[0]).out_client_cache_pages);
+	EXPECT_EQ(0, stats(&t.c[0]).out_cache_pinned);
+	EXPECT_TRUE(clean(&t));
 	tpool_fini(&t);
 }
 
@@ -1566,24 +1568,24 @@ static void test_fail_nth(void)
 		ret = tpool_init(&t, 0, 2048, 4, 16, 4096);
 		if (ret) {
 			kvp_user_fail_nth = 0;
-			CHECK_EQ(ret, -ENOMEM);
-			CHECK_EQ(kvp_user_live_allocs, live);
+			EXPECT_EQ(-ENOMEM, ret);
+			EXPECT_EQ(live, kvp_user_live_allocs);
 			fails++;
 			continue;
 		}
 		ret = sequence(&t);
 		kvp_user_fail_nth = 0;
-		CHECK(ret == 0 || ret == -ENOMEM);
-		CHECK(clean(&t));
+		EXPECT_TRUE(ret == 0 || ret == -ENOMEM);
+		EXPECT_TRUE(clean(&t));
 		tpool_fini(&t);
-		CHECK_EQ(kvp_user_live_allocs, live);
+		EXPECT_EQ(live, kvp_user_live_allocs);
 		if (!ret)
 			break;
 		fails++;
 	}
 	printf("#   sequence ran through after %d injected failures\n", fails);
-	CHECK(fails > 5);
-	CHECK(nth < 10000);
+	EXPECT_TRUE(fails > 5);
+	EXPECT_TRUE(nth < 10000);
 }
 
 static u32 rnd_state = 12345;
@@ -1605,9 +1607,9 @@ static void test_random(void)
 	struct tpool t;
 	int step, ok = 0, refused = 0;
 
-	CHECK_EQ(tpool_init(&t, KVPOOL_CREATE_RESERVE_ZERO, 3000, 8, 100,
-			    2000), 0);
-	for (step = 0; step < 30000 && !t_failed; step++) {
+	EXPECT_EQ(0, tpool_init(&t, KVPOOL_CREATE_RESERVE_ZERO, 3000, 8, 100,
+				2000));
+	for (step = 0; step < 30000 && !kvp_expect_failures; step++) {
 		int ci = rnd(3), k;
 		struct kvp_client *c = &t.c[ci];
 		struct kvpool_handle h;
@@ -1703,7 +1705,7 @@ static void test_random(void)
 				break;
 			if (k >= 0)
 				held[ci][k] = held[ci][--nheld[ci]];
-			CHECK(clean(&t));
+			EXPECT_TRUE(clean(&t));
 			if (op == 14 || nheld[to] >= 64 ||
 			    kvp_import_locked(&t.c[to], xi, &h, &n))
 				kvp_export_drop_locked(&t.pool, xi);
@@ -1725,22 +1727,22 @@ static void test_random(void)
 		if (ret) {
 			refused++;
 			if (!stats_eq(c, &st))
-				CHECK(!"a refused op changed the pool");
+				EXPECT_TRUE(!"a refused op changed the pool");
 		} else {
 			ok++;
 		}
 		if (verify(&t.pool)) {
 			printf("#   verify failed at step %d (op %d)\n", step, op);
-			CHECK(0);
+			EXPECT_TRUE(0);
 		}
 		if (rnd(2000) == 0) {
 			kvp_client_detach_locked(c);
-			CHECK_EQ(kvp_client_attach_locked(&t.pool, c), 0);
+			EXPECT_EQ(0, kvp_client_attach_locked(&t.pool, c));
 			nheld[ci] = 0;
 		}
 	}
 	printf("#   %d ops done, %d refused\n", ok, refused);
-	CHECK(ok > 5000 && refused > 1000);
+	EXPECT_TRUE(ok > 5000 && refused > 1000);
 	tpool_fini(&t);
 }
 
@@ -1751,7 +1753,7 @@ static void test_lock_assert(void)
 	pid_t pid;
 	int status;
 
-	CHECK_EQ(tpool_init(&t, 0, 8, 1, 4, 8), 0);
+	EXPECT_EQ(0, tpool_init(&t, 0, 8, 1, 4, 8));
 	fflush(stdout);
 	pid = fork();
 	if (pid == 0) {
@@ -1763,8 +1765,8 @@ static void test_lock_assert(void)
 		alloc1(&t.c[0], &h);
 		_exit(0);
 	}
-	CHECK(waitpid(pid, &status, 0) == pid);
-	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+	EXPECT_TRUE(waitpid(pid, &status, 0) == pid);
+	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
 	tpool_fini(&t);
 }
 
@@ -1772,14 +1774,14 @@ static void run(const char *name, void (*fn)(void))
 {
 	long live = kvp_user_live_allocs;
 
-	t_failed = 0;
+	kvp_expect_failures = 0;
 	fn();
 	if (kvp_user_live_allocs != live) {
 		printf("#   leaked %ld allocations\n", kvp_user_live_allocs - live);
-		t_failed++;
+		kvp_expect_failures++;
 	}
 	nr_test++;
-	if (t_failed) {
+	if (kvp_expect_failures) {
 		nr_fail++;
 		printf("not ok %d %s\n", nr_test, name);
 	} else {
