@@ -92,7 +92,7 @@ static unsigned int rnd(unsigned int n)
 
 static int pick_row(bool want_slot, bool any)
 {
-	int idx[W_ROWS], n = 0, i;
+	int idx[W_ROWS] = { 0 }, n = 0, i;
 
 	for (i = 0; i < W_ROWS; i++)
 		if (W.rows[i].used && (any || W.rows[i].slot == want_slot))
@@ -628,8 +628,9 @@ static void op_query(void)
 		"row %u: state %u nr %u alloc %u committed %u prot %u swa %u; want %u %u %u %u %u %u",
 		r->h.req_pool_idx, q.out_state, q.out_nr_pages,
 		q.out_allocated_len, q.out_committed_len, q.out_protected_len,
-		q.out_swa_evicted_len, r->slot ? 2 : 1, r->nr, r->alloc,
-		r->committed, r->prot, r->swa);
+		q.out_swa_evicted_len,
+		(__u32)(r->slot ? KVPOOL_ROW_SLOT : KVPOOL_ROW_HELD), r->nr,
+		r->alloc, r->committed, r->prot, r->swa);
 	W_CHECK(!memcmp(ids, r->pages, r->nr * sizeof(__u32)),
 		"row %u: pages differ", r->h.req_pool_idx);
 }
