@@ -3,8 +3,10 @@
 #
 # The maintainers' checkers on the kernel code: checkpatch.pl --strict
 # (taken from Debian's linux-source-6.1 at run time) on driver/ and uapi/
-# and on every commit since the redesign (message and kernel diff), cppcheck on the userspace C, tools/doc-check.sh (docs against code), and
-# a W=1 + sparse (C=2) build against each kernel of $KERNELS. Prints
+# and on every commit since the redesign (message and kernel diff),
+# cppcheck on the userspace C and on the kernel tests, tools/doc-check.sh
+# (docs against code), and a W=1 + sparse (C=2) build against each
+# kernel of $KERNELS. Prints
 # "PASS name" or "FAIL name" per check; exits non-zero if any failed.
 set -uo pipefail
 
@@ -92,6 +94,24 @@ if out=$(cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 else
 	echo "$out"
 	echo "FAIL lint: cppcheck"
+	rc=1
+fi
+
+# The kernel and debug tests and their library, against the harness they
+# are built with; the harness's own findings are not ours. One
+# configuration: the tests have no #ifdef of their own that matters, and
+# every configuration of the harness's headers takes minutes.
+ktests=(selftests/lib/*.c selftests/kernel/*.c selftests/debug/*.c)
+if out=$(cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
+		--std=c11 --inline-suppr --max-configs=1 -j "$(nproc)" \
+		-U__KERNEL__ -Iuapi -Iselftests/lib \
+		-I"$ksrc/tools/testing/selftests" --suppress="*:$ksrc/*" \
+		--suppress=toomanyconfigs \
+		"${ktests[@]}" 2>&1) && [[ -z $out ]]; then
+	echo "PASS lint: cppcheck tests (${#ktests[@]} files)"
+else
+	echo "$out"
+	echo "FAIL lint: cppcheck tests"
 	rc=1
 fi
 
