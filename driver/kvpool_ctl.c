@@ -2,7 +2,7 @@
 /*
  * kvpool driver: /dev/kvpool-control, the administrator's device:
  * create and destroy pools, set tenant limits and watermarks, list
- * tenants.
+ * tenants, give a pool its arena (kvpool_arena.c).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -183,6 +183,8 @@ static const struct kvp_ioctl_op kvp_ctl_ops[] = {
 		   struct kvpool_ctl_tenant_list, tenants),
 	KVP_CTL_OP(CTL_SET_WMARK, kvp_ctl_set_wmark_ioctl,
 		   struct kvpool_ctl_wmark, __reserved),
+	KVP_CTL_OP(CTL_ARENA_SET, kvp_ctl_arena_set_ioctl,
+		   struct kvpool_ctl_arena_set, __reserved),
 };
 
 static long kvp_ctl_ioctl(struct file *file, unsigned int cmd,

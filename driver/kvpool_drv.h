@@ -2,7 +2,7 @@
 /*
  * The kvpool driver's private header: the pool device, the ioctl
  * plumbing and the globals that its files (kvpool_main.c, kvpool_ioctl.c,
- * kvpool_exportfd.c, kvpool_sysfs.c, kvpool_ctl.c) share.
+ * kvpool_exportfd.c, kvpool_arena.c, kvpool_sysfs.c, kvpool_ctl.c) share.
  *
  * Locking, outermost first:
  *   kvp_pools_lock	publishing a pool in the table and taking it out;
@@ -10,8 +10,8 @@
  *			on a pool (so it cannot go while one runs on it).
  *			Reserving an id (xa_alloc) needs only the
  *			xarray's own lock.
- *   kvp_dev.core.lock	one pool: its core state, its clients, @dead and
- *			@nr_exports
+ *   kvp_dev.core.lock	one pool: its core state, its clients, @dead,
+ *			@nr_exports and the @arena pointer (written once)
  *   (xarray locks)	kvp_pools' own, and inside a pool lock the core's
  *			clients and tenants xarrays': innermost, never
  *			held across anything that sleeps
@@ -56,6 +56,26 @@
 
 #define KVP_MAX_POOLS		64
 
+/* One chunk of an arena: a file the pool holds a reference to. */
+struct kvp_arena_chunk {
+	struct file *file;
+	u64 offset;		/* in the arena, bytes */
+	u64 bytes;
+};
+
+/*
+ * A pool's arena (kvpool_arena.c): fixed once set, freed with the pool's
+ * device, so a client of the pool may use it without a lock once it has
+ * read kvp_dev.arena under the pool lock.
+ */
+struct kvp_arena {
+	u32 kind;		/* KVPOOL_ARENA_* */
+	u32 nr_chunks;
+	u64 page_bytes;
+	u64 bytes;		/* the chunks' sum */
+	struct kvp_arena_chunk chunk[];
+};
+
 /* A pool device; see "Lifetime" above. */
 struct kvp_dev {
 	struct kvp_pool core;
@@ -64,6 +84,7 @@ struct kvp_dev {
 	wait_queue_head_t wq;	/* pollers waiting for pressure */
 	u32 nr_exports;		/* export files alive: they point here */
 	bool dead;		/* being destroyed: refuse new clients */
+	struct kvp_arena *arena;	/* set once, under core.lock */
 };
 
 /*
@@ -119,6 +140,8 @@ union kvp_ucmd_buffer {
 	struct kvpool_export export;
 	struct kvpool_import import;
 	struct kvpool_pressure pressure;
+	struct kvpool_arena arena;
+	struct kvpool_ctl_arena_set arena_set;
 	struct kvpool_ctl_tenant tenant;
 	struct kvpool_ctl_tenant_list tenant_list;
 	struct kvpool_ctl_wmark wmark;
@@ -166,6 +189,11 @@ extern const struct file_operations kvp_pool_fops;
 /* kvpool_exportfd.c: export files */
 int kvp_export_ioctl(struct kvp_ucmd *ucmd);
 int kvp_import_ioctl(struct kvp_ucmd *ucmd);
+
+/* kvpool_arena.c: the pool's memory */
+int kvp_arena_ioctl(struct kvp_ucmd *ucmd);
+int kvp_ctl_arena_set_ioctl(struct kvp_ucmd *ucmd);
+void kvp_arena_free(struct kvp_arena *a);
 
 /* kvpool_sysfs.c: /sys/class/kvpool/kvpoolN/ */
 extern const struct attribute_group *kvp_pool_groups[];

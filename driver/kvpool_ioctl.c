@@ -192,7 +192,7 @@ static int kvp_info_ioctl(struct kvp_ucmd *ucmd)
 			    KVPOOL_FEAT_SLOTS | KVPOOL_FEAT_VERIFY |
 			    KVPOOL_FEAT_PREFIX_CACHE | KVPOOL_FEAT_SWA |
 			    KVPOOL_FEAT_EXPORT | KVPOOL_FEAT_QUOTA |
-			    KVPOOL_FEAT_PRESSURE;
+			    KVPOOL_FEAT_PRESSURE | KVPOOL_FEAT_ARENA;
 	cmd->out_nr_pages = pool->nr_pages;
 	cmd->out_page_tokens = pool->page_tokens;
 	cmd->out_nr_rows = pool->nr_rows;
@@ -649,6 +649,7 @@ static const struct kvp_ioctl_op kvp_pool_ops[] = {
 		    __reserved2, 0),
 	KVP_POOL_OP(PRESSURE, kvp_pressure_ioctl,
 		    struct kvpool_pressure, __reserved, 0),
+	KVP_POOL_OP(ARENA, kvp_arena_ioctl, struct kvpool_arena, fds, 0),
 };
 
 static long kvp_pool_ioctl(struct file *file, unsigned int cmd,

@@ -72,6 +72,7 @@ static void kvp_dev_release(struct device *dev)
 {
 	struct kvp_dev *kd = container_of(dev, struct kvp_dev, dev);
 
+	kvp_arena_free(kd->arena);
 	kvp_pool_fini(&kd->core);
 	kfree(kd);
 }

@@ -45,6 +45,8 @@ FIXTURE(abi) {
 	int nexp;
 	int exp_fds[16];	/* export files made for IMPORT (-1: closed) */
 	struct kvpool_tenant_info tinfo[4];	/* CTL_TENANT_LIST's array */
+	int arena_fd;			/* CTL_ARENA_SET's memfd, or -1 */
+	struct kvpool_arena_chunk chunk[1];	/* and its chunk */
 };
 
 typedef void (*abi_prepare_fn)(struct __test_metadata *_metadata,
@@ -405,6 +407,35 @@ static void prep_set_wmark(struct __test_metadata __maybe_unused *_metadata,
 	memcpy(buf, &s, sizeof(s));
 }
 
+static void prep_arena(struct __test_metadata __maybe_unused *_metadata,
+		       FIXTURE_DATA(abi) __maybe_unused *self, void *buf)
+{
+	struct kvpool_arena s = { .size = sizeof(s) };
+
+	memcpy(buf, &s, sizeof(s));
+}
+
+/* One memfd chunk covering the fixture's 512 pages of 4 KiB. */
+static void prep_ctl_arena_set(struct __test_metadata *_metadata,
+			       FIXTURE_DATA(abi) *self, void *buf)
+{
+	struct kvpool_ctl_arena_set s = {
+		.size = sizeof(s), .pool_id = self->pool.id,
+		.kind = KVPOOL_ARENA_HOST, .page_bytes = KT_PAGE_SIZE,
+		.nr_chunks = 1,
+		.chunk_entry_len = sizeof(struct kvpool_arena_chunk),
+		.chunks = kt_ptr(self->chunk),
+	};
+
+	if (self->arena_fd < 0) {
+		self->arena_fd = kt_host_memfd(512 * KT_PAGE_SIZE);
+		ASSERT_LE(0, self->arena_fd);
+	}
+	self->chunk[0].fd = self->arena_fd;
+	self->chunk[0].bytes = 512 * KT_PAGE_SIZE;
+	memcpy(buf, &s, sizeof(s));
+}
+
 #define OP_KMIN(_name, _cmd, _type, _min, _ksize, _ctl, _roff, _bad, _prep) \
 	static const struct abi_op op_##_name = {			\
 		.name = #_name, .cmd = _cmd, .size = sizeof(_type),	\
@@ -507,6 +538,11 @@ OP(ctl_tenant_list, KVPOOL_CTL_TENANT_LIST, struct kvpool_ctl_tenant_list,
    true, -1, 1, prep_tenant_list);
 OP(ctl_set_wmark, KVPOOL_CTL_SET_WMARK, struct kvpool_ctl_wmark, true,
    ROFF(struct kvpool_ctl_wmark), 1, prep_set_wmark);
+/* Bit 0 is KVPOOL_ARENA_FDS. */
+OP(arena, KVPOOL_ARENA, struct kvpool_arena, false,
+   ROFF(struct kvpool_arena), KVPOOL_ARENA_FDS << 1, prep_arena);
+OP(ctl_arena_set, KVPOOL_CTL_ARENA_SET, struct kvpool_ctl_arena_set, true,
+   ROFF(struct kvpool_ctl_arena_set), 1, prep_ctl_arena_set);
 
 FIXTURE_SETUP(abi)
 {
@@ -519,12 +555,15 @@ FIXTURE_SETUP(abi)
 	ASSERT_NE(MAP_FAILED, self->big);
 	self->guard = kt_map_guarded();
 	ASSERT_NE(NULL, self->guard);
+	self->arena_fd = -1;
 }
 
 FIXTURE_TEARDOWN(abi)
 {
 	int i;
 
+	if (self->arena_fd >= 0)
+		close(self->arena_fd);
 	for (i = 0; i < self->nextra; i++) {
 		int ret = kt_destroy(self->pool.ctl, self->extra[i]);
 
@@ -603,6 +642,7 @@ struct abi_snap {
 	__u32 nr_tenants;
 	struct kvpool_tenant_info ti[8];
 	__u32 low_wmark, high_wmark;
+	__u32 arena_kind;
 };
 
 static void abi_snap(FIXTURE_DATA(abi) *self, struct abi_snap *s)
@@ -614,9 +654,12 @@ static void abi_snap(FIXTURE_DATA(abi) *self, struct abi_snap *s)
 		.tenants = kt_ptr(s->ti),
 	};
 	struct kvpool_pressure p = { .size = sizeof(p) };
+	struct kvpool_arena a = { .size = sizeof(a) };
 
 	memset(s, 0, sizeof(*s));
 	kt_stats(self->fd, &s->st);
+	s->arena_kind = kt_ioctl(self->fd, KVPOOL_ARENA, &a) ? ~0u :
+			a.out_kind;
 	s->pools = kt_count_pools();
 	if (kt_ioctl(self->pool.ctl, KVPOOL_CTL_TENANT_LIST, &l) == 0)
 		s->nr_tenants = l.out_nr_tenants;
@@ -673,6 +716,7 @@ static unsigned char abi_copy[BIG_PAGES * KT_PAGE_SIZE];
 	EXPECT_STREQ("", abi_tenants_diff((before), &__now));		\
 	EXPECT_EQ((before)->low_wmark, __now.low_wmark);		\
 	EXPECT_EQ((before)->high_wmark, __now.high_wmark);		\
+	EXPECT_EQ((before)->arena_kind, __now.arena_kind);		\
 } while (0)
 
 /* The struct exactly as built: accepted, nothing written past it. */
@@ -1011,7 +1055,8 @@ TEST_F(info, geometry)
 	EXPECT_EQ(sizeof(i), i.size);
 	EXPECT_EQ(0, i.flags);
 	EXPECT_EQ(KVPOOL_ABI_VERSION, i.out_abi_version);
-	EXPECT_EQ(1, i.out_abi_version);
+	/* 1 was the first release; 2 added the arena. */
+	EXPECT_EQ(2, i.out_abi_version);
 	EXPECT_EQ(self->pool.id, i.out_pool_id);
 	EXPECT_EQ(variant->nr_pages, i.out_nr_pages);
 	EXPECT_EQ(variant->page_tokens, i.out_page_tokens);
@@ -1025,8 +1070,8 @@ TEST_F(info, geometry)
 
 /*
  * Exactly the documented set: rows, extend, slots, verify, the prefix
- * cache, sliding-window free, export/import, quotas and pressure; no
- * undefined bit.
+ * cache, sliding-window free, export/import, quotas, pressure and the
+ * arena; no undefined bit.
  */
 TEST_F(info, features)
 {
@@ -1034,7 +1079,7 @@ TEST_F(info, features)
 			   KVPOOL_FEAT_SLOTS | KVPOOL_FEAT_VERIFY |
 			   KVPOOL_FEAT_PREFIX_CACHE | KVPOOL_FEAT_SWA |
 			   KVPOOL_FEAT_EXPORT | KVPOOL_FEAT_QUOTA |
-			   KVPOOL_FEAT_PRESSURE;
+			   KVPOOL_FEAT_PRESSURE | KVPOOL_FEAT_ARENA;
 	struct kvpool_info i;
 
 	ASSERT_EQ(0, kt_info(self->fd, &i));
@@ -1328,16 +1373,17 @@ TEST_F(info, enotty)
 {
 	const unsigned long cmds[] = {
 		_IO(KVPOOL_TYPE, 0x7f),
-		/* 0x00..0x12 are pool ops; 0x13..0x1f are kept for later. */
-		_IO(KVPOOL_TYPE, KVPOOL_CMD_PRESSURE + 1),
-		_IO(KVPOOL_TYPE, 0x13),
+		/* 0x00..0x13 are pool ops; 0x14..0x1f are kept for later. */
+		_IO(KVPOOL_TYPE, KVPOOL_CMD_ARENA + 1),
+		_IO(KVPOOL_TYPE, 0x14),
 		_IO(KVPOOL_TYPE, 0x1e),
 		_IO(KVPOOL_TYPE, 0x1f),
-		/* Control ops (0x20..0x24) are not pool ops. */
+		/* Control ops (0x20..0x25) are not pool ops. */
 		_IO(KVPOOL_TYPE, KVPOOL_CMD_CTL_CREATE),
 		_IO(KVPOOL_TYPE, KVPOOL_CMD_CTL_SET_WMARK),
+		_IO(KVPOOL_TYPE, KVPOOL_CMD_CTL_ARENA_SET),
 		_IO(KVPOOL_TYPE, 0x22),
-		_IO(KVPOOL_TYPE, 0x25),
+		_IO(KVPOOL_TYPE, 0x26),
 		/* 0x30..0x3f are kept; nothing above is ours. */
 		_IO(KVPOOL_TYPE, 0x30),
 		_IO(KVPOOL_TYPE, 0x3f),

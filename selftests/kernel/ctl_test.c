@@ -515,6 +515,11 @@ static bool ctl_all_eperm(int c, __u32 id)
 		.size = sizeof(w), .pool_id = id, .low_wmark = 4,
 		.high_wmark = 8,
 	};
+	struct kvpool_ctl_arena_set as = {
+		.size = sizeof(as), .pool_id = id, .kind = KVPOOL_ARENA_HOST,
+		.page_bytes = 4096, .nr_chunks = 1,
+		.chunk_entry_len = sizeof(struct kvpool_arena_chunk),
+	};
 	__u32 nid = 0xdeadbeef;
 	bool ok = true;
 
@@ -530,10 +535,12 @@ static bool ctl_all_eperm(int c, __u32 id)
 	ok &= l.out_nr_tenants == 0xdeadbeef;
 	ok &= ((unsigned char *)ti)[0] == 0xa5;
 	ok &= kt_ioctl(c, KVPOOL_CTL_SET_WMARK, &w) == EPERM;
+	ok &= kt_ioctl(c, KVPOOL_CTL_ARENA_SET, &as) == EPERM;
 	/* Not even a bad struct is looked at. */
 	ok &= kt_ioctl(c, KVPOOL_CTL_TENANT_SET, NULL) == EPERM;
 	ok &= kt_ioctl(c, KVPOOL_CTL_TENANT_LIST, NULL) == EPERM;
 	ok &= kt_ioctl(c, KVPOOL_CTL_SET_WMARK, NULL) == EPERM;
+	ok &= kt_ioctl(c, KVPOOL_CTL_ARENA_SET, NULL) == EPERM;
 	return ok;
 }
 
@@ -635,11 +642,11 @@ TEST_F(ctl, enotty_without_cap_sys_admin)
 		CHILD_CHECK(c >= 0);
 		*(__u32 *)buf = 64;
 		/*
-		 * 0x20..0x24 are control ops; 0x25 is the first unknown, 0x1f
+		 * 0x20..0x25 are control ops; 0x26 is the first unknown, 0x1f
 		 * a pool op number kept for later.
 		 */
 		CHILD_CHECK(kt_ioctl(c, _IO(KVPOOL_TYPE,
-					    KVPOOL_CMD_CTL_SET_WMARK + 1),
+					    KVPOOL_CMD_CTL_ARENA_SET + 1),
 				      buf) == ENOTTY);
 		CHILD_CHECK(kt_ioctl(c, _IO(KVPOOL_TYPE, 0x1f), buf) ==
 			    ENOTTY);
@@ -709,9 +716,9 @@ TEST_F(ctl, wrong_device_enotty)
 	EXPECT_EQ(ENOTTY, kt_info(self->ctl, &info));
 	EXPECT_EQ(ENOTTY, kt_stats(self->ctl, &st));
 	*(__u32 *)buf = 64;
-	/* 0x20..0x24 are control ops; 0x25 is the first unknown. */
+	/* 0x20..0x25 are control ops; 0x26 is the first unknown. */
 	EXPECT_EQ(ENOTTY, kt_ioctl(self->ctl, _IO(KVPOOL_TYPE,
-						  KVPOOL_CMD_CTL_SET_WMARK + 1),
+						  KVPOOL_CMD_CTL_ARENA_SET + 1),
 				    buf));
 	EXPECT_EQ(ENOTTY, kt_ioctl(self->ctl, _IO(KVPOOL_TYPE, 0x1f), buf));
 	EXPECT_EQ(ENOTTY, kt_ioctl(self->ctl, _IO(KVPOOL_TYPE, 0x2f), buf));

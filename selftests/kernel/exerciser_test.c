@@ -1103,6 +1103,9 @@ static void op_unknown(int fd)
 #ifdef KVPOOL_EXPORT
 		KVPOOL_EXPORT, KVPOOL_IMPORT, KVPOOL_PRESSURE,
 #endif
+#ifdef KVPOOL_ARENA
+		KVPOOL_ARENA,
+#endif
 	};
 	unsigned long cmd;
 	size_t i;

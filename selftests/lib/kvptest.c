@@ -931,3 +931,56 @@ const char *kt_check_ids(const struct kt_pool *p,
 	}
 	return "";
 }
+
+/* ---- arenas ------------------------------------------------------------- */
+
+int kt_host_memfd(__u64 bytes)
+{
+	int fd = memfd_create("kvptest-arena", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd < 0)
+		return -1;
+	if (ftruncate(fd, (off_t)bytes) ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int kt_arena_set(int ctl, __u32 id, __u32 kind, __u64 page_bytes,
+		 const struct kvpool_arena_chunk *chunks, __u32 nr,
+		 __u32 *error_index)
+{
+	struct kvpool_ctl_arena_set s = {
+		.size = sizeof(s), .pool_id = id, .kind = kind,
+		.page_bytes = page_bytes, .nr_chunks = nr,
+		.chunk_entry_len = sizeof(*chunks), .chunks = kt_ptr(chunks),
+		.out_error_index = 0xdeadbeef,
+	};
+	int ret = kt_ioctl(ctl, KVPOOL_CTL_ARENA_SET, &s);
+
+	if (error_index)
+		*error_index = s.out_error_index;
+	return ret;
+}
+
+int kt_arena_info(int fd, struct kvpool_arena *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	return kt_ioctl(fd, KVPOOL_ARENA, a);
+}
+
+int kt_arena_fds(int fd, __u32 first, __u32 count,
+		 struct kvpool_arena_fd *out, struct kvpool_arena *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->flags = KVPOOL_ARENA_FDS;
+	a->first_chunk = first;
+	a->count = count;
+	a->fd_entry_len = sizeof(*out);
+	a->fds = kt_ptr(out);
+	return kt_ioctl(fd, KVPOOL_ARENA, a);
+}

@@ -400,6 +400,27 @@ void *kt_map_guarded(void);
 
 void *kt_fault_edge(void *base);
 
+/* ---- arenas ------------------------------------------------------------- */
+
+/*
+ * A memfd of @bytes that KVPOOL_CTL_ARENA_SET takes as a host chunk:
+ * sealed against shrinking and growing (not against writes), O_CLOEXEC.
+ * Returns the fd or -1.
+ */
+int kt_host_memfd(__u64 bytes);
+
+/* KVPOOL_CTL_ARENA_SET; *@error_index (if not NULL) gets out_error_index. */
+int kt_arena_set(int ctl, __u32 id, __u32 kind, __u64 page_bytes,
+		 const struct kvpool_arena_chunk *chunks, __u32 nr,
+		 __u32 *error_index);
+
+/* KVPOOL_ARENA without descriptors. */
+int kt_arena_info(int fd, struct kvpool_arena *a);
+
+/* KVPOOL_ARENA with KVPOOL_ARENA_FDS for chunks [first, first + count). */
+int kt_arena_fds(int fd, __u32 first, __u32 count,
+		 struct kvpool_arena_fd *out, struct kvpool_arena *a);
+
 /* ---- page-id bookkeeping ------------------------------------------------ */
 
 /*

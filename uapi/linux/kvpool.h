@@ -86,6 +86,7 @@
  *               many entries are needed (saturating at 2^32 - 1). Checked
  *               before ENOSPC. Nothing changed.
  * - EEXIST:     the session id already names a slot of this client.
+ *               (control) ARENA_SET: the pool has an arena already.
  * - EALREADY:   DONATE: the row's cache already holds that prefix.
  *               IMPORT: the export file was imported already.
  * - EBUSY:      CACHE_EVICT: a page is pinned (a row borrows it).
@@ -98,13 +99,15 @@
  *               between the answer being written back and the op taking
  *               effect. Nothing changed; call again.
  * - EMFILE:     (open) the pool has 65536 clients already, or 4096
- *               tenants; (control) TENANT_SET of a 4097th tenant. EXPORT:
- *               the caller has no free file descriptor.
+ *               tenants; (control) TENANT_SET of a 4097th tenant. EXPORT,
+ *               ARENA: the caller has no free file descriptor.
  * - ENFILE:     EXPORT: the system's file table is full.
- * - EBADF:      IMPORT: @fd is not an open file.
+ * - EBADF:      IMPORT: @fd is not an open file. (control) ARENA_SET: a
+ *               chunk's fd is not an open file.
  * - EXDEV:      IMPORT: the export file belongs to another pool.
  * - ENODEV:     (control) no pool with that id; (open) the pool is going
  *               or the module is still loading.
+ * - ENODATA:    ARENA with KVPOOL_ARENA_FDS: the pool has no arena.
  */
 
 /*
@@ -118,10 +121,11 @@
 #define KVPOOL_TYPE		0xb9
 
 /*
- * Version of this ABI: 1 is the first release, all of this header. It is
- * bumped when a later release adds ops or fields; test out_features.
+ * Version of this ABI: 1 is the first release; 2 adds the arena (ARENA,
+ * CTL_ARENA_SET). It is bumped when a later release adds ops or fields;
+ * test out_features, not this number.
  */
-#define KVPOOL_ABI_VERSION	1
+#define KVPOOL_ABI_VERSION	2
 
 /* Returned in kvpool_info.out_features. */
 #define KVPOOL_FEAT_ROWS	_BITULL(0)	/* ROW_ALLOC, RELEASE, ROW_QUERY */
@@ -134,6 +138,7 @@
 #define KVPOOL_FEAT_EXPORT	_BITULL(6)	/* EXPORT, IMPORT */
 #define KVPOOL_FEAT_QUOTA	_BITULL(7)	/* tenants, CTL_TENANT_* */
 #define KVPOOL_FEAT_PRESSURE	_BITULL(8)	/* PRESSURE, poll, CTL_SET_WMARK */
+#define KVPOOL_FEAT_ARENA	_BITULL(9)	/* ARENA, CTL_ARENA_SET (ABI 2) */
 
 /* Pool ops are 0x00-0x1f, control ops 0x20-0x2f; 0x30-0x3f are kept. */
 enum {
@@ -156,13 +161,15 @@ enum {
 	KVPOOL_CMD_EXPORT,
 	KVPOOL_CMD_IMPORT,
 	KVPOOL_CMD_PRESSURE,
-	/* 0x13..0x1f: kept for later pool ops */
+	KVPOOL_CMD_ARENA,
+	/* 0x14..0x1f: kept for later pool ops */
 	KVPOOL_CMD_CTL_CREATE = 0x20,
 	KVPOOL_CMD_CTL_DESTROY,
 	KVPOOL_CMD_CTL_TENANT_SET,
 	KVPOOL_CMD_CTL_TENANT_LIST,
 	KVPOOL_CMD_CTL_SET_WMARK,
-	/* 0x25..0x2f: kept for later control ops */
+	KVPOOL_CMD_CTL_ARENA_SET,
+	/* 0x26..0x2f: kept for later control ops */
 };
 
 /**
@@ -662,9 +669,77 @@ struct kvpool_pressure {
 
 #define KVPOOL_PRESSURE _IO(KVPOOL_TYPE, KVPOOL_CMD_PRESSURE)
 
+/* Arena kinds (kvpool_ctl_arena_set.kind, kvpool_arena.out_kind) */
+#define KVPOOL_ARENA_NONE	0	/* the pool has no arena */
+#define KVPOOL_ARENA_HOST	1	/* memfds: host memory */
+
+/* The most chunks one arena has. */
+#define KVPOOL_ARENA_MAX_CHUNKS	256
+
+/* ARENA flags */
+#define KVPOOL_ARENA_FDS	_BITUL(0)	/* also hand out chunks' fds */
+
+/**
+ * struct kvpool_arena_fd - one chunk of the arena, as KVPOOL_ARENA gives it
+ * @out_fd: a new O_CLOEXEC file descriptor of the chunk's file; map
+ *          @out_bytes of it from file offset 0, then close it
+ * @__reserved: 0
+ * @out_offset: where the chunk starts in the arena, in bytes
+ * @out_bytes: its length, a multiple of the arena's page_bytes
+ */
+struct kvpool_arena_fd {
+	__s32 out_fd;
+	__u32 __reserved;
+	__aligned_u64 out_offset;
+	__aligned_u64 out_bytes;
+};
+
+/**
+ * struct kvpool_arena - KVPOOL_ARENA: the memory the page ids name
+ * @size: sizeof(struct kvpool_arena)
+ * @flags: 0, or KVPOOL_ARENA_FDS to be given chunks' fds in @fds
+ * @out_kind: KVPOOL_ARENA_*; KVPOOL_ARENA_NONE if the pool has none
+ * @out_nr_chunks: chunks in the arena
+ * @out_page_bytes: bytes of one page: page id i is arena bytes
+ *                  [i * out_page_bytes, (i + 1) * out_page_bytes)
+ * @out_bytes: the arena's length, the chunks' sum (it covers nr_pages
+ *             pages, and may end in a few more that no id names)
+ * @first_chunk: with KVPOOL_ARENA_FDS, the first chunk wanted (else 0)
+ * @count: with KVPOOL_ARENA_FDS, entries in @fds, 1..out_nr_chunks -
+ *         @first_chunk (else 0)
+ * @fd_entry_len: with KVPOOL_ARENA_FDS, sizeof(struct kvpool_arena_fd)
+ *                (else 0)
+ * @__reserved: must be 0
+ * @fds: user pointer to @count entries of @fd_entry_len bytes, written
+ *
+ * Any client may ask. Without an arena, out_kind is KVPOOL_ARENA_NONE and
+ * KVPOOL_ARENA_FDS is ENODATA. The struct and @fds are written back before
+ * the descriptors exist: if that faults, EFAULT and no descriptor is left;
+ * EMFILE if the caller has too few free descriptors for @count, and none
+ * is made. Every client maps the whole arena: the kernel's refusals govern
+ * which pages a client owns, not which bytes it can touch, so a pool is
+ * one trust domain for memory.
+ */
+struct kvpool_arena {
+	__u32 size;
+	__u32 flags;
+	__u32 out_kind;
+	__u32 out_nr_chunks;
+	__aligned_u64 out_page_bytes;
+	__aligned_u64 out_bytes;
+	__u32 first_chunk;
+	__u32 count;
+	__u32 fd_entry_len;
+	__u32 __reserved;
+	__aligned_u64 fds;
+};
+
+#define KVPOOL_ARENA _IO(KVPOOL_TYPE, KVPOOL_CMD_ARENA)
+
 /*
- * Control device: /dev/kvpool-control creates and destroys pools and sets
- * tenants' limits. Every op needs CAP_SYS_ADMIN.
+ * Control device: /dev/kvpool-control creates and destroys pools, sets
+ * tenants' limits and gives pools their arenas. Every op needs
+ * CAP_SYS_ADMIN.
  */
 
 /**
@@ -834,5 +909,60 @@ struct kvpool_ctl_wmark {
 };
 
 #define KVPOOL_CTL_SET_WMARK _IO(KVPOOL_TYPE, KVPOOL_CMD_CTL_SET_WMARK)
+
+/**
+ * struct kvpool_arena_chunk - one chunk handed to KVPOOL_CTL_ARENA_SET
+ * @fd: an open file holding the chunk from offset 0: for
+ *      KVPOOL_ARENA_HOST a memfd (not MFD_HUGETLB) open for reading and
+ *      writing, sealed with F_SEAL_SHRINK and F_SEAL_GROW but not against
+ *      writes, at least @bytes long
+ * @__reserved: must be 0
+ * @bytes: the chunk's length: a multiple of page_bytes and of the CPU's
+ *         page size
+ */
+struct kvpool_arena_chunk {
+	__s32 fd;
+	__u32 __reserved;
+	__aligned_u64 bytes;
+};
+
+/**
+ * struct kvpool_ctl_arena_set - KVPOOL_CTL_ARENA_SET: give a pool memory
+ * @size: sizeof(struct kvpool_ctl_arena_set)
+ * @flags: must be 0
+ * @pool_id: the pool
+ * @kind: KVPOOL_ARENA_HOST (KVPOOL_ARENA_NONE is EINVAL; a kind this
+ *        kernel does not know, EOPNOTSUPP)
+ * @page_bytes: bytes of one page, every layer's K and V of page_tokens
+ *              tokens: 1..2^32
+ * @nr_chunks: entries in @chunks, 1..KVPOOL_ARENA_MAX_CHUNKS
+ * @chunk_entry_len: sizeof(struct kvpool_arena_chunk)
+ * @chunks: user pointer to @nr_chunks entries of @chunk_entry_len bytes
+ * @out_error_index: the chunk an error is about, else ~0U
+ * @__reserved: must be 0
+ *
+ * The chunks are laid end to end in the order given and must cover the
+ * pool's nr_pages pages; none may lie wholly past them. The pool keeps a
+ * reference to each chunk's file until it is destroyed, so the caller may
+ * close its fds and exit. Once only: EEXIST if the pool has an arena.
+ * EINVAL for a size that is not a multiple of page_bytes and the CPU page
+ * size, chunks that do not cover the pool, or a chunk file of the wrong
+ * kind (not a sealed memfd, or shorter than @bytes); EBADF for a chunk fd
+ * that is not open; both name the chunk in @out_error_index.
+ */
+struct kvpool_ctl_arena_set {
+	__u32 size;
+	__u32 flags;
+	__u32 pool_id;
+	__u32 kind;
+	__aligned_u64 page_bytes;
+	__u32 nr_chunks;
+	__u32 chunk_entry_len;
+	__aligned_u64 chunks;
+	__u32 out_error_index;
+	__u32 __reserved;
+};
+
+#define KVPOOL_CTL_ARENA_SET _IO(KVPOOL_TYPE, KVPOOL_CMD_CTL_ARENA_SET)
 
 #endif /* _UAPI_LINUX_KVPOOL_H */

@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kvpool driver: a pool's arena, the memory its page ids name (design.md,
+ * "The arena"). The kernel holds one reference to each chunk's file and
+ * hands clients new descriptors of them; it never maps the memory or
+ * learns its addresses, so the core knows nothing of it.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/bits.h>
+#include <linux/fcntl.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/magic.h>
+#include <linux/overflow.h>
+#include <linux/shmem_fs.h>
+#include <linux/slab.h>
+
+#include "kvpool_drv.h"
+
+#define KVP_ARENA_MAX_PAGE_BYTES	BIT_ULL(32)
+
+/* Seals a host chunk must have, and seals it must not. */
+#define KVP_HOST_SEALS		(F_SEAL_SHRINK | F_SEAL_GROW)
+#define KVP_HOST_NO_SEALS	(F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)
+
+/* The device's release: the arena goes with its pool. */
+void kvp_arena_free(struct kvp_arena *a)
+{
+	u32 i;
+
+	if (!a)
+		return;
+	for (i = 0; i < a->nr_chunks; i++)
+		if (a->chunk[i].file)
+			fput(a->chunk[i].file);
+	kfree(a);
+}
+
+/*
+ * A host chunk: a memfd (tmpfs: hugetlbfs memfds are not shmem files),
+ * open for reading and writing, that can neither shrink nor grow (so the
+ * pages past its end that a client maps can never become SIGBUS) and may
+ * still be written. Seals are only ever added, so what is checked here
+ * stays true.
+ */
+static int kvp_arena_check_host(struct file *file, u64 bytes)
+{
+	struct inode *inode = file_inode(file);
+	unsigned int seals;
+
+	if (!IS_ENABLED(CONFIG_SHMEM) || inode->i_sb->s_magic != TMPFS_MAGIC ||
+	    !S_ISREG(inode->i_mode))
+		return -EINVAL;
+	if ((file->f_mode & (FMODE_READ | FMODE_WRITE)) !=
+	    (FMODE_READ | FMODE_WRITE))
+		return -EINVAL;
+	seals = READ_ONCE(SHMEM_I(inode)->seals);
+	if ((seals & KVP_HOST_SEALS) != KVP_HOST_SEALS ||
+	    (seals & KVP_HOST_NO_SEALS))
+		return -EINVAL;
+	if ((u64)i_size_read(inode) < bytes)
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * Lays the chunks out and checks their sizes: a multiple of the page and
+ * of PAGE_SIZE each, end to end, covering the pool's @nr_pages without
+ * one lying wholly past them. Touches no file yet.
+ */
+static int kvp_arena_layout(struct kvp_arena *a,
+			    const struct kvpool_arena_chunk *ch,
+			    u32 nr_pages, u32 *error_index)
+{
+	u64 need = (u64)nr_pages * a->page_bytes;
+	u64 off = 0;
+	u32 i;
+
+	for (i = 0; i < a->nr_chunks; i++) {
+		u64 b = ch[i].bytes;
+
+		*error_index = i;
+		if (ch[i].__reserved || !b || b % a->page_bytes ||
+		    !IS_ALIGNED(b, PAGE_SIZE) || off >= need)
+			return -EINVAL;
+		a->chunk[i].offset = off;
+		a->chunk[i].bytes = b;
+		if (check_add_overflow(off, b, &off))
+			return -EINVAL;
+	}
+	*error_index = ~0U;
+	if (off < need)
+		return -EINVAL;
+	a->bytes = off;
+	return 0;
+}
+
+/* Takes a reference to each chunk's file, checking it is of @a's kind. */
+static int kvp_arena_get_files(struct kvp_arena *a,
+			       const struct kvpool_arena_chunk *ch,
+			       u32 *error_index)
+{
+	u32 i;
+	int ret;
+
+	for (i = 0; i < a->nr_chunks; i++) {
+		struct file *file = fget(ch[i].fd);
+
+		*error_index = i;
+		if (!file)
+			return -EBADF;
+		a->chunk[i].file = file;
+		ret = kvp_arena_check_host(file, a->chunk[i].bytes);
+		if (ret)
+			return ret;
+	}
+	*error_index = ~0U;
+	return 0;
+}
+
+/*
+ * Builds the arena from the caller's chunks before any pool is touched,
+ * then sets it under the pool lock if the pool has none. Every failure
+ * drops what was taken: nothing changes.
+ */
+static int kvp_arena_set(struct kvpool_ctl_arena_set *cmd,
+			 const struct kvpool_arena_chunk *ch)
+{
+	struct kvp_arena *a;
+	struct kvp_dev *kd;
+	int ret;
+
+	a = kzalloc(struct_size(a, chunk, cmd->nr_chunks), GFP_KERNEL_ACCOUNT);
+	if (!a)
+		return -ENOMEM;
+	a->kind = cmd->kind;
+	a->page_bytes = cmd->page_bytes;
+	a->nr_chunks = cmd->nr_chunks;
+
+	mutex_lock(&kvp_pools_lock);
+	kd = cmd->pool_id < KVP_MAX_POOLS ? xa_load(&kvp_pools, cmd->pool_id) :
+					     NULL;
+	if (!kd) {
+		ret = -ENODEV;
+		goto out;
+	}
+	/* The pool's geometry is fixed: no pool lock needed to read it. */
+	ret = kvp_arena_layout(a, ch, kd->core.nr_pages, &cmd->out_error_index);
+	if (!ret)
+		ret = kvp_arena_get_files(a, ch, &cmd->out_error_index);
+	if (ret)
+		goto out;
+
+	mutex_lock(&kd->core.lock);
+	if (kd->arena) {
+		ret = -EEXIST;
+	} else {
+		kd->arena = a;
+		a = NULL;
+	}
+	mutex_unlock(&kd->core.lock);
+out:
+	mutex_unlock(&kvp_pools_lock);
+	kvp_arena_free(a);
+	return ret;
+}
+
+int kvp_ctl_arena_set_ioctl(struct kvp_ucmd *ucmd)
+{
+	struct kvpool_ctl_arena_set *cmd = ucmd->cmd;
+	struct kvpool_arena_chunk *ch;
+	int ret;
+
+	cmd->out_error_index = ~0U;
+	if (cmd->flags)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved)
+		return -EINVAL;
+	if (cmd->kind != KVPOOL_ARENA_HOST)
+		return cmd->kind ? -EOPNOTSUPP : -EINVAL;
+	if (!cmd->page_bytes || cmd->page_bytes > KVP_ARENA_MAX_PAGE_BYTES ||
+	    !cmd->nr_chunks || cmd->nr_chunks > KVPOOL_ARENA_MAX_CHUNKS)
+		return -EINVAL;
+	ret = kvp_check_len(cmd->chunk_entry_len, sizeof(*ch));
+	if (ret)
+		return ret;
+	ch = kvp_read_array(cmd->chunks, cmd->nr_chunks, cmd->chunk_entry_len,
+			    sizeof(*ch), &cmd->out_error_index);
+	if (IS_ERR(ch))
+		return PTR_ERR(ch);
+	ret = kvp_arena_set(cmd, ch);
+	kvfree(ch);
+	return ret;
+}
+
+/* What ARENA reports when it hands out no descriptors. */
+static void kvp_arena_describe(const struct kvp_arena *a,
+			       struct kvpool_arena *cmd)
+{
+	cmd->out_kind = a ? a->kind : KVPOOL_ARENA_NONE;
+	cmd->out_nr_chunks = a ? a->nr_chunks : 0;
+	cmd->out_page_bytes = a ? a->page_bytes : 0;
+	cmd->out_bytes = a ? a->bytes : 0;
+}
+
+/*
+ * Every descriptor is reserved first and the answer written back before
+ * any of them is installed, so a fault or a full table leaves the caller
+ * with none: installed descriptors could not be taken back.
+ */
+static int kvp_arena_give_fds(struct kvp_ucmd *ucmd, const struct kvp_arena *a)
+{
+	struct kvpool_arena *cmd = ucmd->cmd;
+	struct kvpool_arena_fd *out;
+	u32 i, n = 0;
+	int ret;
+
+	out = kcalloc(cmd->count, sizeof(*out), GFP_KERNEL_ACCOUNT);
+	if (!out)
+		return -ENOMEM;
+	for (n = 0; n < cmd->count; n++) {
+		const struct kvp_arena_chunk *chunk =
+			&a->chunk[cmd->first_chunk + n];
+
+		ret = get_unused_fd_flags(O_CLOEXEC);
+		if (ret < 0)
+			goto out_put;
+		out[n].out_fd = ret;
+		out[n].out_offset = chunk->offset;
+		out[n].out_bytes = chunk->bytes;
+	}
+	ret = -EFAULT;
+	if (kvp_write_array(cmd->fds, out, n, cmd->fd_entry_len, sizeof(*out),
+			    true))
+		goto out_put;
+	ret = kvp_respond(ucmd);
+	if (ret)
+		goto out_put;
+	/* The arena lives as long as the pool, which this client holds. */
+	for (i = 0; i < n; i++)
+		fd_install(out[i].out_fd,
+			   get_file(a->chunk[cmd->first_chunk + i].file));
+	kfree(out);
+	return 0;
+
+out_put:
+	for (i = 0; i < n; i++)
+		put_unused_fd(out[i].out_fd);
+	kfree(out);
+	return ret;
+}
+
+int kvp_arena_ioctl(struct kvp_ucmd *ucmd)
+{
+	struct kvpool_arena *cmd = ucmd->cmd;
+	struct kvp_pool *pool = ucmd->client->pool;
+	struct kvp_dev *kd = kvp_dev_of(pool);
+	const struct kvp_arena *a;
+	bool fds = cmd->flags & KVPOOL_ARENA_FDS;
+	int ret;
+
+	kvp_arena_describe(NULL, cmd);
+	if (cmd->flags & ~KVPOOL_ARENA_FDS)
+		return -EOPNOTSUPP;
+	if (cmd->__reserved)
+		return -EINVAL;
+	if (!fds) {
+		if (cmd->first_chunk || cmd->count || cmd->fd_entry_len ||
+		    cmd->fds)
+			return -EINVAL;
+	} else {
+		ret = kvp_check_len(cmd->fd_entry_len,
+				    sizeof(struct kvpool_arena_fd));
+		if (ret)
+			return ret;
+	}
+
+	/* Set once, under this lock; it cannot go while we hold the pool. */
+	mutex_lock(&pool->lock);
+	a = kd->arena;
+	mutex_unlock(&pool->lock);
+	kvp_arena_describe(a, cmd);
+	if (!fds)
+		return 0;
+	if (!a)
+		return -ENODATA;
+	if (cmd->first_chunk >= a->nr_chunks || !cmd->count ||
+	    cmd->count > a->nr_chunks - cmd->first_chunk)
+		return -EINVAL;
+	return kvp_arena_give_fds(ucmd, a);
+}
