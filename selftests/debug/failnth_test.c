@@ -120,6 +120,8 @@ struct ctx {
 	bool private_node;	/* @path is a node this test made */
 	int fd;			/* the client, or -1 */
 	int xfd;		/* an export file, or -1 */
+	int mfd;		/* a memfd for the arena, or -1 */
+	int afd;		/* a descriptor ARENA gave, or -1 */
 	int xrow;		/* the letter the export file holds */
 	struct row r[NR_LETTERS];
 	__u32 cache[G_PAGES];	/* the client's prefix-cache pages */
@@ -672,6 +674,55 @@ static int st_pressure(struct ctx *c)
 #define HAVE_PRESSURE 0
 #endif
 
+#if defined(KVPOOL_CTL_ARENA_SET) && defined(KVPOOL_ARENA)
+/* Setup: the memfd (its syscalls allocate, so never while armed). */
+static int st_memfd(struct ctx *c)
+{
+	c->mfd = kt_host_memfd((__u64)G_PAGES * 4096);
+	return c->mfd < 0 ? errno : 0;
+}
+
+static int st_arena_set(struct ctx *c)
+{
+	struct kvpool_arena_chunk ch = {
+		.fd = c->mfd, .bytes = (__u64)G_PAGES * 4096,
+	};
+	struct kvpool_ctl_arena_set a = {
+		.size = sizeof(a), .pool_id = c->id, .kind = KVPOOL_ARENA_HOST,
+		.page_bytes = 4096, .nr_chunks = 1,
+		.chunk_entry_len = sizeof(ch), .chunks = kt_ptr(&ch),
+	};
+
+	return xioctl(c->ctl, KVPOOL_CTL_ARENA_SET, &a);
+}
+
+static int arena_kind(struct ctx *c, __u32 *kind)
+{
+	struct kvpool_arena a = { .size = sizeof(a) };
+	int e = xioctl(c->fd, KVPOOL_ARENA, &a);
+
+	*kind = a.out_kind;
+	return e;
+}
+
+static int st_arena_fds(struct ctx *c)
+{
+	struct kvpool_arena_fd f = { .out_fd = -1 };
+	struct kvpool_arena a = {
+		.size = sizeof(a), .flags = KVPOOL_ARENA_FDS, .count = 1,
+		.fd_entry_len = sizeof(f), .fds = kt_ptr(&f),
+	};
+	int e = xioctl(c->fd, KVPOOL_ARENA, &a);
+
+	if (!e)
+		c->afd = f.out_fd;
+	return e;
+}
+#define HAVE_ARENA 1
+#else
+#define HAVE_ARENA 0
+#endif
+
 /* ---- sequences ------------------------------------------------------- */
 
 struct step {
@@ -688,6 +739,8 @@ struct step {
 #define SETUP_Q(f)	{ #f + 3, f, false, KVPOOL_FEAT_QUOTA }
 #define ARMED_Q(f)	{ #f + 3, f, true, KVPOOL_FEAT_QUOTA }
 #define ARMED_P(f)	{ #f + 3, f, true, KVPOOL_FEAT_PRESSURE }
+#define SETUP_M(f)	{ #f + 3, f, false, KVPOOL_FEAT_ARENA }
+#define ARMED_M(f)	{ #f + 3, f, true, KVPOOL_FEAT_ARENA }
 
 /* The common start: a pool, a client, three rows with pages. */
 #define ROWS_SETUP \
@@ -705,6 +758,8 @@ struct snap {
 	unsigned int nfds;
 	int tl_err;
 	__u32 nr_tenants;
+	int arena_err;
+	__u32 arena_kind;
 #if HAVE_TENANTS
 	struct kvpool_tenant_info tenants[8];
 #endif
@@ -762,6 +817,10 @@ static void snap_take(struct ctx *c, struct snap *s)
 	if (c->pool && (features & KVPOOL_FEAT_QUOTA))
 		s->tl_err = tenant_list(c, s->tenants, ARRAY_SIZE(s->tenants),
 					&s->nr_tenants);
+#endif
+#if HAVE_ARENA
+	if (c->fd >= 0 && (features & KVPOOL_FEAT_ARENA))
+		s->arena_err = arena_kind(c, &s->arena_kind);
 #endif
 	if (c->pool) {
 		for (i = 0; i < ARRAY_SIZE(sysfs_attrs); i++) {
@@ -822,6 +881,13 @@ static bool snap_same(struct ctx *c, const struct snap *a,
 		snprintf(c->note, sizeof(c->note),
 			 "CTL_TENANT_LIST changed (err %d->%d, tenants %u->%u)",
 			 a->tl_err, b->tl_err, a->nr_tenants, b->nr_tenants);
+		return false;
+	}
+	if (a->arena_err != b->arena_err || a->arena_kind != b->arena_kind) {
+		snprintf(c->note, sizeof(c->note),
+			 "ARENA changed (err %d->%d, kind %u->%u)",
+			 a->arena_err, b->arena_err, a->arena_kind,
+			 b->arena_kind);
 		return false;
 	}
 	if (strcmp(a->fdinfo, b->fdinfo)) {
@@ -952,6 +1018,14 @@ static void finish(struct __test_metadata *_metadata, struct ctx *c)
 		EXPECT_EQ(0, close(c->xfd));
 		c->xfd = -1;
 	}
+	if (c->mfd >= 0) {
+		EXPECT_EQ(0, close(c->mfd));
+		c->mfd = -1;
+	}
+	if (c->afd >= 0) {
+		EXPECT_EQ(0, close(c->afd));
+		c->afd = -1;
+	}
 	if (c->pool) {
 		fd = open(c->path, O_RDWR | O_CLOEXEC);
 		EXPECT_LE(0, fd) {
@@ -991,6 +1065,8 @@ static void ctx_init(struct ctx *c, int ctl)
 	c->ctl = ctl;
 	c->fd = -1;
 	c->xfd = -1;
+	c->mfd = -1;
+	c->afd = -1;
 	c->expect_id = lowest_free_id();
 }
 
@@ -1223,6 +1299,12 @@ SEQ(tenant_list, SETUP(st_create), SETUP(st_open), SETUP_Q(st_tenant_set),
 SEQ(set_wmark, SETUP(st_create), ARMED_P(st_set_wmark))
 SEQ(pressure, ROWS_SETUP, ARMED_P(st_pressure))
 #endif
+#if HAVE_ARENA
+SEQ(arena_set, SETUP(st_create), SETUP(st_open), SETUP_M(st_memfd),
+    ARMED_M(st_arena_set))
+SEQ(arena_fds, SETUP(st_create), SETUP(st_open), SETUP_M(st_memfd),
+    SETUP_M(st_arena_set), ARMED_M(st_arena_fds))
+#endif
 /*
  * Everything in one run, armed from the first step to the last: each
  * fault point of the whole life of a pool, client and export file.
@@ -1234,6 +1316,9 @@ static const struct step lifecycle_steps[] = {
 #endif
 #if HAVE_PRESSURE
 	ARMED_P(st_set_wmark),
+#endif
+#if HAVE_ARENA
+	SETUP_M(st_memfd), ARMED_M(st_arena_set), ARMED_M(st_arena_fds),
 #endif
 	ARMED(st_alloc_abc),
 	ARMED(st_extend_abc), ARMED(st_commit_abc), ARMED(st_trim_b),
