@@ -11,6 +11,8 @@
  * validates what the kernel validates: the kernel is the one authority on
  * the pool's state, and its errno reaches the caller unchanged.
  */
+/* memfd_create() and the F_*_SEALS of fcntl(2), for host arenas. */
+#define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +25,7 @@
 #include <poll.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 
 #include "kvpool.h"
@@ -739,6 +742,346 @@ int kvpool_set_wmark(unsigned int pool_id, unsigned int low,
 	return kvp_control(KVPOOL_CTL_SET_WMARK, &arg);
 }
 
+/* ---- the arena ---- */
+
+/* Chunks asked for per KVPOOL_ARENA_FDS: the descriptors open at once. */
+#define KVP_ARENA_FD_BATCH	16
+
+static int kvp_arena(struct kvpool *kp, struct kvpool_arena *arg)
+{
+	arg->size = sizeof(*arg);
+	return kvp_ioctl(kp->fd, KVPOOL_ARENA, arg);
+}
+
+KVP_PUBLIC
+int kvpool_arena_info(struct kvpool *kp, struct kvpool_arena *out)
+{
+	struct kvpool_arena arg = { 0 };
+	int ret;
+
+	ret = kvp_arena(kp, &arg);
+	if (ret)
+		return ret;
+	*out = arg;
+	return 0;
+}
+
+KVP_PUBLIC
+int kvpool_arena_fds(struct kvpool *kp, uint32_t first_chunk, uint32_t count,
+		     struct kvpool_arena_fd *fds, struct kvpool_arena *info)
+{
+	struct kvpool_arena arg = {
+		.flags = KVPOOL_ARENA_FDS,
+		.first_chunk = first_chunk,
+		.count = count,
+		.fd_entry_len = sizeof(*fds),
+		.fds = kvp_ptr(fds),
+	};
+	int ret;
+
+	ret = kvp_arena(kp, &arg);
+	if (ret)
+		return ret;
+	if (info)
+		*info = arg;
+	/* At most KVPOOL_ARENA_MAX_CHUNKS: fits an int. */
+	return (int)count;
+}
+
+static void kvp_close_fds(const struct kvpool_arena_fd *fds, uint32_t from,
+			  uint32_t to)
+{
+	for (; from < to; from++)
+		close(fds[from].out_fd);
+}
+
+/*
+ * Map the @n chunks of @fds at @base, closing each descriptor as soon as
+ * it is mapped, and every one of them on failure. A chunk must start where
+ * the last one ended (*@next) and end within the @bytes reserved: mapping
+ * MAP_FIXED anywhere else would replace someone else's memory.
+ */
+static int kvp_map_chunks(char *base, uint64_t bytes,
+			  const struct kvpool_arena_fd *fds, uint32_t n,
+			  uint64_t *next)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		const struct kvpool_arena_fd *c = &fds[i];
+		void *p;
+
+		if (c->out_fd < 0 || c->out_offset != *next || !c->out_bytes ||
+		    c->out_bytes > bytes - *next) {
+			kvp_close_fds(fds, i, n);
+			return -EIO;
+		}
+		p = mmap(base + c->out_offset, (size_t)c->out_bytes,
+			 PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+			 c->out_fd, 0);
+		if (p == MAP_FAILED) {
+			int err = -errno;
+
+			kvp_close_fds(fds, i, n);
+			return err;
+		}
+		close(c->out_fd);
+		*next += c->out_bytes;
+	}
+	return 0;
+}
+
+KVP_PUBLIC
+int kvpool_arena_map(struct kvpool *kp, struct kvpool_arena_view *v)
+{
+	struct kvpool_arena_fd fds[KVP_ARENA_FD_BATCH];
+	struct kvpool_arena a, b;
+	uint64_t next = 0;
+	uint32_t first, n;
+	char *base;
+	int ret;
+
+	memset(v, 0, sizeof(*v));
+	ret = kvpool_arena_info(kp, &a);
+	if (ret)
+		return ret;
+	if (a.out_kind == KVPOOL_ARENA_NONE)
+		return -ENODATA;
+	/* Only host memory maps with mmap(2); a later kind may not at all. */
+	if (a.out_kind != KVPOOL_ARENA_HOST)
+		return -EOPNOTSUPP;
+	if (!a.out_nr_chunks || !a.out_page_bytes || !a.out_bytes ||
+	    a.out_bytes / a.out_page_bytes < kp->info.out_nr_pages)
+		return -EIO;
+	if (a.out_bytes > SIZE_MAX)
+		return -ENOMEM;
+
+	/* One range for all chunks: page i is base + i * page_bytes. */
+	base = mmap(NULL, (size_t)a.out_bytes, PROT_NONE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (base == MAP_FAILED)
+		return -errno;
+
+	for (first = 0; first < a.out_nr_chunks; first += n) {
+		n = a.out_nr_chunks - first;
+		if (n > KVP_ARENA_FD_BATCH)
+			n = KVP_ARENA_FD_BATCH;
+		ret = kvpool_arena_fds(kp, first, n, fds, &b);
+		if (ret < 0)
+			goto fail;
+		/* An arena is set once and never changes: a kernel bug. */
+		if (b.out_kind != a.out_kind || b.out_bytes != a.out_bytes ||
+		    b.out_nr_chunks != a.out_nr_chunks ||
+		    b.out_page_bytes != a.out_page_bytes) {
+			kvp_close_fds(fds, 0, n);
+			ret = -EIO;
+			goto fail;
+		}
+		ret = kvp_map_chunks(base, a.out_bytes, fds, n, &next);
+		if (ret)
+			goto fail;
+	}
+	/* The chunks must fill the range: no PROT_NONE hole inside it. */
+	if (next != a.out_bytes) {
+		ret = -EIO;
+		goto fail;
+	}
+
+	v->base = base;
+	v->bytes = a.out_bytes;
+	v->page_bytes = a.out_page_bytes;
+	v->kind = a.out_kind;
+	v->nr_pages = kp->info.out_nr_pages;
+	v->nr_chunks = a.out_nr_chunks;
+	return 0;
+
+fail:
+	/* Chunks mapped so far go with the reservation. */
+	munmap(base, (size_t)a.out_bytes);
+	return ret;
+}
+
+KVP_PUBLIC
+int kvpool_arena_unmap(struct kvpool_arena_view *v)
+{
+	if (v->base && munmap(v->base, (size_t)v->bytes))
+		return -errno;
+	memset(v, 0, sizeof(*v));
+	return 0;
+}
+
+KVP_PUBLIC
+void *kvpool_layer_addr(const struct kvpool_arena_view *v, uint32_t nr_layers,
+			enum kvpool_layout layout, uint32_t layer,
+			uint32_t page)
+{
+	uint64_t slice, off;
+
+	if (!v->base || !v->page_bytes || !nr_layers ||
+	    v->page_bytes % nr_layers || layer >= nr_layers ||
+	    page >= v->nr_pages)
+		return NULL;
+	slice = v->page_bytes / nr_layers;
+	switch (layout) {
+	case KVPOOL_LAYOUT_PAGE_MAJOR:
+		off = (uint64_t)page * v->page_bytes + layer * slice;
+		break;
+	case KVPOOL_LAYOUT_LAYER_MAJOR:
+		/* slice * total is at most bytes: no overflow. */
+		off = layer * (slice * (v->bytes / v->page_bytes)) +
+		      (uint64_t)page * slice;
+		break;
+	default:
+		return NULL;
+	}
+	return (char *)v->base + off;
+}
+
+/*
+ * Which chunk to blame for @ret from CTL_ARENA_SET: as kvp_error_index(),
+ * only an errno that can be about one chunk, for a count the kernel looked
+ * at the chunks of, and an index inside them, is believed.
+ */
+static __u32 kvp_chunk_index(int ret, uint32_t nr_chunks, __u32 index)
+{
+	if (ret != -EINVAL && ret != -EBADF && ret != -E2BIG)
+		return KVPOOL_NO_INDEX;
+	if (!nr_chunks || nr_chunks > KVPOOL_ARENA_MAX_CHUNKS)
+		return KVPOOL_NO_INDEX;
+	return index < nr_chunks ? index : KVPOOL_NO_INDEX;
+}
+
+KVP_PUBLIC
+int kvpool_arena_set(unsigned int pool_id, uint32_t kind, uint64_t page_bytes,
+		     const struct kvpool_arena_chunk *chunks,
+		     uint32_t nr_chunks, uint32_t *error_index)
+{
+	struct kvpool_ctl_arena_set arg = {
+		.size = sizeof(arg),
+		.pool_id = pool_id,
+		.kind = kind,
+		.page_bytes = page_bytes,
+		.nr_chunks = nr_chunks,
+		.chunk_entry_len = sizeof(*chunks),
+		.chunks = kvp_ptr(chunks),
+	};
+	int ret;
+
+	ret = kvp_control(KVPOOL_CTL_ARENA_SET, &arg);
+	if (error_index)
+		*error_index = kvp_chunk_index(ret, nr_chunks,
+					       arg.out_error_index);
+	return ret;
+}
+
+static uint64_t kvp_gcd(uint64_t a, uint64_t b)
+{
+	while (b) {
+		uint64_t t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+KVP_PUBLIC
+int kvpool_arena_plan_host(uint32_t nr_pages, uint64_t page_bytes,
+			   uint32_t nr_chunks, uint64_t *chunk_bytes)
+{
+	uint64_t cpu_page, unit, unit_pages, units, each;
+	long ps = sysconf(_SC_PAGESIZE);
+	uint32_t i;
+
+	if (!nr_pages || !page_bytes || page_bytes > (1ULL << 32) ||
+	    !nr_chunks || nr_chunks > KVPOOL_ARENA_MAX_CHUNKS || ps <= 0)
+		return -EINVAL;
+	cpu_page = (uint64_t)ps;
+	/* The smallest length that is a multiple of both: no overflow, the
+	 * two are at most 2^32 and a CPU page. */
+	unit = page_bytes / kvp_gcd(page_bytes, cpu_page) * cpu_page;
+	unit_pages = unit / page_bytes;
+	units = (nr_pages + unit_pages - 1) / unit_pages;
+	/* Each chunk at least one unit, and none wholly past the pages. */
+	if (nr_chunks > units)
+		return -EINVAL;
+	if (units > INT64_MAX / unit)
+		return -EOVERFLOW;	/* ftruncate(2) takes an off_t */
+	each = units / nr_chunks;
+	for (i = 0; i + 1 < nr_chunks; i++)
+		chunk_bytes[i] = each * unit;
+	chunk_bytes[i] = (units - each * (nr_chunks - 1)) * unit;
+	return 0;
+}
+
+/* A sealed memfd of @bytes for chunk @index of pool @pool_id, or -errno. */
+static int kvp_host_chunk(unsigned int pool_id, uint32_t index, uint64_t bytes)
+{
+	char name[64];
+	int fd, err;
+
+	/* The name shows in /proc/PID/maps of every process that maps it. */
+	snprintf(name, sizeof(name), "kvpool%u-arena-%u", pool_id, index);
+	if ((uint64_t)(off_t)bytes != bytes)
+		return -EFBIG;
+	fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	/*
+	 * Shrink and grow sealed, as the kernel wants, so no client can cut
+	 * the memory from under another's mapping; and F_SEAL_SEAL, so none
+	 * can add F_SEAL_WRITE and break everyone's writable mappings.
+	 */
+	if (ftruncate(fd, (off_t)bytes) ||
+	    fcntl(fd, F_ADD_SEALS,
+		  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+KVP_PUBLIC
+int kvpool_arena_create_host(unsigned int pool_id, uint64_t page_bytes,
+			     uint32_t nr_chunks, uint32_t *error_index)
+{
+	struct kvpool_arena_chunk chunks[KVPOOL_ARENA_MAX_CHUNKS];
+	uint64_t bytes[KVPOOL_ARENA_MAX_CHUNKS];
+	struct kvpool_info info;
+	uint32_t i, made;
+	int ret;
+
+	if (error_index)
+		*error_index = KVPOOL_NO_INDEX;
+	ret = kvpool_pool_status(pool_id, &info, NULL);
+	if (ret)
+		return ret;
+	ret = kvpool_arena_plan_host(info.out_nr_pages, page_bytes, nr_chunks,
+				     bytes);
+	if (ret)
+		return ret;
+
+	memset(chunks, 0, sizeof(chunks));
+	for (made = 0; made < nr_chunks; made++) {
+		int fd = kvp_host_chunk(pool_id, made, bytes[made]);
+
+		if (fd < 0) {
+			ret = fd;
+			goto out;
+		}
+		chunks[made].fd = fd;
+		chunks[made].bytes = bytes[made];
+	}
+	ret = kvpool_arena_set(pool_id, KVPOOL_ARENA_HOST, page_bytes, chunks,
+			       nr_chunks, error_index);
+out:
+	/* The pool holds its own references now, or nothing was given. */
+	for (i = 0; i < made; i++)
+		close(chunks[i].fd);
+	return ret;
+}
+
 /*
  * Parse "kvpoolN" (N decimal, no sign, no leading zero unless N is 0) into
  * *id. Anything else in the class folder is not a pool.
@@ -1015,7 +1358,8 @@ struct kvp_errtext {
  * <linux/kvpool.h>, worded for someone reading a log, plus EACCES, which
  * open(2) gives for the root-only (0600) device nodes. EMFILE comes from
  * open(2) (the process's descriptor limit or the pool's client limit) and
- * from KVPOOL_EXPORT (no descriptor free for the export file).
+ * from KVPOOL_EXPORT and KVPOOL_ARENA (no descriptor free for the export
+ * file or the arena's chunks).
  */
 static const struct kvp_errtext kvp_errtexts[] = {
 	{ ENOTTY, "not a kvpool device, or an ioctl this kernel does not know" },
@@ -1028,18 +1372,19 @@ static const struct kvp_errtext kvp_errtexts[] = {
 	{ ENOSPC, "pool exhausted: not enough free pages or rows (pages guaranteed to other tenants are not free)" },
 	{ EDQUOT, "tenant limit reached: the request would take the tenant past its max_pages or max_rows" },
 	{ ENOBUFS, "output array too small" },
-	{ EEXIST, "session id already names a slot of this client" },
+	{ EEXIST, "session id already names a slot of this client, or the pool has an arena already" },
 	{ EALREADY, "already done: that prefix is in the cache already (length not past the row's protected part), or the export was imported already" },
 	{ ENOMEM, "out of kernel memory" },
 	{ EPERM, "operation needs CAP_SYS_ADMIN (control operations and verify)" },
 	{ EACCES, "permission denied on the kvpool device (root only by default)" },
 	{ EBUSY, "busy: a cache page is pinned by a row that borrows it (evict, export), or the pool still has clients or export files" },
-	{ EMFILE, "too many open files (no descriptor free, e.g. for an export), or the pool has its maximum of clients (65536) or tenants" },
+	{ EMFILE, "too many open files (no descriptor free, e.g. for an export or an arena's chunks), or the pool has its maximum of clients (65536) or tenants" },
 	{ ENODEV, "no such pool, the pool is being destroyed, or the module is still loading" },
-	{ EBADF, "bad file descriptor: not an open file" },
+	{ EBADF, "bad file descriptor: not an open file (an import's, or an arena chunk's)" },
 	{ EXDEV, "the export file belongs to another pool" },
 	{ EAGAIN, "try again: another thread of this client changed the slot while from_slot ran (nothing changed), or a non-blocking socket had nothing" },
 	{ ENFILE, "the system's file table is full (no file for an export)" },
+	{ ENODATA, "the pool has no arena: no memory behind its page ids yet (kvpoolctl arena create)" },
 };
 
 KVP_PUBLIC

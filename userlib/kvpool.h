@@ -23,6 +23,7 @@
 #ifndef LIBKVPOOL_KVPOOL_H
 #define LIBKVPOOL_KVPOOL_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <linux/kvpool.h>
 
@@ -487,6 +488,165 @@ int kvpool_tenant_list(unsigned int pool_id, struct kvpool_tenant_info *out,
  */
 int kvpool_set_wmark(unsigned int pool_id, unsigned int low,
 		     unsigned int high);
+
+/*
+ * The arena (KVPOOL_FEAT_ARENA; without it the pool ops fail with -ENOTTY):
+ * the memory the page ids name. Page id i is arena bytes [i * page_bytes,
+ * (i + 1) * page_bytes), the same bytes in every process that maps it.
+ * The administrator gives a pool its arena once (kvpool_arena_set(),
+ * kvpool_arena_create_host()); every client may map all of it: the
+ * kernel's refusals govern which pages a client owns, not which bytes it
+ * can touch, so a pool is one trust domain for memory.
+ */
+
+/*
+ * Ask the pool about its arena with KVPOOL_ARENA (flags 0) and copy the
+ * answer to *@out: out_kind (KVPOOL_ARENA_NONE if it has none),
+ * out_nr_chunks, out_page_bytes, out_bytes. Returns 0 or -errno.
+ */
+int kvpool_arena_info(struct kvpool *kp, struct kvpool_arena *out);
+
+/*
+ * KVPOOL_ARENA with KVPOOL_ARENA_FDS: new O_CLOEXEC descriptors of chunks
+ * [@first_chunk, @first_chunk + @count) go to @fds[0..count-1], each with
+ * the chunk's offset in the arena and its length; the caller maps and
+ * closes them. *@info, if not NULL, gets the rest of the answer. Returns
+ * @count, or -errno (and then no descriptor was made: -ENODATA the pool
+ * has no arena, -EINVAL a range past its chunks, -EMFILE too few free
+ * descriptors). kvpool_arena_map() does all of this.
+ */
+int kvpool_arena_fds(struct kvpool *kp, uint32_t first_chunk, uint32_t count,
+		     struct kvpool_arena_fd *fds, struct kvpool_arena *info);
+
+/*
+ * The arena as kvpool_arena_map() mapped it into this process. The
+ * library writes every field, the caller only reads them.
+ *
+ * Not opaque, so that kvpool_page_addr() is an inline function a hot
+ * path can call; the caller keeps it where it likes (a struct of its
+ * own), so its size is fixed for libkvpool.so.1 and __resv is the room
+ * for later versions (set to 0 today), as in struct kvpool_batch_result:
+ * a later field that does not fit there comes with a new function.
+ *
+ * @base:       where the arena starts: page id i is at
+ *              base + i * page_bytes; NULL when nothing is mapped
+ * @bytes:      the length of the mapping, the arena's (it may end in a few
+ *              pages past nr_pages that no id names)
+ * @page_bytes: bytes of one page
+ * @kind:       KVPOOL_ARENA_HOST
+ * @nr_pages:   the pool's pages: ids 0..nr_pages-1
+ * @nr_chunks:  the files the arena is made of, mapped end to end
+ * @__resv:     set to 0; room for later versions of this library.
+ */
+struct kvpool_arena_view {
+	void *base;
+	uint64_t bytes;
+	uint64_t page_bytes;
+	uint32_t kind;
+	uint32_t nr_pages;
+	uint32_t nr_chunks;
+	uint32_t __resv[7];
+};
+
+/*
+ * Map the whole arena of @kp's pool, read-write and shared, into one range
+ * of this process, and describe it in *@v: KVPOOL_ARENA for its shape, one
+ * PROT_NONE reservation of its length, then each chunk's descriptor
+ * (KVPOOL_ARENA_FDS, a few chunks a call) mapped MAP_SHARED | MAP_FIXED
+ * at its offset and closed at once. The mapping does not depend on @kp:
+ * it stays after kvpool_close() (the memory, after the pool's destroy
+ * too) until kvpool_arena_unmap(). Returns 0, or -errno with nothing
+ * mapped, no descriptor left open and *@v zeroed (-ENODATA: the pool has
+ * no arena; -EOPNOTSUPP: a kind this library cannot map; -EIO: the
+ * kernel's answer does not add up; -ENOMEM, -EMFILE, or mmap(2)'s).
+ */
+int kvpool_arena_map(struct kvpool *kp, struct kvpool_arena_view *v);
+
+/*
+ * Unmap what kvpool_arena_map() mapped in *@v and zero *@v. A zeroed view
+ * (nothing mapped) is left alone. Returns 0 or -errno from munmap(2).
+ */
+int kvpool_arena_unmap(struct kvpool_arena_view *v);
+
+/*
+ * The address of page id @page in the mapped arena @v, or NULL if @page is
+ * not a page id of the pool (or nothing is mapped).
+ */
+static inline void *kvpool_page_addr(const struct kvpool_arena_view *v,
+				     uint32_t page)
+{
+	if (page >= v->nr_pages)
+		return NULL;
+	return (char *)v->base + (uint64_t)page * v->page_bytes;
+}
+
+/*
+ * How an engine lays out the K and V of its layers in the arena; every
+ * client of a pool must use the same layout and number of layers. With
+ * slice = page_bytes / nr_layers and total = bytes / page_bytes:
+ *
+ * KVPOOL_LAYOUT_PAGE_MAJOR:  page i holds every layer's slice, the arena's
+ *                            own view: base + i * page_bytes + l * slice;
+ * KVPOOL_LAYOUT_LAYER_MAJOR: layer l is one run of every page's slice, as
+ *                            engines with per-layer buffers keep it:
+ *                            base + l * slice * total + i * slice.
+ */
+enum kvpool_layout {
+	KVPOOL_LAYOUT_PAGE_MAJOR = 0,
+	KVPOOL_LAYOUT_LAYER_MAJOR = 1,
+};
+
+/*
+ * The address of layer @layer's slice of page id @page in @v, for an
+ * engine of @nr_layers layers (count K and V apart as two layers to get a
+ * run of each) laid out as @layout. NULL if nothing is mapped, @nr_layers
+ * is 0 or does not divide page_bytes, @layer >= @nr_layers, @page is not a
+ * page id or @layout is unknown.
+ */
+void *kvpool_layer_addr(const struct kvpool_arena_view *v, uint32_t nr_layers,
+			enum kvpool_layout layout, uint32_t layer,
+			uint32_t page);
+
+/*
+ * Give pool @pool_id its arena with KVPOOL_CTL_ARENA_SET (needs
+ * CAP_SYS_ADMIN), once: @nr_chunks chunks of @kind, laid end to end in
+ * the order given, of @page_bytes pages. Each chunk is an open file and a
+ * length (struct kvpool_arena_chunk; __reserved 0); the pool keeps a
+ * reference to each file, so the caller closes its descriptors afterwards
+ * and may exit. *@error_index, if not NULL, gets the chunk the kernel
+ * refused, or KVPOOL_NO_INDEX. Returns 0 or -errno (-EEXIST: the pool has
+ * an arena; -EINVAL: see <linux/kvpool.h>; -EBADF: a chunk's fd is not
+ * open; -EOPNOTSUPP: an unknown kind; -ENODEV: no such pool).
+ */
+int kvpool_arena_set(unsigned int pool_id, uint32_t kind, uint64_t page_bytes,
+		     const struct kvpool_arena_chunk *chunks,
+		     uint32_t nr_chunks, uint32_t *error_index);
+
+/*
+ * The chunk lengths kvpool_arena_create_host() uses for a pool of
+ * @nr_pages pages of @page_bytes bytes in @nr_chunks chunks, to
+ * @chunk_bytes[0..nr_chunks-1]: each a multiple of page_bytes and of the
+ * CPU page size (their lcm, the unit), all of the same number of units
+ * but the last, which takes the rest; together they cover the pages and
+ * end less than a unit past them. Returns 0 or -EINVAL (@nr_pages or
+ * @page_bytes 0, @page_bytes above 2^32, @nr_chunks 0 or above
+ * KVPOOL_ARENA_MAX_CHUNKS, or more chunks than units: one would lie
+ * wholly past the pages) or -EOVERFLOW.
+ */
+int kvpool_arena_plan_host(uint32_t nr_pages, uint64_t page_bytes,
+			   uint32_t nr_chunks, uint64_t *chunk_bytes);
+
+/*
+ * Give pool @pool_id a host arena of @page_bytes pages in @nr_chunks
+ * chunks (needs CAP_SYS_ADMIN): read its nr_pages from sysfs, size the
+ * chunks with kvpool_arena_plan_host(), make each a memfd of exactly its
+ * length sealed against shrinking, growing and further seals, hand them
+ * over with kvpool_arena_set() and close them. Nothing is allocated until
+ * a process touches the memory. *@error_index as kvpool_arena_set()'s.
+ * Returns 0 or -errno, with every descriptor closed either way.
+ */
+int kvpool_arena_create_host(unsigned int pool_id, uint64_t page_bytes,
+			     uint32_t nr_chunks, uint32_t *error_index);
 
 /*
  * A short description of @err (negative or positive errno) as the kvpool

@@ -5,7 +5,6 @@
  * naming the same file, close-on-exec; a peer that hangs up, a message
  * without a descriptor and one with several are told apart.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -18,6 +17,7 @@
 
 #include "kvpool.h"
 #include "kvp_expect.h"
+#include "fdcount.h"
 
 static void make_pair(int type, int sv[2])
 {
@@ -32,23 +32,6 @@ static int same_file(int a, int b)
 	if (fstat(a, &x) || fstat(b, &y))
 		return 0;
 	return x.st_dev == y.st_dev && x.st_ino == y.st_ino;
-}
-
-/* How many descriptors this process has open. */
-static int count_fds(void)
-{
-	struct dirent *de;
-	DIR *dir;
-	int n = 0;
-
-	dir = opendir("/proc/self/fd");
-	if (!dir)
-		kvp_expect_die("/proc/self/fd");
-	while ((de = readdir(dir)))
-		if (de->d_name[0] != '.')
-			n++;
-	closedir(dir);
-	return n;
 }
 
 /* Send @nr descriptors in one SCM_RIGHTS message, as another program may. */

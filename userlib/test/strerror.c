@@ -16,7 +16,7 @@
 static const int uapi_errnos[] = {
 	ENOTTY, EFAULT, EINVAL, E2BIG, EOPNOTSUPP, ENOENT, ESTALE, ENOSPC,
 	EDQUOT, ENOBUFS, EEXIST, EALREADY, EBUSY, ENOMEM, EPERM, EMFILE,
-	EBADF, EXDEV, ENODEV, EAGAIN, ENFILE,
+	EBADF, EXDEV, ENODEV, EAGAIN, ENFILE, ENODATA,
 };
 
 /*
@@ -39,6 +39,8 @@ static const struct {
 	{ ENODEV, "still loading" },
 	{ EAGAIN, "from_slot" },
 	{ ENFILE, "file table" },
+	{ ENODATA, "arena" },
+	{ EEXIST, "arena" },
 };
 
 int main(void)

@@ -1,0 +1,507 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * The arena calls of libkvpool without the module:
+ *
+ * - kvpool_layer_addr() and kvpool_page_addr() over a view of malloc()ed
+ *   memory: in both layouts every (layer, page) slice is in the arena,
+ *   where the formula of kvpool.h puts it, and no two overlap; bad
+ *   arguments give NULL;
+ * - kvpool_arena_plan_host(): the chunk lengths are multiples of the page
+ *   and of the CPU page, cover the pool, end less than a unit past it, and
+ *   none lies wholly past the pages; impossible plans are -EINVAL;
+ * - kvpool_arena_map() against a stand-in for the kernel: this program
+ *   defines ioctl(2), which the statically linked library calls, and
+ *   answers KVPOOL_INFO and KVPOOL_ARENA on one descriptor as
+ *   <linux/kvpool.h> says the kernel does, with memfds of its own. The
+ *   mapping is the memfds' memory, in batches, every descriptor closed,
+ *   and it outlives kvpool_close(); a bad answer leaves nothing mapped
+ *   and nothing open. What the real kernel answers is the VM tests' job.
+ * - kvpool_arena_set() and kvpool_arena_create_host() without a control
+ *   device: -ENOENT or -ENODEV, no chunk blamed, no descriptor left.
+ */
+#define _GNU_SOURCE		/* memfd_create() */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+#include "kvpool.h"
+#include "kvp_expect.h"
+#include "fdcount.h"
+
+/* ---- the stand-in kernel ---- */
+
+#define FAKE_MAX_CHUNKS	40
+
+static struct {
+	int pool_fd;			/* the descriptor it answers on */
+	uint32_t nr_pages;
+	uint32_t kind;
+	uint64_t page_bytes;
+	uint32_t nr_chunks;
+	int chunk_fd[FAKE_MAX_CHUNKS];
+	uint64_t chunk_bytes[FAKE_MAX_CHUNKS];
+	uint32_t bad_chunk;		/* given a wrong offset, or ~0 */
+	unsigned int fds_calls;		/* KVPOOL_ARENA_FDS answered */
+	uint32_t max_count;		/* the largest batch asked */
+	int bad_request;		/* a request the header forbids */
+} fake = { .pool_fd = -1, .bad_chunk = ~0U };
+
+static uint64_t fake_bytes(void)
+{
+	uint64_t sum = 0;
+	uint32_t i;
+
+	for (i = 0; i < fake.nr_chunks; i++)
+		sum += fake.chunk_bytes[i];
+	return sum;
+}
+
+static int fake_arena(struct kvpool_arena *a)
+{
+	struct kvpool_arena_fd *out;
+	uint64_t off = 0;
+	uint32_t i;
+
+	if (a->size != sizeof(*a) || a->__reserved ||
+	    (a->flags & ~KVPOOL_ARENA_FDS)) {
+		fake.bad_request = 1;
+		return -EINVAL;
+	}
+	a->out_kind = fake.kind;
+	a->out_nr_chunks = fake.kind ? fake.nr_chunks : 0;
+	a->out_page_bytes = fake.kind ? fake.page_bytes : 0;
+	a->out_bytes = fake.kind ? fake_bytes() : 0;
+	if (!(a->flags & KVPOOL_ARENA_FDS)) {
+		if (a->first_chunk || a->count || a->fd_entry_len || a->fds)
+			fake.bad_request = 1;
+		return 0;
+	}
+	if (!fake.kind)
+		return -ENODATA;
+	if (a->fd_entry_len != sizeof(*out) || !a->count ||
+	    a->first_chunk >= fake.nr_chunks ||
+	    a->count > fake.nr_chunks - a->first_chunk) {
+		fake.bad_request = 1;
+		return -EINVAL;
+	}
+	fake.fds_calls++;
+	if (a->count > fake.max_count)
+		fake.max_count = a->count;
+	for (i = 0; i < a->first_chunk; i++)
+		off += fake.chunk_bytes[i];
+	out = (struct kvpool_arena_fd *)(uintptr_t)a->fds;
+	for (i = 0; i < a->count; i++) {
+		uint32_t c = a->first_chunk + i;
+
+		out[i].out_fd = fcntl(fake.chunk_fd[c], F_DUPFD_CLOEXEC, 0);
+		out[i].__reserved = 0;
+		out[i].out_offset = c == fake.bad_chunk ? off + 4096 : off;
+		out[i].out_bytes = fake.chunk_bytes[c];
+		off += fake.chunk_bytes[c];
+	}
+	return 0;
+}
+
+/* Every ioctl(2) of the library comes here; others go to the kernel. */
+int ioctl(int fd, unsigned long request, ...)
+{
+	va_list ap;
+	void *arg;
+	int ret;
+
+	va_start(ap, request);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	if (fd != fake.pool_fd || fd < 0)
+		return (int)syscall(SYS_ioctl, fd, request, arg);
+
+	if (request == KVPOOL_INFO) {
+		struct kvpool_info *in = arg;
+
+		in->out_abi_version = KVPOOL_ABI_VERSION;
+		in->out_features = KVPOOL_FEAT_ARENA;
+		in->out_nr_pages = fake.nr_pages;
+		in->out_max_batch = 64;
+		ret = 0;
+	} else if (request == KVPOOL_ARENA) {
+		ret = fake_arena(arg);
+	} else {
+		ret = -ENOTTY;
+	}
+	if (ret) {
+		errno = -ret;
+		return -1;
+	}
+	return 0;
+}
+
+/* An arena of @n chunks of @pages pages each (the last @last pages). */
+static void fake_set(uint32_t kind, uint64_t page_bytes, uint32_t n,
+		     uint32_t pages, uint32_t last)
+{
+	uint32_t i;
+
+	fake.kind = kind;
+	fake.page_bytes = page_bytes;
+	fake.nr_chunks = n;
+	fake.bad_chunk = ~0U;
+	fake.fds_calls = 0;
+	fake.max_count = 0;
+	for (i = 0; i < n; i++) {
+		char name[32];
+		uint32_t p = i + 1 == n ? last : pages;
+
+		snprintf(name, sizeof(name), "kvpool-test-%u", i);
+		fake.chunk_fd[i] = memfd_create(name, MFD_CLOEXEC);
+		fake.chunk_bytes[i] = p * page_bytes;
+		if (fake.chunk_fd[i] < 0 ||
+		    ftruncate(fake.chunk_fd[i], (off_t)fake.chunk_bytes[i]))
+			kvp_expect_die("memfd");
+	}
+}
+
+static void fake_clear(void)
+{
+	uint32_t i;
+
+	for (i = 0; i < fake.nr_chunks; i++)
+		close(fake.chunk_fd[i]);
+	fake.nr_chunks = 0;
+	fake.kind = KVPOOL_ARENA_NONE;
+}
+
+/* ---- helpers ---- */
+
+/* Whether /proc/self/maps has a line naming @what. */
+static int mapped(const char *what)
+{
+	char line[512];
+	int found = 0;
+	FILE *f;
+
+	f = fopen("/proc/self/maps", "r");
+	if (!f)
+		kvp_expect_die("/proc/self/maps");
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, what))
+			found = 1;
+	fclose(f);
+	return found;
+}
+
+static int all_zero(const void *p, size_t len)
+{
+	const unsigned char *c = p;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (c[i])
+			return 0;
+	return 1;
+}
+
+/* ---- layouts ---- */
+
+/*
+ * Every (layer, page) slice of @v in @layout: where the formula says, in
+ * the arena, and each byte of the arena in at most one slice.
+ */
+static void check_layout(const struct kvpool_arena_view *v, uint32_t layers,
+			 enum kvpool_layout layout)
+{
+	uint64_t slice = v->page_bytes / layers;
+	uint64_t total = v->bytes / v->page_bytes;
+	unsigned char *seen = calloc(1, (size_t)v->bytes);
+	uint32_t l, p;
+	int overlap = 0, outside = 0, formula = 0;
+
+	if (!seen)
+		kvp_expect_die("calloc");
+	for (l = 0; l < layers; l++) {
+		for (p = 0; p < v->nr_pages; p++) {
+			char *a = kvpool_layer_addr(v, layers, layout, l, p);
+			uint64_t off = (uint64_t)(a - (char *)v->base), want;
+			uint64_t b;
+
+			want = layout == KVPOOL_LAYOUT_PAGE_MAJOR ?
+			       p * v->page_bytes + l * slice :
+			       l * slice * total + p * slice;
+			if (!a || off != want)
+				formula++;
+			if (!a || off + slice > v->bytes) {
+				outside++;
+				continue;
+			}
+			for (b = off; b < off + slice; b++)
+				if (seen[b]++)
+					overlap++;
+		}
+	}
+	EXPECT_EQ(0, formula) TH_LOG("layout %d, %u layers: not the formula",
+				     layout, layers);
+	EXPECT_EQ(0, outside) TH_LOG("layout %d, %u layers: outside",
+				     layout, layers);
+	EXPECT_EQ(0, overlap) TH_LOG("layout %d, %u layers: overlap",
+				     layout, layers);
+	free(seen);
+}
+
+static void test_layouts(void)
+{
+	struct kvpool_arena_view v = { 0 };
+	static const uint32_t layers[] = { 1, 2, 3, 8, 12, 96 };
+	size_t i;
+
+	/* 37 page ids, and 3 pages more that no id names. */
+	v.page_bytes = 96 * 16;
+	v.nr_pages = 37;
+	v.bytes = 40 * v.page_bytes;
+	v.base = malloc((size_t)v.bytes);
+	v.kind = KVPOOL_ARENA_HOST;
+	if (!v.base)
+		kvp_expect_die("malloc");
+
+	for (i = 0; i < ARRAY_SIZE(layers); i++) {
+		check_layout(&v, layers[i], KVPOOL_LAYOUT_PAGE_MAJOR);
+		check_layout(&v, layers[i], KVPOOL_LAYOUT_LAYER_MAJOR);
+	}
+
+	/* One layer: both layouts are the arena's own, page_addr's. */
+	EXPECT_EQ(kvpool_page_addr(&v, 5),
+		  kvpool_layer_addr(&v, 1, KVPOOL_LAYOUT_LAYER_MAJOR, 0, 5));
+	EXPECT_EQ((char *)v.base + 36 * v.page_bytes,
+		  (char *)kvpool_page_addr(&v, 36));
+	/* Layer-major strides over every page of the arena, named or not. */
+	EXPECT_EQ((char *)v.base + 40 * 16,
+		  (char *)kvpool_layer_addr(&v, 96, KVPOOL_LAYOUT_LAYER_MAJOR,
+					    1, 0));
+
+	/* Out of range, or a split that does not divide: NULL. */
+	EXPECT_FALSE(kvpool_page_addr(&v, 37)) TH_LOG("page past nr_pages");
+	EXPECT_FALSE(kvpool_layer_addr(&v, 8, KVPOOL_LAYOUT_PAGE_MAJOR, 8, 0))
+		TH_LOG("layer past nr_layers");
+	EXPECT_FALSE(kvpool_layer_addr(&v, 8, KVPOOL_LAYOUT_LAYER_MAJOR, 0,
+				       37)) TH_LOG("page past nr_pages");
+	EXPECT_FALSE(kvpool_layer_addr(&v, 0, KVPOOL_LAYOUT_PAGE_MAJOR, 0, 0))
+		TH_LOG("0 layers");
+	EXPECT_FALSE(kvpool_layer_addr(&v, 7, KVPOOL_LAYOUT_PAGE_MAJOR, 0, 0))
+		TH_LOG("7 layers of 1536 bytes");
+	EXPECT_FALSE(kvpool_layer_addr(&v, 2, (enum kvpool_layout)2, 0, 0))
+		TH_LOG("unknown layout");
+
+	free(v.base);
+	/* A zeroed view: nothing mapped, no address, unmap does nothing. */
+	memset(&v, 0, sizeof(v));
+	EXPECT_FALSE(kvpool_page_addr(&v, 0));
+	EXPECT_FALSE(kvpool_layer_addr(&v, 1, KVPOOL_LAYOUT_PAGE_MAJOR, 0, 0));
+	EXPECT_EQ(0, kvpool_arena_unmap(&v));
+}
+
+/* ---- plans ---- */
+
+static void check_plan(uint32_t nr_pages, uint64_t page_bytes, uint32_t n)
+{
+	uint64_t bytes[KVPOOL_ARENA_MAX_CHUNKS], sum = 0, need, unit;
+	uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE), g = page_bytes, b = ps;
+	uint32_t i;
+	int ret;
+
+	while (b) {
+		uint64_t t = g % b;
+
+		g = b;
+		b = t;
+	}
+	unit = page_bytes / g * ps;
+	need = (uint64_t)nr_pages * page_bytes;
+	ret = kvpool_arena_plan_host(nr_pages, page_bytes, n, bytes);
+	EXPECT_EQ(0, ret) TH_LOG("plan %u x %llu in %u", nr_pages,
+				 (unsigned long long)page_bytes, n);
+	if (ret)
+		return;
+	for (i = 0; i < n; i++) {
+		EXPECT_TRUE(bytes[i] && !(bytes[i] % page_bytes) &&
+			    !(bytes[i] % ps))
+			TH_LOG("plan %u x %llu in %u: chunk %u is %llu",
+			       nr_pages, (unsigned long long)page_bytes, n, i,
+			       (unsigned long long)bytes[i]);
+		/* The last takes the rest; the others are alike. */
+		if (i + 1 < n)
+			EXPECT_EQ(bytes[0], bytes[i]);
+		EXPECT_LT(sum, need) TH_LOG("chunk %u lies past the pages", i);
+		sum += bytes[i];
+	}
+	EXPECT_LE(need, sum) TH_LOG("plan does not cover the pages");
+	EXPECT_LT(sum - need, unit) TH_LOG("plan a unit too long");
+}
+
+static void test_plans(void)
+{
+	uint64_t bytes[KVPOOL_ARENA_MAX_CHUNKS];
+	uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
+
+	check_plan(1, 1, 1);
+	check_plan(100, ps, 1);
+	check_plan(100, ps, 3);
+	check_plan(100, ps, 100);
+	check_plan(400000, 2 * 1024 * 1024, 7);
+	check_plan(400000, 2 * 1024 * 1024, KVPOOL_ARENA_MAX_CHUNKS);
+	check_plan(3000, 1000, 5);		/* lcm(1000, 4096) = 512000 */
+	check_plan(10, ps / 4, 3);		/* 4 pages a unit: 12 pages */
+	check_plan(1u << 27, 1ULL << 32, 256);	/* the largest there is */
+
+	/* 10 quarter pages are 3 units: a 4th chunk would be past them. */
+	EXPECT_EQ(-EINVAL, kvpool_arena_plan_host(10, ps / 4, 4, bytes));
+	EXPECT_EQ(-EINVAL, kvpool_arena_plan_host(0, ps, 1, bytes));
+	EXPECT_EQ(-EINVAL, kvpool_arena_plan_host(8, 0, 1, bytes));
+	EXPECT_EQ(-EINVAL, kvpool_arena_plan_host(8, (1ULL << 32) + 1, 1,
+						  bytes));
+	EXPECT_EQ(-EINVAL, kvpool_arena_plan_host(8, ps, 0, bytes));
+	EXPECT_EQ(-EINVAL, kvpool_arena_plan_host(1000, ps,
+						  KVPOOL_ARENA_MAX_CHUNKS + 1,
+						  bytes));
+}
+
+/* ---- map ---- */
+
+static void test_map(void)
+{
+	struct kvpool_arena_view v;
+	struct kvpool_arena a;
+	struct kvpool *kp;
+	uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
+	char buf[8];
+	int fds, i;
+
+	/* The pool's pages, as KVPOOL_INFO tells them at open. */
+	fake.nr_pages = 3 * (FAKE_MAX_CHUNKS - 1) + 4;
+	fake.pool_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (fake.pool_fd < 0)
+		kvp_expect_die("/dev/null");
+	EXPECT_EQ(0, kvpool_open_fd(fake.pool_fd, &kp)) TH_LOG("open_fd");
+
+	/* No arena: info says none, map is -ENODATA and zeroes the view. */
+	memset(&a, 0xff, sizeof(a));
+	EXPECT_EQ(0, kvpool_arena_info(kp, &a));
+	EXPECT_EQ(KVPOOL_ARENA_NONE, a.out_kind);
+	memset(&v, 0xff, sizeof(v));
+	EXPECT_EQ(-ENODATA, kvpool_arena_map(kp, &v));
+	EXPECT_TRUE(all_zero(&v, sizeof(v))) TH_LOG("view not zeroed");
+
+	/* 40 chunks of 3 pages, the last of 5: more than one batch. */
+	fake_set(KVPOOL_ARENA_HOST, ps, FAKE_MAX_CHUNKS, 3, 5);
+	fds = count_fds();
+	EXPECT_EQ(0, kvpool_arena_info(kp, &a));
+	EXPECT_TRUE(a.out_kind == KVPOOL_ARENA_HOST &&
+		    a.out_nr_chunks == FAKE_MAX_CHUNKS &&
+		    a.out_page_bytes == ps && a.out_bytes == fake_bytes())
+		TH_LOG("arena_info");
+	EXPECT_EQ(0, kvpool_arena_map(kp, &v)) TH_LOG("map");
+	EXPECT_EQ(0, fake.bad_request) TH_LOG("a request the header forbids");
+	EXPECT_LT(1, fake.fds_calls) TH_LOG("not in batches");
+	EXPECT_GE(16, fake.max_count) TH_LOG("batch of %u", fake.max_count);
+	EXPECT_EQ(fds, count_fds()) TH_LOG("map left descriptors open");
+	EXPECT_TRUE(v.base && v.bytes == fake_bytes() && v.page_bytes == ps &&
+		    v.kind == KVPOOL_ARENA_HOST &&
+		    v.nr_pages == fake.nr_pages &&
+		    v.nr_chunks == FAKE_MAX_CHUNKS) TH_LOG("view");
+	EXPECT_TRUE(all_zero(v.__resv, sizeof(v.__resv)));
+
+	/*
+	 * Page 3 * 7 + 1 is the 2nd page of chunk 7, page 3 * 39 + 3 the
+	 * last page id, in the 4th page of the last chunk: written through
+	 * the view, they are the chunk files' bytes, and the other way
+	 * round. The chunk's 5th page has no id.
+	 */
+	if (v.base) {
+		memcpy(kvpool_page_addr(&v, 22), "chunk7", 7);
+		memcpy(kvpool_page_addr(&v, 120), "last!", 6);
+		EXPECT_EQ(7, pread(fake.chunk_fd[7], buf, 7, (off_t)ps));
+		EXPECT_EQ(0, strcmp(buf, "chunk7"));
+		EXPECT_EQ(6, pread(fake.chunk_fd[39], buf, 6, (off_t)(3 * ps)));
+		EXPECT_EQ(0, strcmp(buf, "last!"));
+		EXPECT_FALSE(kvpool_page_addr(&v, 121));
+		EXPECT_EQ(3, pwrite(fake.chunk_fd[0], "abc", 3, 0));
+		EXPECT_EQ(0, memcmp(kvpool_page_addr(&v, 0), "abc", 3));
+	}
+
+	/* The mapping is not the client's: it stays after kvpool_close(). */
+	kvpool_close(kp);
+	if (v.base)
+		EXPECT_EQ(0, strcmp(kvpool_page_addr(&v, 22), "chunk7"));
+	EXPECT_EQ(0, kvpool_arena_unmap(&v));
+	EXPECT_TRUE(all_zero(&v, sizeof(v))) TH_LOG("unmap: view not zeroed");
+	EXPECT_FALSE(mapped("kvpool-test-")) TH_LOG("unmap left chunks");
+	fake_clear();
+
+	/* A chunk where it does not belong: -EIO, nothing left behind. */
+	fake.pool_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (fake.pool_fd < 0 || kvpool_open_fd(fake.pool_fd, &kp))
+		kvp_expect_die("open_fd");
+	fake_set(KVPOOL_ARENA_HOST, ps, FAKE_MAX_CHUNKS, 3, 5);
+	fds = count_fds();
+	for (i = 0; i < 2; i++) {
+		fake.bad_chunk = i ? 20 : 0;
+		memset(&v, 0xff, sizeof(v));
+		EXPECT_EQ(-EIO, kvpool_arena_map(kp, &v))
+			TH_LOG("chunk %u misplaced", fake.bad_chunk);
+		EXPECT_TRUE(all_zero(&v, sizeof(v)));
+		EXPECT_EQ(fds, count_fds()) TH_LOG("descriptors left");
+		EXPECT_FALSE(mapped("kvpool-test-")) TH_LOG("chunks left");
+	}
+	fake_clear();
+
+	/* Fewer bytes than the pool has pages; a kind it cannot map. */
+	fake_set(KVPOOL_ARENA_HOST, ps, 2, 3, 3);
+	fds = count_fds();
+	EXPECT_EQ(-EIO, kvpool_arena_map(kp, &v)) TH_LOG("short arena");
+	EXPECT_EQ(fds, count_fds()) TH_LOG("descriptors left");
+	fake_clear();
+	fake_set(7, ps, 2, 3, 3);
+	fds = count_fds();
+	EXPECT_EQ(-EOPNOTSUPP, kvpool_arena_map(kp, &v)) TH_LOG("kind 7");
+	EXPECT_EQ(fds, count_fds()) TH_LOG("descriptors left");
+	fake_clear();
+	kvpool_close(kp);
+	fake.pool_fd = -1;
+}
+
+/* ---- control ---- */
+
+static void test_control(void)
+{
+	struct kvpool_arena_chunk c = { .fd = 0, .bytes = 4096 };
+	uint32_t idx = 7;
+	int fds = count_fds();
+
+	if (!access(KVPOOL_CONTROL_PATH, F_OK)) {
+		printf("# %s exists: control checks skipped\n",
+		       KVPOOL_CONTROL_PATH);
+		return;
+	}
+	EXPECT_EQ(-ENOENT, kvpool_arena_set(0, KVPOOL_ARENA_HOST, 4096, &c, 1,
+					    &idx)) TH_LOG("no control device");
+	EXPECT_EQ(KVPOOL_NO_INDEX, idx) TH_LOG("a chunk blamed");
+	idx = 7;
+	/* Without sysfs either: no pool to size the arena for. */
+	if (access("/sys/class/kvpool", F_OK))
+		EXPECT_EQ(-ENODEV, kvpool_arena_create_host(0, 4096, 1, &idx));
+	EXPECT_EQ(KVPOOL_NO_INDEX, idx) TH_LOG("create: a chunk blamed");
+	EXPECT_EQ(fds, count_fds()) TH_LOG("descriptors left");
+}
+
+int main(void)
+{
+	test_layouts();
+	test_plans();
+	test_map();
+	test_control();
+	return kvp_expect_done("arena");
+}
