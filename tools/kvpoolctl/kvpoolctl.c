@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * kvpoolctl: show, check, create and destroy kvpool pools, and set their
- * tenants' limits and pressure watermarks.
+ * kvpoolctl: show, check, create and destroy kvpool pools, set their
+ * tenants' limits and pressure watermarks, and give them arenas.
  *
  * Copyright (C) 2026 The kvpool authors
  *
  * status reads sysfs and never opens a pool, so it works as any user and
  * never keeps a pool from being destroyed (as root it also lists tenants
  * through /dev/kvpool-control); info and verify open the pool (becoming a
- * client for the moment); create, destroy, tenant and wmark go through
- * /dev/kvpool-control. See kvpoolctl(8) for the exit codes.
+ * client for the moment), as arena show does; create, destroy, tenant,
+ * wmark and arena create go through /dev/kvpool-control. See
+ * kvpoolctl(8) for the exit codes.
  */
 #define _GNU_SOURCE		/* asprintf(), nftw() */
 #include <errno.h>
@@ -121,10 +122,11 @@ static bool parse_decimal(const char *s, unsigned long long *v, char **end)
 }
 
 /*
- * Parse a count: decimal, optionally followed by K, M or G (times 1024,
- * 1024^2, 1024^3), at most UINT32_MAX. The kernel checks the ranges.
+ * Parse a number: decimal, optionally followed by K, M or G (times 1024,
+ * 1024^2, 1024^3), at most @max. The kernel checks the ranges.
  */
-static bool parse_u32(const char *s, unsigned int *out)
+static bool parse_scaled(const char *s, unsigned long long max,
+			 unsigned long long *out)
 {
 	unsigned long long v, mul = 1;
 	char *end;
@@ -145,9 +147,20 @@ static bool parse_u32(const char *s, unsigned int *out)
 		end++;
 		break;
 	}
-	if (*end || v > UINT32_MAX / mul)
+	if (*end || v > max / mul)
 		return false;
-	*out = (unsigned int)(v * mul);
+	*out = v * mul;
+	return true;
+}
+
+/* A count: parse_scaled() up to UINT32_MAX. */
+static bool parse_u32(const char *s, unsigned int *out)
+{
+	unsigned long long v;
+
+	if (!parse_scaled(s, UINT32_MAX, &v))
+		return false;
+	*out = (unsigned int)v;
 	return true;
 }
 
@@ -248,6 +261,24 @@ static const char usage_wmark[] =
 "    asked to evict prefix-cache pages until --high pages are free again.\n"
 "    --low 0 turns that off. low <= high <= the pool's pages. Needs root.\n"
 "    Numbers take a K, M or G suffix (x1024, x1024^2, x1024^3).\n";
+
+static const char usage_arena[] =
+"arena create POOL --host --page-bytes N [--chunks N]\n"
+"arena show [--json] POOL\n"
+"    A pool's arena is the memory its page ids name: page i is bytes\n"
+"    [i * page-bytes, (i + 1) * page-bytes) of it, in every process that\n"
+"    maps it (libkvpool's kvpool_arena_map()).\n"
+"    create: give POOL its arena, once: it stays until the pool is\n"
+"    destroyed. Needs root.\n"
+"    --host            host memory: sealed memfds, allocated page by page\n"
+"                      as processes touch it\n"
+"    --page-bytes N    bytes of one page: every layer's K and V of the\n"
+"                      pool's page-tokens tokens, 1..4G\n"
+"    --chunks N        files the arena is made of, 1..256 (default 1)\n"
+"    Numbers take a K, M or G suffix (x1024, x1024^2, x1024^3).\n"
+"    show: the arena's kind, page size, length and chunks. Opens\n"
+"    /dev/kvpoolN, as info does.\n"
+"    -j, --json   one JSON object\n";
 
 /* The length of the synopsis line at @u, or 0 past the synopsis. */
 static int synopsis_line(const char *u)
@@ -1050,7 +1081,7 @@ out:
 
 static const char *const feature_names[] = {
 	"rows", "extend", "slots", "verify", "prefix-cache", "swa", "export",
-	"quota", "pressure",
+	"quota", "pressure", "arena",
 };
 
 static void print_features(__u64 feat, bool json)
@@ -1071,6 +1102,21 @@ static void print_features(__u64 feat, bool json)
 	}
 	if (!*sep && !json)
 		printf("none");
+}
+
+/* KVPOOL_ARENA_* as a word; a kind this tool does not know as kindN. */
+static const char *arena_kind(__u32 kind)
+{
+	static char buf[24];
+
+	switch (kind) {
+	case KVPOOL_ARENA_NONE:
+		return "none";
+	case KVPOOL_ARENA_HOST:
+		return "host";
+	}
+	snprintf(buf, sizeof(buf), "kind%u", kind);
+	return buf;
 }
 
 /* Open pool @id; the return value is an exit code. */
@@ -1100,11 +1146,12 @@ static int open_pool(unsigned int id, struct kvpool **kpp)
 
 static int cmd_info(int argc, char **argv)
 {
+	struct kvpool_arena a;
 	struct kvpool_info in;
 	struct kvpool *kp;
 	bool json = false, done;
 	unsigned int id;
-	int ret;
+	int ret, arena_err;
 
 	ret = parse_one_pool(argc, argv, usage_info, &json, &id, &done);
 	if (done)
@@ -1114,6 +1161,9 @@ static int cmd_info(int argc, char **argv)
 	if (ret)
 		return ret;
 	kvpool_info(kp, &in);
+	/* A module without arenas: arena_err -ENOTTY, shown as such. */
+	arena_err = in.out_features & KVPOOL_FEAT_ARENA ?
+		    kvpool_arena_info(kp, &a) : -ENOTTY;
 	kvpool_close(kp);
 
 	if (json) {
@@ -1130,7 +1180,17 @@ static int cmd_info(int argc, char **argv)
 		printf("  \"nr_rows\": %u,\n", in.out_nr_rows);
 		printf("  \"row_tokens\": %u,\n", in.out_row_tokens);
 		printf("  \"create_flags\": %u,\n", in.out_create_flags);
-		printf("  \"max_batch\": %u\n", in.out_max_batch);
+		printf("  \"max_batch\": %u,\n", in.out_max_batch);
+		/* null: the module has no arenas, or did not say. */
+		printf("  \"arena\": ");
+		if (arena_err)
+			printf("null\n");
+		else
+			printf("{ \"kind\": \"%s\", \"page_bytes\": %llu, \"bytes\": %llu, \"nr_chunks\": %u }\n",
+			       arena_kind(a.out_kind),
+			       (unsigned long long)a.out_page_bytes,
+			       (unsigned long long)a.out_bytes,
+			       a.out_nr_chunks);
 		printf("}\n");
 		return EXIT_OK;
 	}
@@ -1148,6 +1208,19 @@ static int cmd_info(int argc, char **argv)
 	printf("  features      ");
 	print_features(in.out_features, false);
 	putchar('\n');
+	printf("  arena         ");
+	if (arena_err == -ENOTTY)
+		printf("- (this module has no arenas)\n");
+	else if (arena_err)
+		printf("? (%s)\n", kvpool_strerror(arena_err));
+	else if (a.out_kind == KVPOOL_ARENA_NONE)
+		printf("none\n");
+	else
+		printf("%s, %llu bytes in %u chunk%s, %llu-byte pages\n",
+		       arena_kind(a.out_kind),
+		       (unsigned long long)a.out_bytes, a.out_nr_chunks,
+		       a.out_nr_chunks == 1 ? "" : "s",
+		       (unsigned long long)a.out_page_bytes);
 	return EXIT_OK;
 }
 
@@ -1511,19 +1584,38 @@ static int tenant_list(int argc, char **argv)
 	return EXIT_OK;
 }
 
+/* One of the two subcommands of "tenant" or "arena". */
+struct subcommand {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+};
+
+/* Run command argv[0]'s subcommand argv[1], one of @sub. */
+static int run_subcommand(int argc, char **argv, const char *usage,
+			  const struct subcommand sub[2])
+{
+	size_t i;
+
+	if (argc < 2)
+		return usage_of(usage, stderr);
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))
+		return usage_of(usage, stdout);
+	/* From here on, argv[0] is the subcommand. */
+	for (i = 0; i < 2; i++)
+		if (!strcmp(argv[1], sub[i].name))
+			return sub[i].fn(argc - 1, argv + 1);
+	err_msg("%s: unknown subcommand '%s' (%s or %s)", argv[0], argv[1],
+		sub[0].name, sub[1].name);
+	return usage_of(usage, stderr);
+}
+
 static int cmd_tenant(int argc, char **argv)
 {
-	if (argc < 2)
-		return usage_of(usage_tenant, stderr);
-	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))
-		return usage_of(usage_tenant, stdout);
-	/* From here on, argv[0] is the subcommand. */
-	if (!strcmp(argv[1], "set"))
-		return tenant_set(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "list"))
-		return tenant_list(argc - 1, argv + 1);
-	err_msg("tenant: unknown subcommand '%s' (set or list)", argv[1]);
-	return usage_of(usage_tenant, stderr);
+	static const struct subcommand sub[2] = {
+		{ "set", tenant_set }, { "list", tenant_list },
+	};
+
+	return run_subcommand(argc, argv, usage_tenant, sub);
 }
 
 static int cmd_wmark(int argc, char **argv)
@@ -1581,6 +1673,222 @@ static int cmd_wmark(int argc, char **argv)
 	return EXIT_OK;
 }
 
+/* ---- arena ---- */
+
+/* The rules CTL_ARENA_SET and the chunk plan hold a host arena to. */
+static void arena_rules(void)
+{
+	fprintf(stderr, "rules: --page-bytes 1..4G; --chunks 1..%d, each a multiple of the page and of the CPU page (%ld bytes), none past the pool's pages\n",
+		KVPOOL_ARENA_MAX_CHUNKS, sysconf(_SC_PAGESIZE));
+}
+
+static int arena_create(int argc, char **argv)
+{
+	enum { OPT_HOST = 256, OPT_PAGE_BYTES, OPT_CHUNKS };
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "host", no_argument, NULL, OPT_HOST },
+		{ "page-bytes", required_argument, NULL, OPT_PAGE_BYTES },
+		{ "chunks", required_argument, NULL, OPT_CHUNKS },
+		{ NULL, 0, NULL, 0 },
+	};
+	uint64_t bytes[KVPOOL_ARENA_MAX_CHUNKS], off = 0;
+	unsigned long long page_bytes = 0;
+	unsigned int id, chunks = 1, i;
+	bool host = false, have_bytes = false;
+	struct kvpool_info in;
+	uint32_t idx;
+	int c, ret;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			return usage_of(usage_arena, stdout);
+		case OPT_HOST:
+			host = true;
+			break;
+		case OPT_PAGE_BYTES:
+			if (!parse_scaled(optarg, ULLONG_MAX, &page_bytes)) {
+				err_msg("--page-bytes: not a number: '%s'",
+					optarg);
+				return EXIT_USAGE;
+			}
+			have_bytes = true;
+			break;
+		case OPT_CHUNKS:
+			if (!parse_count_opt("chunks", optarg, &chunks))
+				return EXIT_USAGE;
+			break;
+		default:
+			return usage_of(usage_arena, stderr);
+		}
+	}
+	if (argc - optind != 1 || !host || !have_bytes) {
+		err_msg("arena create needs POOL, --host (the one kind there is) and --page-bytes");
+		return usage_of(usage_arena, stderr);
+	}
+	if (!parse_pool(argv[optind], &id))
+		return bad_pool(argv[optind]);
+
+	/* The plan first, from sysfs: its refusal says what to change. */
+	ret = kvpool_pool_status(id, &in, NULL);
+	if (ret)
+		return pool_error(ret, "arena create", (int)id);
+	ret = kvpool_arena_plan_host(in.out_nr_pages, page_bytes, chunks,
+				     bytes);
+	if (ret == -EINVAL) {
+		err_msg("arena create: pool %u's %u pages of %llu bytes do not split into %u chunk%s",
+			id, in.out_nr_pages, page_bytes, chunks,
+			chunks == 1 ? "" : "s");
+		arena_rules();
+		return EXIT_FAIL;
+	}
+	if (ret)
+		return pool_error(ret, "arena create", (int)id);
+
+	ret = kvpool_arena_create_host(id, page_bytes, chunks, &idx);
+	if (!ret)
+		return EXIT_OK;
+	if (ret == -EEXIST) {
+		err_msg("arena create: pool %u has an arena already; it is set once, until the pool is destroyed (kvpoolctl arena show %u)",
+			id, id);
+		return EXIT_FAIL;
+	}
+	if (idx != KVPOOL_NO_INDEX && idx < chunks) {
+		for (i = 0; i < idx; i++)
+			off += bytes[i];
+		err_msg("arena create: chunk %u (offset %llu, %llu bytes): %s",
+			idx, (unsigned long long)off,
+			(unsigned long long)bytes[idx], kvpool_strerror(ret));
+		return EXIT_FAIL;
+	}
+	if (ret == -EINVAL) {
+		err_msg("arena create: the kernel refused --page-bytes %llu in %u chunk%s",
+			page_bytes, chunks, chunks == 1 ? "" : "s");
+		arena_rules();
+		return EXIT_FAIL;
+	}
+	return ctl_error(ret, "arena create", id, "arenas");
+}
+
+/*
+ * Every chunk of @kp's arena of @nr chunks into @out, in batches: the
+ * kernel tells a chunk's place only with a descriptor of it, closed here
+ * at once. Returns 0 or -errno.
+ */
+static int fetch_chunks(struct kvpool *kp, __u32 nr,
+			struct kvpool_arena_fd *out)
+{
+	__u32 first, n, i;
+	int ret;
+
+	for (first = 0; first < nr; first += n) {
+		n = nr - first < 16 ? nr - first : 16;
+		ret = kvpool_arena_fds(kp, first, n, out + first, NULL);
+		if (ret < 0)
+			return ret;
+		for (i = first; i < first + n; i++) {
+			close(out[i].out_fd);
+			out[i].out_fd = -1;
+		}
+	}
+	return 0;
+}
+
+static void print_arena_json(unsigned int id, const struct kvpool_arena *a,
+			     const struct kvpool_arena_fd *c, __u32 nr_pages)
+{
+	__u32 i;
+
+	printf("{\n  \"pool_id\": %u,\n", id);
+	printf("  \"kind\": \"%s\",\n", arena_kind(a->out_kind));
+	printf("  \"page_bytes\": %llu,\n",
+	       (unsigned long long)a->out_page_bytes);
+	printf("  \"bytes\": %llu,\n", (unsigned long long)a->out_bytes);
+	printf("  \"nr_pages\": %u,\n", nr_pages);
+	printf("  \"chunks\": [");
+	for (i = 0; i < a->out_nr_chunks; i++)
+		printf("%s\n    { \"index\": %u, \"offset\": %llu, \"bytes\": %llu }",
+		       i ? "," : "", i, (unsigned long long)c[i].out_offset,
+		       (unsigned long long)c[i].out_bytes);
+	printf("%s]\n}\n", a->out_nr_chunks ? "\n  " : "");
+}
+
+static void print_arena(unsigned int id, const struct kvpool_arena *a,
+			const struct kvpool_arena_fd *c, __u32 nr_pages)
+{
+	__u32 i;
+
+	if (a->out_kind == KVPOOL_ARENA_NONE) {
+		printf("pool %u has no arena (kvpoolctl arena create --help)\n",
+		       id);
+		return;
+	}
+	printf("pool %u arena: %s\n", id, arena_kind(a->out_kind));
+	printf("  page bytes  %llu\n", (unsigned long long)a->out_page_bytes);
+	printf("  bytes       %llu (%llu pages; the pool's ids are 0..%u)\n",
+	       (unsigned long long)a->out_bytes,
+	       (unsigned long long)(a->out_bytes / a->out_page_bytes),
+	       nr_pages - 1);
+	printf("  chunks      %u\n", a->out_nr_chunks);
+	printf("  %5s  %14s  %14s\n", "CHUNK", "OFFSET", "BYTES");
+	for (i = 0; i < a->out_nr_chunks; i++)
+		printf("  %5u  %14llu  %14llu\n", i,
+		       (unsigned long long)c[i].out_offset,
+		       (unsigned long long)c[i].out_bytes);
+}
+
+static int arena_show(int argc, char **argv)
+{
+	struct kvpool_arena_fd *chunks = NULL;
+	struct kvpool_arena a;
+	struct kvpool_info in;
+	struct kvpool *kp;
+	bool json = false, done;
+	unsigned int id;
+	int ret;
+
+	ret = parse_one_pool(argc, argv, usage_arena, &json, &id, &done);
+	if (done)
+		return ret;
+
+	ret = open_pool(id, &kp);
+	if (ret)
+		return ret;
+	kvpool_info(kp, &in);
+	ret = kvpool_arena_info(kp, &a);
+	if (!ret && a.out_kind != KVPOOL_ARENA_NONE) {
+		chunks = calloc(a.out_nr_chunks ? a.out_nr_chunks : 1,
+				sizeof(*chunks));
+		ret = chunks ? fetch_chunks(kp, a.out_nr_chunks, chunks) :
+			       -ENOMEM;
+	}
+	kvpool_close(kp);
+	if (ret) {
+		free(chunks);
+		return ctl_error(ret, "arena show", id, "arenas");
+	}
+
+	if (a.out_kind == KVPOOL_ARENA_NONE)
+		a.out_nr_chunks = 0;
+	if (json)
+		print_arena_json(id, &a, chunks, in.out_nr_pages);
+	else
+		print_arena(id, &a, chunks, in.out_nr_pages);
+	free(chunks);
+	return EXIT_OK;
+}
+
+static int cmd_arena(int argc, char **argv)
+{
+	static const struct subcommand sub[2] = {
+		{ "create", arena_create }, { "show", arena_show },
+	};
+
+	return run_subcommand(argc, argv, usage_arena, sub);
+}
+
 /* ---- main ---- */
 
 struct command {
@@ -1597,6 +1905,7 @@ static const struct command commands[] = {
 	{ "destroy", cmd_destroy, usage_destroy },
 	{ "tenant", cmd_tenant, usage_tenant },
 	{ "wmark", cmd_wmark, usage_wmark },
+	{ "arena", cmd_arena, usage_arena },
 };
 
 static const struct command *find_command(const char *name)
@@ -1615,7 +1924,8 @@ static int print_usage(FILE *f)
 
 	fprintf(f, "usage: %s [-h|--help] [--version] COMMAND [ARGS]\n\n"
 		"Show, check, create and destroy kvpool pools (/dev/kvpoolN),\n"
-		"set their tenants' limits and pressure watermarks.\n"
+		"set their tenants' limits and pressure watermarks, give them\n"
+		"arenas (the memory the page ids name).\n"
 		"POOL is N, kvpoolN or /dev/kvpoolN.\n\ncommands:\n", prog);
 	for (i = 0; i < ARRAY_SIZE(commands); i++) {
 		const char *u = commands[i].usage;
