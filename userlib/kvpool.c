@@ -51,6 +51,11 @@
 #define KVPOOL_CLASS_DIR	KVPOOL_SYSFS_DIR "/kvpool"
 #define KVPOOL_DEV_PREFIX	"kvpool"
 
+/* The control device the admin calls open; a test build may move it. */
+#ifndef KVPOOL_CONTROL_DEV
+#define KVPOOL_CONTROL_DEV	KVPOOL_CONTROL_PATH
+#endif
+
 /* The top-level VERSION file, passed in by the Makefile. */
 #ifndef KVPOOL_VERSION
 #error "build with -DKVPOOL_VERSION='\"x.y.z\"' (userlib/Makefile reads ../VERSION)"
@@ -634,7 +639,7 @@ static int kvp_control(unsigned long cmd, void *arg)
 {
 	int fd, ret;
 
-	fd = open(KVPOOL_CONTROL_PATH, O_RDWR | O_CLOEXEC);
+	fd = open(KVPOOL_CONTROL_DEV, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	ret = kvp_ioctl(fd, cmd, arg);

@@ -16,8 +16,15 @@
  *   mapping is the memfds' memory, in batches, every descriptor closed,
  *   and it outlives kvpool_close(); a bad answer leaves nothing mapped
  *   and nothing open. What the real kernel answers is the VM tests' job.
- * - kvpool_arena_set() and kvpool_arena_create_host() without a control
- *   device: -ENOENT or -ENODEV, no chunk blamed, no descriptor left.
+ * - kvpool_arena_create_host() over a fake sysfs (the pool's nr_pages) and
+ *   a fake control device, whose KVPOOL_CTL_ARENA_SET the same stand-in
+ *   checks as the header says the kernel does: sealed memfds of exactly
+ *   the planned lengths, covering the pool; the chunk it refuses comes
+ *   back in error_index, and no descriptor is left either way. Without
+ *   the control device or the pool: -ENOENT, -ENODEV.
+ *
+ * The library under test is built with its sysfs root and control device
+ * in FAKE_SYSFS (kvpool-fake.o).
  */
 #define _GNU_SOURCE		/* memfd_create() */
 #include <errno.h>
@@ -29,11 +36,21 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include "kvpool.h"
 #include "kvp_expect.h"
 #include "fdcount.h"
+#include "testfs.h"
+
+#ifndef FAKE_SYSFS
+#error "build with -DFAKE_SYSFS=... (the KVPOOL_SYSFS_DIR of the library)"
+#endif
+
+#define CLASS		FAKE_SYSFS "/kvpool"
+#define CONTROL		FAKE_SYSFS "/kvpool-control"
+#define FAKE_POOL	3
 
 /* ---- the stand-in kernel ---- */
 
@@ -51,7 +68,13 @@ static struct {
 	unsigned int fds_calls;		/* KVPOOL_ARENA_FDS answered */
 	uint32_t max_count;		/* the largest batch asked */
 	int bad_request;		/* a request the header forbids */
-} fake = { .pool_fd = -1, .bad_chunk = ~0U };
+	/* CTL_ARENA_SET on the fake control device */
+	ino_t ctl_ino;			/* its inode; 0 before it exists */
+	uint32_t refuse_chunk;		/* refused with EINVAL, or ~0 */
+	unsigned int set_calls;
+	uint32_t set_chunks;		/* chunks of the last accepted set */
+	int set_wrong;			/* a chunk not as the header wants */
+} fake = { .pool_fd = -1, .bad_chunk = ~0U, .refuse_chunk = ~0U };
 
 static uint64_t fake_bytes(void)
 {
@@ -109,6 +132,82 @@ static int fake_arena(struct kvpool_arena *a)
 	return 0;
 }
 
+/* Chunk @i of @a as CTL_ARENA_SET sees it: 0 or the errno to refuse. */
+static int fake_check_chunk(const struct kvpool_ctl_arena_set *a,
+			    const struct kvpool_arena_chunk *c, uint64_t off)
+{
+	uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
+	char link[64], name[128];
+	int seals, fdflags;
+	ssize_t len;
+	struct stat st;
+
+	seals = fcntl(c->fd, F_GET_SEALS);
+	if (seals < 0)
+		return errno == EBADF ? -EBADF : -EINVAL;
+	if (c->__reserved || !c->bytes || c->bytes % a->page_bytes ||
+	    c->bytes % ps || off >= (uint64_t)fake.nr_pages * a->page_bytes ||
+	    fstat(c->fd, &st) || (uint64_t)st.st_size < c->bytes ||
+	    (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) !=
+	    (F_SEAL_SHRINK | F_SEAL_GROW))
+		return -EINVAL;
+	/* What the kernel does not check, but the library promises. */
+	fdflags = fcntl(c->fd, F_GETFD);
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", c->fd);
+	len = readlink(link, name, sizeof(name) - 1);
+	name[len > 0 ? len : 0] = '\0';
+	if ((uint64_t)st.st_size != c->bytes || !(seals & F_SEAL_SEAL) ||
+	    (seals & F_SEAL_WRITE) || !(fdflags & FD_CLOEXEC) ||
+	    !strstr(name, "memfd:kvpool3-arena-"))
+		fake.set_wrong = 1;
+	return 0;
+}
+
+static int fake_arena_set(struct kvpool_ctl_arena_set *a)
+{
+	const struct kvpool_arena_chunk *c;
+	uint64_t off = 0;
+	uint32_t i;
+	int ret;
+
+	a->out_error_index = ~0U;
+	if (a->size != sizeof(*a) || a->flags || a->__reserved ||
+	    a->chunk_entry_len != sizeof(*c)) {
+		fake.bad_request = 1;
+		return -EINVAL;
+	}
+	if (a->pool_id != FAKE_POOL)
+		return -ENODEV;
+	if (a->kind != KVPOOL_ARENA_HOST)
+		return -EOPNOTSUPP;
+	if (!a->page_bytes || a->page_bytes > (1ULL << 32) || !a->nr_chunks ||
+	    a->nr_chunks > KVPOOL_ARENA_MAX_CHUNKS)
+		return -EINVAL;
+	c = (const struct kvpool_arena_chunk *)(uintptr_t)a->chunks;
+	for (i = 0; i < a->nr_chunks; i++) {
+		ret = i == fake.refuse_chunk ? -EINVAL :
+		      fake_check_chunk(a, &c[i], off);
+		if (ret) {
+			a->out_error_index = i;
+			return ret;
+		}
+		off += c[i].bytes;
+	}
+	if (off < (uint64_t)fake.nr_pages * a->page_bytes)
+		return -EINVAL;
+	fake.set_calls++;
+	fake.set_chunks = a->nr_chunks;
+	return 0;
+}
+
+/* Whether @fd is the fake control device. */
+static int is_control(int fd)
+{
+	struct stat st;
+
+	return fake.ctl_ino && !fstat(fd, &st) && st.st_ino == fake.ctl_ino;
+}
+
 /* Every ioctl(2) of the library comes here; others go to the kernel. */
 int ioctl(int fd, unsigned long request, ...)
 {
@@ -119,6 +218,11 @@ int ioctl(int fd, unsigned long request, ...)
 	va_start(ap, request);
 	arg = va_arg(ap, void *);
 	va_end(ap);
+	if (fd >= 0 && is_control(fd)) {
+		ret = request == KVPOOL_CTL_ARENA_SET ?
+		      fake_arena_set(arg) : -ENOTTY;
+		goto out;
+	}
 	if (fd != fake.pool_fd || fd < 0)
 		return (int)syscall(SYS_ioctl, fd, request, arg);
 
@@ -135,6 +239,7 @@ int ioctl(int fd, unsigned long request, ...)
 	} else {
 		ret = -ENOTTY;
 	}
+out:
 	if (ret) {
 		errno = -ret;
 		return -1;
@@ -475,26 +580,105 @@ static void test_map(void)
 
 /* ---- control ---- */
 
+/* Pool FAKE_POOL of @nr_pages pages in the fake sysfs. */
+static void make_fake_pool(uint32_t nr_pages)
+{
+	static const char *const names[] = {
+		"page_tokens", "nr_rows", "row_tokens", "create_flags",
+	};
+	const char *dir = CLASS "/kvpool3";
+	size_t i;
+
+	mkdir_p(FAKE_SYSFS);
+	mkdir_p(CLASS);
+	mkdir_p(dir);
+	put_u32(dir, "pool_id", FAKE_POOL);
+	put_u32(dir, "nr_pages", nr_pages);
+	for (i = 0; i < ARRAY_SIZE(names); i++)
+		put_u32(dir, names[i], 16);
+	fake.nr_pages = nr_pages;
+}
+
 static void test_control(void)
 {
-	struct kvpool_arena_chunk c = { .fd = 0, .bytes = 4096 };
+	uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
+	struct kvpool_arena_chunk c[2];
 	uint32_t idx = 7;
-	int fds = count_fds();
+	struct stat st;
+	int fds;
 
-	if (!access(KVPOOL_CONTROL_PATH, F_OK)) {
-		printf("# %s exists: control checks skipped\n",
-		       KVPOOL_CONTROL_PATH);
-		return;
-	}
-	EXPECT_EQ(-ENOENT, kvpool_arena_set(0, KVPOOL_ARENA_HOST, 4096, &c, 1,
-					    &idx)) TH_LOG("no control device");
+	/* No module: no sysfs, no control device. */
+	rm_rf(FAKE_SYSFS);
+	fds = count_fds();
+	c[0] = (struct kvpool_arena_chunk){ .fd = 0, .bytes = ps };
+	EXPECT_EQ(-ENOENT, kvpool_arena_set(FAKE_POOL, KVPOOL_ARENA_HOST, ps,
+					    c, 1, &idx))
+		TH_LOG("no control device");
 	EXPECT_EQ(KVPOOL_NO_INDEX, idx) TH_LOG("a chunk blamed");
 	idx = 7;
-	/* Without sysfs either: no pool to size the arena for. */
-	if (access("/sys/class/kvpool", F_OK))
-		EXPECT_EQ(-ENODEV, kvpool_arena_create_host(0, 4096, 1, &idx));
+	EXPECT_EQ(-ENODEV, kvpool_arena_create_host(FAKE_POOL, ps, 1, &idx))
+		TH_LOG("no sysfs");
 	EXPECT_EQ(KVPOOL_NO_INDEX, idx) TH_LOG("create: a chunk blamed");
+
+	/* A pool of 100 pages, and the control device. */
+	make_fake_pool(100);
+	put(FAKE_SYSFS, "kvpool-control", "");
+	if (stat(CONTROL, &st))
+		kvp_expect_die(CONTROL);
+	fake.ctl_ino = st.st_ino;
+
+	EXPECT_EQ(0, kvpool_arena_create_host(FAKE_POOL, ps, 3, &idx))
+		TH_LOG("create_host");
+	EXPECT_EQ(KVPOOL_NO_INDEX, idx);
+	EXPECT_TRUE(fake.set_calls == 1 && fake.set_chunks == 3)
+		TH_LOG("set %u times, %u chunks", fake.set_calls,
+		       fake.set_chunks);
+	EXPECT_EQ(0, fake.bad_request) TH_LOG("a request the header forbids");
+	EXPECT_EQ(0, fake.set_wrong)
+		TH_LOG("a chunk not an exact, sealed, named, CLOEXEC memfd");
+	EXPECT_EQ(fds, count_fds()) TH_LOG("create_host left descriptors");
+
+	/* Page and CPU page apart: the lcm; a quarter page a page. */
+	EXPECT_EQ(0, kvpool_arena_create_host(FAKE_POOL, ps / 4, 2, &idx));
+	EXPECT_EQ(0, kvpool_arena_create_host(FAKE_POOL, 3 * ps, 7, &idx));
+	EXPECT_EQ(0, fake.set_wrong);
+
+	/* The chunk the kernel refuses is the one blamed. */
+	fake.refuse_chunk = 2;
+	EXPECT_EQ(-EINVAL, kvpool_arena_create_host(FAKE_POOL, ps, 4, &idx));
+	EXPECT_EQ(2, idx) TH_LOG("refused chunk");
+	fake.refuse_chunk = ~0U;
+	EXPECT_EQ(fds, count_fds()) TH_LOG("a refused create left descriptors");
+
+	/* A chunk that is no file: EBADF, blamed; no chunks: no index. */
+	c[0] = (struct kvpool_arena_chunk){ .fd = -1, .bytes = 50 * ps };
+	c[1] = (struct kvpool_arena_chunk){ .fd = -1, .bytes = 50 * ps };
+	c[0].fd = memfd_create("kvpool3-arena-0", MFD_CLOEXEC |
+			       MFD_ALLOW_SEALING);
+	if (c[0].fd < 0 || ftruncate(c[0].fd, (off_t)c[0].bytes) ||
+	    fcntl(c[0].fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW))
+		kvp_expect_die("memfd");
+	EXPECT_EQ(-EBADF, kvpool_arena_set(FAKE_POOL, KVPOOL_ARENA_HOST, ps, c,
+					   2, &idx));
+	EXPECT_EQ(1, idx) TH_LOG("chunk without a file");
+	EXPECT_EQ(-EINVAL, kvpool_arena_set(FAKE_POOL, KVPOOL_ARENA_HOST, ps, c,
+					    0, &idx));
+	EXPECT_EQ(KVPOOL_NO_INDEX, idx) TH_LOG("no chunks");
+	EXPECT_EQ(-EOPNOTSUPP, kvpool_arena_set(FAKE_POOL, 9, ps, c, 2, &idx));
+	EXPECT_EQ(KVPOOL_NO_INDEX, idx) TH_LOG("unknown kind");
+	close(c[0].fd);
+
+	/* Refused before any memfd: a plan that cannot be, no such pool. */
+	fake.set_calls = 0;
+	EXPECT_EQ(-EINVAL, kvpool_arena_create_host(FAKE_POOL, 0, 1, &idx));
+	EXPECT_EQ(-EINVAL, kvpool_arena_create_host(FAKE_POOL, ps, 101, &idx));
+	EXPECT_EQ(-ENODEV, kvpool_arena_create_host(FAKE_POOL + 1, ps, 1,
+						    &idx));
+	EXPECT_EQ(0, fake.set_calls) TH_LOG("set called anyway");
 	EXPECT_EQ(fds, count_fds()) TH_LOG("descriptors left");
+
+	fake.ctl_ino = 0;
+	rm_rf(FAKE_SYSFS);
 }
 
 int main(void)

@@ -6,7 +6,8 @@
  * class, /sys/class/kvpool/kvpoolN, and the control device a misc device,
  * /sys/class/misc/kvpool-control. The library under test is built with
  * KVPOOL_SYSFS_DIR (its /sys/class) pointing at FAKE_SYSFS, a folder this
- * test fills in; nothing else in the library changes.
+ * test fills in (its control device is moved there too, for the arena
+ * test; this one does not use it); nothing else in the library changes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +19,7 @@
 
 #include "kvpool.h"
 #include "kvp_expect.h"
+#include "testfs.h"
 
 #ifndef FAKE_SYSFS
 #error "build with -DFAKE_SYSFS=... (the KVPOOL_SYSFS_DIR of the library)"
@@ -25,34 +27,6 @@
 
 #define CLASS	FAKE_SYSFS "/kvpool"
 #define MISC	FAKE_SYSFS "/misc"
-
-static void mkdir_p(const char *path)
-{
-	if (mkdir(path, 0755) && errno != EEXIST)
-		kvp_expect_die(path);
-}
-
-static void put(const char *dir, const char *name, const char *val)
-{
-	char path[512];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "w");
-	if (!f)
-		kvp_expect_die(path);
-	fputs(val, f);
-	if (fclose(f))
-		kvp_expect_die(path);
-}
-
-static void put_u32(const char *dir, const char *name, unsigned int val)
-{
-	char buf[16];
-
-	snprintf(buf, sizeof(buf), "%u\n", val);
-	put(dir, name, buf);
-}
 
 /*
  * A pool whose every figure is distinct, so a figure read into the wrong
@@ -84,15 +58,6 @@ static void make_pool_in(const char *parent, unsigned int id,
 static void make_pool(unsigned int id, unsigned int base)
 {
 	make_pool_in(CLASS, id, base);
-}
-
-static void rm_rf(const char *path)
-{
-	char cmd[512];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
-	if (system(cmd))
-		kvp_expect_die(cmd);
 }
 
 static void test_not_loaded(void)
