@@ -3,13 +3,13 @@
 #
 # The main job on one command: build kvpool, boot a Debian kernel in QEMU
 # with kvpool.ko loaded on a pool sized like a real GPU's (an 80 GB card
-# serving an 8B model: ~400k tokens of KV), and run tools/kvpool-sim
-# inside: two or three tenants' inference schedulers share the pool under
-# limits and guarantees, one tenant's server is SIGKILLed midway and
-# restarted, and later the administrator halves a tenant's limit. A live
-# view while it runs; then a summary table, a CSV time series and a plot
-# (gnuplot) in the results folder. Installs what it needs (Debian 12,
-# root). About 80-90 s with a cached kernel on a 2-core machine.
+# serving an 8B model: ~400k tokens of KV) with host memory every
+# scheduler maps, and run tools/kvpool-sim inside: two or three tenants'
+# inference schedulers share the pool under limits and guarantees, one
+# tenant's server is SIGKILLed midway and restarted, and later the
+# administrator halves a tenant's limit. A live view while it runs; then
+# a summary table, a CSV time series and a plot (gnuplot) in the results
+# folder. Installs what it needs (Debian 12, root). About 80-90 s.
 #
 #   tools/sim.sh [--duration S] [--seed N] [--tokens N] [--page-tokens N]
 #                [--tenants 2|3] [--kernel 6.1|6.12] [--results DIR]

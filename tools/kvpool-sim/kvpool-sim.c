@@ -144,11 +144,17 @@ static struct {
 	bool live;
 	u32 pool;
 	bool verbose;
+	u64 page_bytes;		/* the host arena's pages; 0: no arena */
 } opt = {
 	.duration = 60, .seed = 1, .ntenants = 3, .kill_at = -1,
 	.squeeze_at = -1,
 	.restart_after = 2.5, .step_ms = 25, .sample_ms = 250, .live = true,
+	.page_bytes = 4096,
 };
+
+/* The arena the monitor gave the pool (setup()). */
+#define SIM_ARENA_CHUNKS	4U
+static u64 arena_bytes;
 
 static void __printf(1, 2) msg(const char *fmt, ...)
 {
@@ -332,6 +338,30 @@ static int setup(void)
 		return EXIT_SETUP;
 	}
 	snprintf(pool_path, sizeof(pool_path), "/dev/kvpool%u", opt.pool);
+	if (opt.page_bytes) {
+		u64 ch[SIM_ARENA_CHUNKS];
+		u32 ei = 0, k;
+
+		/*
+		 * Host memory for the pages, made here and handed to the
+		 * kernel: every scheduler maps it, and a page one process
+		 * wrote reads the same in another.
+		 */
+		ret = kvpool_arena_plan_host(pinfo.out_nr_pages,
+					     opt.page_bytes, SIM_ARENA_CHUNKS,
+					     ch);
+		if (!ret)
+			ret = kvpool_arena_create_host(opt.pool, opt.page_bytes,
+						       SIM_ARENA_CHUNKS, &ei);
+		if (ret < 0) {
+			msg("arena of %llu-byte pages: %s",
+			    (unsigned long long)opt.page_bytes,
+			    kvpool_strerror(ret));
+			return EXIT_SETUP;
+		}
+		for (k = 0; k < SIM_ARENA_CHUNKS; k++)
+			arena_bytes += ch[k];
+	}
 	/* The device is root's; the tenants' uids must open it. */
 	if (chmod(pool_path, 0666)) {
 		msg("chmod %s: %s", pool_path, strerror(errno));
@@ -974,6 +1004,30 @@ static void summary(FILE *f, double secs)
 		"  slot; asked: cache pages the kernel asked back (pressure); evicted: cache\n"
 		"  pages evicted for any reason; exp/imp: rows handed prefill -> decode\n\n",
 		opt.sample_ms);
+	if (arena_bytes) {
+		u64 wr = 0, chk = 0, imp = 0;
+
+		for (i = 0; i < SIM_MAX_PROCS; i++) {
+			wr += sh->proc[i].arena_written;
+			chk += sh->proc[i].arena_checked;
+			imp += sh->proc[i].arena_imported;
+		}
+		fprintf(f, "arena: host memory, %.1f MiB in %u chunks of memfds, %llu bytes a page\n",
+			arena_bytes / 1048576.0, SIM_ARENA_CHUNKS,
+			(unsigned long long)opt.page_bytes);
+		fprintf(f, "  every process maps it; pages stamped %llu, read back %llu (%llu of them\n"
+			"  written by the prefill process, read by decode), every one as written\n",
+			(unsigned long long)wr, (unsigned long long)chk,
+			(unsigned long long)imp);
+		for (i = 0; i < opt.ntenants; i++)
+			fprintf(f, "%s  %s peak %.1f MiB, avg %.1f MiB",
+				i ? "," : "  bytes:", T[i].cfg->name,
+				T[i].peak_pages * (double)opt.page_bytes /
+				1048576.0,
+				(nsamples ? T[i].sum_pages / nsamples : 0) *
+				(double)opt.page_bytes / 1048576.0);
+		fprintf(f, "\n\n");
+	}
 	fprintf(f, "process          pid     end  late  finished  hit%%  retract  slot-drop  ENOSPC  EDQUOT  pressure\n");
 	for (i = 0; i < SIM_MAX_PROCS; i++) {
 		const struct sim_proc *p = &sh->proc[i];
@@ -1113,6 +1167,8 @@ static void usage(FILE *f)
 "                      0: never)\n"
 "  --step-ms N         scheduler step (default 25)\n"
 "  --pool N            /dev/kvpoolN (default 0)\n"
+"  --page-bytes N      give the pool a host arena of N-byte pages, which the\n"
+"                      schedulers map and stamp (default 4096; 0: none)\n"
 "  --results DIR       where the CSV and summary go (default\n"
 "                      $KVPOOL_RESULTS, else .)\n"
 "  --no-live           a log line every 5 s instead of the live view\n"
@@ -1149,6 +1205,7 @@ static int parse_args(int argc, char **argv)
 		{ "squeeze-at", required_argument, NULL, 'q' },
 		{ "step-ms", required_argument, NULL, 'S' },
 		{ "pool", required_argument, NULL, 'p' },
+		{ "page-bytes", required_argument, NULL, 'B' },
 		{ "results", required_argument, NULL, 'o' },
 		{ "no-live", no_argument, NULL, 'n' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -1205,6 +1262,15 @@ static int parse_args(int argc, char **argv)
 			if (!parse_num("--pool", optarg, 0, 63, &v))
 				return EXIT_USAGE;
 			opt.pool = (u32)v;
+			break;
+		case 'B':
+			if (!parse_num("--page-bytes", optarg, 0, 1 << 20, &v))
+				return EXIT_USAGE;
+			opt.page_bytes = (u64)v;
+			if (opt.page_bytes && opt.page_bytes < 64) {
+				msg("--page-bytes: 0, or at least 64 (a page holds two stamps)");
+				return EXIT_USAGE;
+			}
 			break;
 		case 'o':
 			opt.results = optarg;

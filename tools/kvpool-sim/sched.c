@@ -69,6 +69,7 @@ struct row {
 	u32 *pg;		/* page id by position page; NIL: SWA hole */
 	u32 cap;
 	u32 alloc, comm, prot, swa;	/* tokens */
+	u32 stamped;		/* pages whose arena bytes hold their text */
 };
 
 /* A conversation; a single request is a one-turn session. */
@@ -147,6 +148,7 @@ struct sched {
 	struct pending *pend;
 	u32 npend;
 	struct pcache pc;	/* the prefix cache's mirror */
+	struct kvpool_arena_view view;	/* the pool's memory; base NULL: none */
 	/* scratch, max_batch entries or nr_pages ids */
 	struct kvpool_extend_entry *xe;
 	struct kvpool_len_entry *le;
@@ -223,6 +225,67 @@ static u64 page_key(struct sched *sc, const struct sess *s, u32 i)
 	if (s->shared != KVS_NONE && (u64)(i + 1) * sc->pt <= s->shared_len)
 		return mix64(0x5a5a000000000000ULL ^ ((u64)s->shared << 32) ^ i);
 	return mix64(mix64(0xa5a5000000000000ULL ^ s->id) + i);
+}
+
+/*
+ * With an arena, a page's KV is memory every process of the pool sees. The
+ * sim computes no KV, so it writes a stamp instead: which text the page
+ * holds (its key and position), at both ends of the page, when the page's
+ * tokens are committed; and it checks the stamp whenever a page comes to a
+ * row it did not compute it for: attached from the prefix cache, or
+ * imported from the prefill process, which wrote it in another process.
+ */
+struct stamp {
+	u64 key;
+	u64 pos;
+};
+
+static struct stamp *stamp_at(struct sched *sc, u32 p, bool end)
+{
+	char *a = kvpool_page_addr(&sc->view, p);
+
+	if (!a)
+		die(sc, "arena: page %u is not in the arena", p);
+	return (struct stamp *)(a + (end ? sc->view.page_bytes -
+					   sizeof(struct stamp) : 0));
+}
+
+static void stamp_write(struct sched *sc, const struct sess *s, u32 i, u32 p)
+{
+	struct stamp st = { .key = page_key(sc, s, i), .pos = i };
+
+	*stamp_at(sc, p, false) = st;
+	*stamp_at(sc, p, true) = st;
+	sc->me->arena_written++;
+}
+
+static void stamp_check(struct sched *sc, const struct sess *s, u32 i, u32 p,
+			const char *how)
+{
+	const struct stamp *a = stamp_at(sc, p, false);
+	const struct stamp *b = stamp_at(sc, p, true);
+	u64 key = page_key(sc, s, i);
+
+	if (a->key != key || a->pos != i || b->key != key || b->pos != i)
+		die(sc, "arena: %s page %u (position %u of session %u) holds %llx/%llu, not %llx",
+		    how, p, i, s->id, (unsigned long long)a->key,
+		    (unsigned long long)a->pos, (unsigned long long)key);
+	sc->me->arena_checked++;
+}
+
+/* The row's newly committed full pages get their stamps. */
+static void stamp_row(struct sched *sc, struct req *q)
+{
+	struct row *r = q->row;
+	u32 i, end = r->comm / sc->pt;
+
+	if (!sc->view.base)
+		return;
+	for (i = r->stamped; i < end; i++)
+		if (r->pg[i] != NIL)
+			stamp_write(sc, q->s, i, r->pg[i]);
+	if (end > r->stamped)
+		r->stamped = end;
 }
 
 static struct req *req_make(struct sess *s, u32 turn)
@@ -707,8 +770,14 @@ static void admit(struct sched *sc)
 					    k, kvpool_strerror(ret));
 				row_reserve(q->row, k);
 				memcpy(q->row->pg, sc->ids, k * sizeof(u32));
-				for (u32 m = 0; m < k; m++)
+				for (u32 m = 0; m < k; m++) {
 					pin(sc, sc->ids[m]);
+					if (sc->view.base)
+						stamp_check(sc, s, m,
+							    sc->ids[m],
+							    "attached");
+				}
+				q->row->stamped = k;
 				q->row->alloc = q->row->comm = q->row->prot =
 					k * sc->pt;
 				sc->me->hit_tokens += k * sc->pt;
@@ -837,6 +906,8 @@ static void commit_rows(struct sched *sc, u32 n)
 	if (ret < 0)
 		die(sc, "commit of %u rows: %s (entry %u)", n,
 		    kvpool_strerror(ret), res.error_index);
+	for (i = 0; i < n; i++)
+		stamp_row(sc, sc->xr[i]);
 }
 
 /* ---- prefill ------------------------------------------------------------ */
@@ -1246,6 +1317,15 @@ static void import_rows(struct sched *sc)
 		r->alloc = rq.out_allocated_len;
 		r->comm = rq.out_committed_len;
 		q = req_make(sess_make(sc, pe->m.sess), 0);
+		/* The prefill process wrote these pages. */
+		for (r->stamped = 0; sc->view.base &&
+		     r->stamped < r->comm / sc->pt; r->stamped++) {
+			if (r->pg[r->stamped] == NIL)
+				continue;
+			stamp_check(sc, q->s, r->stamped, r->pg[r->stamped],
+				    "imported");
+			sc->me->arena_imported++;
+		}
 		q->row = r;
 		q->target = q->prompt;
 		q->state = RQ_DECODE;
@@ -1356,6 +1436,9 @@ static void init(struct sched *sc, const struct sim_sched_args *a)
 						sc->pt, sc->max_req / 2);
 
 	pc_init(&sc->pc, sc->nr_pages, PC_BY_RELEASE);
+	ret = kvpool_arena_map(sc->kp, &sc->view);
+	if (ret < 0 && ret != -ENODATA)
+		die(sc, "mapping the arena: %s", kvpool_strerror(ret));
 	sc->act = xcalloc(sc->max_batch, sizeof(*sc->act));
 	sc->xe = xcalloc(sc->max_batch, sizeof(*sc->xe));
 	sc->le = xcalloc(sc->max_batch, sizeof(*sc->le));

@@ -94,6 +94,8 @@ struct sim_proc {
 	u64 slot_drops;
 	u64 exports, imports;
 	u64 enospc, edquot;
+	/* the arena: pages stamped, read back (of which imported) */
+	u64 arena_written, arena_checked, arena_imported;
 	char err[160];
 };
 
