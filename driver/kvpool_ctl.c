@@ -18,32 +18,67 @@
  * slow fault must not hold up other control ops): once the pool exists,
  * the call succeeds (see kvp_respond()). A reserved id reads as no pool.
  */
+/*
+ * The GPU a pool is created for: a PCI display controller (class 0x03:
+ * VGA, 3D or other display), with a reference the caller hands on.
+ */
+static int kvp_ctl_find_gpu(const struct kvpool_ctl_create *cmd,
+			    struct pci_dev **gpu)
+{
+	struct pci_dev *pdev;
+
+	*gpu = NULL;
+	if (!(cmd->flags & KVPOOL_CREATE_GPU))
+		return cmd->gpu_domain || cmd->gpu_devid ? -EINVAL : 0;
+	if (cmd->gpu_devid > 0xffff)
+		return -EINVAL;
+	pdev = pci_get_domain_bus_and_slot(cmd->gpu_domain,
+					   cmd->gpu_devid >> 8,
+					   cmd->gpu_devid & 0xff);
+	if (!pdev)
+		return -ENXIO;
+	if ((pdev->class >> 16) != PCI_BASE_CLASS_DISPLAY) {
+		pci_dev_put(pdev);
+		return -EINVAL;
+	}
+	*gpu = pdev;
+	return 0;
+}
+
 static int kvp_ctl_create_ioctl(struct kvp_ucmd *ucmd)
 {
 	struct kvpool_ctl_create *cmd = ucmd->cmd;
+	struct pci_dev *gpu;
 	u32 id;
 	int ret;
 
-	if (cmd->flags & ~KVPOOL_CREATE_RESERVE_ZERO)
+	if (cmd->flags & ~(KVPOOL_CREATE_RESERVE_ZERO | KVPOOL_CREATE_GPU))
 		return -EOPNOTSUPP;
 	if (cmd->__reserved)
 		return -EINVAL;
-	ret = kvp_geom_check(cmd->flags, cmd->nr_pages, cmd->page_tokens,
-			     cmd->nr_rows, cmd->row_tokens);
+	ret = kvp_geom_check(cmd->flags & ~KVPOOL_CREATE_GPU, cmd->nr_pages,
+			     cmd->page_tokens, cmd->nr_rows, cmd->row_tokens);
+	if (ret)
+		return ret;
+	ret = kvp_ctl_find_gpu(cmd, &gpu);
 	if (ret)
 		return ret;
 
 	ret = xa_alloc(&kvp_pools, &id, NULL, XA_LIMIT(0, KVP_MAX_POOLS - 1),
 		       GFP_KERNEL);
-	if (ret)
+	if (ret) {
+		pci_dev_put(gpu);
 		return ret == -EBUSY ? -ENOSPC : ret;	/* all 64 exist */
+	}
 	cmd->out_pool_id = id;
 	ret = kvp_respond(ucmd);
-	if (!ret) {
+	if (ret) {
+		pci_dev_put(gpu);
+	} else {
 		mutex_lock(&kvp_pools_lock);
 		ret = kvp_pool_create_locked(id, cmd->flags, cmd->nr_pages,
 					     cmd->page_tokens, cmd->nr_rows,
-					     cmd->row_tokens);
+					     cmd->row_tokens, gpu);
 		mutex_unlock(&kvp_pools_lock);
 	}
 	if (ret) {
@@ -173,6 +208,7 @@ static int kvp_ctl_destroy_ioctl(struct kvp_ucmd *ucmd)
 	       KVP_OP_ADMIN)
 
 static const struct kvp_ioctl_op kvp_ctl_ops[] = {
+	/* ABI 1's struct ended at __reserved; ABI 2 added the GPU. */
 	KVP_CTL_OP(CTL_CREATE, kvp_ctl_create_ioctl,
 		   struct kvpool_ctl_create, __reserved),
 	KVP_CTL_OP(CTL_DESTROY, kvp_ctl_destroy_ioctl,

@@ -48,6 +48,7 @@
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/mutex.h>
+#include <linux/pci.h>
 #include <linux/types.h>
 #include <linux/wait.h>
 #include <linux/xarray.h>
@@ -85,6 +86,7 @@ struct kvp_dev {
 	u32 nr_exports;		/* export files alive: they point here */
 	bool dead;		/* being destroyed: refuse new clients */
 	struct kvp_arena *arena;	/* set once, under core.lock */
+	struct pci_dev *gpu;	/* the parent device, or NULL; fixed */
 };
 
 /*
@@ -114,7 +116,7 @@ extern bool kvp_live;
 extern struct class kvp_class;
 
 int kvp_pool_create_locked(u32 id, u32 flags, u32 pages, u32 ptok,
-			   u32 rows, u32 rtok);
+			   u32 rows, u32 rtok, struct pci_dev *gpu);
 int kvp_pool_destroy_locked(u32 id);
 
 /* Per-call state of an ioctl: the user's struct and our copy of it. */

@@ -73,6 +73,7 @@ static void kvp_dev_release(struct device *dev)
 	struct kvp_dev *kd = container_of(dev, struct kvp_dev, dev);
 
 	kvp_arena_free(kd->arena);
+	pci_dev_put(kd->gpu);
 	kvp_pool_fini(&kd->core);
 	kfree(kd);
 }
@@ -80,26 +81,37 @@ static void kvp_dev_release(struct device *dev)
 /*
  * Makes pool @id, an id the caller reserved in kvp_pools; publishes it
  * there once its device node exists. Called with kvp_pools_lock held.
+ * @gpu, if not NULL, becomes the device's parent: the pool takes over the
+ * caller's reference to it, failure or not.
  */
 int kvp_pool_create_locked(u32 id, u32 flags, u32 pages, u32 ptok,
-			   u32 rows, u32 rtok)
+			   u32 rows, u32 rtok, struct pci_dev *gpu)
 {
 	struct kvp_dev *kd;
 	int ret;
 
 	lockdep_assert_held(&kvp_pools_lock);
 	kd = kzalloc(sizeof(*kd), GFP_KERNEL);
-	if (!kd)
+	if (!kd) {
+		pci_dev_put(gpu);
 		return -ENOMEM;
-	ret = kvp_pool_init(&kd->core, id, flags, pages, ptok, rows, rtok);
+	}
+	ret = kvp_pool_init(&kd->core, id, flags & ~KVPOOL_CREATE_GPU, pages,
+			    ptok, rows, rtok);
 	if (ret) {
+		pci_dev_put(gpu);
 		kfree(kd);
 		return ret;
 	}
 	init_waitqueue_head(&kd->wq);
+	/* The core tests its own flags only; INFO and sysfs report all. */
+	if (gpu)
+		kd->core.flags |= KVPOOL_CREATE_GPU;
+	kd->gpu = gpu;
 
 	/* From here on the device's release frees everything. */
 	device_initialize(&kd->dev);
+	kd->dev.parent = gpu ? &gpu->dev : NULL;
 	kd->dev.class = &kvp_class;
 	kd->dev.devt = MKDEV(MAJOR(kvp_devt), MINOR(kvp_devt) + id);
 	kd->dev.groups = kvp_pool_groups;
@@ -139,7 +151,8 @@ static int kvp_pool_create(u32 flags, u32 pages, u32 ptok, u32 rows,
 	ret = xa_alloc(&kvp_pools, &id, NULL, XA_LIMIT(0, KVP_MAX_POOLS - 1),
 		       GFP_KERNEL);
 	if (!ret) {
-		ret = kvp_pool_create_locked(id, flags, pages, ptok, rows, rtok);
+		ret = kvp_pool_create_locked(id, flags, pages, ptok, rows, rtok,
+					     NULL);
 		if (ret)
 			xa_erase(&kvp_pools, id);
 	}

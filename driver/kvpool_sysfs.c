@@ -63,7 +63,18 @@ KVP_ATTR(export_pages, export_pages);
 KVP_ATTR(low_wmark, low_wmark);
 KVP_ATTR(high_wmark, high_wmark);
 
+/* The PCI device the pool was created for, as lspci names it, or "". */
+static ssize_t gpu_show(struct device *dev, struct device_attribute *attr,
+			char *buf)
+{
+	struct kvp_dev *kd = container_of(dev, struct kvp_dev, dev);
+
+	return sysfs_emit(buf, "%s\n", kd->gpu ? pci_name(kd->gpu) : "");
+}
+static DEVICE_ATTR_RO(gpu);
+
 static struct attribute *kvp_pool_attrs[] = {
+	&dev_attr_gpu.attr,
 	&dev_attr_pool_id.dev_attr.attr,
 	&dev_attr_nr_pages.dev_attr.attr,
 	&dev_attr_page_tokens.dev_attr.attr,

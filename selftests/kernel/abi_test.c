@@ -498,8 +498,11 @@ OP(cache_evict, KVPOOL_CACHE_EVICT, struct kvpool_batch, false, -1, 1,
    prep_cache_evict);
 OP(swa_free, KVPOOL_SWA_FREE, struct kvpool_batch, false, -1, 1,
    prep_swa_free);
-OP(ctl_create, KVPOOL_CTL_CREATE, struct kvpool_ctl_create, true,
-   ROFF(struct kvpool_ctl_create), 2, prep_ctl_create);
+/* ABI 1's struct ended at __reserved (32 bytes); bit 1 is CREATE_GPU. */
+OP_MIN(ctl_create, KVPOOL_CTL_CREATE, struct kvpool_ctl_create,
+       offsetof(struct kvpool_ctl_create, __reserved) + 4, true,
+       ROFF(struct kvpool_ctl_create), KVPOOL_CREATE_GPU << 1,
+       prep_ctl_create);
 OP(ctl_destroy, KVPOOL_CTL_DESTROY, struct kvpool_ctl_destroy, true,
    ROFF(struct kvpool_ctl_destroy), 1, prep_ctl_destroy);
 /*

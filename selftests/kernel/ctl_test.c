@@ -300,10 +300,117 @@ TEST_F(ctl, create_unknown_flags)
 	int before = kt_count_pools();
 	__u32 id;
 
-	EXPECT_EQ(EOPNOTSUPP, ctl_create(self, 1u << 1, 16, 1, 4, 16, &id));
+	/* Bit 1 is KVPOOL_CREATE_GPU (ABI 2). */
+	EXPECT_EQ(EOPNOTSUPP, ctl_create(self, 1u << 2, 16, 1, 4, 16, &id));
 	EXPECT_EQ(EOPNOTSUPP, ctl_create(self, 1u << 31, 16, 1, 4, 16, &id));
 	EXPECT_EQ(EOPNOTSUPP, ctl_create(self, KVPOOL_CREATE_RESERVE_ZERO | 4,
 					 16, 1, 4, 16, &id));
+	EXPECT_EQ(before, kt_count_pools());
+}
+
+/*
+ * The first PCI device whose class is (@display) or is not a display
+ * controller's, as domain and bus << 8 | devfn, and its name; false if
+ * there is none.
+ */
+static bool find_pci(bool display, __u32 *domain, __u32 *devid, char *name,
+		     size_t len)
+{
+	DIR *d = opendir("/sys/bus/pci/devices");
+	struct dirent *e;
+	bool found = false;
+
+	if (!d)
+		return false;
+	while (!found && (e = readdir(d))) {
+		unsigned int dom, bus, dev, fn;
+		char path[300], cls[32];
+
+		if (sscanf(e->d_name, "%x:%x:%x.%x", &dom, &bus, &dev, &fn) != 4)
+			continue;
+		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/class",
+			 e->d_name);
+		if (kt_read_text(path, cls, sizeof(cls)))
+			continue;
+		if ((strtoul(cls, NULL, 16) >> 16 == 0x03) != display)
+			continue;
+		*domain = dom;
+		*devid = bus << 8 | dev << 3 | fn;
+		snprintf(name, len, "%.*s", (int)len - 1, e->d_name);
+		found = true;
+	}
+	closedir(d);
+	return found;
+}
+
+static int create_gpu(FIXTURE_DATA(ctl) *self, __u32 flags, __u32 domain,
+		      __u32 devid, __u32 *id)
+{
+	struct kvpool_ctl_create c = {
+		.size = sizeof(c), .flags = flags, .nr_pages = 16,
+		.page_tokens = 1, .nr_rows = 4, .row_tokens = 16,
+		.gpu_domain = domain, .gpu_devid = devid,
+	};
+	int ret = kt_ioctl(self->ctl, KVPOOL_CTL_CREATE, &c);
+
+	*id = c.out_pool_id;
+	return ret;
+}
+
+/*
+ * A pool for a GPU: its device is a child of the PCI device (the "device"
+ * link, the gpu attribute, INFO's flags). The VM has a bochs display
+ * controller (tools/vm/vm-run.sh) for this. Refused: no device at the
+ * address (ENXIO), a device that is no display controller, an address
+ * past 16 bits or one given without the flag (EINVAL).
+ */
+TEST_F(ctl, create_gpu)
+{
+	char name[64], other[64], link[512], path[128], txt[64];
+	struct kvpool_info info;
+	__u32 dom, devid, odom, odevid, id = 0;
+	int before = kt_count_pools(), fd;
+	ssize_t n;
+
+	ASSERT_TRUE(find_pci(true, &dom, &devid, name, sizeof(name)))
+		TH_LOG("no PCI display controller: vm-run.sh adds a bochs-display");
+	ASSERT_EQ(0, create_gpu(self, KVPOOL_CREATE_GPU, dom, devid, &id));
+	snprintf(path, sizeof(path), KT_SYSFS_FMT, id, "device");
+	n = readlink(path, link, sizeof(link) - 1);
+	ASSERT_LT(0, n);
+	link[n] = 0;
+	EXPECT_NE(NULL, strstr(link, name)) TH_LOG("%s -> %s", path, link);
+	snprintf(path, sizeof(path), KT_SYSFS_FMT, id, "gpu");
+	ASSERT_EQ(0, kt_read_text(path, txt, sizeof(txt)));
+	EXPECT_EQ(0, strncmp(txt, name, strlen(name))) TH_LOG("gpu: %s", txt);
+	fd = kt_open_id(id, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, kt_info(fd, &info));
+	EXPECT_EQ(KVPOOL_CREATE_GPU, info.out_create_flags);
+	close(fd);
+	snprintf(path, sizeof(path), KT_SYSFS_FMT, id, "create_flags");
+	ASSERT_EQ(0, kt_read_text(path, txt, sizeof(txt)));
+	EXPECT_STREQ("2\n", txt);
+	EXPECT_EQ(0, ctl_destroy(self, id));
+
+	/* A pool without a GPU has none, and no device link. */
+	ASSERT_EQ(0, create_gpu(self, 0, 0, 0, &id));
+	snprintf(path, sizeof(path), KT_SYSFS_FMT, id, "gpu");
+	ASSERT_EQ(0, kt_read_text(path, txt, sizeof(txt)));
+	EXPECT_STREQ("\n", txt);
+	snprintf(path, sizeof(path), KT_SYSFS_FMT, id, "device");
+	EXPECT_GT(0, readlink(path, link, sizeof(link)));
+	EXPECT_EQ(0, ctl_destroy(self, id));
+
+	EXPECT_EQ(ENXIO, create_gpu(self, KVPOOL_CREATE_GPU, 0xfffe, 0xffff,
+				    &id));
+	EXPECT_EQ(EINVAL, create_gpu(self, KVPOOL_CREATE_GPU, dom, 0x10000,
+				     &id));
+	EXPECT_EQ(EINVAL, create_gpu(self, 0, dom, devid, &id));
+	EXPECT_EQ(EINVAL, create_gpu(self, 0, 1, 0, &id));
+	if (find_pci(false, &odom, &odevid, other, sizeof(other)))
+		EXPECT_EQ(EINVAL, create_gpu(self, KVPOOL_CREATE_GPU, odom,
+					     odevid, &id)) TH_LOG("%s", other);
 	EXPECT_EQ(before, kt_count_pools());
 }
 

@@ -1150,7 +1150,10 @@ static void op_ctl(void)
 		cr.page_tokens = ex_below(3);
 		cr.nr_rows = ex_below(3);
 		cr.row_tokens = ex_below(3);
-		if (!EX_IOCTL(ex_w.ctl, KVPOOL_CTL_CREATE, cr, sizeof(cr)))
+		/* ABI 1's struct ended at __reserved: 32 bytes. */
+		if (!EX_IOCTL(ex_w.ctl, KVPOOL_CTL_CREATE, cr,
+			      offsetof(struct kvpool_ctl_create, __reserved) +
+			      sizeof(cr.__reserved)))
 			ex_fail("CTL_CREATE without pages succeeded");
 		break;
 	case 1:	/* our pool has clients: EBUSY */

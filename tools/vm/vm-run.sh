@@ -187,6 +187,9 @@ qemu=(
 	# into its console and sends screen-clearing escapes to the terminal;
 	# there is no VGA device (-nodefaults), so "on" shows nothing.
 	-nographic -machine graphics=on -nodefaults -serial stdio -no-reboot
+	# A PCI display controller (class 0x0380) for the tests of pools
+	# created for a GPU (KVPOOL_CREATE_GPU): no guest driver needs it.
+	-device bochs-display,addr=0x10
 	-kernel "$kimage" -initrd "$initramfs" -append "$append"
 	-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
 	-virtfs "local,path=$results,mount_tag=results,security_model=none,multidevs=remap"

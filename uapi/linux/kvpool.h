@@ -107,6 +107,7 @@
  * - EXDEV:      IMPORT: the export file belongs to another pool.
  * - ENODEV:     (control) no pool with that id; (open) the pool is going
  *               or the module is still loading.
+ * - ENXIO:      (control) CREATE: no PCI device at the GPU address.
  * - ENODATA:    ARENA with KVPOOL_ARENA_FDS: the pool has no arena.
  */
 
@@ -187,6 +188,8 @@ struct kvpool_handle {
 
 /* Create flags: keep page 0 and row 0 out of circulation (CUDA-graph padding). */
 #define KVPOOL_CREATE_RESERVE_ZERO	_BITUL(0)
+/* The pool belongs to the GPU at gpu_domain/gpu_devid (ABI 2). */
+#define KVPOOL_CREATE_GPU		_BITUL(1)
 
 /**
  * struct kvpool_info - KVPOOL_INFO: geometry and feature discovery
@@ -744,7 +747,8 @@ struct kvpool_arena {
 
 /**
  * struct kvpool_ctl_create - KVPOOL_CTL_CREATE: make /dev/kvpoolN
- * @size: sizeof(struct kvpool_ctl_create)
+ * @size: sizeof(struct kvpool_ctl_create); 32 (up to @__reserved, ABI 1)
+ *        is still accepted and means no GPU
  * @flags: KVPOOL_CREATE_*
  * @nr_pages: pages, 1..2^27 (more than the reserved one)
  * @page_tokens: tokens per page, 1..65536
@@ -752,6 +756,15 @@ struct kvpool_arena {
  * @row_tokens: longest row in tokens, 1..2^24
  * @out_pool_id: N of the new /dev/kvpoolN
  * @__reserved: must be 0
+ * @gpu_domain: with KVPOOL_CREATE_GPU, the GPU's PCI domain (else 0)
+ * @gpu_devid: with KVPOOL_CREATE_GPU, its bus << 8 | device << 3 |
+ *             function, as lspci's bb:dd.f (else 0)
+ *
+ * With KVPOOL_CREATE_GPU the pool's device is a child of that PCI device
+ * (/sys/class/kvpool/kvpoolN/device links to it, and its gpu attribute
+ * names it), so tools and udev see which card a pool's memory is on.
+ * ENXIO if there is no PCI device at that address, EINVAL if it is not a
+ * display controller (PCI class 0x03) or @gpu_devid is above 0xffff.
  */
 struct kvpool_ctl_create {
 	__u32 size;
@@ -762,6 +775,8 @@ struct kvpool_ctl_create {
 	__u32 row_tokens;
 	__u32 out_pool_id;
 	__u32 __reserved;
+	__u32 gpu_domain;
+	__u32 gpu_devid;
 };
 
 #define KVPOOL_CTL_CREATE _IO(KVPOOL_TYPE, KVPOOL_CMD_CTL_CREATE)
