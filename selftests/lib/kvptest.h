@@ -325,8 +325,15 @@ pid_t kt_pool_fork(struct __test_metadata *_metadata,
 /* Reap a child started with kt_pool_fork(); returns its wait status. */
 int kt_pool_wait(struct kt_pool *p, pid_t pid);
 
-/* Exit code a child reports; 0 = success, see CHILD_CHECK(). */
-#define KT_CHILD_OK(status) (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+/*
+ * A child's wait status says it exited 0 (CHILD_CHECK()'s success). A
+ * function, not a macro: its argument, often a kt_pool_wait() call, is
+ * evaluated once.
+ */
+static inline bool KT_CHILD_OK(int status)
+{
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
 
 /*
  * For forked children only: on failure print where and why, and exit with
