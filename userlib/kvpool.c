@@ -647,10 +647,25 @@ static int kvp_control(unsigned long cmd, void *arg)
 	return ret;
 }
 
+/*
+ * The GPU fields took the place of __resv[0] and __resv[1]: a program
+ * built against the header before them has the same struct.
+ */
+_Static_assert(sizeof(struct kvpool_pool_params) == 32,
+	       "struct kvpool_pool_params is ABI: 32 bytes");
+_Static_assert(offsetof(struct kvpool_pool_params, gpu_domain) == 20 &&
+	       offsetof(struct kvpool_pool_params, gpu_devid) == 24 &&
+	       offsetof(struct kvpool_pool_params, __resv) == 28,
+	       "struct kvpool_pool_params is ABI: the old __resv offsets");
+
 KVP_PUBLIC
 int kvpool_pool_create(const struct kvpool_pool_params *params,
 		       unsigned int *pool_id)
 {
+	/*
+	 * Always the ABI 2 struct: a module of ABI 1 takes its zero GPU
+	 * tail as no GPU, and refuses KVPOOL_CREATE_GPU itself.
+	 */
 	struct kvpool_ctl_create arg = {
 		.size = sizeof(arg),
 		.flags = params->flags,
@@ -658,6 +673,8 @@ int kvpool_pool_create(const struct kvpool_pool_params *params,
 		.page_tokens = params->page_tokens,
 		.nr_rows = params->nr_rows,
 		.row_tokens = params->row_tokens,
+		.gpu_domain = params->gpu_domain,
+		.gpu_devid = params->gpu_devid,
 	};
 	unsigned int i;
 	int ret;
@@ -684,6 +701,63 @@ int kvpool_pool_destroy(unsigned int pool_id)
 	};
 
 	return kvp_control(KVPOOL_CTL_DESTROY, &arg);
+}
+
+/*
+ * Exactly @min to @max hex digits at *@p, into *@v; *@p moves past them.
+ * Not strtoul(): it would take blanks, a sign and "0x".
+ */
+static bool kvp_hex(const char **p, unsigned int min, unsigned int max,
+		    uint32_t *v)
+{
+	const char *s = *p;
+	unsigned int n = 0;
+	uint32_t x = 0;
+
+	for (; n < max; n++, s++) {
+		int d;
+
+		if (*s >= '0' && *s <= '9')
+			d = *s - '0';
+		else if (*s >= 'a' && *s <= 'f')
+			d = *s - 'a' + 10;
+		else if (*s >= 'A' && *s <= 'F')
+			d = *s - 'A' + 10;
+		else
+			break;
+		x = x << 4 | (uint32_t)d;
+	}
+	if (n < min)
+		return false;
+	*p = s;
+	*v = x;
+	return true;
+}
+
+KVP_PUBLIC
+int kvpool_pci_parse(const char *s, uint32_t *domain, uint32_t *devid)
+{
+	uint32_t dom = 0, bus, dev, fn;
+	const char *p = s;
+
+	if (!s)
+		return -EINVAL;
+	/*
+	 * Two colons: the domain leads, as lspci -D and sysfs write it
+	 * (%04x, so more digits only above 0xffff); one: domain 0.
+	 */
+	if (strchr(s, ':') != strrchr(s, ':') &&
+	    (!kvp_hex(&p, 4, 8, &dom) || *p++ != ':'))
+		return -EINVAL;
+	if (!kvp_hex(&p, 2, 2, &bus) || *p++ != ':' ||
+	    !kvp_hex(&p, 2, 2, &dev) || *p++ != '.' ||
+	    !kvp_hex(&p, 1, 1, &fn) || *p || dev > 0x1f || fn > 7)
+		return -EINVAL;
+	if (domain)
+		*domain = dom;
+	if (devid)
+		*devid = bus << 8 | dev << 3 | fn;
+	return 0;
 }
 
 KVP_PUBLIC
@@ -1175,13 +1249,12 @@ out:
 }
 
 /*
- * Read one sysfs attribute: a decimal __u32 and a newline. A file that has
- * gone means the pool has gone (destroyed while we read it).
+ * Read one sysfs attribute into @buf, NUL-terminated, and return its
+ * length (at most @size - 1), or -errno. A file that has gone means the
+ * pool has gone (destroyed while we read it): -ENODEV.
  */
-static int kvp_read_attr(int dirfd, const char *name, __u32 *val)
+static int kvp_read_text(int dirfd, const char *name, char *buf, size_t size)
 {
-	char buf[32], *end;
-	unsigned long v;
 	ssize_t len;
 	int fd;
 
@@ -1189,7 +1262,7 @@ static int kvp_read_attr(int dirfd, const char *name, __u32 *val)
 	if (fd < 0)
 		return errno == ENOENT ? -ENODEV : -errno;
 	do {
-		len = read(fd, buf, sizeof(buf) - 1);
+		len = read(fd, buf, size - 1);
 	} while (len < 0 && errno == EINTR);
 	if (len < 0) {
 		int err = -errno;
@@ -1198,8 +1271,20 @@ static int kvp_read_attr(int dirfd, const char *name, __u32 *val)
 		return err == -ENOENT ? -ENODEV : err;
 	}
 	close(fd);
-
 	buf[len] = '\0';
+	return (int)len;
+}
+
+/* Read one sysfs attribute: a decimal __u32 and a newline. */
+static int kvp_read_attr(int dirfd, const char *name, __u32 *val)
+{
+	char buf[32], *end;
+	unsigned long v;
+	int len;
+
+	len = kvp_read_text(dirfd, name, buf, sizeof(buf));
+	if (len < 0)
+		return len;
 	if (buf[0] < '0' || buf[0] > '9')
 		return -EIO;
 	errno = 0;
@@ -1353,6 +1438,39 @@ int kvpool_pool_extra(unsigned int pool_id, struct kvpool_pool_extra *extra)
 	return 0;
 }
 
+KVP_PUBLIC
+int kvpool_pool_gpu(unsigned int pool_id, uint32_t *domain, uint32_t *devid)
+{
+	uint32_t dom = 0, id = 0;
+	char buf[32];
+	int dirfd, len, ret = 0;
+
+	dirfd = kvp_open_pool_dir(pool_id);
+	if (dirfd < 0)
+		return dirfd;
+	len = kvp_read_text(dirfd, "gpu", buf, sizeof(buf));
+	/* No file in a pool still there: a module before GPUs, no GPU. */
+	if (len == -ENODEV && kvp_pool_there(dirfd))
+		len = 0;
+	close(dirfd);
+	if (len < 0)
+		return len;
+
+	/* "0000:3b:00.0\n", or "\n" for none (pci_name(), or nothing). */
+	if (len && buf[len - 1] == '\n')
+		buf[--len] = '\0';
+	if (len) {
+		if (kvpool_pci_parse(buf, &dom, &id))
+			return -EIO;
+		ret = 1;
+	}
+	if (domain)
+		*domain = dom;
+	if (devid)
+		*devid = id;
+	return ret;
+}
+
 struct kvp_errtext {
 	int err;
 	const char *text;
@@ -1369,7 +1487,7 @@ struct kvp_errtext {
 static const struct kvp_errtext kvp_errtexts[] = {
 	{ ENOTTY, "not a kvpool device, or an ioctl this kernel does not know" },
 	{ EFAULT, "bad address passed to the kernel" },
-	{ EINVAL, "invalid argument: a count, length, element length, field, limit or duplicate row the pool refuses, a donate of a row whose window was freed past its cached prefix, or not an export file" },
+	{ EINVAL, "invalid argument: a count, length, element length, field, limit or duplicate row the pool refuses, a donate of a row whose window was freed past its cached prefix, not an export file, or a GPU that is no display controller" },
 	{ E2BIG, "request struct or array element too new for this kernel (non-zero unknown tail, or longer than a page)" },
 	{ EOPNOTSUPP, "flag or operation not supported by this kernel" },
 	{ ENOENT, "no such row, slot or prefix-cache page held by this client (or a handle generation never issued), or no such device node" },
@@ -1389,6 +1507,7 @@ static const struct kvp_errtext kvp_errtexts[] = {
 	{ EXDEV, "the export file belongs to another pool" },
 	{ EAGAIN, "try again: another thread of this client changed the slot while from_slot ran (nothing changed), or a non-blocking socket had nothing" },
 	{ ENFILE, "the system's file table is full (no file for an export)" },
+	{ ENXIO, "no PCI device at the GPU address a pool was to be created for (kvpoolctl gpus lists the GPUs)" },
 	{ ENODATA, "the pool has no arena: no memory behind its page ids yet (kvpoolctl arena create)" },
 };
 

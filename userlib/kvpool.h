@@ -75,7 +75,19 @@ struct kvpool_batch_result {
  * @nr_rows:     rows, 1..2^20 (at least 2 with KVPOOL_CREATE_RESERVE_ZERO)
  * @row_tokens:  the longest a row may grow, in tokens, 1..2^24
  * @flags:       KVPOOL_CREATE_* from <linux/kvpool.h>
+ * @gpu_domain:  with KVPOOL_CREATE_GPU, the PCI domain of the GPU the pool
+ *               is for (else 0)
+ * @gpu_devid:   with KVPOOL_CREATE_GPU, its bus << 8 | device << 3 |
+ *               function (else 0); kvpool_pci_parse() turns an address as
+ *               lspci prints it into both
  * @__resv:      must be 0
+ *
+ * gpu_domain and gpu_devid were __resv[0] and __resv[1]: the struct keeps
+ * its size (32 bytes) and every other field its offset, so it is the same
+ * ABI for libkvpool.so.1 and a program built against the older header
+ * passes zeros there, no GPU, as before. Run against an older library, a
+ * program that sets them gets -EINVAL (reserved fields not 0), never a
+ * pool without its GPU.
  */
 struct kvpool_pool_params {
 	uint32_t nr_pages;
@@ -83,7 +95,9 @@ struct kvpool_pool_params {
 	uint32_t nr_rows;
 	uint32_t row_tokens;
 	uint32_t flags;
-	uint32_t __resv[3];
+	uint32_t gpu_domain;
+	uint32_t gpu_devid;
+	uint32_t __resv[1];
 };
 
 /*
@@ -381,13 +395,29 @@ int kvpool_wait_pressure(struct kvpool *kp, int timeout_ms);
 
 /*
  * Create a pool through KVPOOL_CONTROL_PATH (needs CAP_SYS_ADMIN) and
- * store its id N, as in /dev/kvpoolN, in *@pool_id. Returns 0 or -errno
- * (-EINVAL: geometry out of range or reserved field not 0; -EPERM or
+ * store its id N, as in /dev/kvpoolN, in *@pool_id. With
+ * KVPOOL_CREATE_GPU in @params->flags the pool is made for the PCI device
+ * at @params->gpu_domain and gpu_devid, which must be a display
+ * controller. Returns 0 or -errno (-EINVAL: geometry out of range,
+ * reserved field not 0, GPU fields without the flag, or the device is no
+ * display controller; -ENXIO: no PCI device at that address; -EOPNOTSUPP
+ * or -E2BIG: KVPOOL_CREATE_GPU on a module before ABI 2; -EPERM or
  * -EACCES: not privileged; -ENOENT: no control device, the module is not
  * loaded).
  */
 int kvpool_pool_create(const struct kvpool_pool_params *params,
 		       unsigned int *pool_id);
+
+/*
+ * Parse the PCI address @s as lspci prints it, "DDDD:BB:dd.f" (lspci -D,
+ * and sysfs; the domain 4 to 8 hex digits) or "BB:dd.f" (domain 0): bus
+ * and device 2 hex digits each, the device at most 1f, the function one
+ * digit 0..7, nothing before or after. On success *@domain and *@devid
+ * (bus << 8 | device << 3 | function, as struct kvpool_pool_params wants
+ * it) get the address, each if not NULL. Returns 0 or -EINVAL, and then
+ * writes nothing.
+ */
+int kvpool_pci_parse(const char *s, uint32_t *domain, uint32_t *devid);
 
 /*
  * Destroy pool @pool_id through KVPOOL_CONTROL_PATH (needs CAP_SYS_ADMIN).
@@ -415,7 +445,7 @@ int kvpool_pool_list(unsigned int *ids, unsigned int cap);
  * KVPOOL_FEAT_EXPORT). Each figure is read from its own file, so unlike
  * kvpool_stats() they are not one snapshot while the pool is in use.
  * The number of tenants and the watermarks are in neither struct:
- * kvpool_pool_extra() reads them. Returns 0 or -errno (-ENODEV: no such
+ * kvpool_pool_extra() reads them; kvpool_pool_gpu() reads the GPU. Returns 0 or -errno (-ENODEV: no such
  * pool).
  */
 int kvpool_pool_status(unsigned int pool_id, struct kvpool_info *info,
@@ -448,6 +478,17 @@ struct kvpool_pool_extra {
  * sysfs lacks these figures).
  */
 int kvpool_pool_extra(unsigned int pool_id, struct kvpool_pool_extra *extra);
+
+/*
+ * The GPU pool @pool_id was created for, from sysfs
+ * (/sys/class/kvpool/kvpoolN/gpu), without becoming a client of it: its
+ * address goes to *@domain and *@devid (each if not NULL), as
+ * kvpool_pci_parse() gives it. Returns 1 if the pool names a GPU, 0 if not
+ * (also on a module before GPUs, whose sysfs lacks the file; both get 0),
+ * or -errno, writing nothing (-ENODEV: no such pool; -EIO: the file holds
+ * no PCI address).
+ */
+int kvpool_pool_gpu(unsigned int pool_id, uint32_t *domain, uint32_t *devid);
 
 /*
  * Tenants (KVPOOL_FEAT_QUOTA; without it -ENOTTY). A client's tenant is

@@ -22,6 +22,12 @@
  *   the planned lengths, covering the pool; the chunk it refuses comes
  *   back in error_index, and no descriptor is left either way. Without
  *   the control device or the pool: -ENOENT, -ENODEV.
+ * - kvpool_pool_create() against the same control device: the geometry,
+ *   the flags and the GPU fields of struct kvpool_pool_params reach
+ *   KVPOOL_CTL_CREATE as they were given, in the struct of the ABI the
+ *   library was built for; the stand-in refuses GPU addresses as the
+ *   header says the kernel does, and those errnos come back unchanged;
+ *   a reserved field not 0 is refused before any ioctl.
  *
  * The library under test is built with its sysfs root and control device
  * in FAKE_SYSFS (kvpool-fake.o).
@@ -74,7 +80,15 @@ static struct {
 	unsigned int set_calls;
 	uint32_t set_chunks;		/* chunks of the last accepted set */
 	int set_wrong;			/* a chunk not as the header wants */
+	/* CTL_CREATE on the fake control device: the last request */
+	unsigned int create_calls;
+	struct kvpool_ctl_create create;
 } fake = { .pool_fd = -1, .bad_chunk = ~0U, .refuse_chunk = ~0U };
+
+/* The stand-in's PCI bus: a display controller and a network card. */
+#define FAKE_GPU_DEVID	0x0080		/* 0000:00:10.0, as in the VMs */
+#define FAKE_NIC_DEVID	0x0008		/* 0000:00:01.0 */
+#define FAKE_NEW_POOL	5
 
 static uint64_t fake_bytes(void)
 {
@@ -200,6 +214,35 @@ static int fake_arena_set(struct kvpool_ctl_arena_set *a)
 	return 0;
 }
 
+/* CTL_CREATE as <linux/kvpool.h> says the kernel checks the GPU. */
+static int fake_create(struct kvpool_ctl_create *c)
+{
+	fake.create_calls++;
+	fake.create = *c;
+	if (c->size != sizeof(*c)) {
+		fake.bad_request = 1;
+		return -EINVAL;
+	}
+	if (c->flags & ~(KVPOOL_CREATE_RESERVE_ZERO | KVPOOL_CREATE_GPU))
+		return -EOPNOTSUPP;
+	if (c->__reserved)
+		return -EINVAL;
+	if (!(c->flags & KVPOOL_CREATE_GPU)) {
+		if (c->gpu_domain || c->gpu_devid)
+			return -EINVAL;
+	} else if (c->gpu_devid > 0xffff) {
+		return -EINVAL;
+	} else if (c->gpu_domain ||
+		   (c->gpu_devid != FAKE_GPU_DEVID &&
+		    c->gpu_devid != FAKE_NIC_DEVID)) {
+		return -ENXIO;
+	} else if (c->gpu_devid == FAKE_NIC_DEVID) {
+		return -EINVAL;		/* class 0x02: no display controller */
+	}
+	c->out_pool_id = FAKE_NEW_POOL;
+	return 0;
+}
+
 /* Whether @fd is the fake control device. */
 static int is_control(int fd)
 {
@@ -219,8 +262,12 @@ int ioctl(int fd, unsigned long request, ...)
 	arg = va_arg(ap, void *);
 	va_end(ap);
 	if (fd >= 0 && is_control(fd)) {
-		ret = request == KVPOOL_CTL_ARENA_SET ?
-		      fake_arena_set(arg) : -ENOTTY;
+		if (request == KVPOOL_CTL_ARENA_SET)
+			ret = fake_arena_set(arg);
+		else if (request == KVPOOL_CTL_CREATE)
+			ret = fake_create(arg);
+		else
+			ret = -ENOTTY;
 		goto out;
 	}
 	if (fd != fake.pool_fd || fd < 0)
@@ -681,11 +728,84 @@ static void test_control(void)
 	rm_rf(FAKE_SYSFS);
 }
 
+/* ---- create ---- */
+
+static void test_create(void)
+{
+	struct kvpool_pool_params p = {
+		.nr_pages = 1000, .page_tokens = 16, .nr_rows = 64,
+		.row_tokens = 4096,
+		.flags = KVPOOL_CREATE_RESERVE_ZERO | KVPOOL_CREATE_GPU,
+	};
+	const struct kvpool_ctl_create *c = &fake.create;
+	unsigned int id = 77;
+	struct stat st;
+
+	mkdir_p(FAKE_SYSFS);
+	put(FAKE_SYSFS, "kvpool-control", "");
+	if (stat(CONTROL, &st))
+		kvp_expect_die(CONTROL);
+	fake.ctl_ino = st.st_ino;
+	fake.bad_request = 0;
+
+	/* The VMs' GPU, by the name lspci gives it. */
+	EXPECT_EQ(0, kvpool_pci_parse("0000:00:10.0", &p.gpu_domain,
+				      &p.gpu_devid));
+	EXPECT_EQ(0, kvpool_pool_create(&p, &id)) TH_LOG("create, GPU");
+	EXPECT_EQ(FAKE_NEW_POOL, id);
+	EXPECT_EQ(1, fake.create_calls);
+	EXPECT_EQ(0, fake.bad_request) TH_LOG("a request the header forbids");
+	EXPECT_TRUE(c->size == sizeof(*c) && c->flags == p.flags &&
+		    c->nr_pages == 1000 && c->page_tokens == 16 &&
+		    c->nr_rows == 64 && c->row_tokens == 4096 &&
+		    c->__reserved == 0)
+		TH_LOG("create: geometry or flags not passed through");
+	EXPECT_TRUE(c->gpu_domain == 0 && c->gpu_devid == FAKE_GPU_DEVID)
+		TH_LOG("create: GPU %#x %#x", c->gpu_domain, c->gpu_devid);
+
+	/* Every bit of both fields arrives (the stand-in refuses these). */
+	p.gpu_domain = 0x12345678;
+	p.gpu_devid = 0xabcd;
+	EXPECT_EQ(-ENXIO, kvpool_pool_create(&p, &id)) TH_LOG("no device");
+	EXPECT_TRUE(c->gpu_domain == 0x12345678 && c->gpu_devid == 0xabcd)
+		TH_LOG("create: GPU %#x %#x", c->gpu_domain, c->gpu_devid);
+	p.gpu_domain = 0;
+	p.gpu_devid = 0x10000;
+	EXPECT_EQ(-EINVAL, kvpool_pool_create(&p, &id)) TH_LOG("devid 2^16");
+	EXPECT_EQ(0x10000, c->gpu_devid);
+	p.gpu_devid = FAKE_NIC_DEVID;
+	EXPECT_EQ(-EINVAL, kvpool_pool_create(&p, &id)) TH_LOG("no display");
+
+	/* No GPU: the fields stay 0; GPU fields without the flag: EINVAL. */
+	p.flags = 0;
+	p.gpu_devid = 0;
+	EXPECT_EQ(0, kvpool_pool_create(&p, NULL)) TH_LOG("create, no GPU");
+	EXPECT_TRUE(c->flags == 0 && c->gpu_domain == 0 && c->gpu_devid == 0)
+		TH_LOG("create without GPU");
+	p.gpu_devid = FAKE_GPU_DEVID;
+	EXPECT_EQ(-EINVAL, kvpool_pool_create(&p, NULL)) TH_LOG("no flag");
+	EXPECT_EQ(FAKE_GPU_DEVID, c->gpu_devid);
+
+	/* The last reserved field is the library's: refused, no ioctl. */
+	fake.create_calls = 0;
+	p.flags = KVPOOL_CREATE_GPU;
+	p.__resv[0] = 1;
+	id = 77;
+	EXPECT_EQ(-EINVAL, kvpool_pool_create(&p, &id)) TH_LOG("__resv");
+	EXPECT_EQ(0, fake.create_calls) TH_LOG("__resv: asked the kernel");
+	EXPECT_EQ(77, id) TH_LOG("__resv: pool id written");
+	EXPECT_EQ(0, fake.bad_request) TH_LOG("a request the header forbids");
+
+	fake.ctl_ino = 0;
+	rm_rf(FAKE_SYSFS);
+}
+
 int main(void)
 {
 	test_layouts();
 	test_plans();
 	test_map();
 	test_control();
+	test_create();
 	return kvp_expect_done("arena");
 }

@@ -16,14 +16,16 @@
 static const int uapi_errnos[] = {
 	ENOTTY, EFAULT, EINVAL, E2BIG, EOPNOTSUPP, ENOENT, ESTALE, ENOSPC,
 	EDQUOT, ENOBUFS, EEXIST, EALREADY, EBUSY, ENOMEM, EPERM, EMFILE,
-	EBADF, EXDEV, ENODEV, EAGAIN, ENFILE, ENODATA,
+	EBADF, EXDEV, ENODEV, EAGAIN, ENFILE, ENXIO, ENODATA,
 };
 
 /*
  * What each text must say for the errnos whose meaning this ABI changed:
  * a future generation is ENOENT, VERIFY needs CAP_SYS_ADMIN, DONATE after
  * SWA_FREE is EINVAL, EXPORT can run out of descriptors, an element length
- * can be E2BIG, and opening a pool while the module loads is ENODEV.
+ * can be E2BIG, opening a pool while the module loads is ENODEV, and a
+ * pool's GPU address with no device is ENXIO, with no display controller
+ * EINVAL.
  */
 static const struct {
 	int err;
@@ -41,6 +43,8 @@ static const struct {
 	{ ENFILE, "file table" },
 	{ ENODATA, "arena" },
 	{ EEXIST, "arena" },
+	{ ENXIO, "PCI device" },
+	{ EINVAL, "display controller" },
 };
 
 int main(void)

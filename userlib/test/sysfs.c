@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * kvpool_pool_list(), kvpool_pool_status() and kvpool_pool_extra() against
- * a sysfs tree laid
+ * kvpool_pool_list(), kvpool_pool_status(), kvpool_pool_extra() and
+ * kvpool_pool_gpu() against a sysfs tree laid
  * out as docs/design.md describes it: pools are devices of their own
  * class, /sys/class/kvpool/kvpoolN, and the control device a misc device,
  * /sys/class/misc/kvpool-control. The library under test is built with
@@ -246,12 +246,68 @@ static void test_extra(void)
 		TH_LOG("extra of a gone pool");
 }
 
+/* A pool's gpu file: the PCI name of its GPU, or an empty line. */
+static void test_gpu(void)
+{
+	uint32_t domain, devid;
+
+	make_pool(20, 2000);
+	make_pool(21, 2100);
+	put(CLASS "/kvpool20", "gpu", "0000:3b:00.0\n");
+	put(CLASS "/kvpool21", "gpu", "\n");
+
+	domain = devid = 7;
+	EXPECT_EQ(1, kvpool_pool_gpu(20, &domain, &devid)) TH_LOG("gpu");
+	EXPECT_TRUE(domain == 0 && devid == 0x3b00)
+		TH_LOG("gpu read wrong: %#x %#x", domain, devid);
+	EXPECT_EQ(1, kvpool_pool_gpu(20, NULL, NULL)) TH_LOG("gpu, no out");
+	domain = devid = 7;
+	EXPECT_EQ(0, kvpool_pool_gpu(21, &domain, &devid)) TH_LOG("no gpu");
+	EXPECT_TRUE(domain == 0 && devid == 0) TH_LOG("no gpu: not zeroed");
+
+	/* A domain above 0xffff has more digits; no newline is fine too. */
+	put(CLASS "/kvpool20", "gpu", "10000:e1:1f.7\n");
+	EXPECT_EQ(1, kvpool_pool_gpu(20, &domain, &devid));
+	EXPECT_TRUE(domain == 0x10000 && devid == 0xe1ff)
+		TH_LOG("gpu read wrong: %#x %#x", domain, devid);
+	put(CLASS "/kvpool21", "gpu", "");
+	EXPECT_EQ(0, kvpool_pool_gpu(21, &domain, &devid)) TH_LOG("empty");
+
+	/* Anything else is -EIO, and nothing is written. */
+	put(CLASS "/kvpool20", "gpu", "0000:3b:00.0 \n");
+	domain = devid = 7;
+	EXPECT_EQ(-EIO, kvpool_pool_gpu(20, &domain, &devid)) TH_LOG("blank");
+	EXPECT_TRUE(domain == 7 && devid == 7) TH_LOG("written on -EIO");
+	put(CLASS "/kvpool20", "gpu", "3b:00.0\n\n");
+	EXPECT_EQ(-EIO, kvpool_pool_gpu(20, &domain, &devid)) TH_LOG("2 lines");
+	put(CLASS "/kvpool20", "gpu", "none\n");
+	EXPECT_EQ(-EIO, kvpool_pool_gpu(20, &domain, &devid)) TH_LOG("junk");
+
+	/* A module before GPUs: no gpu file, no GPU. */
+	if (unlink(CLASS "/kvpool21/gpu"))
+		kvp_expect_die("unlink");
+	domain = devid = 7;
+	EXPECT_EQ(0, kvpool_pool_gpu(21, &domain, &devid))
+		TH_LOG("older module");
+	EXPECT_TRUE(domain == 0 && devid == 0) TH_LOG("older module: not 0");
+	/* ... unless the pool itself is gone; or was never there. */
+	if (unlink(CLASS "/kvpool21/pool_id"))
+		kvp_expect_die("unlink");
+	EXPECT_EQ(-ENODEV, kvpool_pool_gpu(21, &domain, &devid))
+		TH_LOG("gone pool");
+	EXPECT_EQ(-ENODEV, kvpool_pool_gpu(22, &domain, &devid))
+		TH_LOG("missing pool");
+	EXPECT_EQ(-ENODEV, kvpool_pool_gpu(7, &domain, &devid))
+		TH_LOG("gpu of a pool in /sys/class/misc read");
+}
+
 int main(void)
 {
 	test_not_loaded();
 	test_list();
 	test_status();
 	test_extra();
+	test_gpu();
 	rm_rf(FAKE_SYSFS);
 
 	return kvp_expect_done("sysfs");
