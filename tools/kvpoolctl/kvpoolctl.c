@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * kvpoolctl: show, check, create and destroy kvpool pools, set their
- * tenants' limits and pressure watermarks, and give them arenas.
+ * tenants' limits and pressure watermarks, give them arenas, and list the
+ * GPUs pools can be made for.
  *
  * Copyright (C) 2026 The kvpool authors
  *
@@ -9,11 +10,14 @@
  * never keeps a pool from being destroyed (as root it also lists tenants
  * through /dev/kvpool-control); info and verify open the pool (becoming a
  * client for the moment), as arena show does; create, destroy, tenant,
- * wmark and arena create go through /dev/kvpool-control. See
- * kvpoolctl(8) for the exit codes.
+ * wmark and arena create go through /dev/kvpool-control. gpus reads
+ * libdrm's device list, /proc/driver/nvidia and sysfs, as any user, and
+ * needs no module. See kvpoolctl(8) for the exit codes.
  */
 #define _GNU_SOURCE		/* asprintf(), nftw() */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <getopt.h>
 #include <limits.h>
@@ -29,6 +33,7 @@
 #include <sys/vfs.h>
 
 #include <kvpool.h>
+#include <xf86drm.h>
 
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 #define __printf(a, b)	__attribute__((format(printf, a, b)))
@@ -219,7 +224,7 @@ static const char usage_verify[] =
 "    Needs root (CAP_SYS_ADMIN): the walk holds the whole pool's lock.\n";
 
 static const char usage_create[] =
-"create --pages N --page-tokens N --rows N --row-tokens N [--no-reserve-zero]\n"
+"create --pages N --page-tokens N --rows N --row-tokens N [--no-reserve-zero] [--gpu ADDR]\n"
 "    Create a pool and print its id N (/dev/kvpoolN). Needs root.\n"
 "    --pages N         pages in the pool, 1..134217728 (2^27)\n"
 "    --page-tokens N   tokens per page, 1..65536\n"
@@ -227,6 +232,9 @@ static const char usage_create[] =
 "    --row-tokens N    longest row in tokens, 1..16777216 (2^24)\n"
 "    --no-reserve-zero hand out page 0 and row 0 too (by default they are\n"
 "                      kept back as CUDA-graph padding)\n"
+"    --gpu ADDR        make the pool for the GPU at PCI address ADDR, as\n"
+"                      lspci prints it (0000:3b:00.0 or 3b:00.0); it must\n"
+"                      be a display controller (kvpoolctl gpus lists them)\n"
 "    Numbers take a K, M or G suffix (x1024, x1024^2, x1024^3).\n";
 
 static const char usage_destroy[] =
@@ -279,6 +287,16 @@ static const char usage_arena[] =
 "    show: the arena's kind, page size, length and chunks. Opens\n"
 "    /dev/kvpoolN, as info does.\n"
 "    -j, --json   one JSON object\n";
+
+static const char usage_gpus[] =
+"gpus [--json]\n"
+"    List the host's GPUs, in PCI address order: PCI address, vendor and\n"
+"    device ids, DRM render node, kernel driver, the pools made for each\n"
+"    (create --gpu) and where it was found: drm (libdrm), nvidia\n"
+"    (/proc/driver/nvidia/gpus) or pci (a display controller in sysfs\n"
+"    that neither knows, e.g. with no driver). Needs no privilege and no\n"
+"    kvpool module.\n"
+"    -j, --json   one JSON array, an object a GPU\n";
 
 /* The length of the synopsis line at @u, or 0 past the synopsis. */
 static int synopsis_line(const char *u)
@@ -567,6 +585,15 @@ static void json_string(const char *str)
 	putchar('"');
 }
 
+/* A string, or null for none (""). */
+static void json_string_or_null(const char *s)
+{
+	if (*s)
+		json_string(s);
+	else
+		printf("null");
+}
+
 /* A limit in a table: 0 is none. */
 static void fmt_limit(char *buf, size_t len, unsigned int v)
 {
@@ -702,6 +729,92 @@ static void print_tenant_json(const struct kvpool_tenant_info *t,
 	printf("]");
 }
 
+/* ---- PCI ---- */
+
+/* A PCI address as sysfs and lspci -D write it. */
+static void pci_name(char *buf, size_t len, uint32_t domain, uint32_t devid)
+{
+	snprintf(buf, len, "%04x:%02x:%02x.%u", domain, devid >> 8,
+		 (devid >> 3) & 0x1f, devid & 7);
+}
+
+#define PCI_NAME_LEN	24	/* "ffffffff:ff:1f.7" and a NUL fit */
+#define PCI_CLASS_DISPLAY	0x03	/* the base class of a GPU */
+
+/*
+ * Where gpus looks: sysfs's PCI devices and the folder where NVIDIA's
+ * driver lists its GPUs, with or without nvidia-drm. tools/Makefile's
+ * check builds a copy that looks in a fake tree instead, and not at
+ * libdrm's devices, which would be the host's.
+ */
+#ifdef KVPOOLCTL_FAKE_ROOT
+#define PCI_DEVICES	KVPOOLCTL_FAKE_ROOT "/sys/bus/pci/devices"
+#define NVIDIA_GPUS	KVPOOLCTL_FAKE_ROOT "/proc/driver/nvidia/gpus"
+#define GPUS_FROM_DRM	false
+#else
+#define PCI_DEVICES	"/sys/bus/pci/devices"
+#define NVIDIA_GPUS	"/proc/driver/nvidia/gpus"
+#define GPUS_FROM_DRM	true
+#endif
+
+/*
+ * The first line of the sysfs file @name of PCI device @addr into @buf,
+ * without its newline. Returns 0 or -errno.
+ */
+static int pci_attr(const char *addr, const char *name, char *buf,
+		    size_t len)
+{
+	char path[PATH_MAX];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), PCI_DEVICES "/%s/%s", addr, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+/* A hex attribute of PCI device @addr ("0x030000"), into *@v. */
+static int pci_attr_hex(const char *addr, const char *name, unsigned int *v)
+{
+	char buf[32], *end;
+	unsigned long x;
+	int ret;
+
+	ret = pci_attr(addr, name, buf, sizeof(buf));
+	if (ret)
+		return ret;
+	errno = 0;
+	x = strtoul(buf, &end, 16);
+	if (errno || end == buf || *end || x > UINT32_MAX)
+		return -EIO;
+	*v = (unsigned int)x;
+	return 0;
+}
+
+/*
+ * The PCI address of pool @id's GPU into @buf, "" if it names none; an
+ * unreadable gpu file is "?", not no GPU.
+ */
+static void pool_gpu_name(unsigned int id, char *buf, size_t len)
+{
+	uint32_t domain, devid;
+	int ret;
+
+	ret = kvpool_pool_gpu(id, &domain, &devid);
+	if (ret > 0)
+		pci_name(buf, len, domain, devid);
+	else
+		snprintf(buf, len, "%s", ret ? "?" : "");
+}
+
 /* ---- status ---- */
 
 struct pool_row {
@@ -711,6 +824,8 @@ struct pool_row {
 	/* Added with tenants and pressure; a module before them lacks them. */
 	bool has_tenants;
 	struct kvpool_pool_extra x;
+	/* The GPU it was made for, as sysfs names it; "" if none. */
+	char gpu[PCI_NAME_LEN];
 	/* From KVPOOL_CTL_TENANT_LIST, root only; tenant_err: why not. */
 	int tenant_err;
 	struct kvpool_tenant_info *tenants;
@@ -728,6 +843,7 @@ static void read_pool_extra(struct pool_row *r)
 	r->has_tenants = !kvpool_pool_extra(r->id, &r->x);
 	if (!r->has_tenants)
 		memset(&r->x, 0, sizeof(r->x));
+	pool_gpu_name(r->id, r->gpu, sizeof(r->gpu));
 }
 
 /* One table column: a heading and where in a struct pool_row its figure is. */
@@ -736,43 +852,59 @@ struct column {
 	const char *name;
 	size_t offset;		/* of an unsigned int (or __u32) */
 	bool newer;		/* "-" on a module without tenants and export */
+	bool text;		/* a string, left-aligned; "" shows as "-" */
 };
 
 #define ROW_FIELD(f)	offsetof(struct pool_row, f)
 
 static const struct column columns[] = {
-	{ NULL, "POOL", ROW_FIELD(id), false },
-	{ "pages", "TOTAL", ROW_FIELD(info.out_nr_pages), false },
-	{ "pages", "FREE", ROW_FIELD(st.out_free_pages), false },
-	{ "pages", "ROW", ROW_FIELD(st.out_row_pages), false },
-	{ "pages", "SLOT", ROW_FIELD(st.out_slot_pages), false },
+	{ NULL, "POOL", ROW_FIELD(id), false, false },
+	{ "pages", "TOTAL", ROW_FIELD(info.out_nr_pages), false, false },
+	{ "pages", "FREE", ROW_FIELD(st.out_free_pages), false, false },
+	{ "pages", "ROW", ROW_FIELD(st.out_row_pages), false, false },
+	{ "pages", "SLOT", ROW_FIELD(st.out_slot_pages), false, false },
 	/* Prefix-cache pages: evictable, and pinned by a row borrowing them. */
-	{ "pages", "EVICT", ROW_FIELD(st.out_cache_evictable), false },
-	{ "pages", "PINNED", ROW_FIELD(st.out_cache_pinned), false },
+	{ "pages", "EVICT", ROW_FIELD(st.out_cache_evictable), false, false },
+	{ "pages", "PINNED", ROW_FIELD(st.out_cache_pinned), false, false },
 	/* Owned by rows in flight as export files. */
-	{ "pages", "EXPORT", ROW_FIELD(st.out_export_pages), true },
-	{ "pages", "RSVD", ROW_FIELD(st.out_reserved_pages), false },
-	{ "rows", "TOTAL", ROW_FIELD(info.out_nr_rows), false },
-	{ "rows", "FREE", ROW_FIELD(st.out_free_rows), false },
-	{ "rows", "HELD", ROW_FIELD(st.out_held_rows), false },
-	{ "rows", "SLOT", ROW_FIELD(st.out_slot_rows), false },
-	{ "rows", "EXPORT", ROW_FIELD(st.out_export_rows), true },
-	{ "rows", "RSVD", ROW_FIELD(st.out_reserved_rows), false },
-	{ "wmark", "LOW", ROW_FIELD(x.low_wmark), true },
-	{ "wmark", "HIGH", ROW_FIELD(x.high_wmark), true },
-	{ NULL, "TENANTS", ROW_FIELD(x.nr_tenants), true },
-	{ NULL, "CLIENTS", ROW_FIELD(st.out_nr_clients), false },
+	{ "pages", "EXPORT", ROW_FIELD(st.out_export_pages), true, false },
+	{ "pages", "RSVD", ROW_FIELD(st.out_reserved_pages), false, false },
+	{ "rows", "TOTAL", ROW_FIELD(info.out_nr_rows), false, false },
+	{ "rows", "FREE", ROW_FIELD(st.out_free_rows), false, false },
+	{ "rows", "HELD", ROW_FIELD(st.out_held_rows), false, false },
+	{ "rows", "SLOT", ROW_FIELD(st.out_slot_rows), false, false },
+	{ "rows", "EXPORT", ROW_FIELD(st.out_export_rows), true, false },
+	{ "rows", "RSVD", ROW_FIELD(st.out_reserved_rows), false, false },
+	{ "wmark", "LOW", ROW_FIELD(x.low_wmark), true, false },
+	{ "wmark", "HIGH", ROW_FIELD(x.high_wmark), true, false },
+	{ NULL, "TENANTS", ROW_FIELD(x.nr_tenants), true, false },
+	{ NULL, "CLIENTS", ROW_FIELD(st.out_nr_clients), false, false },
+	{ NULL, "GPU", ROW_FIELD(gpu), false, true },
 };
 
 /* Column @col of @r as text. */
 static void col_text(size_t col, const struct pool_row *r, char *buf,
 		     size_t len)
 {
+	const char *field = (const char *)r + columns[col].offset;
+
 	if (columns[col].newer && !r->has_tenants)
 		snprintf(buf, len, "-");
+	else if (columns[col].text)
+		snprintf(buf, len, "%s", *field ? field : "-");
 	else
-		snprintf(buf, len, "%u", *(const unsigned int *)
-			 ((const char *)r + columns[col].offset));
+		snprintf(buf, len, "%u", *(const unsigned int *)field);
+}
+
+/*
+ * The printf width of column @col, @w wide: text is left-aligned, and
+ * not padded at the end of the line.
+ */
+static int col_width(size_t col, int w)
+{
+	if (!columns[col].text)
+		return w;
+	return col + 1 < ARRAY_SIZE(columns) ? -w : 0;
 }
 
 static bool same_group(size_t a, size_t b)
@@ -799,7 +931,7 @@ static void put_chars(int c, int n)
 static void print_table(const struct pool_row *rows, size_t nr)
 {
 	int width[ARRAY_SIZE(columns)], pad = 0;
-	char buf[16];
+	char buf[PCI_NAME_LEN];
 	size_t i, j;
 
 	for (i = 0; i < ARRAY_SIZE(columns); i++) {
@@ -842,12 +974,14 @@ static void print_table(const struct pool_row *rows, size_t nr)
 	putchar('\n');
 
 	for (i = 0; i < ARRAY_SIZE(columns); i++)
-		printf("%*s%*s", col_gap(i), "", width[i], columns[i].name);
+		printf("%*s%*s", col_gap(i), "", col_width(i, width[i]),
+		       columns[i].name);
 	putchar('\n');
 	for (j = 0; j < nr; j++) {
 		for (i = 0; i < ARRAY_SIZE(columns); i++) {
 			col_text(i, &rows[j], buf, sizeof(buf));
-			printf("%*s%*s", col_gap(i), "", width[i], buf);
+			printf("%*s%*s", col_gap(i), "",
+			       col_width(i, width[i]), buf);
 		}
 		putchar('\n');
 	}
@@ -937,6 +1071,10 @@ static void print_json(const struct pool_row *rows, size_t nr)
 		json_newer(r, "export_pages", st->out_export_pages, false);
 		json_newer(r, "low_wmark", r->x.low_wmark, false);
 		json_newer(r, "high_wmark", r->x.high_wmark, false);
+		/* null: the pool names no GPU. */
+		printf("      \"gpu\": ");
+		json_string_or_null(r->gpu);
+		printf(",\n");
 		/* null: not listed (not root, or no tenants in the module). */
 		printf("      \"tenants\": ");
 		if (r->tenant_err)
@@ -1146,6 +1284,7 @@ static int open_pool(unsigned int id, struct kvpool **kpp)
 
 static int cmd_info(int argc, char **argv)
 {
+	char gpu[PCI_NAME_LEN];
 	struct kvpool_arena a;
 	struct kvpool_info in;
 	struct kvpool *kp;
@@ -1165,6 +1304,7 @@ static int cmd_info(int argc, char **argv)
 	arena_err = in.out_features & KVPOOL_FEAT_ARENA ?
 		    kvpool_arena_info(kp, &a) : -ENOTTY;
 	kvpool_close(kp);
+	pool_gpu_name(id, gpu, sizeof(gpu));
 
 	if (json) {
 		printf("{\n");
@@ -1180,6 +1320,10 @@ static int cmd_info(int argc, char **argv)
 		printf("  \"nr_rows\": %u,\n", in.out_nr_rows);
 		printf("  \"row_tokens\": %u,\n", in.out_row_tokens);
 		printf("  \"create_flags\": %u,\n", in.out_create_flags);
+		/* null: the pool names no GPU. */
+		printf("  \"gpu\": ");
+		json_string_or_null(gpu);
+		printf(",\n");
 		printf("  \"max_batch\": %u,\n", in.out_max_batch);
 		/* null: the module has no arenas, or did not say. */
 		printf("  \"arena\": ");
@@ -1201,9 +1345,11 @@ static int cmd_info(int argc, char **argv)
 	       in.out_page_tokens);
 	printf("  rows          %u, up to %u tokens each\n", in.out_nr_rows,
 	       in.out_row_tokens);
-	printf("  create flags  0x%x%s\n", in.out_create_flags,
+	printf("  create flags  0x%x%s%s\n", in.out_create_flags,
 	       in.out_create_flags & KVPOOL_CREATE_RESERVE_ZERO ?
-	       " (reserve-zero: page 0 and row 0 kept back)" : "");
+	       " (reserve-zero: page 0 and row 0 kept back)" : "",
+	       in.out_create_flags & KVPOOL_CREATE_GPU ? " (gpu)" : "");
+	printf("  gpu           %s\n", *gpu ? gpu : "none");
 	printf("  max batch     %u entries\n", in.out_max_batch);
 	printf("  features      ");
 	print_features(in.out_features, false);
@@ -1294,10 +1440,41 @@ static int cmd_verify(int argc, char **argv)
 
 /* ---- create, destroy ---- */
 
+/*
+ * create --gpu refused with @err: if the GPU is why, say so and return
+ * the exit code; else -1, and the caller explains. EINVAL is the
+ * geometry's as well as the GPU's: the device's class tells them apart.
+ */
+static int create_gpu_error(int err, const char *addr)
+{
+	unsigned int class;
+
+	switch (-err) {
+	case ENXIO:
+		err_msg("create: no PCI device at %s (kvpoolctl gpus lists the GPUs)",
+			addr);
+		return EXIT_FAIL;
+	case EOPNOTSUPP:
+	case E2BIG:
+		/* KVPOOL_CREATE_GPU, or the fields after ABI 1's struct. */
+		err_msg("create: --gpu: this kvpool module predates GPU pools (kvpool ABI 2; load a newer kvpool.ko)");
+		return EXIT_FAIL;
+	case EINVAL:
+		if (!pci_attr_hex(addr, "class", &class) &&
+		    class >> 16 != PCI_CLASS_DISPLAY) {
+			err_msg("create: %s is not a display controller (PCI class %06x; kvpoolctl gpus lists the GPUs)",
+				addr, class);
+			return EXIT_FAIL;
+		}
+		break;
+	}
+	return -1;
+}
+
 static int cmd_create(int argc, char **argv)
 {
 	enum { OPT_PAGES = 256, OPT_PAGE_TOKENS, OPT_ROWS, OPT_ROW_TOKENS,
-	       OPT_NO_RESERVE_ZERO };
+	       OPT_NO_RESERVE_ZERO, OPT_GPU };
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "pages", required_argument, NULL, OPT_PAGES },
@@ -1305,10 +1482,12 @@ static int cmd_create(int argc, char **argv)
 		{ "rows", required_argument, NULL, OPT_ROWS },
 		{ "row-tokens", required_argument, NULL, OPT_ROW_TOKENS },
 		{ "no-reserve-zero", no_argument, NULL, OPT_NO_RESERVE_ZERO },
+		{ "gpu", required_argument, NULL, OPT_GPU },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct kvpool_pool_params p = { .flags = KVPOOL_CREATE_RESERVE_ZERO };
 	unsigned int *field, seen = 0, id;
+	char gpu[PCI_NAME_LEN] = "";
 	int c, ret;
 
 	optind = 0;
@@ -1331,6 +1510,16 @@ static int cmd_create(int argc, char **argv)
 		case OPT_NO_RESERVE_ZERO:
 			p.flags &= ~KVPOOL_CREATE_RESERVE_ZERO;
 			continue;
+		case OPT_GPU:
+			if (kvpool_pci_parse(optarg, &p.gpu_domain,
+					     &p.gpu_devid)) {
+				err_msg("--gpu: not a PCI address: '%s' (want DOMAIN:BUS:DEVICE.FUNCTION as lspci -D prints it, e.g. 0000:3b:00.0, or BUS:DEVICE.FUNCTION)",
+					optarg);
+				return EXIT_USAGE;
+			}
+			p.flags |= KVPOOL_CREATE_GPU;
+			pci_name(gpu, sizeof(gpu), p.gpu_domain, p.gpu_devid);
+			continue;
 		default:
 			return usage_of(usage_create, stderr);
 		}
@@ -1347,10 +1536,17 @@ static int cmd_create(int argc, char **argv)
 	ret = kvpool_pool_create(&p, &id);
 	if (ret == -ENOENT && !module_loaded())
 		return not_loaded();
+	if (ret && *gpu) {
+		c = create_gpu_error(ret, gpu);
+		if (c >= 0)
+			return c;
+	}
 	if (ret == -EINVAL) {
 		err_msg("create: the kernel refused this geometry");
 		fprintf(stderr, "limits: pages 1..2^27, page-tokens 1..65536, rows 1..2^20, row-tokens 1..2^24;\n"
-			"with reserve-zero (the default) at least 2 pages and 2 rows\n");
+			"with reserve-zero (the default) at least 2 pages and 2 rows%s\n",
+			*gpu ? ";\n--gpu a display controller (kvpoolctl gpus)" :
+			"");
 		return EXIT_FAIL;
 	}
 	if (ret == -ENOSPC) {
@@ -1889,6 +2085,390 @@ static int cmd_arena(int argc, char **argv)
 	return run_subcommand(argc, argv, usage_arena, sub);
 }
 
+/* ---- gpus ---- */
+
+/* One GPU of the host: a row of gpus, by PCI address. */
+struct gpu {
+	uint32_t domain, devid;
+	char addr[PCI_NAME_LEN];
+	const char *source;	/* the first that found it: drm, nvidia, pci */
+	bool have_ids;
+	unsigned int vendor, device;
+	char render[64];	/* the DRM render node; "" if none */
+	char driver[64];	/* the bound driver's name; "" if none */
+	unsigned int *pools;	/* made for it (create --gpu) */
+	size_t nr_pools;
+};
+
+struct gpu_list {
+	struct gpu *v;
+	size_t nr, alloc;
+};
+
+/*
+ * The row of the GPU at @domain/@devid into *@out: the one there is, or a
+ * new one found by @source. Returns 0 or -ENOMEM.
+ */
+static int gpu_add(struct gpu_list *l, uint32_t domain, uint32_t devid,
+		   const char *source, struct gpu **out)
+{
+	struct gpu *g;
+	size_t i;
+
+	for (i = 0; i < l->nr; i++) {
+		if (l->v[i].domain == domain && l->v[i].devid == devid) {
+			*out = &l->v[i];
+			return 0;
+		}
+	}
+	if (l->nr == l->alloc) {
+		size_t n = l->alloc ? 2 * l->alloc : 8;
+
+		g = realloc(l->v, n * sizeof(*g));
+		if (!g)
+			return -ENOMEM;
+		l->v = g;
+		l->alloc = n;
+	}
+	g = &l->v[l->nr++];
+	memset(g, 0, sizeof(*g));
+	g->domain = domain;
+	g->devid = devid;
+	g->source = source;
+	pci_name(g->addr, sizeof(g->addr), domain, devid);
+	*out = g;
+	return 0;
+}
+
+/*
+ * What libdrm finds: every DRM device on a PCI bus, with its ids and
+ * render node. Flags 0: nothing is opened and no device woken up to read
+ * its revision. No /dev/dri (no DRM driver loaded) is no device.
+ */
+static int gpus_from_drm(struct gpu_list *l)
+{
+	drmDevicePtr *devs;
+	int n, i, ret = 0;
+
+	n = drmGetDevices2(0, NULL, 0);
+	if (n <= 0)
+		return 0;
+	devs = calloc((size_t)n, sizeof(*devs));
+	if (!devs)
+		return -ENOMEM;
+	n = drmGetDevices2(0, devs, n);
+	for (i = 0; i < n && !ret; i++) {
+		const drmPciBusInfo *bus;
+		struct gpu *g;
+
+		if (devs[i]->bustype != DRM_BUS_PCI)
+			continue;
+		bus = devs[i]->businfo.pci;
+		ret = gpu_add(l, bus->domain,
+			      (uint32_t)bus->bus << 8 | bus->dev << 3 |
+			      bus->func, "drm", &g);
+		if (ret)
+			break;
+		if (!g->have_ids) {
+			g->vendor = devs[i]->deviceinfo.pci->vendor_id;
+			g->device = devs[i]->deviceinfo.pci->device_id;
+			g->have_ids = true;
+		}
+		if (devs[i]->available_nodes & (1 << DRM_NODE_RENDER))
+			snprintf(g->render, sizeof(g->render), "%s",
+				 devs[i]->nodes[DRM_NODE_RENDER]);
+	}
+	if (n > 0)
+		drmFreeDevices(devs, n);
+	free(devs);
+	return ret;
+}
+
+/*
+ * What NVIDIA's driver lists: a folder per GPU, named by its address,
+ * with an information file. No folder: the driver is not loaded.
+ */
+static int gpus_from_nvidia(struct gpu_list *l)
+{
+	uint32_t domain, devid;
+	struct dirent *de;
+	char path[NAME_MAX + 16];
+	struct gpu *g;
+	int ret = 0;
+	DIR *dir;
+
+	dir = opendir(NVIDIA_GPUS);
+	if (!dir)
+		return 0;
+	while (!ret && (de = readdir(dir))) {
+		if (kvpool_pci_parse(de->d_name, &domain, &devid))
+			continue;
+		snprintf(path, sizeof(path), "%s/information", de->d_name);
+		if (faccessat(dirfd(dir), path, F_OK, 0))
+			continue;
+		ret = gpu_add(l, domain, devid, "nvidia", &g);
+	}
+	closedir(dir);
+	return ret;
+}
+
+/*
+ * Every PCI display controller (class 0x03) sysfs has, whether a driver
+ * is bound to it or not. No PCI bus in sysfs is no GPU.
+ */
+static int gpus_from_pci(struct gpu_list *l)
+{
+	uint32_t domain, devid;
+	unsigned int class;
+	struct dirent *de;
+	struct gpu *g;
+	int ret = 0;
+	DIR *dir;
+
+	dir = opendir(PCI_DEVICES);
+	if (!dir)
+		return errno == ENOENT ? 0 : -errno;
+	while (!ret && (de = readdir(dir))) {
+		if (kvpool_pci_parse(de->d_name, &domain, &devid) ||
+		    pci_attr_hex(de->d_name, "class", &class) ||
+		    class >> 16 != PCI_CLASS_DISPLAY)
+			continue;
+		ret = gpu_add(l, domain, devid, "pci", &g);
+	}
+	closedir(dir);
+	return ret;
+}
+
+/* The ids sysfs has for a GPU libdrm did not describe, and its driver. */
+static void gpu_details(struct gpu *g)
+{
+	char path[PATH_MAX], link[PATH_MAX];
+	const char *name;
+	ssize_t n;
+
+	if (!g->have_ids)
+		g->have_ids = !pci_attr_hex(g->addr, "vendor", &g->vendor) &&
+			      !pci_attr_hex(g->addr, "device", &g->device);
+	snprintf(path, sizeof(path), PCI_DEVICES "/%s/driver", g->addr);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return;
+	link[n] = '\0';
+	/* ../../../bus/pci/drivers/nvidia: the driver's name is its last. */
+	name = strrchr(link, '/') ? strrchr(link, '/') + 1 : link;
+	snprintf(g->driver, sizeof(g->driver), "%.*s",
+		 (int)sizeof(g->driver) - 1, name);
+}
+
+/*
+ * The pools made for each GPU, from their gpu attributes. No module is
+ * no pool; a pool gone meanwhile, or unreadable, is left out.
+ */
+static int gpu_pools(struct gpu_list *l)
+{
+	uint32_t domain, devid;
+	unsigned int *ids, *tmp;
+	int n, m, i;
+	size_t j;
+
+	n = kvpool_pool_list(NULL, 0);
+	if (n <= 0)
+		return n == -ENOMEM ? n : 0;
+	ids = calloc((size_t)n, sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
+	m = kvpool_pool_list(ids, (unsigned int)n);
+	for (i = 0; i < m && i < n; i++) {
+		if (kvpool_pool_gpu(ids[i], &domain, &devid) != 1)
+			continue;
+		for (j = 0; j < l->nr; j++) {
+			struct gpu *g = &l->v[j];
+
+			if (g->domain != domain || g->devid != devid)
+				continue;
+			tmp = realloc(g->pools,
+				      (g->nr_pools + 1) * sizeof(*tmp));
+			if (!tmp) {
+				free(ids);
+				return -ENOMEM;
+			}
+			g->pools = tmp;
+			g->pools[g->nr_pools++] = ids[i];
+		}
+	}
+	free(ids);
+	return 0;
+}
+
+/* PCI address order, the order nvidia-smi numbers the GPUs in. */
+static int gpu_cmp(const void *a, const void *b)
+{
+	const struct gpu *x = a, *y = b;
+
+	if (x->domain != y->domain)
+		return x->domain < y->domain ? -1 : 1;
+	return (x->devid > y->devid) - (x->devid < y->devid);
+}
+
+/* The GPUs of the host, in PCI address order. Returns 0 or -errno. */
+static int find_gpus(struct gpu_list *l)
+{
+	size_t i;
+	int ret;
+
+	/* In this order: a GPU's source is the first that finds it. */
+	ret = GPUS_FROM_DRM ? gpus_from_drm(l) : 0;
+	if (!ret)
+		ret = gpus_from_nvidia(l);
+	if (!ret)
+		ret = gpus_from_pci(l);
+	if (!ret)
+		ret = gpu_pools(l);
+	if (ret)
+		return ret;
+	for (i = 0; i < l->nr; i++)
+		gpu_details(&l->v[i]);
+	if (l->nr)
+		qsort(l->v, l->nr, sizeof(*l->v), gpu_cmp);
+	return 0;
+}
+
+static void free_gpus(struct gpu_list *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->nr; i++)
+		free(l->v[i].pools);
+	free(l->v);
+}
+
+/* The table's columns; INDEX alone is right-aligned. */
+enum {
+	GC_INDEX, GC_ADDR, GC_IDS, GC_RENDER, GC_DRIVER, GC_POOLS, GC_SOURCE,
+	GC_NR
+};
+
+static const char *const gpu_heads[GC_NR] = {
+	"INDEX", "ADDRESS", "VENDOR:DEVICE", "RENDER", "DRIVER", "POOLS",
+	"SOURCE",
+};
+
+#define GCELL	72	/* a render node or driver name < 64, pools < 72 */
+
+static void gpu_cells(const struct gpu *g, size_t index,
+		      char cell[GC_NR][GCELL])
+{
+	size_t i, len = 0;
+
+	snprintf(cell[GC_INDEX], GCELL, "%zu", index);
+	snprintf(cell[GC_ADDR], GCELL, "%s", g->addr);
+	if (g->have_ids)
+		snprintf(cell[GC_IDS], GCELL, "%04x:%04x", g->vendor,
+			 g->device);
+	else
+		snprintf(cell[GC_IDS], GCELL, "-");
+	snprintf(cell[GC_RENDER], GCELL, "%s", *g->render ? g->render : "-");
+	snprintf(cell[GC_DRIVER], GCELL, "%s", *g->driver ? g->driver : "-");
+	snprintf(cell[GC_POOLS], GCELL, "-");
+	/* "0,3,5"; a list too long for the cell ends in "...". */
+	for (i = 0; i < g->nr_pools; i++) {
+		int w = snprintf(cell[GC_POOLS] + len, GCELL - len, "%s%u",
+				 i ? "," : "", g->pools[i]);
+
+		if (w < 0 || (size_t)w >= GCELL - len - 4) {
+			snprintf(cell[GC_POOLS] + len, GCELL - len, ",...");
+			break;
+		}
+		len += (size_t)w;
+	}
+	snprintf(cell[GC_SOURCE], GCELL, "%s", g->source);
+}
+
+static void print_gpu_table(const struct gpu_list *l)
+{
+	char cell[GC_NR][GCELL];
+	int width[GC_NR];
+	size_t i, j;
+
+	for (j = 0; j < GC_NR; j++)
+		width[j] = (int)strlen(gpu_heads[j]);
+	for (i = 0; i < l->nr; i++) {
+		gpu_cells(&l->v[i], i, cell);
+		for (j = 0; j < GC_NR; j++)
+			if ((int)strlen(cell[j]) > width[j])
+				width[j] = (int)strlen(cell[j]);
+	}
+	/* The last column is not padded: no blanks at the end of a line. */
+	width[GC_SOURCE] = 0;
+	for (j = 0; j < GC_NR; j++)
+		printf("%s%*s", j ? "  " : "", j ? -width[j] : width[j],
+		       gpu_heads[j]);
+	putchar('\n');
+	for (i = 0; i < l->nr; i++) {
+		gpu_cells(&l->v[i], i, cell);
+		for (j = 0; j < GC_NR; j++)
+			printf("%s%*s", j ? "  " : "", j ? -width[j] : width[j],
+			       cell[j]);
+		putchar('\n');
+	}
+}
+
+static void print_gpu_json(const struct gpu_list *l)
+{
+	size_t i, j;
+
+	printf("[");
+	for (i = 0; i < l->nr; i++) {
+		const struct gpu *g = &l->v[i];
+
+		printf("%s\n  {\n", i ? "," : "");
+		printf("    \"index\": %zu,\n", i);
+		printf("    \"address\": \"%s\",\n", g->addr);
+		if (g->have_ids)
+			printf("    \"vendor_id\": \"%04x\",\n    \"device_id\": \"%04x\",\n",
+			       g->vendor, g->device);
+		else
+			printf("    \"vendor_id\": null,\n    \"device_id\": null,\n");
+		printf("    \"render_node\": ");
+		json_string_or_null(g->render);
+		printf(",\n    \"driver\": ");
+		json_string_or_null(g->driver);
+		printf(",\n    \"pools\": [");
+		for (j = 0; j < g->nr_pools; j++)
+			printf("%s%u", j ? ", " : "", g->pools[j]);
+		printf("],\n    \"source\": \"%s\"\n  }", g->source);
+	}
+	printf("%s]\n", l->nr ? "\n" : "");
+}
+
+static int cmd_gpus(int argc, char **argv)
+{
+	struct gpu_list l = { 0 };
+	bool json = false, done;
+	int ret;
+
+	ret = parse_simple(argc, argv, usage_gpus, &json, &done);
+	if (done)
+		return ret;
+	if (optind != argc)
+		return usage_of(usage_gpus, stderr);
+
+	ret = find_gpus(&l);
+	if (ret) {
+		free_gpus(&l);
+		err_msg("gpus: %s", strerror(-ret));
+		return EXIT_FAIL;
+	}
+	if (json)
+		print_gpu_json(&l);
+	else if (l.nr)
+		print_gpu_table(&l);
+	else
+		printf("no GPUs found (no DRM device, no NVIDIA GPU in " NVIDIA_GPUS ", no PCI display controller in " PCI_DEVICES ")\n");
+	free_gpus(&l);
+	return EXIT_OK;
+}
+
 /* ---- main ---- */
 
 struct command {
@@ -1906,6 +2486,7 @@ static const struct command commands[] = {
 	{ "tenant", cmd_tenant, usage_tenant },
 	{ "wmark", cmd_wmark, usage_wmark },
 	{ "arena", cmd_arena, usage_arena },
+	{ "gpus", cmd_gpus, usage_gpus },
 };
 
 static const struct command *find_command(const char *name)
@@ -1925,7 +2506,7 @@ static int print_usage(FILE *f)
 	fprintf(f, "usage: %s [-h|--help] [--version] COMMAND [ARGS]\n\n"
 		"Show, check, create and destroy kvpool pools (/dev/kvpoolN),\n"
 		"set their tenants' limits and pressure watermarks, give them\n"
-		"arenas (the memory the page ids name).\n"
+		"arenas (the memory the page ids name), list the GPUs.\n"
 		"POOL is N, kvpoolN or /dev/kvpoolN.\n\ncommands:\n", prog);
 	for (i = 0; i < ARRAY_SIZE(commands); i++) {
 		const char *u = commands[i].usage;

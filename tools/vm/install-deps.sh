@@ -29,6 +29,7 @@ pkgs=(
 	git			# tools/lint.sh reads the commits it checks
 	pkgconf			# userlib's install check builds with pkg-config
 	g++			# userlib's header check compiles it as C++
+	libdrm-dev		# kvpoolctl gpus finds DRM devices with libdrm
 	gcc make libc6-dev	# module and kselftest builds
 	gcc-12			# the compiler both Debian kernels were built with
 	libelf1 libssl3 zlib1g	# runtime libs of the unpacked (not installed)
