@@ -221,6 +221,42 @@ TEST_F(alib, mapping_outlives_pool)
 }
 
 /*
+ * The VM's bochs display controller (tools/vm/vm-run.sh, 0000:00:10.0, no
+ * driver bound) as kvpoolctl gpus and create --gpu see it: found in sysfs
+ * ("pci"), and after a create --gpu the pool is listed under it; the
+ * library reads the pool's GPU back; an address with no device exits 7.
+ */
+TEST_F(alib, kvpoolctl_gpus)
+{
+	char out[4096], args[160], want[64];
+	__u32 id = ~0u, dom = 1, devid = 1;
+	int ret;
+
+	ASSERT_EQ(0, kvpoolctl("gpus --json", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "\"address\": \"0000:00:10.0\""))
+		TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "\"source\": \"pci\"")) TH_LOG("%s", out);
+
+	ASSERT_EQ(0, kvpoolctl("create --pages 64 --page-tokens 16 --rows 4 --row-tokens 64 --gpu 0000:00:10.0",
+			       out, sizeof(out))) TH_LOG("%s", out);
+	ASSERT_EQ(1, sscanf(out, "%u", &id)) TH_LOG("%s", out);
+	ret = kvpool_pool_gpu(id, &dom, &devid);
+	EXPECT_EQ(1, ret);
+	EXPECT_EQ(0, dom);
+	EXPECT_EQ(0x10 << 3, devid);
+	ASSERT_EQ(0, kvpoolctl("gpus --json", out, sizeof(out)));
+	snprintf(want, sizeof(want), "\"pools\": [%u]", id);
+	EXPECT_NE(NULL, strstr(out, want)) TH_LOG("%s", out);
+	EXPECT_EQ(0, kt_destroy(self->pool.ctl, id));
+
+	/* No device there: "no PCI device", kvpoolctl(8)'s 7. */
+	snprintf(args, sizeof(args), "%s",
+		 "create --pages 64 --page-tokens 16 --rows 4 --row-tokens 64 --gpu 0000:00:1f.7");
+	EXPECT_EQ(7, kvpoolctl(args, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "no PCI device")) TH_LOG("%s", out);
+}
+
+/*
  * What mapping costs a client: 256 MiB in 16 chunks, mapped and unmapped
  * 50 times. A figure for the record (printed), not a check: the memory
  * is the same after every map.
