@@ -20,8 +20,12 @@
 
 #define KVP_ARENA_MAX_PAGE_BYTES	BIT_ULL(32)
 
-/* Seals a host chunk must have, and seals it must not. */
-#define KVP_HOST_SEALS		(F_SEAL_SHRINK | F_SEAL_GROW)
+/*
+ * Seals a host chunk must have, and seals it must not. F_SEAL_SEAL too:
+ * every client gets a descriptor of the same file, and one that could
+ * still add F_SEAL_WRITE would stop the others from mapping it writable.
+ */
+#define KVP_HOST_SEALS		(F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 #define KVP_HOST_NO_SEALS	(F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)
 
 /* The device's release: the arena goes with its pool. */
@@ -40,8 +44,8 @@ void kvp_arena_free(struct kvp_arena *a)
 /*
  * A host chunk: a memfd (tmpfs: hugetlbfs memfds are not shmem files),
  * open for reading and writing, that can neither shrink nor grow (so the
- * pages past its end that a client maps can never become SIGBUS) and may
- * still be written. Seals are only ever added, so what is checked here
+ * pages past its end that a client maps can never become SIGBUS), takes
+ * no more seals and may still be written. Seals are only ever added, so what is checked here
  * stays true.
  */
 static int kvp_arena_check_host(struct file *file, u64 bytes)

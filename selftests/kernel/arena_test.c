@@ -154,6 +154,9 @@ TEST_F(arena, set_and_fds)
 	}
 	EXPECT_EQ(0, f[0].out_offset);
 	EXPECT_EQ(32 * PB, f[1].out_offset);
+	/* No client can seal the others out of writing. */
+	EXPECT_EQ(-1, fcntl(f[0].out_fd, F_ADD_SEALS, F_SEAL_WRITE));
+	EXPECT_EQ(EPERM, errno);
 
 	/* The kernel's reference keeps the memory: drop ours. */
 	close(self->mfd[0]);
@@ -322,9 +325,12 @@ TEST_F(arena, bad_chunks)
 					       MFD_ALLOW_SEALING);
 	ASSERT_LE(0, unsealed);
 	ASSERT_EQ(0, ftruncate(unsealed, POOL_BYTES));
-	sealed_w = self->mfd[3] = kt_host_memfd(POOL_BYTES);
+	sealed_w = self->mfd[3] = memfd_create("sealed-w", MFD_CLOEXEC |
+					       MFD_ALLOW_SEALING);
 	ASSERT_LE(0, sealed_w);
-	ASSERT_EQ(0, fcntl(sealed_w, F_ADD_SEALS, F_SEAL_WRITE));
+	ASSERT_EQ(0, ftruncate(sealed_w, POOL_BYTES));
+	ASSERT_EQ(0, fcntl(sealed_w, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
+			   F_SEAL_WRITE | F_SEAL_SEAL));
 
 	memset(ch, 0, sizeof(ch));
 	ch[0].fd = good;
@@ -385,6 +391,10 @@ TEST_F(arena, bad_chunks)
 	ASSERT_EQ(0, fcntl(unsealed, F_ADD_SEALS, F_SEAL_SHRINK));
 	expect_refused(_metadata, self, &s,
 		       &(struct bad_set){ "no F_SEAL_GROW", EINVAL, 1 });
+	ASSERT_EQ(0, fcntl(unsealed, F_ADD_SEALS, F_SEAL_GROW));
+	/* Still open to F_SEAL_WRITE from any client: refused. */
+	expect_refused(_metadata, self, &s,
+		       &(struct bad_set){ "no F_SEAL_SEAL", EINVAL, 1 });
 	ch[1].fd = sealed_w;
 	expect_refused(_metadata, self, &s,
 		       &(struct bad_set){ "F_SEAL_WRITE", EINVAL, 1 });

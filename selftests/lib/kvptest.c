@@ -941,7 +941,7 @@ int kt_host_memfd(__u64 bytes)
 	if (fd < 0)
 		return -1;
 	if (ftruncate(fd, (off_t)bytes) ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW)) {
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
 		close(fd);
 		return -1;
 	}

@@ -411,7 +411,8 @@ void *kt_fault_edge(void *base);
 
 /*
  * A memfd of @bytes that KVPOOL_CTL_ARENA_SET takes as a host chunk:
- * sealed against shrinking and growing (not against writes), O_CLOEXEC.
+ * sealed against shrinking, growing and more seals (not against writes),
+ * O_CLOEXEC.
  * Returns the fd or -1.
  */
 int kt_host_memfd(__u64 bytes);

@@ -929,8 +929,9 @@ struct kvpool_ctl_wmark {
  * struct kvpool_arena_chunk - one chunk handed to KVPOOL_CTL_ARENA_SET
  * @fd: an open file holding the chunk from offset 0: for
  *      KVPOOL_ARENA_HOST a memfd (not MFD_HUGETLB) open for reading and
- *      writing, sealed with F_SEAL_SHRINK and F_SEAL_GROW but not against
- *      writes, at least @bytes long
+ *      writing, sealed with F_SEAL_SHRINK, F_SEAL_GROW and F_SEAL_SEAL
+ *      (so no client can add F_SEAL_WRITE) but not against writes, at
+ *      least @bytes long
  * @__reserved: must be 0
  * @bytes: the chunk's length: a multiple of page_bytes and of the CPU's
  *         page size
