@@ -685,14 +685,17 @@ TEST_F(arena, shared_bytes)
 		for (k = 0; k < 8; k++)
 			CHILD_CHECK(ids[20 + k] == cids[k] &&
 				    page_is(m, cids[k], SALT_P));
-		/* Export the written row to B. */
+		/*
+		 * Ready, then export the written row to B: "r" goes first, so
+		 * it is ahead of B's message (B needs the file to go on).
+		 */
+		CHILD_CHECK(write(ab[1], "r", 1) == 1);
 		x.handle = h;
 		CHILD_CHECK(kt_ioctl(fd, KVPOOL_EXPORT, &x) == 0);
 		CHILD_CHECK(kt_send_fds(sv[0], ids, 20 * sizeof(__u32),
 					&x.out_fd, 1, 0) == 0);
 		close(x.out_fd);
 		/* Wait to be killed, still holding hd and the cache. */
-		CHILD_CHECK(write(ab[1], "r", 1) == 1);
 		for (;;)
 			pause();
 	}
@@ -731,8 +734,9 @@ TEST_F(arena, shared_bytes)
 	}
 	close(sv[0]);
 	close(ab[1]);
-	/* A's "ready", then B's page list. */
+	/* A's "ready", then B's page list (one message each, in order). */
 	ASSERT_EQ(1, read(ab[0], &c, 1));
+	ASSERT_EQ('r', c);
 	got = read(ab[0], pages, sizeof(pages));
 	ASSERT_EQ(20 * (int)sizeof(__u32), got);
 	nr = got / sizeof(__u32);
