@@ -62,21 +62,6 @@ static __u32 arena_kind(int fd)
 	return kt_arena_info(fd, &a) ? ~0u : a.out_kind;
 }
 
-/* Open descriptors of this process. */
-static int nr_open_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n - 1;	/* the directory's own */
-}
-
 static bool same_file(int a, int b)
 {
 	struct stat sa, sb;
@@ -458,7 +443,7 @@ TEST_F(arena, bad_fds)
 	ch[1].fd = self->mfd[1];
 	ASSERT_EQ(0, kt_arena_set(self->pool.ctl, self->pool.id,
 				  KVPOOL_ARENA_HOST, PB, ch, 2, NULL));
-	before = nr_open_fds();
+	before = kt_count_fds();
 	ASSERT_LT(0, before);
 
 	EXPECT_EQ(EINVAL, kt_arena_fds(self->fd, 0, 0, f, &a));
@@ -494,18 +479,18 @@ TEST_F(arena, bad_fds)
 	a.fd_entry_len = sizeof(f[0]);
 	a.fds = 8;
 	EXPECT_EQ(EFAULT, kt_ioctl(self->fd, KVPOOL_ARENA, &a));
-	EXPECT_EQ(before, nr_open_fds());
+	EXPECT_EQ(before, kt_count_fds());
 	/* Too few free descriptors for both: EMFILE, and none made. */
 	ASSERT_EQ(0, getrlimit(RLIMIT_NOFILE, &rl));
 	low = rl;
 	low.rlim_cur = before + 1;
 	ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &low));
 	EXPECT_EQ(EMFILE, kt_arena_fds(self->fd, 0, 2, f, &a));
-	EXPECT_EQ(before, nr_open_fds());
+	EXPECT_EQ(before, kt_count_fds());
 	/* One fits. */
 	EXPECT_EQ(0, kt_arena_fds(self->fd, 0, 1, f, &a));
 	ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &rl));
-	EXPECT_EQ(before + 1, nr_open_fds());
+	EXPECT_EQ(before + 1, kt_count_fds());
 	close(f[0].out_fd);
 	/* A longer element: the kernel zeroes what it does not know. */
 	{
@@ -527,7 +512,7 @@ TEST_F(arena, bad_fds)
 		memcpy(f, wide[0], sizeof(f[0]));
 		close(f[0].out_fd);
 	}
-	EXPECT_EQ(before, nr_open_fds());
+	EXPECT_EQ(before, kt_count_fds());
 }
 
 /* An unprivileged caller may read the arena but not set one. */
