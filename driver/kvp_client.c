@@ -77,17 +77,22 @@ int kvp_client_attach_locked(struct kvp_pool *pool, struct kvp_client *c)
 }
 
 /**
- * kvp_client_detach_locked() - take a client out of its pool
+ * kvp_client_detach_hold_locked() - take a client out of its pool
  * @c: the client
+ * @q: where the pages of its rows and slots go, or NULL to free them
  *
- * Frees every slot, row and prefix-cache page @c holds, then unlinks it
- * from its tenant (forgotten if that leaves it empty and unconfigured) and
- * frees its &kvp_client.cidx. Rows @c exported stay with their export
- * files.
+ * Frees every slot and row @c holds, putting the pages they own in @q
+ * (or on the free stack), frees its prefix-cache pages (those it gave
+ * up itself when it donated them, so no writer of theirs is left), then
+ * unlinks it from its tenant (forgotten if that leaves it empty and
+ * unconfigured) and frees its &kvp_client.cidx. Held-back pages count
+ * for no tenant: a restarted client gets its limits' room at once. Rows
+ * @c exported stay with their export files.
  *
  * Context: @c->pool->lock held. Cannot fail: it runs on the last close.
  */
-void kvp_client_detach_locked(struct kvp_client *c)
+void kvp_client_detach_hold_locked(struct kvp_client *c,
+				   struct kvp_quarantine *q)
 {
 	struct kvp_pool *pool = c->pool;
 	u32 b;
@@ -96,10 +101,10 @@ void kvp_client_detach_locked(struct kvp_client *c)
 	for (b = 0; b < KVP_SLOT_BUCKETS; b++)
 		while (c->slot_head[b] != KVP_NIL)
 			kvp_slot_free(pool, &pool->rows[c->slot_head[b]],
-				      &c->slot_head[b]);
+				      &c->slot_head[b], q);
 	/* O(what it holds), not O(nr_rows): any client can close at will. */
 	while (c->held_head != KVP_NIL)
-		kvp_row_free(pool, &pool->rows[c->held_head]);
+		kvp_row_free_hold(pool, &pool->rows[c->held_head], q);
 	/* Only its own rows borrow from its cache: all unpinned by now. */
 	while (c->nr_cache_pages)
 		kvp_cache_free(c, c->cache[c->nr_cache_pages - 1].page);
@@ -113,6 +118,50 @@ void kvp_client_detach_locked(struct kvp_client *c)
 	kvp_tenant_put(pool, c->tenant);
 	c->tenant = NULL;
 	pool->nr_clients--;
+}
+
+/**
+ * kvp_client_detach_locked() - take a client out of its pool, freeing all
+ * @c: the client
+ *
+ * kvp_client_detach_hold_locked() with every page freed at once: for a
+ * pool whose pages name no memory, and for the tests and tools that
+ * build the core in userspace.
+ *
+ * Context: @c->pool->lock held. Cannot fail.
+ */
+void kvp_client_detach_locked(struct kvp_client *c)
+{
+	kvp_client_detach_hold_locked(c, NULL);
+}
+
+/**
+ * kvp_quarantine_end_locked() - free the pages a quarantine held back
+ * @pool: the pool the pages are of
+ * @q: the quarantine, emptied here
+ *
+ * Context: @pool->lock held.
+ * Return: the pages freed.
+ */
+u32 kvp_quarantine_end_locked(struct kvp_pool *pool,
+			      struct kvp_quarantine *q)
+{
+	u32 n = q->nr;
+
+	lockdep_assert_held(&pool->lock);
+	while (q->nr) {
+		u32 id = q->head;
+
+		q->head = pool->pages[id].next;
+		q->nr--;
+		pool->quarantine_pages--;
+		kvp_page_push(pool, id);
+	}
+	q->head = KVP_NIL;
+	/* Pages are free again: an ask may shrink, a waiter may go on. */
+	if (n)
+		kvp_pressure_changed(pool);
+	return n;
 }
 
 /**
@@ -153,4 +202,6 @@ void kvp_stats_locked(struct kvp_client *c, struct kvpool_stats *st)
 	st->out_tenant_max_pages = c->tenant->max_pages;
 	st->out_tenant_min_pages = c->tenant->min_pages;
 	st->out_tenant_max_rows = c->tenant->max_rows;
+	st->out_quarantine_pages = pool->quarantine_pages;
+	st->__reserved2 = 0;
 }

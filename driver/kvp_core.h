@@ -24,6 +24,7 @@
 #define KVP_NIL			0xffffffffU	/* end of a u32-linked list */
 #define KVP_OWNER_FREE		0xffffffffU
 #define KVP_OWNER_RESERVED	0xfffffffeU
+#define KVP_OWNER_QUARANTINE	0xfffffffdU	/* held back: see kvp_quarantine */
 #define KVP_OWNER_CACHE		0x80000000U	/* | the client's index */
 
 #define KVP_MAX_PAGES		0x8000000U	/* 2^27: page table <= 1 GiB */
@@ -41,9 +42,11 @@
  * struct kvp_page - one page of the pool
  * @next: free: the next free page (%KVP_NIL ends the stack); in a prefix
  *        cache: its index in the owning client's &kvp_client.cache array;
- *        owned by a row: unused.
- * @owner: %KVP_OWNER_FREE, %KVP_OWNER_RESERVED, the owning row's index, or
- *         %KVP_OWNER_CACHE | the owning client's &kvp_client.cidx.
+ *        quarantined: the next page of its &struct kvp_quarantine; owned
+ *        by a row: unused.
+ * @owner: %KVP_OWNER_FREE, %KVP_OWNER_RESERVED, %KVP_OWNER_QUARANTINE, the
+ *         owning row's index, or %KVP_OWNER_CACHE | the owning client's
+ *         &kvp_client.cidx.
  *
  * The only per-page memory, 8 bytes, so that a pool of 2^27 pages still
  * has its page table below 1 GiB.
@@ -132,6 +135,25 @@ struct kvp_row {
 struct kvp_cache_ent {
 	u32 page;
 	u32 pins;
+};
+
+/**
+ * struct kvp_quarantine - pages a closed client did not give back itself
+ * @head: the first, linked by &kvp_page.next (%KVP_NIL ends the list)
+ * @nr: how many
+ *
+ * kvp_client_detach_hold_locked() puts here the pages of the rows and
+ * slots a client still held when it closed, instead of freeing them: on
+ * a pool with memory behind its pages, a process that did not release a
+ * page may still be writing it (a GPU kernel it launched). They belong
+ * to no row or tenant and are counted in &kvp_pool.quarantine_pages until
+ * the owner of the struct, who knows when no such writer is left (the
+ * driver: design.md, "A dead client's pages"), frees them with
+ * kvp_quarantine_end_locked(). Zero-initialised, it is empty.
+ */
+struct kvp_quarantine {
+	u32 head;
+	u32 nr;
 };
 
 /**
@@ -252,6 +274,7 @@ struct kvp_client {
  * @blocked_tenant: %KVP_NIL, or a tenant refused below its guarantee
  * @export_rows: rows held by export files
  * @export_pages: pages those rows own
+ * @quarantine_pages: pages in some &struct kvp_quarantine
  *
  * The page and row counters are those of &struct kvpool_stats; together
  * they add up to @nr_pages and @nr_rows, which kvp_verify_locked()
@@ -293,6 +316,7 @@ struct kvp_pool {
 	u32 blocked_tenant;
 
 	u32 export_rows, export_pages;
+	u32 quarantine_pages;
 };
 
 /*
@@ -313,6 +337,10 @@ int kvp_client_attach_tenant_locked(struct kvp_pool *pool,
 				    u32 uid);
 int kvp_client_attach_locked(struct kvp_pool *pool, struct kvp_client *c);
 void kvp_client_detach_locked(struct kvp_client *c);
+void kvp_client_detach_hold_locked(struct kvp_client *c,
+				   struct kvp_quarantine *q);
+u32 kvp_quarantine_end_locked(struct kvp_pool *pool,
+			      struct kvp_quarantine *q);
 
 void kvp_stats_locked(struct kvp_client *c, struct kvpool_stats *st);
 

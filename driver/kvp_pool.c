@@ -58,6 +58,17 @@ void kvp_page_push(struct kvp_pool *pool, u32 id)
 	pool->free_pages++;
 }
 
+/* Page @id, which its row owned, goes to @q instead of the free stack. */
+static void kvp_page_hold(struct kvp_pool *pool, struct kvp_quarantine *q,
+			  u32 id)
+{
+	pool->pages[id].owner = KVP_OWNER_QUARANTINE;
+	pool->pages[id].next = q->nr ? q->head : KVP_NIL;
+	q->head = id;
+	q->nr++;
+	pool->quarantine_pages++;
+}
+
 /* The caller has checked that enough pages are free. */
 u32 kvp_page_pop(struct kvp_pool *pool, u32 owner)
 {
@@ -365,9 +376,10 @@ void kvp_row_take(struct kvp_pool *pool, struct kvp_row *r, int n)
 }
 
 /**
- * kvp_row_free() - free a row and every page it owns
+ * kvp_row_free_hold() - free a row, and free or hold back the pages it owns
  * @pool: the pool
  * @r: the row, in any state but free or reserved
+ * @q: where its own pages go instead of the free stack, or NULL
  *
  * Unpins the cache pages it borrows, frees its page array and puts it on
  * the free row stack, its record zeroed but for &kvp_row.gen: keeping the
@@ -375,9 +387,11 @@ void kvp_row_take(struct kvp_pool *pool, struct kvp_row *r, int n)
  * handed out again. Slot chains are the caller's to unlink first.
  *
  * Context: @pool->lock held.
- * Return: the pages freed (borrowed ones not counted).
+ * Return: the pages it owned, freed or held back (borrowed ones not
+ * counted).
  */
-u32 kvp_row_free(struct kvp_pool *pool, struct kvp_row *r)
+u32 kvp_row_free_hold(struct kvp_pool *pool, struct kvp_row *r,
+		      struct kvp_quarantine *q)
 {
 	u32 idx = kvp_row_index(pool, r);
 	u32 freed = 0;
@@ -389,7 +403,10 @@ u32 kvp_row_free(struct kvp_pool *pool, struct kvp_row *r)
 		if (id == KVPOOL_PAGE_NONE)
 			continue;
 		if (pool->pages[id].owner == idx) {
-			kvp_page_push(pool, id);
+			if (q)
+				kvp_page_hold(pool, q, id);
+			else
+				kvp_page_push(pool, id);
 			freed++;
 		} else {
 			kvp_unpin(r->owner, id);	/* borrowed: its cache */
@@ -408,6 +425,21 @@ u32 kvp_row_free(struct kvp_pool *pool, struct kvp_row *r)
 	r->session = 0;
 	kvp_row_push(pool, idx);
 	return freed;
+}
+
+/**
+ * kvp_row_free() - free a row and every page it owns
+ * @pool: the pool
+ * @r: the row, in any state but free or reserved
+ *
+ * kvp_row_free_hold() with the pages going back to the free stack.
+ *
+ * Context: @pool->lock held.
+ * Return: the pages freed (borrowed ones not counted).
+ */
+u32 kvp_row_free(struct kvp_pool *pool, struct kvp_row *r)
+{
+	return kvp_row_free_hold(pool, r, NULL);
 }
 
 #define KVP_ROW_MIN_CAP	16U
@@ -554,8 +586,9 @@ struct kvp_row *kvp_slot_find(struct kvp_client *c, u64 session,
 	return NULL;
 }
 
-u32 kvp_slot_free(struct kvp_pool *pool, struct kvp_row *r, u32 *link)
+u32 kvp_slot_free(struct kvp_pool *pool, struct kvp_row *r, u32 *link,
+		  struct kvp_quarantine *q)
 {
 	*link = r->next;
-	return kvp_row_free(pool, r);
+	return kvp_row_free_hold(pool, r, q);
 }

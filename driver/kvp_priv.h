@@ -16,7 +16,7 @@
 
 static inline bool kvp_is_cache(u32 owner)
 {
-	return (owner & KVP_OWNER_CACHE) && owner < KVP_OWNER_RESERVED;
+	return (owner & KVP_OWNER_CACHE) && owner < KVP_OWNER_QUARANTINE;
 }
 
 /*
@@ -85,6 +85,8 @@ void kvp_row_move(struct kvp_pool *pool, struct kvp_row *r,
 void kvp_row_own(struct kvp_pool *pool, struct kvp_row *r, int n);
 void kvp_row_take(struct kvp_pool *pool, struct kvp_row *r, int n);
 u32 kvp_row_free(struct kvp_pool *pool, struct kvp_row *r);
+u32 kvp_row_free_hold(struct kvp_pool *pool, struct kvp_row *r,
+		      struct kvp_quarantine *q);
 int kvp_row_reserve(struct kvp_row *r, u32 want);
 int kvp_lookup(struct kvp_client *c, const struct kvpool_handle *h,
 	       struct kvp_row **out);
@@ -93,7 +95,8 @@ int kvp_lookup_batch(struct kvp_client *c, const void *entries,
 u32 kvp_slot_bucket(u64 session);
 struct kvp_row *kvp_slot_find(struct kvp_client *c, u64 session,
 			      u32 **link);
-u32 kvp_slot_free(struct kvp_pool *pool, struct kvp_row *r, u32 *link);
+u32 kvp_slot_free(struct kvp_pool *pool, struct kvp_row *r, u32 *link,
+		  struct kvp_quarantine *q);
 
 /* kvp_cache.c */
 int kvp_cache_reserve(struct kvp_client *c, u32 more);

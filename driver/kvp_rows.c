@@ -525,7 +525,7 @@ int kvp_slot_release_locked(struct kvp_client *c, u64 session,
 	r = kvp_slot_find(c, session, &link);
 	if (!r)
 		return -ENOENT;
-	*nr_freed = kvp_slot_free(pool, r, link);
+	*nr_freed = kvp_slot_free(pool, r, link, NULL);
 	return 0;
 }
 

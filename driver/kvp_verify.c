@@ -163,7 +163,7 @@ static void kvp_verify_row(struct kvp_pool *pool, struct kvp_row *r,
 /* The page table: owner of every page, the free stack, cache back-links. */
 static void kvp_verify_pages(struct kvp_pool *pool, struct kvp_vstate *vs)
 {
-	u32 nfree = 0, nres = 0, ncache = 0;
+	u32 nfree = 0, nres = 0, ncache = 0, nquar = 0;
 	u32 *bad = &vs->bad;
 	u32 i, id;
 
@@ -174,6 +174,8 @@ static void kvp_verify_pages(struct kvp_pool *pool, struct kvp_vstate *vs)
 			nfree++;
 		} else if (owner == KVP_OWNER_RESERVED) {
 			nres++;
+		} else if (owner == KVP_OWNER_QUARANTINE) {
+			nquar++;
 		} else if (owner < pool->nr_rows) {
 			vs->per_row[owner]++;
 		} else if (kvp_is_cache(owner) && kvp_cache_owner(pool, vs, i)) {
@@ -206,6 +208,10 @@ static void kvp_verify_pages(struct kvp_pool *pool, struct kvp_vstate *vs)
 	if (nres != pool->reserved_pages)
 		kvp_violation(pool, bad, "reserved pages: counted %u, kept %u",
 			      nres, pool->reserved_pages);
+	if (nquar != pool->quarantine_pages)
+		kvp_violation(pool, bad,
+			      "quarantined pages: counted %u, kept %u",
+			      nquar, pool->quarantine_pages);
 	if ((u64)pool->cache_evictable + pool->cache_pinned != ncache)
 		kvp_violation(pool, bad, "cache pages: counted %u, kept %u+%u",
 			      ncache, pool->cache_evictable,
@@ -500,13 +506,15 @@ int kvp_verify_locked(struct kvp_pool *pool, u32 *violations)
 
 	if ((u64)pool->free_pages + pool->row_pages + pool->slot_pages +
 	    pool->cache_evictable + pool->cache_pinned +
-	    pool->reserved_pages + pool->export_pages != pool->nr_pages)
+	    pool->reserved_pages + pool->export_pages +
+	    pool->quarantine_pages != pool->nr_pages)
 		kvp_violation(pool, &vs.bad,
-			      "pages: free %u + rows %u + slots %u + cache %u+%u + reserved %u + exported %u != %u",
+			      "pages: free %u + rows %u + slots %u + cache %u+%u + reserved %u + exported %u + quarantined %u != %u",
 			      pool->free_pages, pool->row_pages,
 			      pool->slot_pages, pool->cache_evictable,
 			      pool->cache_pinned, pool->reserved_pages,
-			      pool->export_pages, pool->nr_pages);
+			      pool->export_pages, pool->quarantine_pages,
+			      pool->nr_pages);
 	if ((u64)pool->free_rows + pool->held_rows + pool->slot_rows +
 	    pool->reserved_rows + pool->export_rows != pool->nr_rows)
 		kvp_violation(pool, &vs.bad, "rows: sum != %u", pool->nr_rows);

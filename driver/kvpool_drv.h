@@ -2,7 +2,8 @@
 /*
  * The kvpool driver's private header: the pool device, the ioctl
  * plumbing and the globals that its files (kvpool_main.c, kvpool_ioctl.c,
- * kvpool_exportfd.c, kvpool_arena.c, kvpool_sysfs.c, kvpool_ctl.c) share.
+ * kvpool_exportfd.c, kvpool_arena.c, kvpool_quarantine.c, kvpool_sysfs.c,
+ * kvpool_ctl.c) share.
  *
  * Locking, outermost first:
  *   kvp_pools_lock	publishing a pool in the table and taking it out;
@@ -11,7 +12,10 @@
  *			Reserving an id (xa_alloc) needs only the
  *			xarray's own lock.
  *   kvp_dev.core.lock	one pool: its core state, its clients, @dead,
- *			@nr_exports and the @arena pointer (written once)
+ *			@nr_exports, the @arena pointer (written once) and
+ *			its quarantines (@holds)
+ *   kvp_users.lock	one client file's list of processes; taken with
+ *			no other lock held
  *   (xarray locks)	kvp_pools' own, and inside a pool lock the core's
  *			clients and tenants xarrays': innermost, never
  *			held across anything that sleeps
@@ -38,7 +42,9 @@
  * is the device, and the VFS drops the cdev only after ->release has
  * returned); every export file holds one of its own. So whoever unlocks
  * the pool lock last still holds a reference, and the memory the mutex
- * lives in cannot be freed under its unlock.
+ * lives in cannot be freed under its unlock. A quarantine's check
+ * (kvp_dev.hold_work) holds none: destroy cancels it, once no client is
+ * left to add one, before dropping the table's.
  */
 #ifndef _KVPOOL_DRV_H
 #define _KVPOOL_DRV_H
@@ -51,6 +57,7 @@
 #include <linux/pci.h>
 #include <linux/types.h>
 #include <linux/wait.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 
 #include "kvp_core.h"
@@ -87,6 +94,43 @@ struct kvp_dev {
 	bool dead;		/* being destroyed: refuse new clients */
 	struct kvp_arena *arena;	/* set once, under core.lock */
 	struct pci_dev *gpu;	/* the parent device, or NULL; fixed */
+	/*
+	 * Closed clients whose pages are quarantined (kvpool_quarantine.c),
+	 * by kvp_pool_file.hold_link; the list and @hold_delay are
+	 * protected by core.lock. @hold_work checks them.
+	 */
+	struct list_head holds;
+	struct delayed_work hold_work;
+	unsigned long hold_delay;	/* jiffies until the next check */
+};
+
+/*
+ * The processes that used one client file: its opener and each that made
+ * an ioctl on it, a reference to each one's struct pid (its thread group
+ * leader's). @pid, @nr and @cap are protected by @lock while the file is
+ * open, and by the pool lock once it is a hold; @last, the process seen
+ * last, is written under @lock and read without it: NULL or a pid that
+ * @pid holds a reference to.
+ */
+struct kvp_users {
+	struct mutex lock;	/* protects @pid, @nr and @cap of an open file */
+	struct pid *last;
+	struct pid **pid;
+	u32 nr;
+	u32 cap;
+};
+
+/*
+ * An open file of a pool (file->private_data is &@c). When its last
+ * reference goes with pages of an arena still held, it outlives the file
+ * as a hold: @c is dead, @hold has the pages, @users the processes to
+ * wait for, and @hold_link puts it on its pool's kvp_dev.holds.
+ */
+struct kvp_pool_file {
+	struct kvp_client c;
+	struct kvp_users users;
+	struct kvp_quarantine hold;
+	struct list_head hold_link;
 };
 
 /*
@@ -196,6 +240,13 @@ int kvp_import_ioctl(struct kvp_ucmd *ucmd);
 int kvp_arena_ioctl(struct kvp_ucmd *ucmd);
 int kvp_ctl_arena_set_ioctl(struct kvp_ucmd *ucmd);
 void kvp_arena_free(struct kvp_arena *a);
+
+/* kvpool_quarantine.c: a dead client's pages */
+int kvp_users_init(struct kvp_users *u);
+int kvp_users_note(struct kvp_users *u);
+void kvp_pool_file_release(struct kvp_pool_file *pf);
+void kvp_holds_init(struct kvp_dev *kd);
+void kvp_holds_drain(struct kvp_dev *kd);
 
 /* kvpool_sysfs.c: /sys/class/kvpool/kvpoolN/ */
 extern const struct attribute_group *kvp_pool_groups[];

@@ -210,7 +210,7 @@ static int kvp_stats_ioctl(struct kvp_ucmd *ucmd)
 
 	if (cmd->flags)
 		return -EOPNOTSUPP;
-	if (cmd->__reserved)
+	if (cmd->__reserved || cmd->__reserved2)
 		return -EINVAL;
 	mutex_lock(&c->pool->lock);
 	kvp_stats_locked(c, cmd);
@@ -659,6 +659,10 @@ static long kvp_pool_ioctl(struct file *file, unsigned int cmd,
 	u32 seq = READ_ONCE(c->pool->pressure_seq);
 	long ret;
 
+	/* Whoever may act on the client's pages may still write them. */
+	ret = kvp_users_note(&container_of(c, struct kvp_pool_file, c)->users);
+	if (ret)
+		return ret;
 	ret = kvp_dispatch(c, kvp_pool_ops, ARRAY_SIZE(kvp_pool_ops),
 			   KVPOOL_CMD_INFO, cmd, arg);
 	/* The op may have raised someone's ask: let pollers look again. */
@@ -682,7 +686,7 @@ static __poll_t kvp_pool_poll(struct file *file, poll_table *wait)
 static int kvp_pool_open(struct inode *inode, struct file *file)
 {
 	struct kvp_dev *kd = container_of(inode->i_cdev, struct kvp_dev, cdev);
-	struct kvp_client *c;
+	struct kvp_pool_file *pf;
 	u64 cgid = 0;
 	u32 uid;
 	int ret;
@@ -705,35 +709,41 @@ static int kvp_pool_open(struct inode *inode, struct file *file)
 #endif
 	uid = from_kuid(&init_user_ns, current_euid());
 
-	c = kzalloc(sizeof(*c), GFP_KERNEL_ACCOUNT);
-	if (!c)
+	pf = kzalloc(sizeof(*pf), GFP_KERNEL_ACCOUNT);
+	if (!pf)
 		return -ENOMEM;
+	ret = kvp_users_init(&pf->users);
+	if (ret)
+		goto out_free;
 	/* No global lock is held here: this waits for this pool only. */
 	mutex_lock(&kd->core.lock);
 	ret = kd->dead ? -ENODEV :
-	      kvp_client_attach_tenant_locked(&kd->core, c, cgid, uid);
+	      kvp_client_attach_tenant_locked(&kd->core, &pf->c, cgid, uid);
 	mutex_unlock(&kd->core.lock);
-	if (ret) {
-		kfree(c);
-		return ret;
-	}
-	file->private_data = c;
+	if (ret)
+		goto out_users;
+	file->private_data = &pf->c;
 	return nonseekable_open(inode, file);
+
+out_users:
+	put_pid(pf->users.pid[0]);
+	kfree(pf->users.pid);
+	mutex_destroy(&pf->users.lock);
+out_free:
+	kfree(pf);
+	return ret;
 }
 
 /*
- * The last reference to the file is gone: give back all it held. The
- * file's cdev reference keeps the device alive until after this returns.
+ * The last reference to the file is gone: give back all it held, at once
+ * or after a quarantine. The file's cdev reference keeps the device alive
+ * until after this returns; a quarantine needs none (kvpool_drv.h).
  */
 static int kvp_pool_release(struct inode *inode, struct file *file)
 {
 	struct kvp_client *c = file->private_data;
-	struct kvp_pool *pool = c->pool;
 
-	mutex_lock(&pool->lock);
-	kvp_client_detach_locked(c);
-	mutex_unlock(&pool->lock);
-	kfree(c);
+	kvp_pool_file_release(container_of(c, struct kvp_pool_file, c));
 	return 0;
 }
 

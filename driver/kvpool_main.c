@@ -104,6 +104,7 @@ int kvp_pool_create_locked(u32 id, u32 flags, u32 pages, u32 ptok,
 		return ret;
 	}
 	init_waitqueue_head(&kd->wq);
+	kvp_holds_init(kd);
 	/* The core tests its own flags only; INFO and sysfs report all. */
 	if (gpu)
 		kd->core.flags |= KVPOOL_CREATE_GPU;
@@ -180,6 +181,8 @@ int kvp_pool_destroy_locked(u32 id)
 	}
 	kd->dead = true;
 	mutex_unlock(&kd->core.lock);
+	/* No client is left to quarantine more. */
+	kvp_holds_drain(kd);
 
 	/* Waits for sysfs readers; an opener in flight holds its own ref. */
 	cdev_device_del(&kd->cdev, &kd->dev);

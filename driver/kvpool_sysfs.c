@@ -60,6 +60,7 @@ KVP_ATTR(nr_clients, nr_clients);
 KVP_ATTR(nr_tenants, nr_tenants);
 KVP_ATTR(export_rows, export_rows);
 KVP_ATTR(export_pages, export_pages);
+KVP_ATTR(quarantine_pages, quarantine_pages);
 KVP_ATTR(low_wmark, low_wmark);
 KVP_ATTR(high_wmark, high_wmark);
 
@@ -95,6 +96,7 @@ static struct attribute *kvp_pool_attrs[] = {
 	&dev_attr_nr_tenants.dev_attr.attr,
 	&dev_attr_export_rows.dev_attr.attr,
 	&dev_attr_export_pages.dev_attr.attr,
+	&dev_attr_quarantine_pages.dev_attr.attr,
 	&dev_attr_low_wmark.dev_attr.attr,
 	&dev_attr_high_wmark.dev_attr.attr,
 	NULL,

@@ -189,8 +189,18 @@ int kvpool_info(const struct kvpool *kp, struct kvpool_info *info)
 	return 0;
 }
 
-KVP_PUBLIC
-int kvpool_stats(struct kvpool *kp, struct kvpool_stats *stats)
+/*
+ * struct kvpool_stats grew in ABI 2 (out_quarantine_pages), and a program
+ * built against an older <linux/kvpool.h> passes the 104 bytes it knew.
+ * Such programs are bound to the KVPOOL_1.0 versions of kvpool_stats()
+ * and kvpool_pool_status(), which write no more than that; those built
+ * now get the KVPOOL_1.5 ones, which write the whole struct.
+ */
+#define KVP_STATS_V1_SIZE	offsetof(struct kvpool_stats, \
+					 out_quarantine_pages)
+
+static int kvp_stats(struct kvpool *kp, struct kvpool_stats *stats,
+		     size_t len)
 {
 	struct kvpool_stats arg = { .size = sizeof(arg) };
 	int ret;
@@ -198,9 +208,23 @@ int kvpool_stats(struct kvpool *kp, struct kvpool_stats *stats)
 	ret = kvp_ioctl(kp->fd, KVPOOL_STATS, &arg);
 	if (ret)
 		return ret;
-	*stats = arg;
+	memcpy(stats, &arg, len);
 	return 0;
 }
+
+KVP_PUBLIC
+int kvp_stats_v2(struct kvpool *kp, struct kvpool_stats *stats)
+{
+	return kvp_stats(kp, stats, sizeof(*stats));
+}
+__asm__(".symver kvp_stats_v2,kvpool_stats@@KVPOOL_1.5");
+
+KVP_PUBLIC
+int kvp_stats_v1(struct kvpool *kp, struct kvpool_stats *stats)
+{
+	return kvp_stats(kp, stats, KVP_STATS_V1_SIZE);
+}
+__asm__(".symver kvp_stats_v1,kvpool_stats@KVPOOL_1.0");
 
 KVP_PUBLIC
 int kvpool_alloc_rows(struct kvpool *kp, struct kvpool_handle *handles,
@@ -1331,6 +1355,8 @@ static const struct kvp_attr kvp_stats_attrs[] = {
 	KVP_ATTR(struct kvpool_stats, "nr_clients", out_nr_clients),
 	KVP_ATTR_NEW(struct kvpool_stats, "export_rows", out_export_rows),
 	KVP_ATTR_NEW(struct kvpool_stats, "export_pages", out_export_pages),
+	KVP_ATTR_NEW(struct kvpool_stats, "quarantine_pages",
+		     out_quarantine_pages),
 };
 
 /*
@@ -1387,9 +1413,8 @@ static int kvp_open_pool_dir(unsigned int pool_id)
 	return dirfd;
 }
 
-KVP_PUBLIC
-int kvpool_pool_status(unsigned int pool_id, struct kvpool_info *info,
-		       struct kvpool_stats *stats)
+static int kvp_pool_status(unsigned int pool_id, struct kvpool_info *info,
+			   struct kvpool_stats *stats, size_t stats_len)
 {
 	struct kvpool_info i = { .size = sizeof(i) };
 	struct kvpool_stats s = { .size = sizeof(s) };
@@ -1412,10 +1437,26 @@ int kvpool_pool_status(unsigned int pool_id, struct kvpool_info *info,
 	if (info)
 		*info = i;
 	if (stats)
-		*stats = s;
+		memcpy(stats, &s, stats_len);
 	return 0;
 }
 
+KVP_PUBLIC
+int kvp_pool_status_v2(unsigned int pool_id, struct kvpool_info *info,
+		       struct kvpool_stats *stats)
+{
+	return kvp_pool_status(pool_id, info, stats, sizeof(*stats));
+}
+__asm__(".symver kvp_pool_status_v2,kvpool_pool_status@@KVPOOL_1.5");
+
+/* For programs built before ABI 2: see kvp_stats_v1(). */
+KVP_PUBLIC
+int kvp_pool_status_v1(unsigned int pool_id, struct kvpool_info *info,
+		       struct kvpool_stats *stats)
+{
+	return kvp_pool_status(pool_id, info, stats, KVP_STATS_V1_SIZE);
+}
+__asm__(".symver kvp_pool_status_v1,kvpool_pool_status@KVPOOL_1.0");
 KVP_PUBLIC
 int kvpool_pool_extra(unsigned int pool_id, struct kvpool_pool_extra *extra)
 {

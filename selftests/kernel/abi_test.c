@@ -458,12 +458,17 @@ static void prep_ctl_arena_set(struct __test_metadata *_metadata,
 OP(info, KVPOOL_INFO, struct kvpool_info, false,
    ROFF(struct kvpool_info), 1, prep_info);
 /*
- * STATS: this release is the first, so its first size is the whole struct
- * (104 bytes); the 72-byte struct of the development series is EINVAL
- * (short_size checks 100 and 103, info.stats_sizes 72).
+ * STATS: the first release ended at out_tenant_max_rows (104 bytes); ABI
+ * 2 adds out_quarantine_pages. The 72-byte struct of the development
+ * series is EINVAL (short_size checks 100 and 103, info.stats_sizes 72).
  */
-OP(stats, KVPOOL_STATS, struct kvpool_stats, false,
-   ROFF(struct kvpool_stats), 1, prep_stats);
+OP_MIN(stats, KVPOOL_STATS, struct kvpool_stats,
+       offsetof(struct kvpool_stats, out_tenant_max_rows) + 4, false,
+       ROFF(struct kvpool_stats), 1, prep_stats);
+/* __reserved2 is ABI 2's, and must be 0 as well. */
+OP_MIN(stats_reserved2, KVPOOL_STATS, struct kvpool_stats,
+       offsetof(struct kvpool_stats, out_tenant_max_rows) + 4, false,
+       (int)offsetof(struct kvpool_stats, __reserved2), 1, prep_stats);
 OP(row_alloc, KVPOOL_ROW_ALLOC, struct kvpool_row_alloc, false,
    ROFF(struct kvpool_row_alloc), 1, prep_row_alloc);
 OP(extend, KVPOOL_EXTEND, struct kvpool_extend, false,
@@ -2327,9 +2332,11 @@ TEST_F(misc, elen_without_elements)
 }
 
 /*
- * STATS: 104 bytes is the first release's size. The 72-byte struct of
- * the development series (up to __reserved) and anything short of 104
- * are EINVAL and written nothing.
+ * STATS: 104 bytes is the first release's size, 112 ABI 2's (with
+ * out_quarantine_pages); both work, and the kernel writes no more than
+ * it was given. The 72-byte struct of the development series (up to
+ * __reserved) and anything short of 104 are EINVAL and written nothing,
+ * and so is a __reserved2 that is not 0.
  */
 TEST_F(misc, stats_sizes)
 {
@@ -2342,7 +2349,7 @@ TEST_F(misc, stats_sizes)
 	unsigned int i;
 	__u32 size;
 
-	ASSERT_EQ(104, sizeof(struct kvpool_stats));
+	ASSERT_EQ(112, sizeof(struct kvpool_stats));
 	for (i = 0; i < ARRAY_SIZE(bad); i++) {
 		memset(buf, 0, sizeof(buf));
 		s->size = bad[i];
@@ -2359,8 +2366,24 @@ TEST_F(misc, stats_sizes)
 	EXPECT_EQ(self->pool.usable_pages, s->out_free_pages);
 	EXPECT_EQ(1, s->out_nr_clients);
 	EXPECT_EQ(0, s->out_tenant_max_rows);
+	EXPECT_EQ(0, s->out_quarantine_pages);
 	EXPECT_EQ(0xa5, buf[size]);
 	kt_check_identities(_metadata, &self->pool, s);
+
+	memset(buf, 0xa5, sizeof(buf));
+	memset(buf, 0, 104);
+	s->size = 104;
+	ASSERT_EQ(0, kt_ioctl(self->fd, KVPOOL_STATS, buf));
+	EXPECT_EQ(self->pool.usable_pages, s->out_free_pages);
+	EXPECT_EQ(0, s->out_tenant_max_rows);
+	EXPECT_EQ(0xa5, buf[104]) TH_LOG("an ABI 1 caller's struct ends there");
+
+	memset(buf, 0, sizeof(buf));
+	s->size = size;
+	s->__reserved2 = 1;
+	s->out_free_pages = 0xdeadbeef;
+	EXPECT_EQ(EINVAL, kt_ioctl(self->fd, KVPOOL_STATS, buf));
+	EXPECT_EQ(0xdeadbeef, s->out_free_pages);
 }
 
 /* ROW_ALLOC's out_short is an output: what the caller left is ignored. */

@@ -64,10 +64,12 @@
 #define EX_GRANDKIDS	2
 
 /*
- * STATS's first release is the whole struct (104 bytes): the 72-byte
- * struct of the drafts before it, up to __reserved, is refused (EINVAL).
+ * STATS's first release ends at out_tenant_max_rows (104 bytes; ABI 2
+ * adds out_quarantine_pages): the 72-byte struct of the drafts before
+ * it, up to __reserved, is refused (EINVAL).
  */
-#define EX_STATS_V1_SIZE	sizeof(struct kvpool_stats)
+#define EX_STATS_V1_SIZE	(offsetof(struct kvpool_stats, \
+					  out_tenant_max_rows) + 4)
 #define EX_STATS_DRAFT_SIZE	(offsetof(struct kvpool_stats, __reserved) + 4)
 
 /* ---- shared counters (MAP_SHARED, atomic) ------------------------------- */
@@ -953,7 +955,8 @@ static void op_stats(struct ex_client *c)
 		return;
 	pages = (__u64)s.out_free_pages + s.out_row_pages + s.out_slot_pages +
 		s.out_cache_evictable + s.out_cache_pinned +
-		s.out_reserved_pages + s.out_export_pages;
+		s.out_reserved_pages + s.out_export_pages +
+		s.out_quarantine_pages;
 	rows = (__u64)s.out_free_rows + s.out_held_rows + s.out_slot_rows +
 	       s.out_reserved_rows + s.out_export_rows;
 	if (pages != EX_PAGES || rows != EX_ROWS)

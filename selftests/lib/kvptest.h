@@ -353,6 +353,12 @@ void kt_child_signal(int wfd, char c);
 /* Block until the other side writes a byte or closes; returns it or 0. */
 char kt_pipe_wait(int rfd);
 
+/*
+ * How long a dead client's quarantined pages may take to come back once
+ * its processes are reaped: the pool looks again within a second.
+ */
+#define KT_SETTLE_MS	5000
+
 /* Check the pool's accounting identities on one STATS snapshot. */
 void kt_check_identities(struct __test_metadata *_metadata,
 			 struct kt_pool *p,

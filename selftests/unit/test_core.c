@@ -529,6 +529,79 @@ static void test_detach(void)
 	tpool_fini(&t);
 }
 
+/*
+ * A client detached into a quarantine: the pages of its rows and slots
+ * are held back (no one's, not free, not its tenant's), its prefix cache
+ * is freed, the pool still adds up; only kvp_quarantine_end_locked()
+ * frees them, and then they can be had again.
+ */
+static void test_detach_hold(void)
+{
+	struct kvpool_extend_entry e;
+	struct kvp_extend_result res;
+	struct kvp_quarantine q = { 0 };
+	struct kvpool_handle h[3];
+	struct kvpool_stats st;
+	struct tpool t;
+	u32 sh, n, idx, freed, held;
+
+	EXPECT_EQ(0, tpool_init(&t, 0, 64, 16, 8, 1024));
+	EXPECT_EQ(0, kvp_row_alloc_locked(&t.c[1], h, 3, &sh));
+	EXPECT_EQ(0, extend1(&t.c[1], h[0], 100, NULL));	/* 7 pages */
+	EXPECT_EQ(0, extend1(&t.c[1], h[1], 48, NULL));	/* 3 pages */
+	EXPECT_EQ(0, extend1(&t.c[1], h[2], 40, NULL));	/* 3 pages */
+	EXPECT_EQ(0, commit1(&t.c[1], h[2], 40));
+	EXPECT_EQ(0, kvp_release_locked(&t.c[1], &h[2], 1,
+					KVPOOL_RELEASE_DONATE, &freed, &idx));
+	EXPECT_EQ(0, kvp_to_slot_locked(&t.c[1], &h[1], 5, &n));
+	st = stats(&t.c[1]);
+	EXPECT_EQ(2, st.out_cache_evictable);
+	held = st.out_client_pages;
+	EXPECT_EQ(10, held);
+
+	kvp_client_detach_hold_locked(&t.c[1], &q);
+	EXPECT_EQ(held, q.nr);
+	st = stats(&t.c[0]);
+	EXPECT_EQ(held, st.out_quarantine_pages);
+	/* The cache pages are freed, no tenant holds the rest, rows go back. */
+	EXPECT_EQ(64 - held, st.out_free_pages);
+	EXPECT_EQ(0, st.out_cache_evictable);
+	EXPECT_EQ(0, st.out_row_pages + st.out_slot_pages);
+	EXPECT_EQ(0, st.out_tenant_pages);
+	EXPECT_EQ(8, st.out_free_rows);
+	EXPECT_TRUE(clean(&t));
+
+	/* All the free pages can be had, and not one more. */
+	EXPECT_EQ(0, alloc1(&t.c[0], &h[0]));
+	memset(&e, 0, sizeof(e));
+	e.handle = h[0];
+	e.new_len = 16 * (64 - held + 1);
+	EXPECT_EQ(-ENOSPC, kvp_extend_locked(&t.c[0], &e, 1, ~0U, &res));
+	EXPECT_EQ(1, res.shortfall);
+	kvfree(res.pages);
+	EXPECT_EQ(0, extend1(&t.c[0], h[0], 16 * (64 - held), NULL));
+	EXPECT_TRUE(clean(&t));
+
+	/* A broken count is caught. */
+	t.pool.quarantine_pages++;
+	EXPECT_TRUE(broken(&t));
+	t.pool.quarantine_pages--;
+
+	EXPECT_EQ(0, kvp_release_locked(&t.c[0], h, 1, 0, &freed, &idx));
+	EXPECT_EQ(held, kvp_quarantine_end_locked(&t.pool, &q));
+	EXPECT_EQ(0, q.nr);
+	EXPECT_EQ(0, kvp_quarantine_end_locked(&t.pool, &q));
+	st = stats(&t.c[0]);
+	EXPECT_EQ(0, st.out_quarantine_pages);
+	EXPECT_EQ(64, st.out_free_pages);
+	EXPECT_TRUE(clean(&t));
+	EXPECT_EQ(0, alloc1(&t.c[0], &h[0]));
+	EXPECT_EQ(0, extend1(&t.c[0], h[0], 16 * 64, NULL));
+	EXPECT_EQ(0, kvp_release_locked(&t.c[0], h, 1, 0, &freed, &idx));
+	EXPECT_EQ(0, kvp_client_attach_locked(&t.pool, &t.c[1]));
+	tpool_fini(&t);
+}
+
 static void test_mark_wrap(void)
 {
 	struct kvpool_handle h[2];
@@ -1803,7 +1876,7 @@ static void test_commit_trim_pt16(void) { test_commit_trim(16); }
 int main(int argc, char **argv)
 {
 	kvp_user_verbose = argc > 1 && !strcmp(argv[1], "-v");
-	printf("TAP version 13\n1..27\n");
+	printf("TAP version 13\n1..28\n");
 	run("geometry", test_geometry);
 	run("reserve_zero", test_reserve_zero);
 	run("row_alloc", test_row_alloc);
@@ -1814,6 +1887,7 @@ int main(int argc, char **argv)
 	run("release", test_release);
 	run("slots", test_slots);
 	run("detach", test_detach);
+	run("detach_hold", test_detach_hold);
 	run("mark_wrap", test_mark_wrap);
 	run("prefix_cache_pt1", test_prefix_cache_pt1);
 	run("prefix_cache_pt16", test_prefix_cache_pt16);

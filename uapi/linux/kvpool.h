@@ -123,8 +123,9 @@
 
 /*
  * Version of this ABI: 1 is the first release; 2 adds the arena (ARENA,
- * CTL_ARENA_SET). It is bumped when a later release adds ops or fields;
- * test out_features, not this number.
+ * CTL_ARENA_SET, the quarantine of a dead client's pages and
+ * kvpool_stats.out_quarantine_pages). It is bumped when a later release
+ * adds ops or fields; test out_features, not this number.
  */
 #define KVPOOL_ABI_VERSION	2
 
@@ -254,11 +255,18 @@ struct kvpool_info {
  * @out_tenant_max_pages: its hard limit in pages (0: none)
  * @out_tenant_min_pages: its guarantee in pages (0: none)
  * @out_tenant_max_rows: its limit in rows (0: none)
+ * @out_quarantine_pages: pages taken back from closed clients that did not
+ *                        release them, held out of circulation until no
+ *                        process that used those clients is alive (pools
+ *                        with an arena only; design.md, "A dead client's
+ *                        pages"); 0 from a kernel of ABI 1
+ * @__reserved2: 0
  *
  * For every pool: free + row + slot + cache_evictable + cache_pinned +
- * reserved + export pages == nr_pages, and free + held + slot + reserved +
- * export rows == nr_rows. The figures are one consistent snapshot. Of
- * other tenants a client sees nothing but these pool totals.
+ * reserved + export + quarantine pages == nr_pages, and free + held +
+ * slot + reserved + export rows == nr_rows. The figures are one
+ * consistent snapshot. Of other tenants a client sees nothing but these
+ * pool totals.
  */
 struct kvpool_stats {
 	__u32 size;
@@ -287,6 +295,8 @@ struct kvpool_stats {
 	__u32 out_tenant_max_pages;
 	__u32 out_tenant_min_pages;
 	__u32 out_tenant_max_rows;
+	__u32 out_quarantine_pages;
+	__u32 __reserved2;
 };
 
 #define KVPOOL_STATS _IO(KVPOOL_TYPE, KVPOOL_CMD_STATS)

@@ -38,7 +38,17 @@ static const char *const attrs[] = {
 	"cache_evictable", "cache_pinned", "reserved_pages", "free_rows",
 	"held_rows", "slot_rows", "reserved_rows", "nr_clients",
 	"export_rows", "export_pages", "nr_tenants", "low_wmark", "high_wmark",
+	"quarantine_pages",
 };
+
+/*
+ * kvpool_pool_status() as a program built before struct kvpool_stats
+ * grew calls it: the version of the first release, which writes no more
+ * than the 104 bytes of that struct.
+ */
+int kvpool_pool_status_v1(unsigned int pool_id, struct kvpool_info *info,
+			  struct kvpool_stats *stats);
+__asm__(".symver kvpool_pool_status_v1,kvpool_pool_status@KVPOOL_1.0");
 
 static void make_pool_in(const char *parent, unsigned int id,
 			 unsigned int base)
@@ -123,6 +133,20 @@ static void test_list(void)
 	EXPECT_EQ(3, kvpool_pool_list(NULL, 0)) TH_LOG("count only");
 }
 
+/* The first release's version of kvpool_pool_status() keeps to its size. */
+static void test_status_v1(void)
+{
+	unsigned char old[sizeof(struct kvpool_stats)];
+	struct kvpool_stats *o = (void *)old;
+
+	memset(old, 0xa5, sizeof(old));
+	EXPECT_EQ(0, kvpool_pool_status_v1(2, NULL, o));
+	EXPECT_EQ(206, o->out_free_pages);
+	EXPECT_EQ(0, o->out_tenant_max_rows);
+	EXPECT_EQ(0xa5, old[104]) TH_LOG("the old version wrote past 104 bytes");
+	EXPECT_EQ(0xa5, old[sizeof(old) - 1]);
+}
+
 static void test_status(void)
 {
 	struct kvpool_stats st;
@@ -160,6 +184,10 @@ static void test_status(void)
 	      st.out_tenant_rows == 0 && st.out_tenant_max_pages == 0 &&
 	      st.out_tenant_min_pages == 0 && st.out_tenant_max_rows == 0)
 		TH_LOG("tenant fields are not 0");
+
+	EXPECT_EQ(222, st.out_quarantine_pages);
+	EXPECT_EQ(0, st.__reserved2);
+	test_status_v1();
 
 	EXPECT_TRUE(kvpool_pool_status(10, NULL, &st) == 0 &&
 		    st.out_nr_clients == 1016) TH_LOG("stats only");
