@@ -69,6 +69,26 @@ static int kvp_arena_check_host(struct file *file, u64 bytes)
 }
 
 /*
+ * A CUDA chunk: the descriptor cuMemExportToShareableHandle() gives is a
+ * file of the NVIDIA driver's control device, and the driver alone knows
+ * what it holds, so the kernel can only hold it, not check it: libkvpool
+ * checks the allocation's device and size as it maps it. What is refused
+ * here is what could never be one and would do harm as a chunk: a file
+ * that is not a character device (a socket or an io_uring could carry
+ * files the pool would then keep alive unseen), and the pool devices and
+ * control device of kvpool itself, a reference that would keep a pool
+ * alive through itself.
+ */
+static int kvp_arena_check_cuda(struct file *file)
+{
+	if (!S_ISCHR(file_inode(file)->i_mode))
+		return -EINVAL;
+	if (file->f_op == &kvp_pool_fops || file->f_op == kvp_ctl_misc.fops)
+		return -EINVAL;
+	return 0;
+}
+
+/*
  * Lays the chunks out and checks their sizes: a multiple of the page and
  * of PAGE_SIZE each, end to end, covering the pool's @nr_pages without
  * one lying wholly past them. Touches no file yet.
@@ -100,7 +120,7 @@ static int kvp_arena_layout(struct kvp_arena *a,
 	return 0;
 }
 
-/* Takes a reference to each chunk's file, checking it is of @a's kind. */
+/* Takes a reference to each chunk's file, checking it can be of @a's kind. */
 static int kvp_arena_get_files(struct kvp_arena *a,
 			       const struct kvpool_arena_chunk *ch,
 			       u32 *error_index)
@@ -115,7 +135,10 @@ static int kvp_arena_get_files(struct kvp_arena *a,
 		if (!file)
 			return -EBADF;
 		a->chunk[i].file = file;
-		ret = kvp_arena_check_host(file, a->chunk[i].bytes);
+		if (a->kind == KVPOOL_ARENA_HOST)
+			ret = kvp_arena_check_host(file, a->chunk[i].bytes);
+		else
+			ret = kvp_arena_check_cuda(file);
 		if (ret)
 			return ret;
 	}
@@ -147,6 +170,14 @@ static int kvp_arena_set(struct kvpool_ctl_arena_set *cmd,
 					     NULL;
 	if (!kd) {
 		ret = -ENODEV;
+		goto out;
+	}
+	/*
+	 * A CUDA arena lives on the pool's GPU, which libkvpool finds by
+	 * the pool's PCI address: a pool that names none cannot have one.
+	 */
+	if (a->kind == KVPOOL_ARENA_CUDA && !kd->gpu) {
+		ret = -EINVAL;
 		goto out;
 	}
 	/* The pool's geometry is fixed: no pool lock needed to read it. */
@@ -181,7 +212,7 @@ int kvp_ctl_arena_set_ioctl(struct kvp_ucmd *ucmd)
 		return -EOPNOTSUPP;
 	if (cmd->__reserved)
 		return -EINVAL;
-	if (cmd->kind != KVPOOL_ARENA_HOST)
+	if (cmd->kind != KVPOOL_ARENA_HOST && cmd->kind != KVPOOL_ARENA_CUDA)
 		return cmd->kind ? -EOPNOTSUPP : -EINVAL;
 	if (!cmd->page_bytes || cmd->page_bytes > KVP_ARENA_MAX_PAGE_BYTES ||
 	    !cmd->nr_chunks || cmd->nr_chunks > KVPOOL_ARENA_MAX_CHUNKS)

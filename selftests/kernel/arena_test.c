@@ -239,9 +239,9 @@ TEST_F(arena, bad_struct)
 	s.kind = KVPOOL_ARENA_NONE;
 	expect_refused(_metadata, self, &s,
 		       &(struct bad_set){ "kind 0", EINVAL, KT_ERR_NONE });
-	s.kind = 2;
+	s.kind = KVPOOL_ARENA_CUDA + 1;
 	expect_refused(_metadata, self, &s,
-		       &(struct bad_set){ "kind 2", EOPNOTSUPP, KT_ERR_NONE });
+		       &(struct bad_set){ "kind 3", EOPNOTSUPP, KT_ERR_NONE });
 	s = good_set(self, ch, 1);
 	s.page_bytes = 0;
 	expect_refused(_metadata, self, &s,

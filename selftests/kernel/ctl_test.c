@@ -14,6 +14,8 @@
 #include <grp.h>
 #include <time.h>
 #include <linux/capability.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #define NOBODY 65534
@@ -412,6 +414,89 @@ TEST_F(ctl, create_gpu)
 		EXPECT_EQ(EINVAL, create_gpu(self, KVPOOL_CREATE_GPU, odom,
 					     odevid, &id)) TH_LOG("%s", other);
 	EXPECT_EQ(before, kt_count_pools());
+}
+
+/* KVPOOL_CTL_ARENA_SET of one CUDA chunk of @bytes held by @fd. */
+static int cuda_set(int ctl, __u32 id, int fd, __u64 bytes, __u32 *idx)
+{
+	struct kvpool_arena_chunk ch = { .fd = fd, .bytes = bytes };
+
+	*idx = 0xdeadbeef;
+	return kt_arena_set(ctl, id, KVPOOL_ARENA_CUDA, 4096, &ch, 1, idx);
+}
+
+/*
+ * A CUDA arena (KVPOOL_ARENA_CUDA) is for a pool that names its GPU, and
+ * its chunks are character device files (the GPU driver's exported
+ * handles), which the kernel holds without knowing more of them. Refused
+ * with EINVAL: a pool without a GPU, a memfd, a socket, a pool's own
+ * device or the control device; each leaves the pool without an arena.
+ * A character device is taken, and handed back as the same file.
+ */
+TEST_F(ctl, arena_cuda)
+{
+	struct kvpool_arena_fd f;
+	struct kvpool_arena a;
+	struct stat want, got;
+	__u32 dom, devid, id, plain, idx;
+	int null, mfd, sv[2], fd, pfd;
+	char name[64];
+
+	ASSERT_TRUE(find_pci(true, &dom, &devid, name, sizeof(name)))
+		TH_LOG("no PCI display controller: vm-run.sh adds a bochs-display");
+	ASSERT_EQ(0, create_gpu(self, KVPOOL_CREATE_GPU, dom, devid, &id));
+	self->ids[self->nids++] = id;
+	ASSERT_EQ(0, create_gpu(self, 0, 0, 0, &plain));
+	self->ids[self->nids++] = plain;
+	null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, null);
+	mfd = kt_host_memfd(16 * 4096);
+	ASSERT_LE(0, mfd);
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+	fd = kt_open_id(id, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	pfd = kt_open_id(plain, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, pfd);
+
+	EXPECT_EQ(EINVAL, cuda_set(self->ctl, plain, null, 16 * 4096, &idx));
+	EXPECT_EQ(~0u, idx) TH_LOG("no GPU: about no chunk");
+	EXPECT_EQ(0, kt_arena_info(pfd, &a));
+	EXPECT_EQ(KVPOOL_ARENA_NONE, a.out_kind);
+	EXPECT_EQ(EINVAL, cuda_set(self->ctl, id, mfd, 16 * 4096, &idx));
+	EXPECT_EQ(0, idx);
+	EXPECT_EQ(EINVAL, cuda_set(self->ctl, id, sv[0], 16 * 4096, &idx));
+	EXPECT_EQ(0, idx);
+	EXPECT_EQ(EINVAL, cuda_set(self->ctl, id, pfd, 16 * 4096, &idx));
+	EXPECT_EQ(0, idx);
+	EXPECT_EQ(EINVAL, cuda_set(self->ctl, id, self->ctl, 16 * 4096, &idx));
+	EXPECT_EQ(0, idx);
+	EXPECT_EQ(EBADF, cuda_set(self->ctl, id, -1, 16 * 4096, &idx));
+	EXPECT_EQ(0, idx);
+	/* The sizes are checked as for any arena. */
+	EXPECT_EQ(EINVAL, cuda_set(self->ctl, id, null, 15 * 4096, &idx));
+	EXPECT_EQ(0, kt_arena_info(fd, &a));
+	EXPECT_EQ(KVPOOL_ARENA_NONE, a.out_kind);
+
+	ASSERT_EQ(0, cuda_set(self->ctl, id, null, 16 * 4096, &idx));
+	EXPECT_EQ(~0u, idx);
+	ASSERT_EQ(0, kt_arena_info(fd, &a));
+	EXPECT_EQ(KVPOOL_ARENA_CUDA, a.out_kind);
+	EXPECT_EQ(16 * 4096, a.out_bytes);
+	ASSERT_EQ(0, kt_arena_fds(fd, 0, 1, &f, &a));
+	ASSERT_EQ(0, fstat(null, &want));
+	ASSERT_EQ(0, fstat(f.out_fd, &got));
+	EXPECT_TRUE(S_ISCHR(got.st_mode));
+	EXPECT_EQ(want.st_rdev, got.st_rdev);
+	EXPECT_EQ(FD_CLOEXEC, fcntl(f.out_fd, F_GETFD));
+	close(f.out_fd);
+	EXPECT_EQ(EEXIST, cuda_set(self->ctl, id, null, 16 * 4096, &idx));
+
+	close(fd);
+	close(pfd);
+	close(sv[0]);
+	close(sv[1]);
+	close(mfd);
+	close(null);
 }
 
 TEST_F(ctl, create_reserved_nonzero)

@@ -123,9 +123,9 @@
 
 /*
  * Version of this ABI: 1 is the first release; 2 adds the arena (ARENA,
- * CTL_ARENA_SET, the quarantine of a dead client's pages and
- * kvpool_stats.out_quarantine_pages). It is bumped when a later release
- * adds ops or fields; test out_features, not this number.
+ * CTL_ARENA_SET, host and CUDA kinds, the quarantine of a dead client's
+ * pages and kvpool_stats.out_quarantine_pages). It is bumped when a later
+ * release adds ops or fields; test out_features, not this number.
  */
 #define KVPOOL_ABI_VERSION	2
 
@@ -685,6 +685,7 @@ struct kvpool_pressure {
 /* Arena kinds (kvpool_ctl_arena_set.kind, kvpool_arena.out_kind) */
 #define KVPOOL_ARENA_NONE	0	/* the pool has no arena */
 #define KVPOOL_ARENA_HOST	1	/* memfds: host memory */
+#define KVPOOL_ARENA_CUDA	2	/* CUDA VMM allocations of the pool's GPU */
 
 /* The most chunks one arena has. */
 #define KVPOOL_ARENA_MAX_CHUNKS	256
@@ -941,7 +942,11 @@ struct kvpool_ctl_wmark {
  *      KVPOOL_ARENA_HOST a memfd (not MFD_HUGETLB) open for reading and
  *      writing, sealed with F_SEAL_SHRINK, F_SEAL_GROW and F_SEAL_SEAL
  *      (so no client can add F_SEAL_WRITE) but not against writes, at
- *      least @bytes long
+ *      least @bytes long; for KVPOOL_ARENA_CUDA the descriptor
+ *      cuMemExportToShareableHandle() gave for one allocation
+ *      (CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR), a character device
+ *      file of the GPU driver (/dev/nvidiactl), whose length the kernel
+ *      cannot see: the allocation must be at least @bytes long
  * @__reserved: must be 0
  * @bytes: the chunk's length: a multiple of page_bytes and of the CPU's
  *         page size
@@ -957,8 +962,11 @@ struct kvpool_arena_chunk {
  * @size: sizeof(struct kvpool_ctl_arena_set)
  * @flags: must be 0
  * @pool_id: the pool
- * @kind: KVPOOL_ARENA_HOST (KVPOOL_ARENA_NONE is EINVAL; a kind this
- *        kernel does not know, EOPNOTSUPP)
+ * @kind: KVPOOL_ARENA_HOST, or KVPOOL_ARENA_CUDA for a pool created with
+ *        KVPOOL_CREATE_GPU (EINVAL without; the allocations must be on
+ *        that GPU, which libkvpool checks as it maps them).
+ *        KVPOOL_ARENA_NONE is EINVAL; a kind this kernel does not know,
+ *        EOPNOTSUPP
  * @page_bytes: bytes of one page, every layer's K and V of page_tokens
  *              tokens: 1..2^32
  * @nr_chunks: entries in @chunks, 1..KVPOOL_ARENA_MAX_CHUNKS
@@ -973,8 +981,10 @@ struct kvpool_arena_chunk {
  * close its fds and exit. Once only: EEXIST if the pool has an arena.
  * EINVAL for a size that is not a multiple of page_bytes and the CPU page
  * size, chunks that do not cover the pool, or a chunk file of the wrong
- * kind (not a sealed memfd, or shorter than @bytes); EBADF for a chunk fd
- * that is not open; both name the chunk in @out_error_index.
+ * kind (for HOST: not a sealed memfd, or shorter than @bytes; for CUDA:
+ * not a character device, or a kvpool device, which would keep the pool
+ * alive through itself); EBADF for a chunk fd that is not open; both name
+ * the chunk in @out_error_index.
  */
 struct kvpool_ctl_arena_set {
 	__u32 size;
