@@ -30,6 +30,9 @@ pkgs=(
 	pkgconf			# userlib's install check builds with pkg-config
 	g++			# userlib's header check compiles it as C++
 	libdrm-dev		# kvpoolctl gpus finds DRM devices with libdrm
+	python3-pip		# tools/cuda-headers.sh fetches cuda.h's wheel
+				# with pip where there is no CUDA toolkit;
+				# Debian 12's python3 comes without pip
 	gcc make libc6-dev	# module and kselftest builds
 	gcc-12			# the compiler both Debian kernels were built with
 	libelf1 libssl3 zlib1g	# runtime libs of the unpacked (not installed)
