@@ -4,7 +4,8 @@
 # The whole test suite, as `make check` and CI run it. Installs what it
 # needs (Debian 12, root), then:
 #   1. unit: the core in userspace (ASan, UBSan, fail-nth), libkvpool and
-#      kvpoolctl without the module, the scheduler replay on the core
+#      kvpoolctl without the module, the fake CUDA driver the CUDA arena
+#      tests use, the scheduler replay on the core
 #   2. fuzz: libFuzzer over the core, the corpus then a short run
 #   3. lint: checkpatch --strict, W=1 and sparse per kernel
 #   4. vm: every selftests/kernel/*_test in QEMU on each kernel of $KERNELS
@@ -113,9 +114,10 @@ if ! make -s userlib tools >"$log" 2>&1 ||
 fi
 
 if ((!vm_only)); then
-	stage "unit: libkvpool and kvpoolctl without the module"
+	stage "unit: libkvpool, kvpoolctl and the fake CUDA driver without the module"
 	run_checks libkvpool make -s -C userlib check
 	run_checks tools make -s -C tools check
+	run_checks fakecuda make -s -C selftests/lib/fakecuda check
 
 	stage "replay: the scheduler replay on the userspace core"
 	run_checks replay make -s -C tools/kvpool-replay check
