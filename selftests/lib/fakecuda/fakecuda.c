@@ -17,6 +17,8 @@
  *    error cuInit() gave after a failed one. A child forked after cuInit()
  *    gets CUDA_ERROR_NOT_INITIALIZED from everything, since CUDA does not
  *    survive fork(): a caller must fork first, then initialise.
+ *  - cuDeviceGetAttribute(): only the VMM and POSIX fd handle support
+ *    attributes (1); others are CUDA_ERROR_NOT_SUPPORTED, not invented.
  *  - primary contexts, retained and released, current per thread; copies
  *    and synchronisation need a live current context.
  *  - "device pointers" are host virtual addresses. cuMemAddressReserve()
@@ -417,6 +419,27 @@ CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 		return fk_out(CUDA_ERROR_INVALID_DEVICE);
 	snprintf(name, len, "kvpool fakecuda GPU %d (fake driver)", dev);
 	return fk_out(CUDA_SUCCESS);
+}
+
+/* Only what a VMM user asks before relying on it; the rest is unmodelled. */
+CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
+{
+	CUresult err = fk_enter();
+
+	if (err != CUDA_SUCCESS)
+		return err;
+	if (!pi)
+		return fk_out(CUDA_ERROR_INVALID_VALUE);
+	if (!fk_devok(dev))
+		return fk_out(CUDA_ERROR_INVALID_DEVICE);
+	switch (attrib) {
+	case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+	case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:
+		*pi = 1;
+		return fk_out(CUDA_SUCCESS);
+	default:
+		return fk_out(CUDA_ERROR_NOT_SUPPORTED);
+	}
 }
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)

@@ -37,7 +37,8 @@
 /* The entry points, looked up under the names cuda.h gives them. */
 #define FK_FUNCS(X)							\
 	X(cuInit) X(cuGetErrorName) X(cuDeviceGetCount)			\
-	X(cuDeviceGet) X(cuDeviceGetByPCIBusId) X(cuDeviceGetPCIBusId)	\
+	X(cuDeviceGet) X(cuDeviceGetAttribute) X(cuDeviceGetByPCIBusId)	\
+	X(cuDeviceGetPCIBusId)						\
 	X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)	\
 	X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuCtxSynchronize)	\
 	X(cuMemGetAllocationGranularity) X(cuMemCreate) X(cuMemRelease)	\
@@ -305,6 +306,13 @@ static void test_share(void)
 	check("bus id of device 1",
 	      p_cuDeviceGetPCIBusId(bus, sizeof(bus), 1) == CUDA_SUCCESS &&
 	      !strcasecmp(bus, "0000:00:1b.0"));
+	check("device 1 supports VMM and POSIX fd handles",
+	      p_cuDeviceGetAttribute(&n,
+		CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 1) ==
+	      CUDA_SUCCESS && n == 1 &&
+	      p_cuDeviceGetAttribute(&n,
+		CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+		1) == CUDA_SUCCESS && n == 1);
 	check_rc("device 2 does not exist",
 		 p_cuDeviceGet(&dev, 2), CUDA_ERROR_INVALID_DEVICE);
 	check_rc("granularity",
