@@ -16,6 +16,8 @@
 #include <cuda.h>
 #include <kvpool.h>
 
+#include "cu_entry.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -30,27 +32,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#define STR(x)	#x
-#define XSTR(x)	STR(x)	/* after cuda.h's renaming: "cuMemcpyHtoD_v2" */
-
-/* The entry points, looked up under the names cuda.h gives them. */
-#define FK_FUNCS(X)							\
-	X(cuInit) X(cuGetErrorName) X(cuDeviceGetCount)			\
-	X(cuDeviceGet) X(cuDeviceGetAttribute) X(cuDeviceGetByPCIBusId)	\
-	X(cuDeviceGetPCIBusId)						\
-	X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)	\
-	X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuCtxSynchronize)	\
-	X(cuMemGetAllocationGranularity) X(cuMemCreate) X(cuMemRelease)	\
-	X(cuMemExportToShareableHandle)					\
-	X(cuMemImportFromShareableHandle)				\
-	X(cuMemGetAllocationPropertiesFromHandle)			\
-	X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemMap)		\
-	X(cuMemUnmap) X(cuMemSetAccess) X(cuMemcpyHtoD)		\
-	X(cuMemcpyDtoH) X(cuMemsetD8)
-
-#define FK_DECL(f) static __typeof__(&f) p_##f;
-FK_FUNCS(FK_DECL)
 
 static void *fk_lib;
 static int npass, nfail;
@@ -435,6 +416,7 @@ static void test_share(void)
 int main(int argc, char **argv)
 {
 	char dir[] = "/tmp/fakecuda-test.XXXXXX", cmd[64];
+	const char *missing;
 	pid_t pid;
 	int st;
 
@@ -447,13 +429,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fakecuda_test: %s\n", dlerror());
 		return 2;
 	}
-#define FK_LOAD(f)							\
-	p_##f = (__typeof__(&f))dlsym(fk_lib, XSTR(f));			\
-	if (!p_##f) {							\
-		printf("FAIL the fake exports %s\n", XSTR(f));		\
-		return 1;						\
+	missing = cu_entry_load(fk_lib);
+	if (missing) {
+		printf("FAIL the fake exports %s\n", missing);
+		return 1;
 	}
-	FK_FUNCS(FK_LOAD)
 	if (!mkdtemp(dir)) {
 		perror("fakecuda_test: mkdtemp");
 		return 2;
