@@ -361,8 +361,8 @@ static int create_gpu(FIXTURE_DATA(ctl) *self, __u32 flags, __u32 domain,
 
 /*
  * A pool for a GPU: its device is a child of the PCI device (the "device"
- * link, the gpu attribute, INFO's flags). The VM has a bochs display
- * controller (tools/vm/vm-run.sh) for this. Refused: no device at the
+ * link, the gpu attribute, INFO's flags). The VM has a virtio GPU
+ * (tools/vm/vm-run.sh) for this. Refused: no device at the
  * address (ENXIO), a device that is no display controller, an address
  * past 16 bits or one given without the flag (EINVAL).
  */
@@ -375,7 +375,7 @@ TEST_F(ctl, create_gpu)
 	ssize_t n;
 
 	ASSERT_TRUE(find_pci(true, &dom, &devid, name, sizeof(name)))
-		TH_LOG("no PCI display controller: vm-run.sh adds a bochs-display");
+		TH_LOG("no PCI display controller: vm-run.sh adds a virtio GPU");
 	ASSERT_EQ(0, create_gpu(self, KVPOOL_CREATE_GPU, dom, devid, &id));
 	snprintf(path, sizeof(path), KT_SYSFS_FMT, id, "device");
 	n = readlink(path, link, sizeof(link) - 1);
@@ -443,7 +443,7 @@ TEST_F(ctl, arena_cuda)
 	char name[64];
 
 	ASSERT_TRUE(find_pci(true, &dom, &devid, name, sizeof(name)))
-		TH_LOG("no PCI display controller: vm-run.sh adds a bochs-display");
+		TH_LOG("no PCI display controller: vm-run.sh adds a virtio GPU");
 	ASSERT_EQ(0, create_gpu(self, KVPOOL_CREATE_GPU, dom, devid, &id));
 	self->ids[self->nids++] = id;
 	ASSERT_EQ(0, create_gpu(self, 0, 0, 0, &plain));

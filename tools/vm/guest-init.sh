@@ -15,12 +15,17 @@
 #   VM_PARAMS    module parameters, split on whitespace
 #   VM_DEVGLOB   a /dev glob that must exist after insmod, or empty
 #   VM_HOSTROOT_OPTS  extra 9p mount options of the host root (tuning)
+#   VM_MODROOT   host path of the kernel's staged modules (their
+#                lib/modules/KREL), or empty for a kernel that has none
 #
 # Protocol back to vm-run.sh, all in /results/.vm/:
 #   booted       the results share is up (absent: the VM did not boot)
 #   modfail      insmod failed or no device node appeared (why, and dmesg)
 #   rc           CMD's exit status (absent: the guest died before the end)
-# and /results/dmesg, the kernel log after CMD.
+# and /results/dmesg, the kernel log after CMD. Inside the guest,
+# /run/kvpool-vm/gpu-driver says what became of the virtio GPU's DRM
+# driver: "virtio_gpu" (loaded), "none: ..." (the kernel has no modules
+# to load it from) or "failed: ..." (tests that need it fail on that).
 #
 # Every path ends in `reboot -f`; with QEMU's -no-reboot that ends QEMU.
 
@@ -131,6 +136,21 @@ fi
 # The results share at its host path (after /tmp, which may hold it).
 mkdir -p "/mnt$VM_RESULTS" 2>/dev/null
 mount -o bind /results "/mnt$VM_RESULTS" || die "cannot bind the results share"
+
+# The GPU's driver, as a host loads it: from the kernel's own modules,
+# with the chroot's modprobe (kmod), so DRM device nodes exist for the
+# tests of kvpoolctl gpus.
+mkdir -p /mnt/run/kvpool-vm
+if [ -z "$VM_MODROOT" ]; then
+	echo "none: this kernel has no modules tree to load virtio_gpu from" \
+		>/mnt/run/kvpool-vm/gpu-driver
+elif /bin/chroot /mnt /sbin/modprobe -d "$VM_MODROOT" virtio_gpu \
+	>/gpu-modprobe.out 2>&1; then
+	echo virtio_gpu >/mnt/run/kvpool-vm/gpu-driver
+else
+	echo "failed: modprobe virtio_gpu: $(cat /gpu-modprobe.out)" \
+		>/mnt/run/kvpool-vm/gpu-driver
+fi
 
 # CMD itself: the environment and cwd are set by cmd.sh (written by
 # vm-run.sh); env -i so nothing of this init leaks in.

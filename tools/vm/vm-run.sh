@@ -152,6 +152,14 @@ initramfs=$(initramfs_for)
 	printf 'VM_PARAMS=%q\n' "$params"
 	printf 'VM_DEVGLOB=%q\n' "$devglob"
 	printf 'VM_HOSTROOT_OPTS=%q\n' "${KVPOOL_VM_9P_OPTS:-cache=loose}"
+	# Debian's kernels come with their modules, staged (depmod'ed) here;
+	# a kernel built here (6.1-debug) has none.
+	krel=$(. "$kdir/info" && echo "$KREL")
+	if [[ -f $kdir/root/lib/modules/$krel/modules.dep ]]; then
+		printf 'VM_MODROOT=%q\n' "$kdir/root"
+	else
+		printf 'VM_MODROOT=\n'
+	fi
 } >"$results/.vm/config"
 # Run by the host's bash inside the chroot, so bash quoting (%q) is safe.
 {
@@ -188,8 +196,11 @@ qemu=(
 	# there is no VGA device (-nodefaults), so "on" shows nothing.
 	-nographic -machine graphics=on -nodefaults -serial stdio -no-reboot
 	# A PCI display controller (class 0x0380) for the tests of pools
-	# created for a GPU (KVPOOL_CREATE_GPU): no guest driver needs it.
-	-device bochs-display,addr=0x10
+	# created for a GPU (KVPOOL_CREATE_GPU) and of kvpoolctl gpus: a
+	# virtio GPU, whose DRM driver (loaded by guest-init.sh where the
+	# kernel has it as a module) makes a render node, as a real GPU's
+	# does; bochs-display's makes none.
+	-device virtio-gpu-pci,addr=0x10
 	-kernel "$kimage" -initrd "$initramfs" -append "$append"
 	-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
 	-virtfs "local,path=$results,mount_tag=results,security_model=none,multidevs=remap"

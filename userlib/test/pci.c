@@ -19,7 +19,7 @@ static const struct {
 } good[] = {
 	{ "0000:3b:00.0", 0, 0x3b00 },
 	{ "3b:00.0", 0, 0x3b00 },
-	/* The VMs' bochs display: slot 0x10 is devfn 0x80. */
+	/* The VMs' virtio GPU: slot 0x10 is devfn 0x80. */
 	{ "0000:00:10.0", 0, 0x0080 },
 	{ "00:00.0", 0, 0 },
 	{ "0001:02:03.4", 1, 0x021c },
