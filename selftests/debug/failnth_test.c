@@ -1338,4 +1338,94 @@ static const struct step lifecycle_steps[] = {
 };
 SEQ_RUN(lifecycle, lifecycle_steps)
 
+#define NR_USERS	5	/* one more than a client's first users list */
+
+/*
+ * In a child: STATS on @fd under fail-nth @n (0: not armed), so that this
+ * process becomes one more user of the client; exit code 0 (it worked),
+ * 1 (ENOMEM, and STATS wrote nothing) or 2 (anything else).
+ */
+static int __attribute__((noreturn)) child_stats(int fd, unsigned int n)
+{
+	struct kvpool_stats s = { .size = sizeof(s), .out_free_pages = 7 };
+	int e;
+
+	if (n && nth_open())
+		_exit(2);
+	if (n)
+		nth_arm(n);
+	e = kt_ioctl(fd, KVPOOL_STATS, &s);
+	if (n)
+		nth_pause();
+	if (!e)
+		_exit(0);
+	_exit(e == ENOMEM && s.out_free_pages == 7 ? 1 : 2);
+}
+
+/*
+ * A client's list of the processes that used it (for its quarantine)
+ * grows when a fifth live process makes an ioctl on it: that allocation
+ * failing is ENOMEM, the op not run, and the process not counted, so the
+ * next try allocates again and goes through.
+ */
+TEST_F_TIMEOUT(failnth, users_grow, 120)
+{
+	int ctl, fd, gate[2], i, st, got1 = 0, got0 = 0;
+	pid_t kid[NR_USERS];
+	unsigned int n;
+	__u32 id;
+
+	if (self->skip)
+		SKIP(return, "%s", self->skip);
+	ctl = kt_ctl_open();
+	ASSERT_LE(0, ctl);
+	ASSERT_EQ(0, kt_create(ctl, 0, G_PAGES, 1, 8, G_PAGES, &id));
+	fd = kt_open_id(id, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, pipe(gate));
+	/* The opener and three more: the list is full. */
+	for (i = 0; i < NR_USERS - 2; i++) {
+		kid[i] = fork();
+		ASSERT_LE(0, kid[i]);
+		if (kid[i] == 0) {
+			struct kvpool_stats s = { .size = sizeof(s) };
+			char c;
+
+			close(gate[1]);
+			if (kt_ioctl(fd, KVPOOL_STATS, &s))
+				_exit(2);
+			if (read(gate[0], &c, 1) < 0)
+				_exit(2);
+			_exit(0);
+		}
+	}
+	usleep(200 * 1000);
+	/* The fifth: its first allocation fails, the next run does not. */
+	for (n = 1; n < 8 && !got0; n++) {
+		pid_t p = fork();
+
+		ASSERT_LE(0, p);
+		if (p == 0)
+			child_stats(fd, n);
+		ASSERT_EQ(p, waitpid(p, &st, 0));
+		ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) < 2)
+			TH_LOG("fail-nth %u: status %#x", n, st);
+		if (WEXITSTATUS(st) == 1)
+			got1++;
+		else
+			got0 = 1;
+	}
+	EXPECT_EQ(1, got1) TH_LOG("failure points in the users list's growth");
+	EXPECT_EQ(1, got0);
+	close(gate[1]);
+	for (i = 0; i < NR_USERS - 2; i++) {
+		EXPECT_EQ(kid[i], waitpid(kid[i], &st, 0));
+		EXPECT_TRUE(KT_CHILD_OK(st));
+	}
+	close(gate[0]);
+	close(fd);
+	EXPECT_EQ(0, kt_destroy(ctl, id));
+	close(ctl);
+}
+
 TEST_HARNESS_MAIN
