@@ -697,6 +697,24 @@ static void sample(double t)
 	fflush(csv);
 }
 
+/*
+ * A dead client's pages are held back until its processes are gone, and
+ * come back a few milliseconds after: waits (up to 5 s) for none to be.
+ * Returns the seconds it waited, or -1 if some still are.
+ */
+static double wait_quarantine(void)
+{
+	struct kvpool_stats st;
+	double t0 = now_s();
+
+	while (!kvpool_stats(mon, &st) && st.out_quarantine_pages) {
+		if (now_s() - t0 > 5)
+			return -1;
+		usleep(1000);
+	}
+	return now_s() - t0;
+}
+
 static void do_verify(double t)
 {
 	int v = kvpool_verify(mon, NULL);
@@ -913,12 +931,21 @@ static double kill_one(void)
 	sample_tenants();
 	event("SIGKILL %s (pid %d): held %u pages, %u rows (%u in slots)",
 	      te->cfg->name, p->pid, pages, rows, slots);
-	event("  reaped in %.1f ms: %s holds %u pages, %u rows; pool free %u",
+	event("  reaped in %.1f ms: %s holds %u pages, %u rows; pool free %u, %u held back",
 	      ms, te->cfg->name, te->now.pages, te->now.rows,
-	      (kvpool_stats(mon, &pst), pst.out_free_pages));
+	      (kvpool_stats(mon, &pst), pst.out_free_pages),
+	      pst.out_quarantine_pages);
 	if (te->now.pages || te->now.rows) {
 		event("FAILED: the killed process's pages were not all reclaimed");
 		failed = true;
+	}
+	ms = wait_quarantine() * 1000;
+	if (ms < 0) {
+		event("FAILED: the killed process's pages were still held back 5 s after it was reaped");
+		failed = true;
+	} else {
+		event("  its pages free again %.1f ms after the kill (held back until the process was gone)",
+		      (now_s() - t_kill) * 1000);
 	}
 	return t_kill - t0;
 }
@@ -1061,6 +1088,12 @@ static bool final_checks(FILE *f)
 	int v, ret;
 	u32 i;
 
+	/* The last processes' pages come back just after their exit. */
+	if (wait_quarantine() < 0) {
+		fprintf(f, "FAIL pages still held back 5 s after every process exited\n");
+		ok = false;
+	}
+
 	for (i = 0; i < SIM_MAX_PROCS; i++) {
 		struct sim_proc *p = &sh->proc[i];
 
@@ -1085,12 +1118,13 @@ static bool final_checks(FILE *f)
 		ok = false;
 	if (ret || st.out_free_pages + st.out_reserved_pages != pinfo.out_nr_pages ||
 	    st.out_export_pages || st.out_row_pages || st.out_slot_pages ||
-	    st.out_cache_evictable || st.out_cache_pinned) {
-		fprintf(f, "FAIL pool not whole: free %u + reserved %u of %u (rows %u slots %u cache %u+%u exported %u)\n",
+	    st.out_cache_evictable || st.out_cache_pinned ||
+	    st.out_quarantine_pages) {
+		fprintf(f, "FAIL pool not whole: free %u + reserved %u of %u (rows %u slots %u cache %u+%u exported %u held back %u)\n",
 			st.out_free_pages, st.out_reserved_pages,
 			pinfo.out_nr_pages, st.out_row_pages, st.out_slot_pages,
 			st.out_cache_evictable, st.out_cache_pinned,
-			st.out_export_pages);
+			st.out_export_pages, st.out_quarantine_pages);
 		ok = false;
 	} else {
 		fprintf(f, "PASS pool whole: free %u == nr_pages %u - reserved %u, no rows, slots, cache or exports\n",
