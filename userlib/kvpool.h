@@ -570,14 +570,22 @@ int kvpool_arena_fds(struct kvpool *kp, uint32_t first_chunk, uint32_t count,
  * a later field that does not fit there comes with a new function.
  *
  * @base:       where the arena starts: page id i is at
- *              base + i * page_bytes; NULL when nothing is mapped
+ *              base + i * page_bytes; NULL when nothing is mapped. For a
+ *              KVPOOL_ARENA_CUDA arena it is a CUdeviceptr (cast to
+ *              void *), a GPU address for CUDA calls and kernels, not
+ *              for the CPU to dereference; kvpool_page_addr() and
+ *              kvpool_layer_addr() give device addresses the same way
  * @bytes:      the length of the mapping, the arena's (it may end in a few
  *              pages past nr_pages that no id names)
  * @page_bytes: bytes of one page
- * @kind:       KVPOOL_ARENA_HOST
+ * @kind:       KVPOOL_ARENA_HOST or KVPOOL_ARENA_CUDA
  * @nr_pages:   the pool's pages: ids 0..nr_pages-1
  * @nr_chunks:  the files the arena is made of, mapped end to end
- * @__resv:     set to 0; room for later versions of this library.
+ * @__resv:     room for later versions of this library; 0 for a host
+ *              arena. For a CUDA arena the library keeps there what
+ *              kvpool_arena_unmap() must give back (whether it retained
+ *              the device's primary context, and the device): the caller
+ *              leaves it alone.
  */
 struct kvpool_arena_view {
 	void *base;
@@ -600,12 +608,32 @@ struct kvpool_arena_view {
  * mapped, no descriptor left open and *@v zeroed (-ENODATA: the pool has
  * no arena; -EOPNOTSUPP: a kind this library cannot map; -EIO: the
  * kernel's answer does not add up; -ENOMEM, -EMFILE, or mmap(2)'s).
+ *
+ * A KVPOOL_ARENA_CUDA arena is mapped into the GPU's address space of
+ * this process instead, with the CUDA driver API, which the library
+ * loads with dlopen() on first use (libcuda.so.1, or the file named by
+ * $KVPOOL_LIBCUDA): cuInit(), the pool's GPU (kvpool_pool_gpu()) by its
+ * PCI address, this thread's current context or, if it has none, the
+ * device's primary context, retained and made current (until unmap); one
+ * cuMemAddressReserve() of the arena's length, each chunk imported
+ * (cuMemImportFromShareableHandle() of its descriptor, closed at once),
+ * cuMemMap()ed at its offset and its handle released; then one
+ * cuMemSetAccess(), read-write for that device. CUDA does not survive
+ * fork(): a process that forks does so before its first CUDA arena call.
+ * Further errors: -ENODEV: the pool has no GPU; -ELIBACC: no CUDA driver;
+ * -EINVAL: a chunk's offset or length no multiple of the device's
+ * allocation granularity; -EXDEV: a chunk's memory is on another device
+ * than the pool's GPU; -EIO (-ENOMEM for CUDA_ERROR_OUT_OF_MEMORY): a
+ * CUDA call failed. kvpool_arena_error() says which and why.
  */
 int kvpool_arena_map(struct kvpool *kp, struct kvpool_arena_view *v);
 
 /*
  * Unmap what kvpool_arena_map() mapped in *@v and zero *@v. A zeroed view
- * (nothing mapped) is left alone. Returns 0 or -errno from munmap(2).
+ * (nothing mapped) is left alone. Returns 0 or -errno from munmap(2); for
+ * a CUDA arena, cuMemUnmap() and cuMemAddressFree() (-EIO if one fails,
+ * and then *@v is kept), and the primary context map retained is
+ * released.
  */
 int kvpool_arena_unmap(struct kvpool_arena_view *v);
 
@@ -688,6 +716,36 @@ int kvpool_arena_plan_host(uint32_t nr_pages, uint64_t page_bytes,
  */
 int kvpool_arena_create_host(unsigned int pool_id, uint64_t page_bytes,
 			     uint32_t nr_chunks, uint32_t *error_index);
+
+/*
+ * Give pool @pool_id, created with a GPU (KVPOOL_CREATE_GPU), a CUDA
+ * arena of @page_bytes pages in @nr_chunks chunks (needs CAP_SYS_ADMIN):
+ * read its nr_pages and its GPU from sysfs, load the CUDA driver (as
+ * kvpool_arena_map() does), find the GPU and its allocation granularity,
+ * size the chunks as kvpool_arena_plan_host() does but in units of
+ * lcm(@page_bytes, granularity), make each with cuMemCreate() (pinned
+ * device memory, exportable as a POSIX file descriptor), export it with
+ * cuMemExportToShareableHandle() and release the handle, hand the
+ * descriptors over with kvpool_arena_set(KVPOOL_ARENA_CUDA) and close
+ * them. The memory lives as long as the pool holds the descriptors.
+ * *@error_index as kvpool_arena_set()'s. Returns 0 or -errno, with every
+ * descriptor closed and every handle released either way: -EINVAL also
+ * for a pool with no GPU or a plan that cannot be; -ELIBACC: no CUDA
+ * driver; -EIO or -ENOMEM: a CUDA call failed (kvpool_arena_error()).
+ */
+int kvpool_arena_create_cuda(unsigned int pool_id, uint64_t page_bytes,
+			     uint32_t nr_chunks, uint32_t *error_index);
+
+/*
+ * Why this thread's last arena call (kvpool_arena_map(),
+ * kvpool_arena_unmap(), kvpool_arena_create_host(),
+ * kvpool_arena_create_cuda()) failed, in words: e.g. "no CUDA driver
+ * (libcuda.so.1 not found)", "cuMemImportFromShareableHandle:
+ * CUDA_ERROR_INVALID_VALUE: invalid argument", or kvpool_strerror()'s
+ * text for a failure with no more to say; "" after one that succeeded.
+ * The string is this thread's and stays until its next arena call.
+ */
+const char *kvpool_arena_error(void);
 
 /*
  * A short description of @err (negative or positive errno) as the kvpool

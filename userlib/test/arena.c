@@ -28,6 +28,16 @@
  *   library was built for; the stand-in refuses GPU addresses as the
  *   header says the kernel does, and those errnos come back unchanged;
  *   a reserved field not 0 is refused before any ioctl.
+ * - CUDA arenas, with no driver to load (a child whose $KVPOOL_LIBCUDA
+ *   names no file): map and create_cuda are -ELIBACC with the text
+ *   kvpool_arena_error() promises, nothing left open, nothing asked of
+ *   the control device; a pool with no GPU is -ENODEV to map, -EINVAL to
+ *   create. Then with the fake CUDA driver (FAKECUDA, two GPUs):
+ *   create_cuda hands the stand-in exported handles (character devices)
+ *   of the planned lengths, which two views map as one memory, at the
+ *   granularity, the first view retaining the primary context; a chunk
+ *   not on the granularity is -EINVAL, one on the other GPU -EXDEV, one
+ *   the driver cannot import -EIO, each with its text and nothing left.
  *
  * The library under test is built with its sysfs root and control device
  * in FAKE_SYSFS (kvpool-fake.o).
@@ -44,11 +54,18 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <dlfcn.h>
+#include <cuda.h>
 
 #include "kvpool.h"
 #include "kvp_expect.h"
 #include "fdcount.h"
 #include "testfs.h"
+
+#ifndef FAKECUDA
+#error "build with -DFAKECUDA=... (the fake CUDA driver's libcuda.so.1)"
+#endif
 
 #ifndef FAKE_SYSFS
 #error "build with -DFAKE_SYSFS=... (the KVPOOL_SYSFS_DIR of the library)"
@@ -79,6 +96,7 @@ static struct {
 	uint32_t refuse_chunk;		/* refused with EINVAL, or ~0 */
 	unsigned int set_calls;
 	uint32_t set_chunks;		/* chunks of the last accepted set */
+	int keep_cuda;			/* become the CUDA arena it is set */
 	int set_wrong;			/* a chunk not as the header wants */
 	/* CTL_CREATE on the fake control device: the last request */
 	unsigned int create_calls;
@@ -156,6 +174,17 @@ static int fake_check_chunk(const struct kvpool_ctl_arena_set *a,
 	ssize_t len;
 	struct stat st;
 
+	if (a->kind == KVPOOL_ARENA_CUDA) {
+		/* The kernel's rule: a character device, any length. */
+		if (fstat(c->fd, &st))
+			return -EBADF;
+		if (c->__reserved || !c->bytes || c->bytes % a->page_bytes ||
+		    !S_ISCHR(st.st_mode))
+			return -EINVAL;
+		if (!(fcntl(c->fd, F_GETFD) & FD_CLOEXEC))
+			fake.set_wrong = 1;
+		return 0;
+	}
 	seals = fcntl(c->fd, F_GET_SEALS);
 	if (seals < 0)
 		return errno == EBADF ? -EBADF : -EINVAL;
@@ -192,7 +221,7 @@ static int fake_arena_set(struct kvpool_ctl_arena_set *a)
 	}
 	if (a->pool_id != FAKE_POOL)
 		return -ENODEV;
-	if (a->kind != KVPOOL_ARENA_HOST)
+	if (a->kind != KVPOOL_ARENA_HOST && a->kind != KVPOOL_ARENA_CUDA)
 		return -EOPNOTSUPP;
 	if (!a->page_bytes || a->page_bytes > (1ULL << 32) || !a->nr_chunks ||
 	    a->nr_chunks > KVPOOL_ARENA_MAX_CHUNKS)
@@ -211,6 +240,15 @@ static int fake_arena_set(struct kvpool_ctl_arena_set *a)
 		return -EINVAL;
 	fake.set_calls++;
 	fake.set_chunks = a->nr_chunks;
+	if (a->kind == KVPOOL_ARENA_CUDA && fake.keep_cuda) {
+		fake.kind = a->kind;
+		fake.page_bytes = a->page_bytes;
+		fake.nr_chunks = a->nr_chunks;
+		for (i = 0; i < a->nr_chunks; i++) {
+			fake.chunk_fd[i] = fcntl(c[i].fd, F_DUPFD_CLOEXEC, 0);
+			fake.chunk_bytes[i] = c[i].bytes;
+		}
+	}
 	return 0;
 }
 
@@ -278,6 +316,7 @@ int ioctl(int fd, unsigned long request, ...)
 
 		in->out_abi_version = KVPOOL_ABI_VERSION;
 		in->out_features = KVPOOL_FEAT_ARENA;
+		in->out_pool_id = FAKE_POOL;
 		in->out_nr_pages = fake.nr_pages;
 		in->out_max_batch = 64;
 		ret = 0;
@@ -800,6 +839,258 @@ static void test_create(void)
 	rm_rf(FAKE_SYSFS);
 }
 
+/* ---- CUDA ---- */
+
+#define CU_PAGE		(64U << 10)
+#define CU_GRAN		(2U << 20)	/* the fake's default granularity */
+#define CU_PAGES	64		/* 4 MiB: two granules */
+
+/* Pool FAKE_POOL of CU_PAGES pages, on GPU @gpu ("" for none). */
+static void make_cuda_pool(const char *gpu)
+{
+	struct stat st;
+
+	make_fake_pool(CU_PAGES);
+	put(CLASS "/kvpool3", "gpu", gpu);
+	put(FAKE_SYSFS, "kvpool-control", "");
+	if (stat(CONTROL, &st))
+		kvp_expect_die(CONTROL);
+	fake.ctl_ino = st.st_ino;
+}
+
+static struct kvpool *open_fake_pool(void)
+{
+	struct kvpool *kp;
+
+	fake.pool_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (fake.pool_fd < 0 || kvpool_open_fd(fake.pool_fd, &kp))
+		kvp_expect_die("open_fd");
+	return kp;
+}
+
+static void close_fake_pool(struct kvpool *kp)
+{
+	kvpool_close(kp);
+	fake.pool_fd = -1;
+}
+
+/* In a child: its $KVPOOL_LIBCUDA names no file, before any CUDA call. */
+static void cuda_nodriver(void)
+{
+	static const char want[] =
+		"no CUDA driver (/nonexistent/libcuda.so.1 not found)";
+	struct kvpool_arena_view v;
+	struct kvpool *kp;
+	uint32_t idx = 7;
+	int fds;
+
+	setenv("KVPOOL_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
+	make_cuda_pool("0000:00:10.0\n");
+	kp = open_fake_pool();
+	fake_set(KVPOOL_ARENA_CUDA, CU_PAGE, 2, CU_PAGES / 2, CU_PAGES / 2);
+	fds = count_fds();
+
+	memset(&v, 0xff, sizeof(v));
+	EXPECT_EQ(-ELIBACC, kvpool_arena_map(kp, &v)) TH_LOG("map, no driver");
+	EXPECT_EQ(0, strcmp(kvpool_arena_error(), want))
+		TH_LOG("map: '%s'", kvpool_arena_error());
+	EXPECT_TRUE(all_zero(&v, sizeof(v))) TH_LOG("view not zeroed");
+	EXPECT_EQ(fds, count_fds()) TH_LOG("map left descriptors");
+	EXPECT_EQ(-ELIBACC, kvpool_arena_create_cuda(FAKE_POOL, CU_PAGE, 2,
+						     &idx));
+	EXPECT_EQ(KVPOOL_NO_INDEX, idx);
+	EXPECT_EQ(0, strcmp(kvpool_arena_error(), want))
+		TH_LOG("create: '%s'", kvpool_arena_error());
+	EXPECT_EQ(0, fake.set_calls) TH_LOG("set called with no driver");
+	EXPECT_EQ(fds, count_fds()) TH_LOG("create left descriptors");
+
+	/* No GPU: refused before the driver is looked for. */
+	put(CLASS "/kvpool3", "gpu", "\n");
+	EXPECT_EQ(-ENODEV, kvpool_arena_map(kp, &v)) TH_LOG("map, no GPU");
+	EXPECT_TRUE(strstr(kvpool_arena_error(), "has no GPU"))
+		TH_LOG("map: '%s'", kvpool_arena_error());
+	EXPECT_EQ(-EINVAL, kvpool_arena_create_cuda(FAKE_POOL, CU_PAGE, 2,
+						    &idx));
+	EXPECT_TRUE(strstr(kvpool_arena_error(), "has no GPU"))
+		TH_LOG("create: '%s'", kvpool_arena_error());
+	EXPECT_EQ(fds, count_fds()) TH_LOG("descriptors left");
+
+	/* A success clears the text. */
+	fake_clear();
+	EXPECT_EQ(0, kvpool_arena_create_host(FAKE_POOL, CU_PAGE, 2, &idx));
+	EXPECT_EQ(0, strcmp(kvpool_arena_error(), ""))
+		TH_LOG("after a success: '%s'", kvpool_arena_error());
+	close_fake_pool(kp);
+}
+
+static struct {
+	__typeof__(&cuInit) init;
+	__typeof__(&cuMemCreate) create;
+	__typeof__(&cuMemExportToShareableHandle) export;
+	__typeof__(&cuMemRelease) release;
+} cu;
+
+/* Chunk @i of the stand-in's arena: @bytes made on CUDA device @dev. */
+static void cuda_chunk(uint32_t i, int dev, uint64_t bytes)
+{
+	CUmemAllocationProp prop = {
+		.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+		.location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev },
+		.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+	};
+	CUmemGenericAllocationHandle h;
+
+	fake.kind = KVPOOL_ARENA_CUDA;
+	fake.page_bytes = CU_PAGE;
+	fake.nr_chunks = i + 1;
+	fake.bad_chunk = ~0U;
+	if (cu.create(&h, bytes, &prop, 0) ||
+	    cu.export(&fake.chunk_fd[i], h,
+		      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0) ||
+	    cu.release(h))
+		kvp_expect_die("fake cuMemCreate");
+	fake.chunk_bytes[i] = bytes;
+}
+
+static void cuda_fake(void)
+{
+	char dir[] = "/tmp/kvpool-fakecuda-XXXXXX";
+	struct kvpool_arena_view v, w;
+	struct kvpool *kp;
+	uint32_t idx = 7;
+	void *dl;
+	int fds;
+
+	if (!mkdtemp(dir))
+		kvp_expect_die("mkdtemp");
+	setenv("KVPOOL_LIBCUDA", FAKECUDA, 1);
+	setenv("KVPOOL_FAKECUDA_GPUS", "0000:00:10.0,0000:00:11.0", 1);
+	setenv("KVPOOL_FAKECUDA_DIR", dir, 1);
+	/* The library's dlopen() of the same file gets this same copy. */
+	dl = dlopen(FAKECUDA, RTLD_NOW | RTLD_LOCAL);
+	if (!dl)
+		kvp_expect_die(FAKECUDA);
+	cu.init = (__typeof__(cu.init))dlsym(dl, "cuInit");
+	cu.create = (__typeof__(cu.create))dlsym(dl, "cuMemCreate");
+	cu.export = (__typeof__(cu.export))dlsym(dl,
+					"cuMemExportToShareableHandle");
+	cu.release = (__typeof__(cu.release))dlsym(dl, "cuMemRelease");
+	if (!cu.init || !cu.create || !cu.export || !cu.release)
+		kvp_expect_die("dlsym");
+
+	make_cuda_pool("0000:00:10.0\n");
+	fds = count_fds();
+	fake.keep_cuda = 1;
+	fake.set_calls = 0;
+	fake.set_wrong = 0;
+	EXPECT_EQ(0, kvpool_arena_create_cuda(FAKE_POOL, CU_PAGE, 2, &idx))
+		TH_LOG("create_cuda: %s", kvpool_arena_error());
+	fake.keep_cuda = 0;
+	EXPECT_EQ(KVPOOL_NO_INDEX, idx);
+	EXPECT_EQ(0, fake.set_wrong) TH_LOG("a chunk not a CLOEXEC handle");
+	EXPECT_TRUE(fake.set_calls == 1 && fake.kind == KVPOOL_ARENA_CUDA &&
+		    fake.nr_chunks == 2 && fake.chunk_bytes[0] == CU_GRAN &&
+		    fake.chunk_bytes[1] == CU_GRAN)
+		TH_LOG("create_cuda: %u chunks of %llu, %llu", fake.nr_chunks,
+		       (unsigned long long)fake.chunk_bytes[0],
+		       (unsigned long long)fake.chunk_bytes[1]);
+	/* Only the stand-in's own copies are open. */
+	EXPECT_EQ(fds + (int)fake.nr_chunks, count_fds())
+		TH_LOG("create_cuda left descriptors");
+	/* A plan the granularity makes impossible: 3 chunks of 2 granules. */
+	EXPECT_EQ(-EINVAL, kvpool_arena_create_cuda(FAKE_POOL, CU_PAGE, 3,
+						    &idx));
+	EXPECT_TRUE(strstr(kvpool_arena_error(), "granularity"))
+		TH_LOG("'%s'", kvpool_arena_error());
+	EXPECT_EQ(1, fake.set_calls) TH_LOG("set called for a bad plan");
+
+	/* Two views of the one arena: the same memory. */
+	kp = open_fake_pool();
+	fds = count_fds();
+	EXPECT_EQ(0, kvpool_arena_map(kp, &v))
+		TH_LOG("map: %s", kvpool_arena_error());
+	EXPECT_EQ(0, kvpool_arena_map(kp, &w))
+		TH_LOG("map again: %s", kvpool_arena_error());
+	EXPECT_EQ(fds, count_fds()) TH_LOG("map left descriptors");
+	EXPECT_TRUE(v.base && v.kind == KVPOOL_ARENA_CUDA &&
+		    v.bytes == 2 * CU_GRAN && v.page_bytes == CU_PAGE &&
+		    v.nr_pages == CU_PAGES && v.nr_chunks == 2 &&
+		    (uintptr_t)v.base % CU_GRAN == 0) TH_LOG("view");
+	/* The first found no context and retained one, the second used it. */
+	EXPECT_TRUE(v.__resv[0] == 1 && w.__resv[0] == 0)
+		TH_LOG("retained %u %u", v.__resv[0], w.__resv[0]);
+	if (v.base && w.base && v.base != w.base) {
+		/* The fake's device pointers are host addresses. */
+		memcpy(kvpool_page_addr(&v, 40), "cuda40", 7);
+		EXPECT_EQ(0, strcmp(kvpool_page_addr(&w, 40), "cuda40"))
+			TH_LOG("views do not share memory");
+	}
+	EXPECT_EQ(0, kvpool_arena_unmap(&w));
+	EXPECT_EQ(0, kvpool_arena_unmap(&v))
+		TH_LOG("unmap: %s", kvpool_arena_error());
+	EXPECT_TRUE(all_zero(&v, sizeof(v))) TH_LOG("unmap: view not zeroed");
+	fake_clear();
+
+	/* Chunks off the granularity, though their sum is on it. */
+	fake_set(KVPOOL_ARENA_CUDA, CU_PAGE, 2, 16, 48);
+	fds = count_fds();
+	memset(&v, 0xff, sizeof(v));
+	EXPECT_EQ(-EINVAL, kvpool_arena_map(kp, &v)) TH_LOG("granularity");
+	EXPECT_TRUE(strstr(kvpool_arena_error(), "chunk 0 ") &&
+		    strstr(kvpool_arena_error(), "granularity"))
+		TH_LOG("'%s'", kvpool_arena_error());
+	EXPECT_TRUE(all_zero(&v, sizeof(v)));
+	EXPECT_EQ(fds, count_fds()) TH_LOG("descriptors left");
+
+	/* Files the driver never exported: its import fails. */
+	fake.chunk_bytes[0] = fake.chunk_bytes[1] = CU_GRAN;
+	EXPECT_EQ(-EIO, kvpool_arena_map(kp, &v)) TH_LOG("not handles");
+	EXPECT_EQ(0, strncmp(kvpool_arena_error(),
+			     "cuMemImportFromShareableHandle: CUDA_ERROR_", 43))
+		TH_LOG("'%s'", kvpool_arena_error());
+	EXPECT_EQ(fds, count_fds()) TH_LOG("descriptors left");
+	fake_clear();
+
+	/* The second chunk on the other GPU. */
+	cuda_chunk(0, 0, CU_GRAN);
+	cuda_chunk(1, 1, CU_GRAN);
+	fds = count_fds();
+	EXPECT_EQ(-EXDEV, kvpool_arena_map(kp, &v)) TH_LOG("other GPU");
+	EXPECT_EQ(0, strcmp(kvpool_arena_error(),
+			    "chunk 1 is on CUDA device 1 (0000:00:11.0), the pool's GPU is device 0 (0000:00:10.0)"))
+		TH_LOG("'%s'", kvpool_arena_error());
+	EXPECT_TRUE(all_zero(&v, sizeof(v)));
+	EXPECT_EQ(fds, count_fds()) TH_LOG("descriptors left");
+	fake_clear();
+	close_fake_pool(kp);
+
+	fake.ctl_ino = 0;
+	rm_rf(FAKE_SYSFS);
+	rm_rf(dir);
+}
+
+static void test_cuda(void)
+{
+	int status;
+	pid_t pid;
+
+	/* The driver is looked for once a process: no driver in a child. */
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		kvp_expect_die("fork");
+	if (!pid) {
+		cuda_nodriver();
+		fflush(stdout);
+		_exit(kvp_expect_failures ? 1 : 0);
+	}
+	EXPECT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		TH_LOG("the no-driver child failed (status %#x)", status);
+	rm_rf(FAKE_SYSFS);
+	cuda_fake();
+}
+
 int main(void)
 {
 	test_layouts();
@@ -807,5 +1098,6 @@ int main(void)
 	test_map();
 	test_control();
 	test_create();
+	test_cuda();
 	return kvp_expect_done("arena");
 }

@@ -2,7 +2,8 @@
 /*
  * kvpool_strerror(): every errno of the uapi's errno table has kvpool's own
  * text, the sign does not matter, and anything else (EOVERFLOW, no longer
- * in the table, included) falls back to strerror(3).
+ * in the table, included) falls back to strerror(3). So has ELIBACC, the
+ * library's own errno for a CUDA arena with no CUDA driver to load.
  */
 #include <errno.h>
 #include <limits.h>
@@ -17,6 +18,8 @@ static const int uapi_errnos[] = {
 	ENOTTY, EFAULT, EINVAL, E2BIG, EOPNOTSUPP, ENOENT, ESTALE, ENOSPC,
 	EDQUOT, ENOBUFS, EEXIST, EALREADY, EBUSY, ENOMEM, EPERM, EMFILE,
 	EBADF, EXDEV, ENODEV, EAGAIN, ENFILE, ENXIO, ENODATA,
+	/* not the kernel's: the library's own */
+	ELIBACC,
 };
 
 /*
@@ -45,6 +48,7 @@ static const struct {
 	{ EEXIST, "arena" },
 	{ ENXIO, "PCI device" },
 	{ EINVAL, "display controller" },
+	{ ELIBACC, "CUDA driver" },
 };
 
 int main(void)
