@@ -48,6 +48,7 @@ enum {
 	EXIT_PERM = 5,		/* permission denied: needs root */
 	EXIT_BUSY = 6,		/* the pool has clients */
 	EXIT_FAIL = 7,		/* any other error */
+	EXIT_NO_DRIVER = 8,	/* no CUDA driver: libcuda.so.1 not loadable */
 };
 
 static const char *prog = "kvpoolctl";
@@ -271,7 +272,7 @@ static const char usage_wmark[] =
 "    Numbers take a K, M or G suffix (x1024, x1024^2, x1024^3).\n";
 
 static const char usage_arena[] =
-"arena create POOL --host --page-bytes N [--chunks N]\n"
+"arena create POOL {--host|--cuda} --page-bytes N [--chunks N]\n"
 "arena show [--json] POOL\n"
 "    A pool's arena is the memory its page ids name: page i is bytes\n"
 "    [i * page-bytes, (i + 1) * page-bytes) of it, in every process that\n"
@@ -280,11 +281,16 @@ static const char usage_arena[] =
 "    destroyed. Needs root.\n"
 "    --host            host memory: sealed memfds, allocated page by page\n"
 "                      as processes touch it\n"
+"    --cuda            memory of the pool's GPU (a pool created with\n"
+"                      --gpu), allocated at once with the CUDA driver\n"
+"                      (libcuda.so.1, or $KVPOOL_LIBCUDA); chunks are\n"
+"                      multiples of its allocation granularity too\n"
 "    --page-bytes N    bytes of one page: every layer's K and V of the\n"
 "                      pool's page-tokens tokens, 1..4G\n"
 "    --chunks N        files the arena is made of, 1..256 (default 1)\n"
 "    Numbers take a K, M or G suffix (x1024, x1024^2, x1024^3).\n"
-"    show: the arena's kind, page size, length and chunks. Opens\n"
+"    show: the arena's kind (and for cuda the GPU), page size, length\n"
+"    and chunks. Opens\n"
 "    /dev/kvpoolN, as info does.\n"
 "    -j, --json   one JSON object\n";
 
@@ -824,6 +830,8 @@ struct pool_row {
 	/* Added with tenants and pressure; a module before them lacks them. */
 	bool has_tenants;
 	struct kvpool_pool_extra x;
+	/* st.out_quarantine_pages: ABI 2's sysfs file is there. */
+	bool has_quarantine;
 	/* The GPU it was made for, as sysfs names it; "" if none. */
 	char gpu[PCI_NAME_LEN];
 	/* From KVPOOL_CTL_TENANT_LIST, root only; tenant_err: why not. */
@@ -840,10 +848,16 @@ struct pool_row {
  */
 static void read_pool_extra(struct pool_row *r)
 {
+	char path[80];
+
 	r->has_tenants = !kvpool_pool_extra(r->id, &r->x);
 	if (!r->has_tenants)
 		memset(&r->x, 0, sizeof(r->x));
 	pool_gpu_name(r->id, r->gpu, sizeof(r->gpu));
+	/* kvpool_pool_status() reads a file an older module lacks as 0. */
+	snprintf(path, sizeof(path), "/sys/class/kvpool/kvpool%u/quarantine_pages",
+		 r->id);
+	r->has_quarantine = !access(path, F_OK);
 }
 
 /* One table column: a heading and where in a struct pool_row its figure is. */
@@ -853,33 +867,37 @@ struct column {
 	size_t offset;		/* of an unsigned int (or __u32) */
 	bool newer;		/* "-" on a module without tenants and export */
 	bool text;		/* a string, left-aligned; "" shows as "-" */
+	bool abi2;		/* "-" on a module before ABI 2 (quarantine) */
 };
 
 #define ROW_FIELD(f)	offsetof(struct pool_row, f)
 
 static const struct column columns[] = {
-	{ NULL, "POOL", ROW_FIELD(id), false, false },
-	{ "pages", "TOTAL", ROW_FIELD(info.out_nr_pages), false, false },
-	{ "pages", "FREE", ROW_FIELD(st.out_free_pages), false, false },
-	{ "pages", "ROW", ROW_FIELD(st.out_row_pages), false, false },
-	{ "pages", "SLOT", ROW_FIELD(st.out_slot_pages), false, false },
+	{ NULL, "POOL", ROW_FIELD(id), false, false, false },
+	{ "pages", "TOTAL", ROW_FIELD(info.out_nr_pages), false, false, false },
+	{ "pages", "FREE", ROW_FIELD(st.out_free_pages), false, false, false },
+	{ "pages", "ROW", ROW_FIELD(st.out_row_pages), false, false, false },
+	{ "pages", "SLOT", ROW_FIELD(st.out_slot_pages), false, false, false },
 	/* Prefix-cache pages: evictable, and pinned by a row borrowing them. */
-	{ "pages", "EVICT", ROW_FIELD(st.out_cache_evictable), false, false },
-	{ "pages", "PINNED", ROW_FIELD(st.out_cache_pinned), false, false },
+	{ "pages", "EVICT", ROW_FIELD(st.out_cache_evictable), false, false, false },
+	{ "pages", "PINNED", ROW_FIELD(st.out_cache_pinned), false, false, false },
 	/* Owned by rows in flight as export files. */
-	{ "pages", "EXPORT", ROW_FIELD(st.out_export_pages), true, false },
-	{ "pages", "RSVD", ROW_FIELD(st.out_reserved_pages), false, false },
-	{ "rows", "TOTAL", ROW_FIELD(info.out_nr_rows), false, false },
-	{ "rows", "FREE", ROW_FIELD(st.out_free_rows), false, false },
-	{ "rows", "HELD", ROW_FIELD(st.out_held_rows), false, false },
-	{ "rows", "SLOT", ROW_FIELD(st.out_slot_rows), false, false },
-	{ "rows", "EXPORT", ROW_FIELD(st.out_export_rows), true, false },
-	{ "rows", "RSVD", ROW_FIELD(st.out_reserved_rows), false, false },
-	{ "wmark", "LOW", ROW_FIELD(x.low_wmark), true, false },
-	{ "wmark", "HIGH", ROW_FIELD(x.high_wmark), true, false },
-	{ NULL, "TENANTS", ROW_FIELD(x.nr_tenants), true, false },
-	{ NULL, "CLIENTS", ROW_FIELD(st.out_nr_clients), false, false },
-	{ NULL, "GPU", ROW_FIELD(gpu), false, true },
+	{ "pages", "EXPORT", ROW_FIELD(st.out_export_pages), true, false, false },
+	{ "pages", "RSVD", ROW_FIELD(st.out_reserved_pages), false, false, false },
+	/* Taken back from dead clients, until their GPU work is done. */
+	{ "pages", "QUAR", ROW_FIELD(st.out_quarantine_pages), false, false,
+	  true },
+	{ "rows", "TOTAL", ROW_FIELD(info.out_nr_rows), false, false, false },
+	{ "rows", "FREE", ROW_FIELD(st.out_free_rows), false, false, false },
+	{ "rows", "HELD", ROW_FIELD(st.out_held_rows), false, false, false },
+	{ "rows", "SLOT", ROW_FIELD(st.out_slot_rows), false, false, false },
+	{ "rows", "EXPORT", ROW_FIELD(st.out_export_rows), true, false, false },
+	{ "rows", "RSVD", ROW_FIELD(st.out_reserved_rows), false, false, false },
+	{ "wmark", "LOW", ROW_FIELD(x.low_wmark), true, false, false },
+	{ "wmark", "HIGH", ROW_FIELD(x.high_wmark), true, false, false },
+	{ NULL, "TENANTS", ROW_FIELD(x.nr_tenants), true, false, false },
+	{ NULL, "CLIENTS", ROW_FIELD(st.out_nr_clients), false, false, false },
+	{ NULL, "GPU", ROW_FIELD(gpu), false, true, false },
 };
 
 /* Column @col of @r as text. */
@@ -888,7 +906,8 @@ static void col_text(size_t col, const struct pool_row *r, char *buf,
 {
 	const char *field = (const char *)r + columns[col].offset;
 
-	if (columns[col].newer && !r->has_tenants)
+	if ((columns[col].newer && !r->has_tenants) ||
+	    (columns[col].abi2 && !r->has_quarantine))
 		snprintf(buf, len, "-");
 	else if (columns[col].text)
 		snprintf(buf, len, "%s", *field ? field : "-");
@@ -1071,6 +1090,12 @@ static void print_json(const struct pool_row *rows, size_t nr)
 		json_newer(r, "export_pages", st->out_export_pages, false);
 		json_newer(r, "low_wmark", r->x.low_wmark, false);
 		json_newer(r, "high_wmark", r->x.high_wmark, false);
+		/* null: a module before ABI 2 has no quarantine. */
+		printf("      \"quarantine_pages\": ");
+		if (r->has_quarantine)
+			printf("%u,\n", st->out_quarantine_pages);
+		else
+			printf("null,\n");
 		/* null: the pool names no GPU. */
 		printf("      \"gpu\": ");
 		json_string_or_null(r->gpu);
@@ -1252,6 +1277,8 @@ static const char *arena_kind(__u32 kind)
 		return "none";
 	case KVPOOL_ARENA_HOST:
 		return "host";
+	case KVPOOL_ARENA_CUDA:
+		return "cuda";
 	}
 	snprintf(buf, sizeof(buf), "kind%u", kind);
 	return buf;
@@ -1878,12 +1905,48 @@ static void arena_rules(void)
 		KVPOOL_ARENA_MAX_CHUNKS, sysconf(_SC_PAGESIZE));
 }
 
+/*
+ * The CUDA kind: the plan needs the GPU's granularity, which only the
+ * driver knows, so the library plans and says what went wrong in words.
+ */
+static int arena_create_cuda(unsigned int id, unsigned long long page_bytes,
+			     unsigned int chunks)
+{
+	uint32_t idx;
+	int ret;
+
+	ret = kvpool_arena_create_cuda(id, page_bytes, chunks, &idx);
+	if (!ret)
+		return EXIT_OK;
+	switch (-ret) {
+	case ELIBACC:
+		err_msg("arena create: %s", kvpool_arena_error());
+		return EXIT_NO_DRIVER;
+	case EEXIST:
+		err_msg("arena create: pool %u has an arena already; it is set once, until the pool is destroyed (kvpoolctl arena show %u)",
+			id, id);
+		return EXIT_FAIL;
+	case ENODEV:
+	case ENOENT:
+	case EPERM:
+	case EACCES:
+		return ctl_error(ret, "arena create", id, "arenas");
+	}
+	if (idx != KVPOOL_NO_INDEX && idx < chunks)
+		err_msg("arena create: chunk %u: %s", idx,
+			kvpool_arena_error());
+	else
+		err_msg("arena create: %s", kvpool_arena_error());
+	return EXIT_FAIL;
+}
+
 static int arena_create(int argc, char **argv)
 {
-	enum { OPT_HOST = 256, OPT_PAGE_BYTES, OPT_CHUNKS };
+	enum { OPT_HOST = 256, OPT_CUDA, OPT_PAGE_BYTES, OPT_CHUNKS };
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "host", no_argument, NULL, OPT_HOST },
+		{ "cuda", no_argument, NULL, OPT_CUDA },
 		{ "page-bytes", required_argument, NULL, OPT_PAGE_BYTES },
 		{ "chunks", required_argument, NULL, OPT_CHUNKS },
 		{ NULL, 0, NULL, 0 },
@@ -1891,7 +1954,7 @@ static int arena_create(int argc, char **argv)
 	uint64_t bytes[KVPOOL_ARENA_MAX_CHUNKS], off = 0;
 	unsigned long long page_bytes = 0;
 	unsigned int id, chunks = 1, i;
-	bool host = false, have_bytes = false;
+	bool host = false, cuda = false, have_bytes = false;
 	struct kvpool_info in;
 	uint32_t idx;
 	int c, ret;
@@ -1903,6 +1966,9 @@ static int arena_create(int argc, char **argv)
 			return usage_of(usage_arena, stdout);
 		case OPT_HOST:
 			host = true;
+			break;
+		case OPT_CUDA:
+			cuda = true;
 			break;
 		case OPT_PAGE_BYTES:
 			if (!parse_scaled(optarg, ULLONG_MAX, &page_bytes)) {
@@ -1920,12 +1986,14 @@ static int arena_create(int argc, char **argv)
 			return usage_of(usage_arena, stderr);
 		}
 	}
-	if (argc - optind != 1 || !host || !have_bytes) {
-		err_msg("arena create needs POOL, --host (the one kind there is) and --page-bytes");
+	if (argc - optind != 1 || host == cuda || !have_bytes) {
+		err_msg("arena create needs POOL, one kind (--host or --cuda) and --page-bytes");
 		return usage_of(usage_arena, stderr);
 	}
 	if (!parse_pool(argv[optind], &id))
 		return bad_pool(argv[optind]);
+	if (cuda)
+		return arena_create_cuda(id, page_bytes, chunks);
 
 	/* The plan first, from sysfs: its refusal says what to change. */
 	ret = kvpool_pool_status(id, &in, NULL);
@@ -1993,12 +2061,17 @@ static int fetch_chunks(struct kvpool *kp, __u32 nr,
 }
 
 static void print_arena_json(unsigned int id, const struct kvpool_arena *a,
-			     const struct kvpool_arena_fd *c, __u32 nr_pages)
+			     const struct kvpool_arena_fd *c, __u32 nr_pages,
+			     const char *gpu)
 {
 	__u32 i;
 
 	printf("{\n  \"pool_id\": %u,\n", id);
 	printf("  \"kind\": \"%s\",\n", arena_kind(a->out_kind));
+	/* null: the pool names no GPU. */
+	printf("  \"gpu\": ");
+	json_string_or_null(gpu);
+	printf(",\n");
 	printf("  \"page_bytes\": %llu,\n",
 	       (unsigned long long)a->out_page_bytes);
 	printf("  \"bytes\": %llu,\n", (unsigned long long)a->out_bytes);
@@ -2012,7 +2085,8 @@ static void print_arena_json(unsigned int id, const struct kvpool_arena *a,
 }
 
 static void print_arena(unsigned int id, const struct kvpool_arena *a,
-			const struct kvpool_arena_fd *c, __u32 nr_pages)
+			const struct kvpool_arena_fd *c, __u32 nr_pages,
+			const char *gpu)
 {
 	__u32 i;
 
@@ -2022,6 +2096,8 @@ static void print_arena(unsigned int id, const struct kvpool_arena *a,
 		return;
 	}
 	printf("pool %u arena: %s\n", id, arena_kind(a->out_kind));
+	if (a->out_kind == KVPOOL_ARENA_CUDA)
+		printf("  gpu         %s\n", *gpu ? gpu : "- (none named)");
 	printf("  page bytes  %llu\n", (unsigned long long)a->out_page_bytes);
 	printf("  bytes       %llu (%llu pages; the pool's ids are 0..%u)\n",
 	       (unsigned long long)a->out_bytes,
@@ -2038,6 +2114,7 @@ static void print_arena(unsigned int id, const struct kvpool_arena *a,
 static int arena_show(int argc, char **argv)
 {
 	struct kvpool_arena_fd *chunks = NULL;
+	char gpu[PCI_NAME_LEN];
 	struct kvpool_arena a;
 	struct kvpool_info in;
 	struct kvpool *kp;
@@ -2068,10 +2145,11 @@ static int arena_show(int argc, char **argv)
 
 	if (a.out_kind == KVPOOL_ARENA_NONE)
 		a.out_nr_chunks = 0;
+	pool_gpu_name(id, gpu, sizeof(gpu));
 	if (json)
-		print_arena_json(id, &a, chunks, in.out_nr_pages);
+		print_arena_json(id, &a, chunks, in.out_nr_pages, gpu);
 	else
-		print_arena(id, &a, chunks, in.out_nr_pages);
+		print_arena(id, &a, chunks, in.out_nr_pages, gpu);
 	free(chunks);
 	return EXIT_OK;
 }
