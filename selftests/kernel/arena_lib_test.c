@@ -38,29 +38,8 @@ FIXTURE_TEARDOWN(alib)
 }
 
 /* Runs kvpoolctl with @args (split at spaces); output to @out. */
-static int kvpoolctl(const char *args, char *out, size_t len)
-{
-	char cmd[512];
-	size_t n = 0;
-	FILE *p;
-	int st;
-
-	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", KVPOOLCTL, args);
-	p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	if (out && len) {
-		n = fread(out, 1, len - 1, p);
-		out[n] = 0;
-	} else {
-		char sink[256];
-
-		while (fread(sink, 1, sizeof(sink), p) > 0)
-			;
-	}
-	st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+#define kvpoolctl(args, out, len) \
+	kt_run_output(out, len, "%s %s", KVPOOLCTL, args)
 
 /* kvpoolctl makes the chunks it is asked for; show reports them; once only. */
 TEST_F(alib, kvpoolctl_create_show)

@@ -7,6 +7,8 @@
  */
 #include "kvptest.h"
 
+#include <stdarg.h>
+
 /*
  * ioctl(2) as 0 or the positive errno. A positive return from the kernel is
  * no documented outcome: report it as a negative number, which no errno
@@ -526,6 +528,32 @@ int kt_read_text(const char *path, char *buf, size_t len)
 		return errno;
 	buf[n] = 0;
 	return 0;
+}
+
+int kt_run_output(char *out, size_t len, const char *fmt, ...)
+{
+	char line[600], sink[256];
+	size_t n = 0;
+	va_list ap;
+	FILE *p;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line) - 8, fmt, ap);
+	va_end(ap);
+	strcat(line, " 2>&1");
+	p = popen(line, "r");
+	if (!p)
+		return -1;
+	if (out && len) {
+		n = fread(out, 1, len - 1, p);
+		out[n] = 0;
+	}
+	/* The rest unread: the command must not block on a full pipe. */
+	while (fread(sink, 1, sizeof(sink), p) > 0)
+		;
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 int kt_write_text(const char *path, const char *s)

@@ -272,6 +272,14 @@ const char *kt_state_diff(const struct kt_state *a,
  */
 int kt_read_text(const char *path, char *buf, size_t len);
 
+/*
+ * Run the shell command printf(@fmt, ...) makes, with its stdout and
+ * stderr (2>&1) into @out (@len bytes with the NUL; NULL to drop them):
+ * its exit status, or -1 if it could not run or was killed.
+ */
+int kt_run_output(char *out, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* Write @s to an existing file: 0, the errno, or EIO on a short write. */
 int kt_write_text(const char *path, const char *s);
 
