@@ -104,7 +104,9 @@ struct kvpool_pool_params {
  * Open the pool device at @path (NULL: KVPOOL_DEFAULT_PATH) read-write and
  * close-on-exec, query its geometry with KVPOOL_INFO and store a new
  * struct kvpool in *@kpp. The open file is the client: everything it takes
- * goes back to the pool when the last reference to the file is dropped.
+ * goes back to the pool when the last reference to the file is dropped
+ * (on a pool with an arena, the pages of rows and slots it had not
+ * released once every process that used it has exited).
  * Returns 0, or -errno from open(2), malloc(3) or KVPOOL_INFO; *@kpp is
  * left alone on failure.
  */
