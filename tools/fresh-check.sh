@@ -35,7 +35,9 @@
 #      the apt sources bookworm, bookworm-updates, bookworm-security (main;
 #      deb822 /etc/apt/sources.list.d/debian.sources, as cloud images have),
 #      the host's resolv.conf, the host's apt.conf.d files that set
-#      Acquire:: options (the machine image's registry settings), and a
+#      Acquire:: options (the machine image's registry settings), its
+#      local certificate authorities (/usr/local/share/ca-certificates:
+#      the egress proxy the package index is reached through), and a
 #      policy-rc.d that keeps any package's daemon from starting in the
 #      root. The apt lists stay empty, as on a
 #      machine nobody has run `apt-get update` on: the install scripts must
@@ -313,6 +315,17 @@ for f in /etc/apt/apt.conf.d/*; do
 	[[ -f $f ]] && grep -q '^[[:space:]]*Acquire::' "$f" || continue
 	cp "$f" "$root/etc/apt/apt.conf.d/"
 	say "apt settings from the host: ${f##*/}"
+done
+# Their network, too: the HTTPS of the package index (pip) goes through
+# an egress proxy whose certificate authority the machine image adds to
+# /usr/local/share/ca-certificates. A fresh machine of that kind has it;
+# on the open internet the public authorities do. ca-certificates, when a
+# script installs it (python3-pip needs it), adds these to the bundle.
+for f in /usr/local/share/ca-certificates/*.crt; do
+	[[ -f $f ]] || continue
+	mkdir -p "$root/usr/local/share/ca-certificates"
+	cp "$f" "$root/usr/local/share/ca-certificates/"
+	say "certificate authority from the host: ${f##*/}"
 done
 
 # --- the project: committed HEAD only, as CI checks it out. Cloned with
