@@ -46,6 +46,17 @@ long kvp_dispatch(struct kvp_client *c, const struct kvp_ioctl_op *ops,
 		return -ENOTTY;
 	if ((op->flags & KVP_OP_ADMIN) && !capable(CAP_SYS_ADMIN))
 		return -EPERM;
+	/*
+	 * Whoever acts on a client's pages may be writing them: a quarantine
+	 * waits for it (kvpool_quarantine.c). After the checks above, so an
+	 * unknown or refused op stays ENOTTY or EPERM and counts no one.
+	 */
+	if (c) {
+		ret = kvp_users_note(&container_of(c, struct kvp_pool_file,
+						   c)->users);
+		if (ret)
+			return ret;
+	}
 
 	ucmd.ubuffer = (void __user *)arg;
 	ret = get_user(ucmd.user_size, (u32 __user *)ucmd.ubuffer);
@@ -659,10 +670,6 @@ static long kvp_pool_ioctl(struct file *file, unsigned int cmd,
 	u32 seq = READ_ONCE(c->pool->pressure_seq);
 	long ret;
 
-	/* Whoever may act on the client's pages may still write them. */
-	ret = kvp_users_note(&container_of(c, struct kvp_pool_file, c)->users);
-	if (ret)
-		return ret;
 	ret = kvp_dispatch(c, kvp_pool_ops, ARRAY_SIZE(kvp_pool_ops),
 			   KVPOOL_CMD_INFO, cmd, arg);
 	/* The op may have raised someone's ask: let pollers look again. */

@@ -103,7 +103,8 @@ int kvp_users_init(struct kvp_users *u)
  * kvp_users_note() - count the calling process among a client's users
  * @u: the client file's users
  *
- * Called before every ioctl: the same process again costs one compare.
+ * Called by kvp_dispatch() before every pool op that passed the number and
+ * privilege checks: the same process again costs one compare.
  * A new one is added, after dropping those that are gone, so the list is
  * as long as the live processes sharing the file.
  *
