@@ -244,6 +244,7 @@ void kvp_arena_free(struct kvp_arena *a);
 /* kvpool_quarantine.c: a dead client's pages */
 int kvp_users_init(struct kvp_users *u);
 int kvp_users_note(struct kvp_users *u);
+void kvp_users_fini(struct kvp_users *u);
 void kvp_pool_file_release(struct kvp_pool_file *pf);
 void kvp_holds_init(struct kvp_dev *kd);
 void kvp_holds_drain(struct kvp_dev *kd);

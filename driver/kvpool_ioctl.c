@@ -733,9 +733,7 @@ static int kvp_pool_open(struct inode *inode, struct file *file)
 	return nonseekable_open(inode, file);
 
 out_users:
-	put_pid(pf->users.pid[0]);
-	kfree(pf->users.pid);
-	mutex_destroy(&pf->users.lock);
+	kvp_users_fini(&pf->users);
 out_free:
 	kfree(pf);
 	return ret;

@@ -67,7 +67,13 @@ static u32 kvp_users_prune(struct kvp_users *u)
 	return n;
 }
 
-static void kvp_users_free(struct kvp_users *u)
+/**
+ * kvp_users_fini() - drop every user of a client file, and the list
+ * @u: the users, set up by kvp_users_init()
+ *
+ * Context: any process context.
+ */
+void kvp_users_fini(struct kvp_users *u)
 {
 	u32 i;
 
@@ -77,6 +83,7 @@ static void kvp_users_free(struct kvp_users *u)
 	u->pid = NULL;
 	u->nr = 0;
 	u->cap = 0;
+	mutex_destroy(&u->lock);
 }
 
 /**
@@ -152,8 +159,7 @@ out:
 /* The file is gone: its users and client go with it, or with its hold. */
 static void kvp_pool_file_free(struct kvp_pool_file *pf)
 {
-	kvp_users_free(&pf->users);
-	mutex_destroy(&pf->users.lock);
+	kvp_users_fini(&pf->users);
 	kfree(pf);
 }
 
