@@ -20,7 +20,6 @@
 
 #include <pthread.h>
 #include <sys/syscall.h>
-#include <time.h>
 
 #define NR_PAGES	64
 #define PT		16
@@ -66,25 +65,10 @@ static __u32 quarantined(int fd)
 	return kt_stats(fd, &s) ? ~0u : s.out_quarantine_pages;
 }
 
-static __u64 now_ms(void)
+/* Waits up to KT_SETTLE_MS for the quarantine to empty. */
+static bool settles(int fd)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (__u64)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
-/* Waits up to KT_SETTLE_MS for the quarantine to be @want pages. */
-static bool settles_to(int fd, __u32 want)
-{
-	__u64 end = now_ms() + KT_SETTLE_MS;
-
-	while (quarantined(fd) != want) {
-		if (now_ms() > end)
-			return false;
-		usleep(2000);
-	}
-	return true;
+	return kt_quarantine_settle(fd) >= 0;
 }
 
 /* A held row of @pages pages on @fd, @commit of them written. */
@@ -180,7 +164,7 @@ TEST_F(quar, closed_while_alive)
 
 	kt_child_signal(go[1], 'g');
 	EXPECT_TRUE(KT_CHILD_OK(kt_pool_wait(&self->pool, pid)));
-	EXPECT_TRUE(settles_to(self->fd, 0)) TH_LOG("after the exit: %u",
+	EXPECT_TRUE(settles(self->fd)) TH_LOG("after the exit: %u",
 						    quarantined(self->fd));
 	EXPECT_EQ(NR_PAGES, kt_sysfs_val(self->pool.id, "free_pages"));
 	kt_expect_verify(_metadata, &self->pool, self->fd);
@@ -207,7 +191,7 @@ TEST_F(quar, killed)
 	ASSERT_EQ('h', kt_pipe_wait(ready[0]));
 	ASSERT_EQ(0, kill(pid, SIGKILL));
 	kt_pool_wait(&self->pool, pid);
-	EXPECT_TRUE(settles_to(self->fd, 0));
+	EXPECT_TRUE(settles(self->fd));
 	EXPECT_EQ(NR_PAGES, kt_sysfs_val(self->pool.id, "free_pages"));
 	kt_expect_verify(_metadata, &self->pool, self->fd);
 }
@@ -273,7 +257,7 @@ TEST_F(quar, users)
 	usleep(300 * 1000);
 	EXPECT_EQ(HELD, quarantined(self->fd));
 	kt_child_signal(b_go[1], 'x');
-	EXPECT_TRUE(settles_to(self->fd, 0)) TH_LOG("after B: %u",
+	EXPECT_TRUE(settles(self->fd)) TH_LOG("after B: %u",
 						    quarantined(self->fd));
 	kt_child_signal(c_go[1], 'x');
 	kt_expect_verify(_metadata, &self->pool, self->fd);
@@ -317,7 +301,7 @@ TEST_F(quar, threads)
 	EXPECT_EQ(HELD, quarantined(self->fd)) TH_LOG("a thread lives");
 	kt_child_signal(thread_go[1], 'x');
 	kt_pool_wait(&self->pool, pid);
-	EXPECT_TRUE(settles_to(self->fd, 0));
+	EXPECT_TRUE(settles(self->fd));
 	kt_expect_verify(_metadata, &self->pool, self->fd);
 }
 
@@ -357,7 +341,7 @@ TEST_F(quar, what_is_held)
 	expect_held_back(_metadata, self->fd, 5 + 3);
 	kt_child_signal(go[1], 'g');
 	EXPECT_TRUE(KT_CHILD_OK(kt_pool_wait(&self->pool, pid)));
-	EXPECT_TRUE(settles_to(self->fd, 0));
+	EXPECT_TRUE(settles(self->fd));
 }
 
 /* Pools of their own, made and destroyed by the test. */

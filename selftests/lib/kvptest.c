@@ -819,23 +819,32 @@ void kt_expect_verify(struct __test_metadata *_metadata,
  * exited, and a moment later than their exit (the pool looks every few
  * milliseconds): wait for that first, for up to KT_SETTLE_MS.
  */
+int kt_quarantine_settle(int fd)
+{
+	struct kvpool_stats s;
+	int waited = 0;
+
+	while (!kt_stats(fd, &s) && s.out_quarantine_pages) {
+		if (waited >= KT_SETTLE_MS)
+			return -1;
+		usleep(2000);
+		waited += 2;
+	}
+	return waited;
+}
+
 void kt_expect_pool_full(struct __test_metadata *_metadata,
 			 struct kt_pool *p, int fd,
 			 __u32 nr_clients)
 {
 	bool rz = p->geo.flags & KVPOOL_CREATE_RESERVE_ZERO;
 	struct kvpool_stats s;
-	int waited = 0;
 
-	while (!kt_stats(fd, &s) && s.out_quarantine_pages &&
-	       waited < KT_SETTLE_MS) {
-		usleep(2000);
-		waited += 2;
-	}
-	EXPECT_EQ(0, s.out_quarantine_pages)
+	EXPECT_LE(0, kt_quarantine_settle(fd))
 		TH_LOG("pages held back %d ms after every client closed",
-		       waited);
+		       KT_SETTLE_MS);
 	EXPECT_EQ(0, kt_stats(fd, &s));
+	EXPECT_EQ(0, s.out_quarantine_pages);
 	EXPECT_EQ(p->usable_pages, s.out_free_pages);
 	EXPECT_EQ(0, s.out_row_pages);
 	EXPECT_EQ(0, s.out_slot_pages);

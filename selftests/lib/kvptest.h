@@ -367,6 +367,12 @@ char kt_pipe_wait(int rfd);
  */
 #define KT_SETTLE_MS	5000
 
+/*
+ * Waits, up to KT_SETTLE_MS, until pool @fd has no page in quarantine.
+ * Returns the milliseconds waited, or -1 if some still are.
+ */
+int kt_quarantine_settle(int fd);
+
 /* Check the pool's accounting identities on one STATS snapshot. */
 void kt_check_identities(struct __test_metadata *_metadata,
 			 struct kt_pool *p,
