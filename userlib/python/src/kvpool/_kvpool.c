@@ -362,22 +362,54 @@ static bool kvp_int_format(const char *fmt, bool *is_signed)
 	return true;
 }
 
+/*
+ * PyObject_GetBuffer(), and for objects without the buffer protocol that
+ * speak DLPack (a torch CPU tensor), numpy.from_dlpack()'s array over the
+ * same memory: still no copy, but readonly (numpy makes it so), so such
+ * objects can be inputs only.
+ */
+static int kvp_getbuffer(PyObject *o, Py_buffer *view, int flags)
+{
+	PyObject *arr;
+	int ret;
+
+	if (PyObject_CheckBuffer(o) || !PyObject_HasAttrString(o, "__dlpack__"))
+		return PyObject_GetBuffer(o, view, flags);
+	if (!kvp_array_ready())
+		return -1;
+	if (kvp_numpy == Py_None)
+		return PyObject_GetBuffer(o, view, flags);
+	arr = PyObject_CallMethod(kvp_numpy, "from_dlpack", "O", o);
+	if (!arr)
+		return -1;
+	ret = PyObject_GetBuffer(arr, view, flags);
+	Py_DECREF(arr);
+	return ret;
+}
+
 int kvp_arr_get(PyObject *o, const char *what, int width, bool writable,
 		struct kvp_arr *a)
 {
 	int flags = PyBUF_STRIDES | PyBUF_FORMAT;
+	PyObject *type, *value, *tb;
 
 	a->held = false;
 	if (writable)
 		flags |= PyBUF_WRITABLE;
-	if (PyObject_GetBuffer(o, &a->view, flags)) {
-		/* A readonly or odd buffer: say which argument. */
-		if (PyErr_ExceptionMatches(PyExc_BufferError)) {
-			PyErr_Clear();
-			PyErr_Format(PyExc_TypeError,
-				     "%s: a %sbuffer of %d-byte integers is needed",
-				     what, writable ? "writable " : "", width);
-		}
+	if (kvp_getbuffer(o, &a->view, flags)) {
+		/*
+		 * Not a buffer, a readonly one where one is written, or a
+		 * DLPack tensor numpy cannot see (not on the CPU): all the
+		 * same to the caller, a TypeError that names the argument.
+		 */
+		PyErr_Fetch(&type, &value, &tb);
+		PyErr_Format(PyExc_TypeError,
+			     "%s: a %sbuffer of %d-byte integers is needed (%S)",
+			     what, writable ? "writable " : "", width,
+			     value ? value : Py_None);
+		Py_XDECREF(type);
+		Py_XDECREF(value);
+		Py_XDECREF(tb);
 		return -1;
 	}
 	a->held = true;

@@ -1239,8 +1239,12 @@ PyDoc_STRVAR(kvp_pool_doc,
 "call into the kernel releases the GIL.\n\n"
 "Batched methods take arrays through the buffer protocol, zero copy,\n"
 "1-D and C contiguous: handles of 8-byte integers, lengths and page\n"
-"ids of 4-byte integers. Wrong item sizes are a TypeError; more than\n"
-"info.max_batch entries, arrays of different lengths or negative\n"
+"ids of 4-byte integers. An object without the buffer protocol that\n"
+"speaks DLPack (a torch CPU tensor) is taken through\n"
+"numpy.from_dlpack(), still without a copy, as an input only (numpy\n"
+"makes such arrays readonly). Not a buffer, a readonly\n"
+"one where one is written or wrong item sizes are a TypeError; more\n"
+"than info.max_batch entries, arrays of different lengths or negative\n"
 "lengths a ValueError, before anything reaches the kernel. libkvpool's\n"
 "failures raise kvpool.Error (NoSpace, QuotaExceeded).");
 
