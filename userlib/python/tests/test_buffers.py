@@ -1,0 +1,215 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+"""The buffer-protocol paths: what item sizes, layouts and writability
+each array argument takes, and that a refused one reaches no kernel
+(the pool is exactly as before)."""
+
+import array
+import errno
+
+import numpy as np
+import pytest
+
+import kvpool
+from kvpt import L, snap
+
+pytestmark = pytest.mark.device
+
+REFUSED = (TypeError, ValueError)
+
+
+@pytest.fixture
+def rows(pool):
+    """Three held rows of 2, 1 and 0 pages (8, 4 and 0 tokens)."""
+    hs = pool.alloc_rows(3)
+    pool.extend(hs, L(8, 4, 0))
+    yield pool, hs
+    pool.release(hs)
+
+
+@pytest.mark.parametrize("make", [
+    lambda hs: np.asarray(hs, np.uint64),
+    lambda hs: np.asarray(hs, np.uint64).view(np.int64),
+    lambda hs: array.array("Q", [int(x) for x in hs]),
+    lambda hs: array.array("q", [int(x) for x in hs]),
+    lambda hs: memoryview(np.asarray(hs, np.uint64).tobytes()).cast("Q"),
+], ids=["np.uint64", "np.int64", "array-Q", "array-q", "memoryview-Q"])
+def test_handle_arrays_accepted(pool, make):
+    hs = pool.alloc_rows(2)
+    pool.extend(make(hs), L(4, 8))
+    assert pool.commit(make(hs), L(4, 4)) is None
+    assert pool.trim(make(hs)) == 1
+    assert pool.release(make(hs)) == 2
+    assert pool.stats().client_rows == 0
+
+
+@pytest.mark.parametrize("make", [
+    lambda n: np.array(n, np.int32),
+    lambda n: np.array(n, np.uint32),
+    lambda n: array.array("i", n),
+    lambda n: array.array("I", n),
+], ids=["np.int32", "np.uint32", "array-i", "array-I"])
+def test_length_arrays_accepted(rows, make):
+    pool, hs = rows
+    pool.extend(hs, make([8, 8, 8]))
+    pool.commit(hs, make([8, 2, 0]))
+    q = pool.row_query(int(hs[1]))
+    assert (q.allocated_len, q.committed_len) == (8, 2)
+
+
+def bad_handle_arrays(hs):
+    a = np.asarray(hs, np.uint64)
+    wide = np.zeros(2 * len(a), np.uint64)
+    wide[::2] = a
+    return {
+        "np.uint32": a.astype(np.uint32),
+        "np.float64": a.astype(np.float64),
+        "array-I": array.array("I", [1, 2, 3]),
+        "strided": wide[::2],
+        "bytes": a.tobytes(),
+        "2-d": np.ascontiguousarray(a.reshape(len(a), 1)),
+    }
+
+
+@pytest.mark.parametrize("kind", ["np.uint32", "np.float64", "array-I",
+                                  "strided", "bytes", "2-d"])
+def test_bad_handle_arrays_refused(rows, kind):
+    pool, hs = rows
+    bad = bad_handle_arrays(hs)[kind]
+    before = snap(pool, hs)
+    for call in (lambda: pool.extend(bad, L(12, 12, 12)),
+                 lambda: pool.commit(bad, L(1, 1, 1)),
+                 lambda: pool.trim(bad),
+                 lambda: pool.release(bad),
+                 lambda: pool.release(bad, donate=True)):
+        with pytest.raises(REFUSED):
+            call()
+    assert snap(pool, hs) == before
+
+
+@pytest.mark.parametrize("bad", [
+    np.array([12, 12, 12], np.int64),
+    np.array([12, 12, 12], np.int16),
+    np.array([12.0, 12.0, 12.0], np.float32),
+    array.array("q", [12, 12, 12]),
+    np.array([12, 0, 12, 0, 12, 0], np.int32)[::2],
+], ids=["np.int64", "np.int16", "np.float32", "array-q", "strided"])
+def test_bad_length_arrays_refused(rows, bad):
+    pool, hs = rows
+    before = snap(pool, hs)
+    with pytest.raises(REFUSED):
+        pool.extend(hs, bad)
+    with pytest.raises(REFUSED):
+        pool.commit(hs, bad)
+    assert snap(pool, hs) == before
+
+
+def test_negative_lengths_refused(rows):
+    pool, hs = rows
+    before = snap(pool, hs)
+    with pytest.raises(ValueError):
+        pool.extend(hs, L(12, -1, 12))
+    with pytest.raises(ValueError):
+        pool.commit(hs, L(-8, 0, 0))
+    with pytest.raises(ValueError):
+        pool.donate(hs, L(0, 0, -4))
+    with pytest.raises((ValueError, OverflowError)):
+        pool.alloc_rows(-1)
+    assert snap(pool, hs) == before
+
+
+def test_mismatched_lengths_refused(rows):
+    pool, hs = rows
+    before = snap(pool, hs)
+    with pytest.raises(ValueError):
+        pool.extend(hs, L(12, 12))
+    with pytest.raises(ValueError):
+        pool.extend(hs[:2], L(12, 12, 12))
+    with pytest.raises(ValueError):
+        pool.commit(hs, L(4))
+    with pytest.raises(ValueError):
+        pool.extend(hs, L(12, 12, 12), nr_new=np.zeros(2, np.uint32))
+    assert snap(pool, hs) == before
+
+
+def test_read_only_outputs_refused(rows):
+    pool, hs = rows
+    before = snap(pool, hs)
+    ro = np.zeros(16, np.uint32)
+    ro.flags.writeable = False
+    with pytest.raises(REFUSED):
+        pool.extend(hs, L(12, 12, 12), pages=ro)
+    with pytest.raises(REFUSED):
+        pool.extend(hs, L(12, 12, 12), pages=bytes(64))
+    nr = np.zeros(3, np.uint32)
+    nr.flags.writeable = False
+    with pytest.raises(REFUSED):
+        pool.extend(hs, L(12, 12, 12), nr_new=nr)
+    with pytest.raises(REFUSED):
+        pool.row_query(int(hs[0]), pages=ro)
+    out = np.zeros(2, np.uint64)
+    out.flags.writeable = False
+    with pytest.raises(REFUSED):
+        pool.alloc_rows(2, out)
+    assert snap(pool, hs) == before
+
+
+def test_bad_output_itemsizes_refused(rows):
+    pool, hs = rows
+    before = snap(pool, hs)
+    with pytest.raises(REFUSED):
+        pool.extend(hs, L(12, 12, 12), pages=np.zeros(16, np.uint64))
+    with pytest.raises(REFUSED):
+        pool.extend(hs, L(12, 12, 12), nr_new=np.zeros(3, np.uint16))
+    with pytest.raises(REFUSED):
+        pool.row_query(int(hs[0]), pages=np.zeros(4, np.uint8))
+    with pytest.raises(REFUSED):
+        pool.alloc_rows(2, np.zeros(2, np.uint32))
+    with pytest.raises(REFUSED):
+        pool.alloc_rows(3, np.zeros(2, np.uint64))  # too small
+    with pytest.raises(REFUSED):
+        pool.cache_evict(np.zeros(2, np.uint64))
+    with pytest.raises(REFUSED):
+        pool.attach_prefix(int(hs[2]), np.zeros(2, np.int64))
+    assert snap(pool, hs) == before
+
+
+def test_too_small_page_buffer(rows):
+    """A pages buffer with room for fewer ids than the extend makes: the
+    binding or the kernel (ENOBUFS) refuses it, and nothing is taken."""
+    pool, hs = rows
+    before = snap(pool, hs)
+    with pytest.raises((ValueError, kvpool.Error)) as ei:
+        pool.extend(hs, L(16, 16, 16), pages=np.zeros(3, np.uint32))
+    if isinstance(ei.value, kvpool.Error):
+        assert ei.value.errno == errno.ENOBUFS
+    assert snap(pool, hs) == before
+
+
+def test_returned_arrays_are_numpy(rows):
+    pool, hs = rows
+    one = pool.alloc_rows(1)
+    assert isinstance(one, np.ndarray) and one.dtype.itemsize == 8
+    pool.release(one)
+    got = pool.extend(hs, L(12, 4, 0))
+    assert isinstance(got, np.ndarray) and got.dtype.itemsize == 4
+    assert len(got) == 1
+    q = pool.row_query(int(hs[0]))
+    assert isinstance(q.pages, np.ndarray) and len(q.pages) == 3
+    assert pool.stats().client_rows == 3
+
+
+def test_empty_batches(rows):
+    pool, hs = rows
+    before = snap(pool, hs)
+    empty_h = np.zeros(0, np.uint64)
+    empty_l = np.zeros(0, np.int32)
+    # A count of 0 is EINVAL for the kernel; the binding may refuse it
+    # itself or do nothing: either way nothing changes.
+    for call in (lambda: pool.extend(empty_h, empty_l),
+                 lambda: pool.commit(empty_h, empty_l),
+                 lambda: pool.release(empty_h)):
+        try:
+            call()
+        except (ValueError, kvpool.Error):
+            pass
+    assert snap(pool, hs) == before

@@ -1,0 +1,111 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+"""CUDA arenas with the fake CUDA driver (selftests/lib/fakecuda), on a
+pool made for the guest's PCI display controller: the device pointers
+the binding hands out, __cuda_array_interface__ and __dlpack_device__.
+The fake's device pointers are host addresses, readable once mapped, so
+ctypes checks that two mappings see the same bytes."""
+
+import ctypes
+import errno
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+import kvpool
+from kvpt import TOPDIR, pool_path
+
+pytestmark = pytest.mark.device
+
+FAKECUDA = os.path.join(TOPDIR, "selftests", "lib", "fakecuda",
+                        "libcuda.so.1")
+PAGES, PB = 64, 64 << 10  # two 2 MiB granules
+KDLCUDA = 2
+
+
+def display_gpu():
+    base = "/sys/bus/pci/devices"
+    for name in sorted(os.listdir(base)):
+        with open(os.path.join(base, name, "class")) as f:
+            if int(f.read(), 16) >> 16 == 0x03:
+                return name
+    return None
+
+
+@pytest.fixture
+def cuda_env(monkeypatch):
+    gpu = display_gpu()
+    assert gpu, "no PCI display controller: vm-run.sh gives the guest one"
+    assert os.path.exists(FAKECUDA), "build selftests/lib/fakecuda first"
+    d = tempfile.mkdtemp(prefix="kvpool-pycuda-", dir="/dev/shm")
+    monkeypatch.setenv("KVPOOL_FAKECUDA_GPUS", gpu + ",0000:00:11.0")
+    monkeypatch.setenv("KVPOOL_FAKECUDA_DIR", d)
+    monkeypatch.setenv("KVPOOL_LIBCUDA", FAKECUDA)
+    monkeypatch.delenv("KVPOOL_FAKECUDA_GRANULARITY", raising=False)
+    yield gpu
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_cuda_arena(pools, cuda_env):
+    pid = pools.create(nr_pages=PAGES, page_tokens=16, nr_rows=8,
+                       row_tokens=PAGES * 16, gpu=cuda_env)
+    assert kvpool.pool_gpu(pid) is not None
+    kvpool.arena_create_cuda(pid, PB, 2)
+    p = pools.open(pid)
+    ai = p.arena_info()
+    assert (ai.kind, ai.nr_chunks, ai.page_bytes) == \
+        (kvpool.ARENA_CUDA, 2, PB)
+    a = pools.map(p)
+    assert a.kind == kvpool.ARENA_CUDA
+    assert a.nbytes == ai.bytes and a.nr_pages == PAGES
+    assert a.ptr
+    with pytest.raises(BufferError):
+        memoryview(a)
+    cai = a.__cuda_array_interface__
+    assert cai["version"] == 3
+    assert cai["typestr"] == "|u1"
+    assert tuple(cai["shape"]) == (a.nbytes,)
+    assert cai["data"][0] == a.ptr and cai["data"][1] is False
+    assert tuple(a.__dlpack_device__()) == (KDLCUDA, 0)
+    assert a.page_ptr(5) == a.ptr + 5 * PB
+    assert a.layer_ptr(4, 1, 5) == a.ptr + 5 * PB + PB // 4
+    total = a.nbytes // PB
+    assert a.layer_ptr(4, 1, 5, kvpool.LAYOUT_LAYER_MAJOR) == \
+        a.ptr + (PB // 4) * total + 5 * (PB // 4)
+    # A second mapping (another Pool of this process) sees the bytes.
+    b = pools.map(pools.open(pid))
+    assert b.ptr != a.ptr
+    ctypes.memmove(a.page_ptr(7), b"cuda-kv", 7)
+    assert ctypes.string_at(b.page_ptr(7), 7) == b"cuda-kv"
+    with pytest.raises((IndexError, ValueError, kvpool.Error)):
+        a.page_ptr(PAGES)
+
+
+NO_DRIVER = """
+import sys, kvpool
+try:
+    kvpool.arena_create_cuda(int(sys.argv[1]), int(sys.argv[2]), 2)
+except kvpool.Error as e:
+    print(e.errno, str(e))
+else:
+    print("created")
+"""
+
+
+def test_cuda_no_driver(pools, cuda_env):
+    """libkvpool loads the driver once a process: asked in a new one."""
+    pid = pools.create(nr_pages=PAGES, page_tokens=16, nr_rows=8,
+                       row_tokens=PAGES * 16, gpu=cuda_env)
+    env = dict(os.environ, KVPOOL_LIBCUDA="/nonexistent/libcuda.so.1")
+    r = subprocess.run([sys.executable, "-c", NO_DRIVER, str(pid), str(PB)],
+                       env=env, stdout=subprocess.PIPE, text=True,
+                       timeout=120)
+    assert r.returncode == 0
+    err, _, text = r.stdout.strip().partition(" ")
+    assert int(err) == errno.ELIBACC, r.stdout
+    assert "CUDA" in text
+    with kvpool.Pool(pool_path(pid)) as p:
+        assert p.arena_info().kind == kvpool.ARENA_NONE

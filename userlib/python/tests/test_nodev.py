@@ -1,0 +1,168 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+"""What the binding does without the kernel module: `make check` on the
+build host runs these (and the VM runs them too)."""
+
+import errno
+import os
+import re
+import socket
+import struct
+
+import pytest
+
+import kvpool
+from kvpt import TOPDIR
+
+
+def uapi_defines():
+    """KVPOOL_* constants of <linux/kvpool.h> that are plain numbers."""
+    with open(os.path.join(TOPDIR, "uapi", "linux", "kvpool.h")) as f:
+        text = f.read()
+    out = {}
+    for name, val in re.findall(
+            r"^#define\s+KVPOOL_(\w+)\s+(_BITULL\(\d+\)|0x[0-9a-fA-F]+U?|\d+)",
+            text, re.M):
+        m = re.match(r"_BITULL\((\d+)\)", val)
+        out[name] = 1 << int(m.group(1)) if m else int(val.rstrip("U"), 0)
+    return out
+
+
+def test_import_is_the_installed_package():
+    # The venv's installed wheel, not the source folder.
+    assert "site-packages" in kvpool.__file__ or \
+        "dist-packages" in kvpool.__file__, kvpool.__file__
+
+
+def test_version_is_the_tree_version():
+    with open(os.path.join(TOPDIR, "VERSION")) as f:
+        want = f.read().strip()
+    assert kvpool.version() == want
+
+
+def test_feature_constants_match_uapi():
+    d = uapi_defines()
+    feats = {k: v for k, v in d.items() if k.startswith("FEAT_")}
+    assert len(feats) >= 10
+    for name, val in feats.items():
+        assert getattr(kvpool, name) == val, name
+
+
+def test_other_constants():
+    assert kvpool.PAGE_NONE == 0xFFFFFFFF
+    assert kvpool.DEFAULT_PATH == "/dev/kvpool0"
+    assert (kvpool.ARENA_NONE, kvpool.ARENA_HOST, kvpool.ARENA_CUDA) == \
+        (0, 1, 2)
+    assert (kvpool.LAYOUT_PAGE_MAJOR, kvpool.LAYOUT_LAYER_MAJOR) == (0, 1)
+
+
+def test_handle_helpers():
+    h = (5 << 32) | 7
+    assert kvpool.handle_idx(h) == 7
+    assert kvpool.handle_gen(h) == 5
+    # The int is the bytes of struct kvpool_handle { idx; gen; } (LE).
+    assert h.to_bytes(8, "little") == struct.pack("<II", 7, 5)
+    top = (0xFFFFFFFF << 32) | 0xFFFFFFFE
+    assert kvpool.handle_idx(top) == 0xFFFFFFFE
+    assert kvpool.handle_gen(top) == 0xFFFFFFFF
+
+
+def test_handle_helpers_refuse_non_handles():
+    with pytest.raises((ValueError, OverflowError)):
+        kvpool.handle_idx(1 << 64)
+    with pytest.raises(TypeError):
+        kvpool.handle_gen("1")
+
+
+def test_strerror():
+    s = kvpool.strerror(errno.ESTALE)
+    assert isinstance(s, str) and "stale" in s.lower()
+    assert kvpool.strerror(-errno.ESTALE) == s
+    assert kvpool.strerror(errno.ENOSPC) != s
+
+
+def test_error_classes():
+    assert issubclass(kvpool.Error, OSError)
+    assert issubclass(kvpool.NoSpace, kvpool.Error)
+    assert issubclass(kvpool.QuotaExceeded, kvpool.Error)
+    assert not issubclass(kvpool.NoSpace, kvpool.QuotaExceeded)
+
+
+def test_open_missing_device():
+    with pytest.raises(kvpool.Error) as ei:
+        kvpool.Pool("/nonexistent/kvpool0")
+    e = ei.value
+    assert isinstance(e, OSError)
+    assert e.errno == errno.ENOENT
+    assert e.strerror == kvpool.strerror(errno.ENOENT)
+    assert kvpool.strerror(errno.ENOENT) in str(e)
+    assert e.index is None
+    assert e.shortfall == 0
+
+
+def test_from_fd_not_a_pool_keeps_fd():
+    fd = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
+    try:
+        with pytest.raises(kvpool.Error) as ei:
+            kvpool.Pool.from_fd(fd)
+        assert ei.value.errno in (errno.ENOTTY, errno.EINVAL, errno.ENODEV)
+        os.fstat(fd)  # still the caller's: not closed by the failure
+    finally:
+        os.close(fd)
+
+
+def test_pool_argument_types():
+    with pytest.raises(TypeError):
+        kvpool.Pool(12)
+    with pytest.raises(TypeError):
+        kvpool.Pool.from_fd("3")
+
+
+def test_send_recv_fd_socketpair():
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    r, w = os.pipe()
+    try:
+        kvpool.send_fd(a, w)
+        got = kvpool.recv_fd(b.fileno())  # int form of the socket
+        assert got != w
+        os.write(got, b"kvpool")
+        os.close(got)
+        os.close(w)
+        assert os.read(r, 16) == b"kvpool"
+        # The received descriptor is close-on-exec.
+        got2_src = os.dup(r)
+        kvpool.send_fd(a.fileno(), got2_src)
+        got2 = kvpool.recv_fd(b)
+        assert not os.get_inheritable(got2)
+        os.close(got2)
+        os.close(got2_src)
+    finally:
+        a.close()
+        b.close()
+        os.close(r)
+
+
+def test_recv_fd_without_fd_fails():
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        a.send(b"x")
+        with pytest.raises(OSError) as ei:
+            kvpool.recv_fd(b)
+        assert ei.value.errno == errno.EBADMSG
+        a.close()
+        with pytest.raises(OSError) as ei:
+            kvpool.recv_fd(b)
+        assert ei.value.errno == errno.ECONNRESET
+    finally:
+        a.close()
+        b.close()
+
+
+def test_send_fd_bad_fd():
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        with pytest.raises(OSError) as ei:
+            kvpool.send_fd(a, 1 << 20)
+        assert ei.value.errno == errno.EBADF
+    finally:
+        a.close()
+        b.close()
