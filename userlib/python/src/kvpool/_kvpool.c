@@ -446,6 +446,52 @@ void kvp_arr_put(struct kvp_arr *a)
 	a->held = false;
 }
 
+int kvp_fast_args(const char *fname, PyObject *const *args, Py_ssize_t nargs,
+		  PyObject *kwnames, const char *const *names, int n, int nreq,
+		  PyObject **out)
+{
+	Py_ssize_t i, nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+	PyObject *k;
+	int j;
+
+	if (nargs > n) {
+		PyErr_Format(PyExc_TypeError,
+			     "%s() takes at most %d arguments (%zd given)",
+			     fname, n, nargs);
+		return -1;
+	}
+	for (j = 0; j < n; j++)
+		out[j] = j < nargs ? args[j] : NULL;
+	for (i = 0; i < nkw; i++) {
+		k = PyTuple_GET_ITEM(kwnames, i);
+		for (j = 0; j < n; j++)
+			if (!PyUnicode_CompareWithASCIIString(k, names[j]))
+				break;
+		if (j == n) {
+			PyErr_Format(PyExc_TypeError,
+				     "%s() got an unexpected keyword argument '%U'",
+				     fname, k);
+			return -1;
+		}
+		if (out[j]) {
+			PyErr_Format(PyExc_TypeError,
+				     "%s() got multiple values for argument '%s'",
+				     fname, names[j]);
+			return -1;
+		}
+		out[j] = args[nargs + i];
+	}
+	for (j = 0; j < nreq; j++) {
+		if (!out[j]) {
+			PyErr_Format(PyExc_TypeError,
+				     "%s() missing required argument '%s'",
+				     fname, names[j]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int kvp_u64_conv(PyObject *o, void *out)
 {
 	unsigned long long v;

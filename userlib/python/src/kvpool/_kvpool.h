@@ -77,6 +77,15 @@ int kvp_arr_get(PyObject *o, const char *what, int width, bool writable,
 		struct kvp_arr *a);
 void kvp_arr_put(struct kvp_arr *a);
 
+/*
+ * The arguments of a METH_FASTCALL | METH_KEYWORDS method, given by
+ * position or by name, to @out[0..n-1], NULL for those not given: @names
+ * are its @n parameters, the first @nreq required.
+ */
+int kvp_fast_args(const char *fname, PyObject *const *args, Py_ssize_t nargs,
+		  PyObject *kwnames, const char *const *names, int n, int nreq,
+		  PyObject **out);
+
 /* A handle (int) or a session id (int) argument, for "O&". */
 int kvp_handle_conv(PyObject *o, void *out);
 int kvp_u64_conv(PyObject *o, void *out);

@@ -452,12 +452,12 @@ PyDoc_STRVAR(kvp_pool_extend_doc,
 "Error (.index: the entry refused) takes nothing. More entries than\n"
 "info.max_batch is a ValueError.");
 
-static PyObject *kvp_pool_extend(kvp_pool *self, PyObject *args,
-				 PyObject *kw)
+static PyObject *kvp_pool_extend(kvp_pool *self, PyObject *const *args,
+				 Py_ssize_t nargs, PyObject *kwnames)
 {
-	static char *kwlist[] = { "handles", "new_lens", "pages", "nr_new",
-				  NULL };
-	PyObject *ho, *lo, *po = Py_None, *no = Py_None, *r = NULL;
+	static const char *const names[] = { "handles", "new_lens", "pages",
+					     "nr_new" };
+	PyObject *ho, *lo, *po, *no, *r = NULL, *v[4];
 	struct kvp_arr h, l = { .held = false }, p = { .held = false };
 	struct kvp_arr nr = { .held = false };
 	struct kvpool_batch_result res;
@@ -467,9 +467,12 @@ static PyObject *kvp_pool_extend(kvp_pool *self, PyObject *args,
 	bool grow;
 	int ret;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OO:extend", kwlist,
-					 &ho, &lo, &po, &no))
+	if (kvp_fast_args("extend", args, nargs, kwnames, names, 4, 2, v))
 		return NULL;
+	ho = v[0];
+	lo = v[1];
+	po = v[2] ? v[2] : Py_None;
+	no = v[3] ? v[3] : Py_None;
 	if (!kvp_pool_open(self))
 		return NULL;
 	if (kvp_arr_get(ho, "handles", 8, false, &h))
@@ -529,23 +532,25 @@ typedef int (*kvp_len_fn)(struct kvpool *, const struct kvpool_len_entry *,
  * An op on (handle, len) entries: commit, donate, swa_free. Returns None
  * (@give_none) or the pages the op freed or moved.
  */
-static PyObject *kvp_pool_len_op(kvp_pool *self, PyObject *args,
-				 const char *fmt, kvp_len_fn fn,
+static PyObject *kvp_pool_len_op(kvp_pool *self, PyObject *const *args,
+				 Py_ssize_t nargs, PyObject *kwnames,
+				 const char *fname, kvp_len_fn fn,
 				 bool give_none)
 {
+	static const char *const names[] = { "handles", "lens" };
 	struct kvp_arr h, l = { .held = false };
 	struct kvpool_batch_result res;
-	PyObject *ho, *lo, *r = NULL;
+	PyObject *v[2], *r = NULL;
 	Py_ssize_t bad;
 	int ret = 0;
 
-	if (!PyArg_ParseTuple(args, fmt, &ho, &lo))
+	if (kvp_fast_args(fname, args, nargs, kwnames, names, 2, 2, v))
 		return NULL;
 	if (!kvp_pool_open(self))
 		return NULL;
-	if (kvp_arr_get(ho, "handles", 8, false, &h))
+	if (kvp_arr_get(v[0], "handles", 8, false, &h))
 		return NULL;
-	if (kvp_arr_get(lo, "lens", 4, false, &l) ||
+	if (kvp_arr_get(v[1], "lens", 4, false, &l) ||
 	    kvp_batch_check(self, h.n, &l, "lens"))
 		goto out;
 	Py_BEGIN_ALLOW_THREADS
@@ -575,9 +580,11 @@ PyDoc_STRVAR(kvp_pool_commit_doc,
 "was computed; never past the allocated length) with one KVPOOL_COMMIT\n"
 "(kvpool_commit). Arrays as for extend(). All or nothing.");
 
-static PyObject *kvp_pool_commit(kvp_pool *self, PyObject *args)
+static PyObject *kvp_pool_commit(kvp_pool *self, PyObject *const *args,
+			       Py_ssize_t nargs, PyObject *kwnames)
 {
-	return kvp_pool_len_op(self, args, "OO:commit", kvpool_commit, true);
+	return kvp_pool_len_op(self, args, nargs, kwnames, "commit",
+			       kvpool_commit, true);
 }
 
 PyDoc_STRVAR(kvp_pool_donate_doc,
@@ -586,9 +593,11 @@ PyDoc_STRVAR(kvp_pool_donate_doc,
 "prefix cache (kvpool_donate); the row keeps mapping them, borrowed.\n"
 "Returns the pages moved. All or nothing.");
 
-static PyObject *kvp_pool_donate(kvp_pool *self, PyObject *args)
+static PyObject *kvp_pool_donate(kvp_pool *self, PyObject *const *args,
+			       Py_ssize_t nargs, PyObject *kwnames)
 {
-	return kvp_pool_len_op(self, args, "OO:donate", kvpool_donate, false);
+	return kvp_pool_len_op(self, args, nargs, kwnames, "donate",
+			       kvpool_donate, false);
 }
 
 PyDoc_STRVAR(kvp_pool_swa_free_doc,
@@ -597,10 +606,11 @@ PyDoc_STRVAR(kvp_pool_swa_free_doc,
 "the window's left edge (kvpool_swa_free). Returns the pages freed.\n"
 "All or nothing.");
 
-static PyObject *kvp_pool_swa_free(kvp_pool *self, PyObject *args)
+static PyObject *kvp_pool_swa_free(kvp_pool *self, PyObject *const *args,
+			       Py_ssize_t nargs, PyObject *kwnames)
 {
-	return kvp_pool_len_op(self, args, "OO:swa_free", kvpool_swa_free,
-			       false);
+	return kvp_pool_len_op(self, args, nargs, kwnames, "swa_free",
+			       kvpool_swa_free, false);
 }
 
 typedef int (*kvp_handles_fn)(struct kvpool *, const struct kvpool_handle *,
@@ -651,17 +661,18 @@ PyDoc_STRVAR(kvp_pool_release_doc,
 "(kvpool_release_donate). Returns the pages freed (not those donated).\n"
 "All or nothing.");
 
-static PyObject *kvp_pool_release(kvp_pool *self, PyObject *args,
-				  PyObject *kw)
+static PyObject *kvp_pool_release(kvp_pool *self, PyObject *const *args,
+				  Py_ssize_t nargs, PyObject *kwnames)
 {
-	static char *kwlist[] = { "handles", "donate", NULL };
+	static const char *const names[] = { "handles", "donate" };
+	PyObject *v[2];
 	int donate = 0;
-	PyObject *ho;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|p:release", kwlist,
-					 &ho, &donate))
+	if (kvp_fast_args("release", args, nargs, kwnames, names, 2, 1, v))
 		return NULL;
-	return kvp_pool_array_op(self, ho, "handles", 8,
+	if (v[1] && (donate = PyObject_IsTrue(v[1])) < 0)
+		return NULL;
+	return kvp_pool_array_op(self, v[0], "handles", 8,
 				 donate ? kvpool_release_donate :
 				 kvpool_release);
 }
@@ -1183,6 +1194,8 @@ static PyObject *kvp_pool_repr(kvp_pool *self)
 
 #define KVP_KW		(METH_VARARGS | METH_KEYWORDS)
 #define KVP_CLASS	(METH_O | METH_CLASS)
+/* The hot path's methods: no argument tuple, no format string parsed. */
+#define KVP_FAST	(METH_FASTCALL | METH_KEYWORDS)
 
 /* Method @n: kvp_pool_@n() and kvp_pool_@n_doc. */
 #define KVP_M(n, flags) \
@@ -1197,12 +1210,12 @@ static PyMethodDef kvp_pool_methods[] = {
 	KVP_M(stats, METH_NOARGS),
 	KVP_M(alloc_rows, KVP_KW),
 	KVP_M(alloc_row, METH_NOARGS),
-	KVP_M(extend, KVP_KW),
-	KVP_M(commit, METH_VARARGS),
+	KVP_M(extend, KVP_FAST),
+	KVP_M(commit, KVP_FAST),
 	KVP_M(trim, METH_O),
-	KVP_M(release, KVP_KW),
-	KVP_M(donate, METH_VARARGS),
-	KVP_M(swa_free, METH_VARARGS),
+	KVP_M(release, KVP_FAST),
+	KVP_M(donate, KVP_FAST),
+	KVP_M(swa_free, KVP_FAST),
 	KVP_M(attach_prefix, METH_VARARGS),
 	KVP_M(cache_evict, METH_O),
 	KVP_M(to_slot, METH_VARARGS),
