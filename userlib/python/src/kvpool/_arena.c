@@ -110,8 +110,11 @@ static void kvp_arena_dealloc(kvp_arena *self)
 	if (self->weakrefs)
 		PyObject_ClearWeakRefs((PyObject *)self);
 	/* Every view holds a reference: none is left. */
-	if (self->v.base)
+	if (self->v.base) {
+		Py_BEGIN_ALLOW_THREADS
 		kvpool_arena_unmap(&self->v);
+		Py_END_ALLOW_THREADS
+	}
 	PyObject_Free(self);
 }
 
@@ -373,6 +376,9 @@ static void kvp_dl_deleter(struct kvp_dl_managed *m)
 	kvp_arena *self = m->manager_ctx;
 	PyGILState_STATE g;
 
+	/* A consumer freeing it after the interpreter is gone: leak it. */
+	if (!Py_IsInitialized())
+		return;
 	g = PyGILState_Ensure();
 	self->exports--;
 	Py_DECREF(self);
