@@ -3,9 +3,9 @@
 #
 # The whole test suite, as `make check` and CI run it. Installs what it
 # needs (Debian 12, root), then:
-#   1. unit: the core in userspace (ASan, UBSan, fail-nth), libkvpool and
-#      kvpoolctl without the module, the fake CUDA driver the CUDA arena
-#      tests use, the scheduler replay on the core
+#   1. unit: the core in userspace (ASan, UBSan, fail-nth), libkvpool,
+#      kvpoolctl and the Python binding without the module, the fake CUDA
+#      driver the CUDA arena tests use, the scheduler replay on the core
 #   2. fuzz: libFuzzer over the core, the corpus then a short run
 #   3. lint: checkpatch --strict, W=1 and sparse per kernel
 #   4. vm: every selftests/kernel/*_test in QEMU on each kernel of $KERNELS
@@ -101,10 +101,11 @@ if ((!vm_only)); then
 	count "$log" unit
 fi
 
-stage "build: libkvpool, tools, replay, kernel selftests"
+stage "build: libkvpool, tools, replay, Python binding, kernel selftests"
 if ! make -s userlib tools >"$log" 2>&1 ||
    ! make -s -C tools/kvpool-replay >>"$log" 2>&1 ||
    ! make -s -C tools/kvpool-sim >>"$log" 2>&1 ||
+   ! make -s -C userlib/python >>"$log" 2>&1 ||
    ! make -s -C selftests/kernel >>"$log" 2>&1 ||
    ! make -s -C selftests/debug >>"$log" 2>&1; then
 	cat "$log"
@@ -114,8 +115,9 @@ if ! make -s userlib tools >"$log" 2>&1 ||
 fi
 
 if ((!vm_only)); then
-	stage "unit: libkvpool, kvpoolctl and the fake CUDA driver without the module"
+	stage "unit: libkvpool, kvpoolctl, Python, fake CUDA driver without the module"
 	run_checks libkvpool make -s -C userlib check
+	run_checks python make -s -C userlib/python check
 	run_checks tools make -s -C tools check
 	run_checks fakecuda make -s -C selftests/lib/fakecuda check
 

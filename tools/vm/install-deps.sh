@@ -33,6 +33,15 @@ pkgs=(
 	python3-pip		# tools/cuda-headers.sh fetches cuda.h's wheel
 				# with pip where there is no CUDA toolkit;
 				# Debian 12's python3 comes without pip
+	python3-dev		# Python.h: userlib/python's extension module
+	python3-venv		# userlib/python/.venv, where its wheel is
+				# installed and tested (ensurepip's wheels)
+	python3-setuptools python3-wheel
+				# build that wheel offline: pip wheel
+				# --no-build-isolation uses these
+	python3-numpy		# the binding's tests, and its array forms
+	python3-pytest		# runs userlib/python/tests (make check, and
+				# selftests/kernel/python_test in the VM)
 	gcc make libc6-dev	# module and kselftest builds
 	gcc-12			# the compiler both Debian kernels were built with
 	libelf1 libssl3 zlib1g	# runtime libs of the unpacked (not installed)
