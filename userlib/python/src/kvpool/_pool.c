@@ -34,6 +34,12 @@ union kvp_entry {
 typedef struct {
 	PyObject_HEAD
 	struct kvpool *kp;
+	/*
+	 * Calls that dropped the GIL while using kp. Read and written only
+	 * with the GIL held, so it needs no lock of its own: close() and a
+	 * re-init check it and refuse to free kp under a running call.
+	 */
+	unsigned int inflight;
 	struct kvpool_info info;
 	PyObject *info_obj;
 	pthread_mutex_t lock;	/* guards ents, pages and pages_cap */
@@ -42,6 +48,27 @@ typedef struct {
 	unsigned int pages_cap;
 	PyObject *weakrefs;
 } kvp_pool;
+
+/*
+ * Drop the GIL around a call into libkvpool on self->kp, counted in
+ * inflight so that close() from another thread cannot free the struct
+ * kvpool under it. Converting an argument may run Python code (a DLPack
+ * producer) and so let another thread close the Pool after the op's
+ * first check: then the call is skipped and @ret is -EBADF.
+ */
+#define KVP_CALL_BEGIN(self)						\
+	do {								\
+		bool kvp_live_ = (self)->kp != NULL;			\
+		(self)->inflight++;					\
+		Py_BEGIN_ALLOW_THREADS					\
+		if (kvp_live_) {
+#define KVP_CALL_END(self, ret)						\
+		} else {						\
+			(ret) = -EBADF;					\
+		}							\
+		Py_END_ALLOW_THREADS					\
+		(self)->inflight--;					\
+	} while (0)
 
 static uint64_t kvp_handle_int(struct kvpool_handle h)
 {
@@ -56,18 +83,30 @@ static bool kvp_pool_open(kvp_pool *self)
 	return false;
 }
 
-static void kvp_pool_drop(kvp_pool *self)
+/*
+ * Close the client. Refused while another thread is inside a call on it:
+ * freeing the struct kvpool under that call would be a use after free,
+ * and waiting could be for ever (wait_pressure(None)).
+ */
+static int kvp_pool_drop(kvp_pool *self)
 {
 	struct kvpool *kp = self->kp;
 
+	if (self->inflight) {
+		PyErr_Format(PyExc_RuntimeError,
+			     "Pool is in use: %u call(s) running in other threads",
+			     self->inflight);
+		return -1;
+	}
 	self->kp = NULL;
 	Py_CLEAR(self->info_obj);
 	if (!kp)
-		return;
+		return 0;
 	/* The last reference to the file frees all it held: kernel work. */
 	Py_BEGIN_ALLOW_THREADS
 	kvpool_close(kp);
 	Py_END_ALLOW_THREADS
+	return 0;
 }
 
 /* Take over the freshly opened @kp: its info and the scratch. */
@@ -123,7 +162,10 @@ static int kvp_pool_init(kvp_pool *self, PyObject *args, PyObject *kw)
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O&:Pool", kwlist,
 					 PyUnicode_FSConverter, &path))
 		return -1;
-	kvp_pool_drop(self);
+	if (kvp_pool_drop(self)) {
+		Py_XDECREF(path);
+		return -1;
+	}
 	Py_BEGIN_ALLOW_THREADS
 	ret = kvpool_open(path ? PyBytes_AS_STRING(path) : NULL, &kp);
 	Py_END_ALLOW_THREADS
@@ -182,12 +224,14 @@ PyDoc_STRVAR(kvp_pool_close_doc,
 "close() -> None\n\n"
 "Close the pool's file (kvpool_close). If no other reference to it\n"
 "exists, the kernel frees every row, slot and page this client held.\n"
-"Closing twice is harmless. Must not race with other calls on this Pool.");
+"Closing twice is harmless. While another thread is inside a call on\n"
+"this Pool, close() raises RuntimeError and leaves it open.");
 
 static PyObject *kvp_pool_close(kvp_pool *self, PyObject *unused)
 {
 	(void)unused;
-	kvp_pool_drop(self);
+	if (kvp_pool_drop(self))
+		return NULL;
 	Py_RETURN_NONE;
 }
 
@@ -202,7 +246,8 @@ static PyObject *kvp_pool_enter(kvp_pool *self, PyObject *unused)
 static PyObject *kvp_pool_exit(kvp_pool *self, PyObject *args)
 {
 	(void)args;
-	kvp_pool_drop(self);
+	if (kvp_pool_drop(self))
+		return NULL;
 	Py_RETURN_FALSE;
 }
 
@@ -249,9 +294,9 @@ static PyObject *kvp_pool_answer(kvp_pool *self, enum kvp_tuple_id id)
 
 	if (!kvp_pool_open(self))
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS
+	KVP_CALL_BEGIN(self);
 	ret = kvp_answer_call(self->kp, id, &out);
-	Py_END_ALLOW_THREADS
+	KVP_CALL_END(self, ret);
 	if (ret < 0)
 		return kvp_error(ret, NULL);
 	return kvp_tuple_new(id, &out);
@@ -401,9 +446,9 @@ static PyObject *kvp_pool_alloc_rows(kvp_pool *self, PyObject *args,
 		if (!r)
 			return NULL;
 	}
-	Py_BEGIN_ALLOW_THREADS
+	KVP_CALL_BEGIN(self);
 	ret = kvpool_alloc_rows(self->kp, buf, (unsigned int)n, &res);
-	Py_END_ALLOW_THREADS
+	KVP_CALL_END(self, ret);
 	if (ret < 0) {
 		Py_CLEAR(r);
 		kvp_error(ret, &res);
@@ -428,9 +473,9 @@ static PyObject *kvp_pool_alloc_row(kvp_pool *self, PyObject *unused)
 	(void)unused;
 	if (!kvp_pool_open(self))
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS
+	KVP_CALL_BEGIN(self);
 	ret = kvpool_alloc_rows(self->kp, &h, 1, &res);
-	Py_END_ALLOW_THREADS
+	KVP_CALL_END(self, ret);
 	if (ret < 0)
 		return kvp_error(ret, &res);
 	return PyLong_FromUnsignedLongLong(kvp_handle_int(h));
@@ -463,7 +508,7 @@ static PyObject *kvp_pool_extend(kvp_pool *self, PyObject *const *args,
 	struct kvpool_batch_result res;
 	unsigned int cap;
 	uint32_t *out;
-	Py_ssize_t bad, i;
+	Py_ssize_t bad = -1, i;
 	bool grow;
 	int ret;
 
@@ -489,7 +534,7 @@ static PyObject *kvp_pool_extend(kvp_pool *self, PyObject *const *args,
 	if (po == Py_None && !kvp_array_ready())
 		goto out;
 
-	Py_BEGIN_ALLOW_THREADS
+	KVP_CALL_BEGIN(self);
 	pthread_mutex_lock(&self->lock);
 	bad = kvp_pack(self->ents, &h, &l, true, 0);
 	for (ret = 0, grow = true; bad < 0 && grow;) {
@@ -507,7 +552,7 @@ static PyObject *kvp_pool_extend(kvp_pool *self, PyObject *const *args,
 				self->ents[i].ext.out_nr_new;
 	if (bad >= 0 || ret < 0 || p.held)
 		pthread_mutex_unlock(&self->lock);
-	Py_END_ALLOW_THREADS
+	KVP_CALL_END(self, ret);
 
 	if (bad >= 0)
 		kvp_negative("new_lens", bad);
@@ -541,7 +586,7 @@ static PyObject *kvp_pool_len_op(kvp_pool *self, PyObject *const *args,
 	struct kvp_arr h, l = { .held = false };
 	struct kvpool_batch_result res;
 	PyObject *v[2], *r = NULL;
-	Py_ssize_t bad;
+	Py_ssize_t bad = -1;
 	int ret = 0;
 
 	if (kvp_fast_args(fname, args, nargs, kwnames, names, 2, 2, v))
@@ -553,13 +598,13 @@ static PyObject *kvp_pool_len_op(kvp_pool *self, PyObject *const *args,
 	if (kvp_arr_get(v[1], "lens", 4, false, &l) ||
 	    kvp_batch_check(self, h.n, &l, "lens"))
 		goto out;
-	Py_BEGIN_ALLOW_THREADS
+	KVP_CALL_BEGIN(self);
 	pthread_mutex_lock(&self->lock);
 	bad = kvp_pack(self->ents, &h, &l, false, 0);
 	if (bad < 0)
 		ret = fn(self->kp, &self->ents->len, (unsigned int)h.n, &res);
 	pthread_mutex_unlock(&self->lock);
-	Py_END_ALLOW_THREADS
+	KVP_CALL_END(self, ret);
 	if (bad >= 0)
 		kvp_negative("lens", bad);
 	else if (ret < 0)
@@ -633,9 +678,9 @@ static PyObject *kvp_pool_array_op(kvp_pool *self, PyObject *o,
 		kvp_arr_put(&a);
 		return NULL;
 	}
-	Py_BEGIN_ALLOW_THREADS
+	KVP_CALL_BEGIN(self);
 	ret = fn(self->kp, a.view.buf, (unsigned int)a.n, &res);
-	Py_END_ALLOW_THREADS
+	KVP_CALL_END(self, ret);
 	kvp_arr_put(&a);
 	if (ret < 0)
 		return kvp_error(ret, &res);
@@ -713,10 +758,10 @@ static PyObject *kvp_pool_attach_prefix(kvp_pool *self, PyObject *args)
 		return NULL;
 	if (!kvp_pool_open(self) || kvp_arr_get(po, "pages", 4, false, &p))
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS
+	KVP_CALL_BEGIN(self);
 	ret = kvpool_attach_prefix(self->kp, h, p.view.buf,
 				   (unsigned int)p.n);
-	Py_END_ALLOW_THREADS
+	KVP_CALL_END(self, ret);
 	kvp_arr_put(&p);
 	if (ret < 0)
 		return kvp_error(ret, NULL);
@@ -741,9 +786,9 @@ static PyObject *kvp_pool_to_slot(kvp_pool *self, PyObject *args)
 	if (!PyArg_ParseTuple(args, "O&O&:to_slot", kvp_handle_conv, &h,
 			      kvp_u64_conv, &sid) || !kvp_pool_open(self))
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS
+	KVP_CALL_BEGIN(self);
 	ret = kvpool_to_slot(self->kp, h, sid);
-	Py_END_ALLOW_THREADS
+	KVP_CALL_END(self, ret);
 	if (ret < 0)
 		return kvp_error(ret, NULL);
 	return PyLong_FromLong(ret);
@@ -763,9 +808,9 @@ static PyObject *kvp_pool_from_slot(kvp_pool *self, PyObject *arg)
 
 	if (!kvp_u64_conv(arg, &sid) || !kvp_pool_open(self))
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS
+	KVP_CALL_BEGIN(self);
 	ret = kvpool_from_slot(self->kp, sid, &h);
-	Py_END_ALLOW_THREADS
+	KVP_CALL_END(self, ret);
 	if (ret < 0)
 		return kvp_error(ret, NULL);
 	return Py_BuildValue("(Ki)", (unsigned long long)kvp_handle_int(h),
@@ -784,9 +829,9 @@ static PyObject *kvp_pool_slot_release(kvp_pool *self, PyObject *arg)
 
 	if (!kvp_u64_conv(arg, &sid) || !kvp_pool_open(self))
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS
+	KVP_CALL_BEGIN(self);
 	ret = kvpool_slot_release(self->kp, sid);
-	Py_END_ALLOW_THREADS
+	KVP_CALL_END(self, ret);
 	if (ret < 0)
 		return kvp_error(ret, NULL);
 	return PyLong_FromLong(ret);
@@ -816,10 +861,10 @@ static PyObject *kvp_pool_query(kvp_pool *self, const struct kvpool_handle *h,
 	if (po != Py_None) {
 		if (kvp_arr_get(po, "pages", 4, true, &p))
 			return NULL;
-		Py_BEGIN_ALLOW_THREADS
+		KVP_CALL_BEGIN(self);
 		ret = kvp_query(self->kp, h, sid, p.view.buf,
 				(unsigned int)p.n, &q);
-		Py_END_ALLOW_THREADS
+		KVP_CALL_END(self, ret);
 		kvp_arr_put(&p);
 		if (ret < 0)
 			return kvp_error(ret, NULL);
@@ -827,7 +872,7 @@ static PyObject *kvp_pool_query(kvp_pool *self, const struct kvpool_handle *h,
 	}
 	if (!kvp_array_ready())
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS
+	KVP_CALL_BEGIN(self);
 	pthread_mutex_lock(&self->lock);
 	while (again) {
 		ret = kvp_query(self->kp, h, sid, self->pages,
@@ -838,7 +883,7 @@ static PyObject *kvp_pool_query(kvp_pool *self, const struct kvpool_handle *h,
 	}
 	if (ret < 0 || (unsigned int)ret > self->pages_cap)
 		pthread_mutex_unlock(&self->lock);
-	Py_END_ALLOW_THREADS
+	KVP_CALL_END(self, ret);
 	if (ret < 0)
 		return kvp_error(ret, NULL);
 	if ((unsigned int)ret > self->pages_cap)
@@ -916,10 +961,10 @@ static PyObject *kvp_pool_export_fd(kvp_pool *self,
 
 	if (!kvp_pool_open(self))
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS
+	KVP_CALL_BEGIN(self);
 	ret = sid ? kvpool_export_slot(self->kp, *sid) :
 		    kvpool_export(self->kp, *h);
-	Py_END_ALLOW_THREADS
+	KVP_CALL_END(self, ret);
 	if (ret < 0)
 		return kvp_error(ret, NULL);
 	return PyLong_FromLong(ret);
@@ -968,9 +1013,9 @@ static PyObject *kvp_pool_import_row(kvp_pool *self, PyObject *arg)
 	fd = PyObject_AsFileDescriptor(arg);
 	if (fd < 0 || !kvp_pool_open(self))
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS
+	KVP_CALL_BEGIN(self);
 	ret = kvpool_import(self->kp, fd, &h);
-	Py_END_ALLOW_THREADS
+	KVP_CALL_END(self, ret);
 	if (ret < 0)
 		return kvp_error(ret, NULL);
 	return Py_BuildValue("(Ki)", (unsigned long long)kvp_handle_int(h),
@@ -1042,9 +1087,9 @@ static PyObject *kvp_pool_wait_pressure(kvp_pool *self, PyObject *args,
 			if (left * 1000 < ms)
 				ms = (int)ceil(left * 1000);
 		}
-		Py_BEGIN_ALLOW_THREADS
+		KVP_CALL_BEGIN(self);
 		ret = kvpool_wait_pressure(self->kp, ms);
-		Py_END_ALLOW_THREADS
+		KVP_CALL_END(self, ret);
 		if (ret > 0)
 			Py_RETURN_TRUE;
 		if (ret < 0 && ret != -EINTR)
@@ -1086,9 +1131,9 @@ static PyObject *kvp_pool_map_arena(kvp_pool *self, PyObject *unused)
 	(void)unused;
 	if (!kvp_pool_open(self))
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS
+	KVP_CALL_BEGIN(self);
 	ret = kvpool_arena_map(self->kp, &v);
-	Py_END_ALLOW_THREADS
+	KVP_CALL_END(self, ret);
 	if (ret < 0)
 		return kvp_arena_error(ret, NULL);
 	r = kvp_arena_new(&v);
@@ -1131,7 +1176,7 @@ PyObject *kvp_c_decode_steps(PyObject *mod, PyObject *args)
 		goto out;
 	lv = l.view.buf;
 	/* A decode step gives each row one page at most. */
-	Py_BEGIN_ALLOW_THREADS
+	KVP_CALL_BEGIN(self);
 	pthread_mutex_lock(&self->lock);
 	t0 = kvp_ns();
 	for (it = 0; it < iters && ret >= 0 && bad < 0; it++) {
@@ -1153,7 +1198,7 @@ PyObject *kvp_c_decode_steps(PyObject *mod, PyObject *args)
 	}
 	t1 = kvp_ns();
 	pthread_mutex_unlock(&self->lock);
-	Py_END_ALLOW_THREADS
+	KVP_CALL_END(self, ret);
 	if (bad >= 0)
 		kvp_negative("lens", bad);
 	else if (ret < 0)
