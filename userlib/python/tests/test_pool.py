@@ -52,6 +52,7 @@ def test_info(pool):
         (NR_PAGES, PT, NR_ROWS, ROW_TOKENS)
     assert i.create_flags == 1  # KVPOOL_CREATE_RESERVE_ZERO
     assert i.max_batch == NR_ROWS
+    assert tuple(pool.info) == tuple(i)  # read once, at open
     for f in ("ROWS", "EXTEND", "SLOTS", "VERIFY", "PREFIX_CACHE", "SWA",
               "EXPORT", "QUOTA", "PRESSURE", "ARENA"):
         assert i.features & getattr(kvpool, "FEAT_" + f), f

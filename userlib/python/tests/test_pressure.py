@@ -51,6 +51,7 @@ def test_pressure_below_low(squeezed):
     pr = pool.pressure()
     # Its share of high - free = 20 pages, capped by its 3 cache pages.
     assert pr.ask_pages == 3
+    assert pr.asked == 3  # docs/python.md's name for it
     assert pr.reasons & PRESSURE_LOW
     assert (pr.low_wmark, pr.high_wmark, pr.free_pages) == (20, 30, 10)
     assert pool.wait_pressure(0) is True
