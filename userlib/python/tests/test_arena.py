@@ -111,6 +111,11 @@ def test_dlpack(arena_pool):
     assert t.ctypes.data == a.ptr
     with pytest.raises(BufferError):
         a.close()  # t still maps it
+    assert a.exports >= 1 and not a.closed
+    with pytest.raises(BufferError):
+        a.__dlpack__(copy=True)
+    with pytest.raises(BufferError):
+        a.__dlpack__(dl_device=(2, 0))
     del t
     gc.collect()
     a.close()
@@ -129,9 +134,12 @@ def test_close_with_live_view(arena_pool):
     n = np.frombuffer(a, np.uint8)
     with pytest.raises(BufferError):
         a.close()
+    assert a.exports == 1
     del n
     gc.collect()
+    assert a.exports == 0
     a.close()
+    assert a.closed
     a.close()  # a second close does nothing
 
 

@@ -20,9 +20,9 @@ def uapi_defines():
         text = f.read()
     out = {}
     for name, val in re.findall(
-            r"^#define\s+KVPOOL_(\w+)\s+(_BITULL\(\d+\)|0x[0-9a-fA-F]+U?|\d+)",
-            text, re.M):
-        m = re.match(r"_BITULL\((\d+)\)", val)
+            r"^#define\s+KVPOOL_(\w+)\s+"
+            r"(_BITULL?\(\d+\)|0x[0-9a-fA-F]+U?|\d+)", text, re.M):
+        m = re.match(r"_BITULL?\((\d+)\)", val)
         out[name] = 1 << int(m.group(1)) if m else int(val.rstrip("U"), 0)
     return out
 
@@ -39,12 +39,21 @@ def test_version_is_the_tree_version():
     assert kvpool.version() == want
 
 
-def test_feature_constants_match_uapi():
+def test_constants_match_uapi():
     d = uapi_defines()
-    feats = {k: v for k, v in d.items() if k.startswith("FEAT_")}
-    assert len(feats) >= 10
-    for name, val in feats.items():
-        assert getattr(kvpool, name) == val, name
+    want = [k for k in d if k.startswith(("FEAT_", "CREATE_", "PRESSURE_"))]
+    want += ["ARENA_NONE", "ARENA_HOST", "ARENA_CUDA", "ABI_VERSION",
+             "PAGE_NONE", "LABEL_LEN"]
+    assert len([k for k in want if k.startswith("FEAT_")]) >= 10
+    for name in want:
+        assert getattr(kvpool, name) == d[name], name
+    # And every other KVPOOL_* number the module exports.
+    for name, val in d.items():
+        if hasattr(kvpool, name):
+            assert getattr(kvpool, name) == val, name
+    assert (kvpool.ROW_HELD, kvpool.ROW_SLOT) == (1, 2)  # an enum there
+    assert kvpool.NO_INDEX == 0xFFFFFFFF
+    assert kvpool.CONTROL_PATH == "/dev/kvpool-control"
 
 
 def test_other_constants():
@@ -61,7 +70,9 @@ def test_handle_helpers():
     assert kvpool.handle_gen(h) == 5
     # The int is the bytes of struct kvpool_handle { idx; gen; } (LE).
     assert h.to_bytes(8, "little") == struct.pack("<II", 7, 5)
+    assert kvpool.handle(7, 5) == h
     top = (0xFFFFFFFF << 32) | 0xFFFFFFFE
+    assert kvpool.handle(0xFFFFFFFE, 0xFFFFFFFF) == top
     assert kvpool.handle_idx(top) == 0xFFFFFFFE
     assert kvpool.handle_gen(top) == 0xFFFFFFFF
 

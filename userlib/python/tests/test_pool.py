@@ -8,6 +8,7 @@ import errno
 import gc
 import os
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -72,8 +73,10 @@ def test_close_and_context(pools):
     with pytest.raises(OSError):
         os.fstat(fd)
     p.close()  # a second close is harmless
-    with pytest.raises((ValueError, kvpool.Error)):
-        p.stats()
+    for call in (p.stats, p.alloc_row, p.pressure, p.map_arena,
+                 lambda: p.release(np.zeros(1, np.uint64))):
+        with pytest.raises(ValueError):
+            call()
 
 
 def test_from_fd_owns_fd(pools):
@@ -350,3 +353,19 @@ def test_threads_share_a_pool(pool):
     s = pool.stats()
     assert (s.free_pages, s.free_rows) == (USABLE_PAGES, USABLE_ROWS)
     assert pool.verify().violations == 0
+
+
+def test_close_refused_while_another_thread_calls(pool):
+    got = []
+    t = threading.Thread(target=lambda: got.append(pool.wait_pressure(3)))
+    t.start()
+    time.sleep(0.5)  # well inside its call by now
+    assert t.is_alive()
+    with pytest.raises(RuntimeError):
+        pool.close()
+    assert not pool.closed
+    assert pool.stats().nr_clients == 1  # still open and usable
+    t.join(10)
+    assert got == [False]
+    pool.close()
+    assert pool.closed

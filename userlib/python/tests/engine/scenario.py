@@ -19,8 +19,6 @@ the session there is SGLang's StreamingSession.
 
 import types
 
-import numpy as np
-
 TOKENS = 64         # usable KV tokens (page size 1): pages 1..64
 ROWS = 6            # usable rows: 1..6
 CTX = 48            # max_context_len
@@ -431,16 +429,3 @@ def run(side):
     admit("admit G (no tokens)", [G])
     finish("finish D", [D2])
     return steps
-
-
-def summary(steps):
-    return [(s["step"], s["free_tokens"], s["free_rows"], s["error"])
-            for s in steps]
-
-
-if __name__ == "__main__":
-    import json
-    import sys
-    print(json.dumps(run(sglang_side()), indent=1)[:4000])
-    sys.exit(0)
-    np  # noqa: B018
