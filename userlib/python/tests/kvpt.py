@@ -72,6 +72,17 @@ def row_snap(p, h):
     return tuple(getattr(q, f) for f in ROW_FIELDS) + (tuple(q.pages),)
 
 
+def wait_in_poll(tid, timeout=10.0):
+    """Wait until thread `tid` of this process sleeps in poll(2) or
+    ppoll(2) (x86-64 numbers 7 and 271), as /proc shows it."""
+    path = "/proc/self/task/%d/syscall" % tid
+
+    def inside():
+        with open(path) as f:
+            return f.read().split()[0] in ("7", "271")
+    return wait_for(inside, timeout, 0.01)
+
+
 def snap(p, handles=()):
     """What "nothing changed" compares: stats and each row's record."""
     return tuple(p.stats()), [row_snap(p, h) for h in handles]

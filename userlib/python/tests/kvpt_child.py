@@ -53,7 +53,8 @@ def main(argv):
             pages_type=type(q.pages).__module__ + "." +
             type(q.pages).__name__,
             client_pages=p.stats().client_pages)
-        # And send it back as a new export.
+        # And send it back as a new export, once the test has looked.
+        sock.recv(1)
         p.commit(array.array("Q", [h]), array.array("i", [q.allocated_len]))
         back = p.export(h)
         kvpool.send_fd(sock, back)

@@ -8,13 +8,12 @@ import errno
 import gc
 import os
 import threading
-import time
 
 import numpy as np
 import pytest
 
 import kvpool
-from kvpt import AQ, H, L, free_identity, pool_path
+from kvpt import AQ, H, L, free_identity, pool_path, wait_for, wait_in_poll
 
 pytestmark = pytest.mark.device
 
@@ -356,11 +355,16 @@ def test_threads_share_a_pool(pool):
 
 
 def test_close_refused_while_another_thread_calls(pool):
-    got = []
-    t = threading.Thread(target=lambda: got.append(pool.wait_pressure(3)))
+    got, tid = [], []
+
+    def waiter():
+        tid.append(threading.get_native_id())
+        got.append(pool.wait_pressure(5))
+
+    t = threading.Thread(target=waiter)
     t.start()
-    time.sleep(0.5)  # well inside its call by now
-    assert t.is_alive()
+    assert wait_for(lambda: tid, 5)
+    assert wait_in_poll(tid[0]), "the thread never reached poll()"
     with pytest.raises(RuntimeError):
         pool.close()
     assert not pool.closed

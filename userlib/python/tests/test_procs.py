@@ -46,6 +46,7 @@ def test_export_import_across_processes(pools, children):
         assert r["client_pages"] == 3
         s = p.stats()
         assert (s.export_rows, s.row_pages, s.nr_clients) == (0, 3, 2)
+        a.send(b"e")  # now export it back
         assert kid.read()["exported"]
         back = kvpool.recv_fd(a)
         try:
