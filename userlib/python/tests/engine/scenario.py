@@ -241,6 +241,11 @@ def sglang_side():
     s.alloc_for_decode = allocation.alloc_for_decode
     s.release_kv_cache = common.release_kv_cache
 
+    def release_batch(reqs, tree, *, checkpoint):
+        for r in reqs:
+            common.release_kv_cache(r, tree, checkpoint=checkpoint)
+    s.release_batch = release_batch
+
     def lend(req, key):
         m = s.session.try_match_prefix(
             types.SimpleNamespace(req=req, key=key))
@@ -268,6 +273,7 @@ def kvpool_side(pool):
     s.alloc_for_extend = ks.alloc_for_extend
     s.alloc_for_decode = ks.alloc_for_decode
     s.release_kv_cache = ks.release_kv_cache
+    s.release_batch = ks.release_kv_cache_batch     # one RELEASE
     s.lend = lambda req, key: s.session.lend(req, len(key))
     s.release_session = s.session.release_session
     s.free_tokens = s.alloc.available_size
@@ -380,7 +386,8 @@ def run(side):
         for r in reqs:
             r.done = True
             r.finished_len = len(r.output_ids)
-            side.release_kv_cache(r, side.tree, checkpoint=checkpoint)
+        side.release_batch(reqs, side.tree, checkpoint=checkpoint)
+        for r in reqs:
             live.pop(r.rid, None)
         record(name)
 
