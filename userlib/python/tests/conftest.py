@@ -24,6 +24,11 @@ import pytest
 import kvpool
 from kvpt import CTL_PATH, Child, free_identity, pool_path, wait_for
 
+# engine/ is the SGLang comparison (tools/engine-tests.sh runs it in its
+# own venv with SGLang): not a part of this suite, whatever its files are
+# named.
+collect_ignore = ["engine"]
+
 
 def pytest_configure(config):
     config.addinivalue_line(
