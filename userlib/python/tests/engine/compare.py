@@ -2,9 +2,11 @@
 """SGLang 0.5.23 against kvpool.sglang, on scenario.py's calls.
 
   compare.py sglang OUT.json    run the scenario through SGLang (engine venv)
-  compare.py kvpool OUT.json    run it through kvpool.sglang on a new pool
-                                (root, module loaded: the VM)
-  compare.py check A.json B.json
+  compare.py kvpool DIR         run it through kvpool.sglang on new pools
+                                (root, module loaded: the VM), page size 1
+                                into DIR/kvpool.json, and 4 into
+                                DIR/kvpool-ps4.json
+  compare.py check A.json B.json [SELF.json...]
                                 one PASS/FAIL line a step, then
                                 "N passed, N failed"; exit 1 on a failure
 
@@ -15,6 +17,11 @@ prefix-cache entries under that renaming, the same free token and row
 counts, and the same error. On kvpool's side also: the kernel's page
 list of every held row is what req_to_token says, the kernel's cache
 holds as many pages as the tree, and verify() finds nothing.
+
+SGLang's paged allocator needs a GPU (its allocation kernels are
+Triton's), so at page size 4 only kvpool's side runs: each SELF.json's
+steps are held to the kvpool-side checks alone (page lists, cache
+against tree, verify, and the same errors as at page size 1).
 
 One difference is expected and checked as such: when an extend batch
 fails for tokens, SGLang has already bound rows to the batch's new
@@ -44,19 +51,22 @@ def run_sglang(out):
     print("sglang: %d steps in %.1f s" % (len(steps), time.monotonic() - t))
 
 
-def run_kvpool(out):
+def run_kvpool(out_dir):
     import kvpool
 
-    t = time.monotonic()
-    pid = kvpool.pool_create(scenario.TOKENS + 1, 1, scenario.ROWS + 1,
-                             scenario.CTX, reserve_zero=True)
-    try:
-        with kvpool.Pool("/dev/kvpool%d" % pid) as p:
-            steps = scenario.run(scenario.kvpool_side(p))
-    finally:
-        kvpool.pool_destroy(pid)
-    json.dump(steps, open(out, "w"))
-    print("kvpool: %d steps in %.1f s" % (len(steps), time.monotonic() - t))
+    for ps, name in ((1, "kvpool.json"), (4, "kvpool-ps4.json")):
+        t = time.monotonic()
+        pid = kvpool.pool_create(scenario.TOKENS // ps + 1, ps,
+                                 scenario.ROWS + 1, scenario.CTX,
+                                 reserve_zero=True)
+        try:
+            with kvpool.Pool("/dev/kvpool%d" % pid) as p:
+                steps = scenario.run(scenario.kvpool_side(p))
+        finally:
+            kvpool.pool_destroy(pid)
+        json.dump(steps, open(os.path.join(out_dir, name), "w"))
+        print("kvpool: page size %d, %d steps in %.1f s"
+              % (ps, len(steps), time.monotonic() - t))
 
 
 class Renaming:
@@ -112,22 +122,32 @@ def check_step(ren, a, b, leaked):
         e = ren.pair(x, y)
         if e:
             errs.append("tree entry %d: %s" % (i, e))
-    tree_pages = len({x for t in b["tree"] for x in t})
-    if b.get("cache_pages") is not None and b["cache_pages"] != tree_pages:
-        errs.append("kernel cache %d pages, tree %d" % (b["cache_pages"],
+    return errs + kernel_checks(b)
+
+
+def kernel_checks(b):
+    errs = []
+    ps = b.get("page_size", 1)
+    tree_pages = len({x // ps for t in b["tree"] for x in t})
+    if b["cache_pages"] != tree_pages:
+        errs.append("kernel cache %s pages, tree %d" % (b["cache_pages"],
                                                          tree_pages))
-    if b.get("violations"):
-        errs.append("verify: %d violations" % b["violations"])
-    if b.get("kernel_rows_match") is False:
+    if b["violations"] != 0:
+        errs.append("verify: %s violations" % b["violations"])
+    if b["kernel_rows_match"] is not True:
         errs.append("req_to_token is not the kernel's page list")
     return errs
 
 
-def check(fa, fb):
+def check(fa, fb, selfs=()):
     a = json.load(open(fa))
     b = json.load(open(fb))
     ren = Renaming()
     passed = failed = 0
+    for f in selfs:
+        p, q = check_self(a, json.load(open(f)), f)
+        passed += p
+        failed += q
     leaked = 0
     if len(a) != len(b):
         print("FAIL steps: %d != %d" % (len(a), len(b)))
@@ -152,6 +172,31 @@ def check(fa, fb):
     return 1 if failed else 0
 
 
+def check_self(a, c, name):
+    """kvpool alone at another page size: its own checks, and the errors
+    of the page-size-1 run (a: SGLang's)."""
+    passed = failed = 0
+    if len(a) != len(c):
+        print("FAIL %s: %d steps, not %d" % (name, len(c), len(a)))
+        return 0, 1
+    for x, y in zip(a, c):
+        errs = kernel_checks(y)
+        if x["error"] != y["error"]:
+            errs.append("error %s != %s" % (y["error"], x["error"]))
+        if sorted(x["rows"]) != sorted(y["rows"]):
+            errs.append("rows %s" % sorted(y["rows"]))
+        what = "page size %d, %s: tokens %d rows %d%s" % (
+            y["page_size"], y["step"], y["free_tokens"], y["free_rows"],
+            ", " + y["error"] if y["error"] else "")
+        if errs:
+            failed += 1
+            print("FAIL %s: %s" % (what, "; ".join(errs)))
+        else:
+            passed += 1
+            print("PASS %s" % what)
+    return passed, failed
+
+
 def main(argv):
     if len(argv) == 3 and argv[1] == "sglang":
         run_sglang(argv[2])
@@ -159,8 +204,8 @@ def main(argv):
     if len(argv) == 3 and argv[1] == "kvpool":
         run_kvpool(argv[2])
         return 0
-    if len(argv) == 4 and argv[1] == "check":
-        return check(argv[2], argv[3])
+    if len(argv) >= 4 and argv[1] == "check":
+        return check(argv[2], argv[3], argv[4:])
     print(__doc__, file=sys.stderr)
     return 2
 

@@ -93,10 +93,11 @@ class ToyTree:
     row had. It frees nothing itself (no eviction in the scenario), so
     both sides' free counts say only what the pools did."""
 
-    def __init__(self, req_to_token_pool, allocator, free_kv_row=None):
+    def __init__(self, req_to_token_pool, allocator, free_kv_row=None,
+                 page_size=1):
         self.req_to_token_pool = req_to_token_pool
         self.token_to_kv_pool_allocator = allocator
-        self.page_size = 1
+        self.page_size = page_size
         self.nodes = []             # [tokens, indices, refs]
         self.session = None
         self._free_kv_row = free_kv_row
@@ -141,6 +142,8 @@ class ToyTree:
         return "available=%d" % self.token_to_kv_pool_allocator.available_size()
 
     def checkpoint(self, req, *, up_to):
+        # Whole pages only, as SGLang's paged trees insert.
+        up_to -= up_to % self.page_size
         row = self.req_to_token_pool.req_to_token[req.kv.req_pool_idx]
         idx = [int(x) for x in row[:up_to]]
         node = [tuple(req.fill_ids[:up_to]), idx, 0]
@@ -173,6 +176,7 @@ class ToyTree:
             req.prefix_len = plen
             return
         node, plen = self._match(key)
+        plen -= plen % self.page_size
         req.prefix_len = plen
         req.last_node = node
         req.kv.cache_protected_len = plen
@@ -266,7 +270,7 @@ def kvpool_side(pool):
     s = types.SimpleNamespace(name="kvpool")
     s.rtp = ks.ReqToTokenPool(ROWS, CTX, "cpu", False, pool=pool)
     s.alloc = ks.KVPoolTokenAllocator(pool)
-    s.tree = ToyTree(s.rtp, s.alloc)
+    s.tree = ToyTree(s.rtp, s.alloc, page_size=pool.info.page_tokens)
     s.session = ks.StreamingSessions(s.rtp, s.tree)
     s.tree.session = s.session
     s.kv_factory = ks.KvRecord
@@ -320,7 +324,8 @@ def run(side):
                 rows["slot:" + sid] = [
                     int(x) for x in
                     side.rtp.req_to_token[sl.kv.req_pool_idx][:n]]
-        rec = {"step": name, "rows": rows, "tree": side.tree.cached(),
+        rec = {"step": name, "page_size": side.tree.page_size,
+               "rows": rows, "tree": side.tree.cached(),
                "free_tokens": int(side.free_tokens()),
                "free_rows": int(side.free_rows()),
                "error": None if err is None else type(err).__name__,
