@@ -139,6 +139,18 @@ def kernel_checks(b):
     return errs
 
 
+def report(name, y, errs):
+    """One PASS/FAIL line for a step; whether it passed."""
+    what = "%s: tokens %d rows %d%s" % (
+        name, y["free_tokens"], y["free_rows"],
+        ", " + y["error"] if y["error"] else "")
+    if errs:
+        print("FAIL %s: %s" % (what, "; ".join(errs)))
+        return False
+    print("PASS %s" % what)
+    return True
+
+
 def check(fa, fb, selfs=()):
     a = json.load(open(fa))
     b = json.load(open(fb))
@@ -155,15 +167,9 @@ def check(fa, fb, selfs=()):
     for x, y in zip(a, b):
         leaked += LEAKED_ROWS.get(x["step"], 0)
         errs = check_step(ren, x, y, leaked)
-        what = "%s: tokens %d rows %d%s" % (
-            x["step"], y["free_tokens"], y["free_rows"],
-            ", " + y["error"] if y["error"] else "")
-        if errs:
-            failed += 1
-            print("FAIL %s: %s" % (what, "; ".join(errs)))
-        else:
-            passed += 1
-            print("PASS %s" % what)
+        ok = report(y["step"], y, errs)
+        passed += ok
+        failed += not ok
     # The renaming is a real one: the scenario must have exercised it.
     if not ren.fwd and not failed:
         print("FAIL nothing was compared")
@@ -185,15 +191,10 @@ def check_self(a, c, name):
             errs.append("error %s != %s" % (y["error"], x["error"]))
         if sorted(x["rows"]) != sorted(y["rows"]):
             errs.append("rows %s" % sorted(y["rows"]))
-        what = "page size %d, %s: tokens %d rows %d%s" % (
-            y["page_size"], y["step"], y["free_tokens"], y["free_rows"],
-            ", " + y["error"] if y["error"] else "")
-        if errs:
-            failed += 1
-            print("FAIL %s: %s" % (what, "; ".join(errs)))
-        else:
-            passed += 1
-            print("PASS %s" % what)
+        ok = report("page size %d, %s" % (y["page_size"], y["step"]), y,
+                    errs)
+        passed += ok
+        failed += not ok
     return passed, failed
 
 
