@@ -14,6 +14,10 @@
 #   5. debug: the same tests and fail-nth injection on a KASAN, lockdep,
 #      kmemleak, UBSAN kernel built from Debian's linux-source-6.1
 #      (when CI is set or KVPOOL_DEBUG_LANE=1; KVPOOL_DEBUG_LANE=0 skips)
+#   6. engine: kvpool.sglang against SGLang 0.5.23 itself
+#      (tools/engine-tests.sh; a 3 GB download into the cache the first
+#      time: when CI is set or KVPOOL_ENGINE_TESTS=1;
+#      KVPOOL_ENGINE_TESTS=0 skips)
 # Prints "N passed, N failed, N skipped" last; exits non-zero on any
 # failure; a stage that could not run at all counts as a failure.
 #
@@ -33,6 +37,14 @@ elif [[ -n ${CI:-} ]]; then
 	debug_lane=1
 else
 	debug_lane=0
+fi
+
+if [[ -n ${KVPOOL_ENGINE_TESTS:-} ]]; then
+	engine_lane=$KVPOOL_ENGINE_TESTS
+elif [[ -n ${CI:-} ]]; then
+	engine_lane=1
+else
+	engine_lane=0
 fi
 
 vm_only=0
@@ -144,6 +156,13 @@ if [[ $debug_lane == 1 ]]; then
 	vm_summary 6.1-debug
 else
 	stage "debug: skipped (KVPOOL_DEBUG_LANE=0 or not CI)"
+fi
+
+if [[ $engine_lane == 1 ]]; then
+	stage "engine: kvpool.sglang against SGLang 0.5.23"
+	run_checks engine tools/engine-tests.sh
+else
+	stage "engine: skipped (KVPOOL_ENGINE_TESTS=0 or not CI)"
 fi
 
 echo
