@@ -157,16 +157,20 @@ else
 		"ioctls ($(wc -w <<<"$ioctls"), all in $api_rst)"
 fi
 
-# Names such as KVPOOL_FEAT_* (a prefix) are not names: skipped.
+# Names such as KVPOOL_FEAT_* (a prefix) are not names: skipped. An
+# environment variable a script of the tree reads ($NAME or ${NAME) is
+# no ABI name either.
 mapfile -t docs < <(find docs -type f \( -name '*.rst' -o -name '*.md' \)
 		    find docs/ABI -type f 2>/dev/null)
 out=$(perl -ne '
 	print "$ARGV: $1\n" while /\b(KVPOOL_[A-Z0-9_]*[A-Z0-9])\b/g;
       ' "${docs[@]}" | sort -u | while read -r file name; do
-		grep -qw -- "$name" "$uapi" || echo "  $file $name"
+		grep -qw -- "$name" "$uapi" ||
+			grep -rqE -- "\\\$\{?$name\b" tools selftests userlib ||
+			echo "  $file $name"
 	done)
 verdict "$out" "KVPOOL_* names in docs/: some are not in $uapi" \
-	"KVPOOL_* names in docs/ (all in $uapi)"
+	"KVPOOL_* names in docs/ (all in $uapi, or variables of the scripts)"
 
 # ---- kernel-doc ----
 
