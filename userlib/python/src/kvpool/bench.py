@@ -45,57 +45,53 @@ import kvpool
 from kvpool import _kvpool
 
 
-def _fresh_rows(pool, nrows, start_len):
+def _round(pool, nrows, steps, start_len, run):
+    """Fresh rows of start_len tokens, run(pool, handles, lens) timing
+    its steps (nanoseconds), the rows released: microseconds a step."""
     handles = pool.alloc_rows(nrows)
     lens = np.full(nrows, start_len, dtype=np.int32)
-    if start_len:
-        pool.extend(handles, lens)
-        pool.commit(handles, lens)
-    return handles, lens
-
-
-def _round_c(pool, nrows, steps, start_len):
-    handles, lens = _fresh_rows(pool, nrows, start_len)
     try:
-        ns = _kvpool._c_decode_steps(pool, handles, lens, steps)
+        if start_len:
+            pool.extend(handles, lens)
+            pool.commit(handles, lens)
+        ns = run(pool, handles, lens)
     finally:
         pool.release(handles)
     return ns / steps / 1000.0
 
 
-def _round_py(pool, nrows, steps, start_len, buf):
-    handles, lens = _fresh_rows(pool, nrows, start_len)
-    # Every step's lengths made beforehand: the loop times the binding.
-    table = [np.full(nrows, start_len + s + 1, dtype=np.int32)
-             for s in range(steps)]
-    extend = pool.extend
-    commit = pool.commit
-    try:
+def _steps_c(steps):
+    def run(pool, handles, lens):
+        return _kvpool._c_decode_steps(pool, handles, lens, steps)
+    return run
+
+
+def _steps_py(steps, buf):
+    def run(pool, handles, lens):
+        # Every step's lengths made beforehand: the loop times the binding.
+        table = [lens + (s + 1) for s in range(steps)]
+        extend = pool.extend
+        commit = pool.commit
         t0 = time.perf_counter_ns()
         for new in table:
             extend(handles, new, buf)
             commit(handles, new)
-        t1 = time.perf_counter_ns()
-    finally:
-        pool.release(handles)
-    return (t1 - t0) / steps / 1000.0
+        return time.perf_counter_ns() - t0
+    return run
 
 
-def _round_py_inc(pool, nrows, steps, start_len, buf):
-    handles, lens = _fresh_rows(pool, nrows, start_len)
-    extend = pool.extend
-    commit = pool.commit
-    add = np.add
-    try:
+def _steps_py_inc(steps, buf):
+    def run(pool, handles, lens):
+        extend = pool.extend
+        commit = pool.commit
+        add = np.add
         t0 = time.perf_counter_ns()
         for _ in range(steps):
             add(lens, 1, out=lens)
             extend(handles, lens, buf)
             commit(handles, lens)
-        t1 = time.perf_counter_ns()
-    finally:
-        pool.release(handles)
-    return (t1 - t0) / steps / 1000.0
+        return time.perf_counter_ns() - t0
+    return run
 
 
 def main(argv=None):
@@ -119,21 +115,18 @@ def main(argv=None):
                      f"{a.start_len + a.steps} tokens do not fit this pool "
                      f"({info.nr_pages} pages, batches of {info.max_batch})")
         buf = np.empty(a.rows, dtype=np.uint32)
+        sides = (_steps_c(a.steps), _steps_py(a.steps, buf),
+                 _steps_py_inc(a.steps, buf))
         # One untimed round each: page faults, lazy imports, caches.
-        _round_c(pool, a.rows, a.steps, a.start_len)
-        _round_py(pool, a.rows, a.steps, a.start_len, buf)
-        c, py, inc = [], [], []
+        for run in sides:
+            _round(pool, a.rows, a.steps, a.start_len, run)
+        times = ([], [], [])
+        c, py, inc = times
         for r in range(a.rounds):
             order = (0, 1, 2) if r % 2 == 0 else (2, 1, 0)
             for side in order:
-                if side == 0:
-                    c.append(_round_c(pool, a.rows, a.steps, a.start_len))
-                elif side == 1:
-                    py.append(_round_py(pool, a.rows, a.steps, a.start_len,
-                                        buf))
-                else:
-                    inc.append(_round_py_inc(pool, a.rows, a.steps,
-                                             a.start_len, buf))
+                times[side].append(_round(pool, a.rows, a.steps,
+                                          a.start_len, sides[side]))
 
     mc, mp, mi = (statistics.median(x) for x in (c, py, inc))
     print(f"kvpool.bench: decode step, {a.rows} rows, page_tokens "
