@@ -37,19 +37,20 @@
 #define KVP_MAX_TENANTS		4096U
 #define KVP_REPORT_LIMIT	16U
 #define KVP_TENANT_HASH_BITS	6	/* buckets of the tenant lookup */
+#define KVP_MAP_LEVELS		5	/* the free map of 2^27 pages */
 
 /**
  * struct kvp_page - one page of the pool
- * @next: free: the next free page (%KVP_NIL ends the stack); in a prefix
- *        cache: its index in the owning client's &kvp_client.cache array;
- *        quarantined: the next page of its &struct kvp_quarantine; owned
- *        by a row: unused.
+ * @next: in a prefix cache: its index in the owning client's
+ *        &kvp_client.cache array; quarantined: the next page of its
+ *        &struct kvp_quarantine; free or owned by a row: unused.
+ *        (Free pages are found through &kvp_pool.free_map.)
  * @owner: %KVP_OWNER_FREE, %KVP_OWNER_RESERVED, %KVP_OWNER_QUARANTINE, the
  *         owning row's index, or %KVP_OWNER_CACHE | the owning client's
  *         &kvp_client.cidx.
  *
- * The only per-page memory, 8 bytes, so that a pool of 2^27 pages still
- * has its page table below 1 GiB.
+ * The per-page memory, 8 bytes and a bit of the free map, so that a pool
+ * of 2^27 pages still has its page table below 1 GiB.
  */
 struct kvp_page {
 	u32 next;
@@ -247,10 +248,16 @@ struct kvp_client {
  * @max_batch: most entries of one batch: min(@nr_rows, %KVP_MAX_BATCH)
  * @pages: the page table, [@nr_pages]
  * @rows: the row table, [@nr_rows]
- * @free_head: top of the free page stack
+ * @free_map: the free page map: level 0, a bit a page, set while the page
+ *            is free, then each level above it, a bit a word of the one
+ *            below, set while that word is not 0; one allocation
+ * @map_level: where each level of @free_map starts, [0, @map_levels)
+ * @map_levels: levels of @free_map; the top one is a single word
+ * @map_lo: a level-0 word index; every word below it is 0, so the lowest
+ *          free page is at or above it
  * @free_row_head: top of the free row stack
  * @mark_epoch: the current batch's mark, see &kvp_row.mark
- * @free_pages: pages on the free stack
+ * @free_pages: free pages, the bits set in level 0 of @free_map
  * @row_pages: pages held rows own
  * @slot_pages: pages parked rows own
  * @reserved_pages: page 0 of a %KVPOOL_CREATE_RESERVE_ZERO pool, else 0
@@ -295,7 +302,10 @@ struct kvp_pool {
 
 	struct kvp_page *pages;
 	struct kvp_row *rows;
-	u32 free_head;
+	u64 *free_map;
+	u64 *map_level[KVP_MAP_LEVELS];
+	u32 map_levels;
+	u32 map_lo;
 	u32 free_row_head;
 	u32 mark_epoch;
 

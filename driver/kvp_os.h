@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * The kernel services the kvpool core uses: mutexes and lockdep
- * assertions, kvmalloc-family allocations, xarrays, lists, hash_64,
- * min/max, and one logging hook. The core
- * calls them by their kernel names; the userspace unit test supplies its
- * own malloc-backed, failure-injecting versions of exactly these in
+ * assertions, bit operations, kvmalloc-family allocations, xarrays, lists,
+ * hash_64, min/max, and one logging hook. The core calls them by their
+ * kernel names; the userspace unit test supplies its own malloc-backed,
+ * failure-injecting versions of exactly these in
  * selftests/unit/kvp_os_user.h, as the kernel's tools/testing/radix-tree
  * does.
  */
@@ -13,6 +13,9 @@
 
 #ifdef __KERNEL__
 
+#include <linux/bitops.h>
+#include <linux/bits.h>
+#include <linux/compiler.h>
 #include <linux/errno.h>
 #include <linux/hash.h>
 #include <linux/kernel.h>

@@ -50,12 +50,73 @@ int kvp_geom_check(u32 flags, u32 nr_pages, u32 page_tokens,
 	return 0;
 }
 
-void kvp_page_push(struct kvp_pool *pool, u32 id)
+/*
+ * Word @w of the free map's level 0 was 0 and has a bit now: set its bit
+ * in each level above, as far as the word there was 0 too.
+ */
+void kvp_map_mark(struct kvp_pool *pool, u32 w)
 {
-	pool->pages[id].owner = KVP_OWNER_FREE;
-	pool->pages[id].next = pool->free_head;
-	pool->free_head = id;
-	pool->free_pages++;
+	u32 l;
+
+	for (l = 1; l < pool->map_levels; l++) {
+		u64 *word = &pool->map_level[l][w / 64];
+		u64 old = *word;
+
+		*word = old | BIT_ULL(w % 64);
+		if (old)
+			return;
+		w /= 64;
+	}
+}
+
+/* Word @w of level 0 has become 0: clear its bits upwards as words empty. */
+void kvp_map_unmark(struct kvp_pool *pool, u32 w)
+{
+	u32 l;
+
+	for (l = 1; l < pool->map_levels; l++) {
+		u64 *word = &pool->map_level[l][w / 64];
+
+		*word &= ~BIT_ULL(w % 64);
+		if (*word)
+			return;
+		w /= 64;
+	}
+}
+
+/*
+ * The lowest level-0 word with a free page, from the top level down, one
+ * word a level; the caller knows a page is free.
+ */
+u32 kvp_map_first(struct kvp_pool *pool)
+{
+	u32 w = 0;
+	u32 l;
+
+	for (l = pool->map_levels - 1; l > 0; l--)
+		w = w * 64 + (u32)__ffs64(pool->map_level[l][w]);
+	return w;
+}
+
+/*
+ * Lays out the free map of @pool->nr_pages pages: the words of each level
+ * and where each starts. Returns the words in all.
+ */
+static size_t kvp_map_layout(struct kvp_pool *pool)
+{
+	size_t words = DIV_ROUND_UP(pool->nr_pages, 64), total = 0;
+	u32 l = 0;
+
+	for (;;) {
+		pool->map_level[l] = (u64 *)(uintptr_t)total;	/* offsets */
+		total += words;
+		l++;
+		if (words == 1)
+			break;
+		words = DIV_ROUND_UP(words, 64);
+	}
+	pool->map_levels = l;
+	return total;
 }
 
 /* Page @id, which its row owned, goes to @q instead of the free stack. */
@@ -67,18 +128,6 @@ static void kvp_page_hold(struct kvp_pool *pool, struct kvp_quarantine *q,
 	q->head = id;
 	q->nr++;
 	pool->quarantine_pages++;
-}
-
-/* The caller has checked that enough pages are free. */
-u32 kvp_page_pop(struct kvp_pool *pool, u32 owner)
-{
-	u32 id = pool->free_head;
-
-	pool->free_head = pool->pages[id].next;
-	pool->pages[id].next = KVP_NIL;
-	pool->pages[id].owner = owner;
-	pool->free_pages--;
-	return id;
 }
 
 /* Counts a cache page of @c going from unpinned to pinned (@d = 1) or back. */
@@ -129,8 +178,8 @@ static void kvp_row_push(struct kvp_pool *pool, u32 idx)
  * @nr_rows: request rows in the pool
  * @row_tokens: most tokens one row may hold
  *
- * The free stacks hand out the lowest ids first, which keeps pages and
- * rows of a lightly used pool dense. With %KVPOOL_CREATE_RESERVE_ZERO,
+ * Pages are handed out lowest id first (the free map), rows lowest id
+ * first until the free row stack's LIFO order takes over. With %KVPOOL_CREATE_RESERVE_ZERO,
  * page 0 and row 0 are reserved and never handed out: the scheduler pads
  * CUDA graphs with them. The watermarks start at 1/32 and 1/16 of the pages.
  *
@@ -143,6 +192,7 @@ int kvp_pool_init(struct kvp_pool *pool, u32 id, u32 flags, u32 nr_pages,
 		  u32 page_tokens, u32 nr_rows, u32 row_tokens)
 {
 	u32 first = (flags & KVPOOL_CREATE_RESERVE_ZERO) ? 1 : 0;
+	size_t words;
 	u32 i;
 	int ret;
 
@@ -151,37 +201,41 @@ int kvp_pool_init(struct kvp_pool *pool, u32 id, u32 flags, u32 nr_pages,
 		return ret;
 
 	memset(pool, 0, sizeof(*pool));
+	pool->nr_pages = nr_pages;
+	words = kvp_map_layout(pool);
 	/* An administrator's too-large pool is an ENOMEM, not a splat. */
 	pool->pages = kvcalloc(nr_pages, sizeof(*pool->pages),
 			       GFP_KERNEL | __GFP_NOWARN);
-	if (!pool->pages)
-		return -ENOMEM;
+	pool->free_map = kvcalloc(words, sizeof(u64), GFP_KERNEL | __GFP_NOWARN);
 	pool->rows = kvcalloc(nr_rows, sizeof(*pool->rows),
 			      GFP_KERNEL | __GFP_NOWARN);
-	if (!pool->rows) {
+	if (!pool->pages || !pool->free_map || !pool->rows) {
+		kvfree(pool->rows);
+		kvfree(pool->free_map);
 		kvfree(pool->pages);
-		pool->pages = NULL;
+		memset(pool, 0, sizeof(*pool));
 		return -ENOMEM;
 	}
+	for (i = 0; i < pool->map_levels; i++)
+		pool->map_level[i] = pool->free_map +
+				     (uintptr_t)pool->map_level[i];
 	mutex_init(&pool->lock);
 	xa_init_flags(&pool->clients, XA_FLAGS_ALLOC);
 	xa_init_flags(&pool->tenants, XA_FLAGS_ALLOC);
 	pool->id = id;
 	pool->flags = flags;
-	pool->nr_pages = nr_pages;
 	pool->page_tokens = page_tokens;
 	pool->nr_rows = nr_rows;
 	pool->row_tokens = row_tokens;
 	pool->max_batch = nr_rows < KVP_MAX_BATCH ? nr_rows : KVP_MAX_BATCH;
-	pool->free_head = KVP_NIL;
 	pool->free_row_head = KVP_NIL;
 	pool->blocked_tenant = KVP_NIL;
 	pool->low_wmark = nr_pages / 32;
 	pool->high_wmark = nr_pages / 16;
 
-	/* Pushed from the top so that the lowest ids are handed out first. */
-	for (i = nr_pages; i-- > first; )
+	for (i = first; i < nr_pages; i++)
 		kvp_page_push(pool, i);
+	/* Rows pushed from the top so that the lowest are handed out first. */
 	for (i = nr_rows; i-- > first; )
 		kvp_row_push(pool, i);
 	pool->free_rows = nr_rows - first;
@@ -200,7 +254,7 @@ int kvp_pool_init(struct kvp_pool *pool, u32 id, u32 flags, u32 nr_pages,
  * kvp_pool_fini() - free what kvp_pool_init() and the pool's life made
  * @pool: the pool
  *
- * Frees the page and row tables, every row's page array (exported rows'
+ * Frees the page and row tables, the free map, every row's page array (exported rows'
  * included) and the configured tenants that outlived their clients.
  *
  * Context: process context, no clients attached and nobody else able to
@@ -220,9 +274,11 @@ void kvp_pool_fini(struct kvp_pool *pool)
 	xa_destroy(&pool->tenants);
 	xa_destroy(&pool->clients);
 	kvfree(pool->rows);
+	kvfree(pool->free_map);
 	kvfree(pool->pages);
 	mutex_destroy(&pool->lock);
 	pool->rows = NULL;
+	pool->free_map = NULL;
 	pool->pages = NULL;
 }
 

@@ -64,6 +64,57 @@ static inline void kvp_pressure_changed(struct kvp_pool *pool)
 	WRITE_ONCE(pool->pressure_seq, pool->pressure_seq + 1);
 }
 
+/* The free map's slow paths (kvp_pool.c), for the inline push and pop. */
+void kvp_map_mark(struct kvp_pool *pool, u32 w);
+void kvp_map_unmark(struct kvp_pool *pool, u32 w);
+u32 kvp_map_first(struct kvp_pool *pool);
+
+/*
+ * Page @id, which nobody owns any more, is free. Inline, as are pops: the
+ * release and extend loops run them once a page. Only a word that was 0
+ * needs its summary bits set and can move the lowest non-empty word down.
+ */
+static inline void kvp_page_push(struct kvp_pool *pool, u32 id)
+{
+	u64 *word = &pool->free_map[id / 64];
+	u64 old = *word;
+
+	pool->pages[id].owner = KVP_OWNER_FREE;
+	*word = old | BIT_ULL(id % 64);
+	if (!old) {
+		kvp_map_mark(pool, id / 64);
+		if (id / 64 < pool->map_lo)
+			pool->map_lo = id / 64;
+	}
+	pool->free_pages++;
+}
+
+/*
+ * The lowest free page, now @owner's. The caller has checked that enough
+ * pages are free.
+ */
+static inline u32 kvp_page_pop(struct kvp_pool *pool, u32 owner)
+{
+	u32 w = pool->map_lo;
+	u64 bits = pool->free_map[w];
+	u32 id;
+
+	if (unlikely(!bits)) {
+		w = kvp_map_first(pool);
+		pool->map_lo = w;
+		bits = pool->free_map[w];
+	}
+	id = w * 64 + (u32)__ffs64(bits);
+	bits &= bits - 1;
+	pool->free_map[w] = bits;
+	if (!bits)
+		kvp_map_unmark(pool, w);
+	pool->pages[id].next = KVP_NIL;
+	pool->pages[id].owner = owner;
+	pool->free_pages--;
+	return id;
+}
+
 /*
  * SWA_FREE has freed pages above the protected prefix: what is left of
  * the row's start is not a prefix any more, and a cache entry must be one
@@ -76,8 +127,6 @@ static inline bool kvp_prefix_holed(const struct kvp_row *r)
 }
 
 /* kvp_pool.c */
-void kvp_page_push(struct kvp_pool *pool, u32 id);
-u32 kvp_page_pop(struct kvp_pool *pool, u32 owner);
 void kvp_pinned(struct kvp_client *c, int d);
 void kvp_pin(struct kvp_client *c, u32 id);
 void kvp_row_move(struct kvp_pool *pool, struct kvp_row *r,

@@ -160,12 +160,61 @@ static void kvp_verify_row(struct kvp_pool *pool, struct kvp_row *r,
 	}
 }
 
-/* The page table: owner of every page, the free stack, cache back-links. */
+/*
+ * The free map: level 0's bits are exactly the free pages (none past the
+ * last page), each bit above is set exactly when its word below is not 0,
+ * and no word below &kvp_pool.map_lo has a free page.
+ */
+static void kvp_verify_map(struct kvp_pool *pool, u32 *bad)
+{
+	u32 words = DIV_ROUND_UP(pool->nr_pages, 64);
+	u32 l, w, i;
+
+	for (w = 0; w < words; w++) {
+		u64 want = 0, have = pool->map_level[0][w];
+
+		for (i = 0; i < 64 && w * 64 + i < pool->nr_pages; i++)
+			if (pool->pages[w * 64 + i].owner == KVP_OWNER_FREE)
+				want |= BIT_ULL(i);
+		if (have != want)
+			kvp_violation(pool, bad,
+				      "free map: pages %u..%u: bits %#llx, free %#llx",
+				      w * 64, w * 64 + 63,
+				      (unsigned long long)have,
+				      (unsigned long long)want);
+		if (have && w < pool->map_lo)
+			kvp_violation(pool, bad,
+				      "free map: page %u free below word %u",
+				      w * 64 + (u32)__ffs64(have), pool->map_lo);
+	}
+	for (l = 1; l < pool->map_levels; l++) {
+		u32 below = words;
+
+		words = DIV_ROUND_UP(below, 64);
+		for (w = 0; w < words; w++) {
+			u64 want = 0, have = pool->map_level[l][w];
+
+			for (i = 0; i < 64 && w * 64 + i < below; i++)
+				if (pool->map_level[l - 1][w * 64 + i])
+					want |= BIT_ULL(i);
+			if (have != want)
+				kvp_violation(pool, bad,
+					      "free map: level %u word %u: bits %#llx, want %#llx",
+					      l, w, (unsigned long long)have,
+					      (unsigned long long)want);
+		}
+	}
+	if (words != 1)
+		kvp_violation(pool, bad, "free map: %u levels end in %u words",
+			      pool->map_levels, words);
+}
+
+/* The page table: owner of every page, the free map, cache back-links. */
 static void kvp_verify_pages(struct kvp_pool *pool, struct kvp_vstate *vs)
 {
 	u32 nfree = 0, nres = 0, ncache = 0, nquar = 0;
 	u32 *bad = &vs->bad;
-	u32 i, id;
+	u32 i;
 
 	for (i = 0; i < pool->nr_pages; i++) {
 		u32 owner = pool->pages[i].owner;
@@ -186,22 +235,7 @@ static void kvp_verify_pages(struct kvp_pool *pool, struct kvp_vstate *vs)
 		}
 	}
 
-	/* The free stack holds exactly the free pages, each once. */
-	for (i = 0, id = pool->free_head; id != KVP_NIL; i++) {
-		if (i >= nfree || id >= pool->nr_pages ||
-		    pool->pages[id].owner != KVP_OWNER_FREE) {
-			kvp_violation(pool, bad,
-				      "free list: entry %u is page %#x (owner %#x), %u pages free",
-				      i, id, id < pool->nr_pages ?
-				      pool->pages[id].owner : 0, nfree);
-			i = nfree;	/* reported; skip the length check */
-			break;
-		}
-		id = pool->pages[id].next;
-	}
-	if (i != nfree)
-		kvp_violation(pool, bad, "free list: %u pages, %u marked free",
-			      i, nfree);
+	kvp_verify_map(pool, bad);
 	if (nfree != pool->free_pages)
 		kvp_violation(pool, bad, "free pages: counted %u, kept %u",
 			      nfree, pool->free_pages);

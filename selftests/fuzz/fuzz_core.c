@@ -64,6 +64,7 @@
 #define FZ_MAX_CLIENTS		4
 #define FZ_MAX_ROWS		66
 #define FZ_MAX_PAGES		258
+#define FZ_MAP_WORDS		8	/* free map words of 258 pages: 5 + 1 */
 #define FZ_MAX_ROW_PAGES	72	/* pages_for(row_tokens) <= 66 */
 #define FZ_MAX_OPS		1000
 #define FZ_KNOWN		32
@@ -183,7 +184,7 @@ struct fz_tsnap {
 #define FZ_MAX_TENANTS	16
 
 struct fz_snap {
-	u32 free_head, free_row_head, free_pages, row_pages, slot_pages;
+	u32 map_lo, free_row_head, free_pages, row_pages, slot_pages;
 	u32 reserved_pages, cache_evictable, cache_pinned, free_rows;
 	u32 held_rows, slot_rows, reserved_rows, nr_clients, next_client_id;
 	u32 clients_span;	/* highest client index in use, plus one */
@@ -193,6 +194,7 @@ struct fz_snap {
 	int clients[16];	/* pool->clients[] as client slots */
 	struct fz_tsnap tenants[FZ_MAX_TENANTS];
 	struct kvp_page pages[FZ_MAX_PAGES];
+	u64 map[FZ_MAP_WORDS];
 	struct fz_rsnap rows[FZ_MAX_ROWS];
 	struct fz_csnap cli[FZ_MAX_CLIENTS];
 	struct kvpool_stats st[FZ_MAX_CLIENTS];
@@ -283,7 +285,15 @@ static void fz_snap(struct fz *f, struct fz_snap *s)
 	struct kvp_pool *pool = &f->pool;
 	u32 i, j;
 
-	s->free_head = pool->free_head;
+	s->map_lo = pool->map_lo;
+	memset(s->map, 0, sizeof(s->map));
+	for (i = 0, j = 0; i < pool->map_levels; i++) {
+		u32 w, words = i + 1 < pool->map_levels ?
+			(u32)(pool->map_level[i + 1] - pool->map_level[i]) : 1;
+
+		for (w = 0; w < words && j < FZ_MAP_WORDS; w++)
+			s->map[j++] = pool->map_level[i][w];
+	}
 	s->free_row_head = pool->free_row_head;
 	s->free_pages = pool->free_pages;
 	s->row_pages = pool->row_pages;
@@ -391,7 +401,9 @@ static const char *fz_snap_diff(const struct fz *f, const struct fz_snap *a,
 	u32 i;
 
 #define FZ_SCMP(fld) do { if (a->fld != b->fld) return #fld; } while (0)
-	FZ_SCMP(free_head);
+	FZ_SCMP(map_lo);
+	if (memcmp(a->map, b->map, sizeof(a->map)))
+		return "free map";
 	FZ_SCMP(free_row_head);
 	FZ_SCMP(free_pages);
 	FZ_SCMP(row_pages);
@@ -1264,7 +1276,7 @@ static void op_extend(struct fz *f, struct fz_in *in)
 	struct kvp_extend_result res;
 	struct fz_delta d = { 0 };
 	const struct fz_tsnap *t;
-	u32 i, j, k, cap, idx, first_bad = ~0U, avail;
+	u32 i, j, k, cap, idx, first_bad = ~0U, avail, low = 0;
 	u64 need = 0;
 	int ret, want;
 
@@ -1345,6 +1357,13 @@ static void op_extend(struct fz *f, struct fz_in *in)
 			FZ_CHECK(f, id < f->pool.nr_pages, "page %u", id);
 			FZ_EQ(f, f->before.pages[id].owner, KVP_OWNER_FREE);
 			FZ_EQ(f, f->pool.pages[id].owner, ri);
+			/* Lowest first: every free page below it was taken. */
+			for (; low < id; low++)
+				FZ_CHECK(f, f->before.pages[low].owner !=
+					 KVP_OWNER_FREE ||
+					 f->pool.pages[low].owner !=
+					 KVP_OWNER_FREE, "page %u skipped", low);
+			low = id + 1;
 		}
 	}
 	FZ_EQ(f, k, need);

@@ -70,6 +70,15 @@ void kvp_user_report(unsigned int pool, const char *fmt, ...)
 #define min(a, b)	((a) < (b) ? (a) : (b))
 #define max(a, b)	((a) > (b) ? (a) : (b))
 #define DIV_ROUND_UP(n, d)	(((n) + (d) - 1) / (d))
+#define BIT_ULL(n)		(1ULL << (n))
+#define likely(x)		__builtin_expect(!!(x), 1)
+#define unlikely(x)		__builtin_expect(!!(x), 0)
+
+/* The kernel's: the index of the lowest set bit; @w is not 0. */
+static inline unsigned long __ffs64(uint64_t w)
+{
+	return (unsigned long)__builtin_ctzll(w);
+}
 
 /*
  * The xarray calls the core makes, for an allocating xarray of pointers:

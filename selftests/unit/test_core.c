@@ -619,6 +619,80 @@ static void test_mark_wrap(void)
 	tpool_fini(&t);
 }
 
+/*
+ * The free map hands out the lowest free page whatever the order pages
+ * were freed in: decode steps take consecutive ids, a row freed out of
+ * order leaves holes that the next extend fills lowest first, and verify
+ * notices a summary bit that lies. 5000 pages: three levels.
+ */
+static void test_free_map(void)
+{
+	enum { ROWS = 64, STEPS = 78, PAGES = 5000 };
+	static bool freed[PAGES];
+	struct kvpool_extend_entry e[ROWS];
+	struct kvpool_handle h[ROWS], nh;
+	struct kvp_extend_result res;
+	struct tpool t;
+	u32 i, j, sh, nr, want, *pg;
+
+	memset(freed, 0, sizeof(freed));
+	EXPECT_EQ(0, tpool_init(&t, 0, PAGES, 1, ROWS + 1, PAGES));
+	EXPECT_EQ(3, t.pool.map_levels);
+	EXPECT_EQ(0, kvp_row_alloc_locked(&t.c[0], h, ROWS, &sh));
+	for (j = 0; j < STEPS; j++) {
+		for (i = 0; i < ROWS; i++)
+			e[i] = (struct kvpool_extend_entry){ .handle = h[i],
+							    .new_len = j + 1 };
+		EXPECT_EQ(0, kvp_extend_locked(&t.c[0], e, ROWS, ~0U, &res));
+		for (i = 0; i < ROWS; i++)
+			EXPECT_EQ(j * ROWS + i, res.pages[i]);
+		kvfree(res.pages);
+	}
+	EXPECT_TRUE(clean(&t));
+
+	/* Free every third row, last first: holes all over the low pages. */
+	for (i = ROWS; i-- > 0; ) {
+		struct kvp_row *r = &t.pool.rows[h[i].req_pool_idx];
+
+		if (i % 3)
+			continue;
+		for (j = 0; j < r->nr; j++)
+			freed[r->pages[j]] = true;
+		EXPECT_EQ(0, kvp_release_locked(&t.c[0], &h[i], 1, 0, &nr, &sh));
+		EXPECT_EQ(STEPS, nr);
+	}
+	EXPECT_TRUE(clean(&t));
+	for (j = STEPS * ROWS; j < PAGES; j++)
+		freed[j] = true;
+
+	/* One new row takes 1000 pages: the lowest free ones, in order. */
+	EXPECT_EQ(0, alloc1(&t.c[0], &nh));
+	e[0] = (struct kvpool_extend_entry){ .handle = nh, .new_len = 1000 };
+	EXPECT_EQ(0, kvp_extend_locked(&t.c[0], e, 1, ~0U, &res));
+	pg = res.pages;
+	for (i = 0, want = 0; i < 1000; i++, want++) {
+		while (!freed[want])
+			want++;
+		if (pg[i] != want) {
+			EXPECT_EQ(want, pg[i]);
+			break;
+		}
+	}
+	kvfree(res.pages);
+	EXPECT_TRUE(clean(&t));
+
+	/* A summary bit that says a full word has room, and one that hides. */
+	t.pool.map_level[1][0] ^= 1;
+	EXPECT_TRUE(broken(&t));
+	t.pool.map_level[1][0] ^= 1;
+	EXPECT_TRUE(clean(&t));
+	t.pool.map_level[2][0] ^= 1ULL << 1;
+	EXPECT_TRUE(broken(&t));
+	t.pool.map_level[2][0] ^= 1ULL << 1;
+	EXPECT_TRUE(clean(&t));
+	tpool_fini(&t);
+}
+
 /* Corrupt the pool in one way at a time; verify must name each. */
 static void test_verify_catches(void)
 {
@@ -640,11 +714,14 @@ static void test_verify_catches(void)
 	t.pool.pages[id].owner = save;
 	EXPECT_TRUE(clean(&t));
 
-	/* a cycle in the free list */
-	save = t.pool.pages[t.pool.free_head].next;
-	t.pool.pages[t.pool.free_head].next = t.pool.free_head;
+	/* an owned page marked free in the map, and a free page not marked */
+	t.pool.free_map[id / 64] ^= 1ULL << (id % 64);
 	EXPECT_TRUE(broken(&t));
-	t.pool.pages[t.pool.free_head].next = save;
+	t.pool.free_map[id / 64] ^= 1ULL << (id % 64);
+	EXPECT_TRUE(clean(&t));
+	t.pool.free_map[0] &= ~(1ULL << 15);
+	EXPECT_TRUE(broken(&t));
+	t.pool.free_map[0] |= 1ULL << 15;
 	EXPECT_TRUE(clean(&t));
 
 	/* a page mapped twice by one row */
@@ -1903,6 +1980,7 @@ int main(int argc, char **argv)
 	run("donate_after_swa", test_donate_after_swa);
 	run("verify_catches_corruption", test_verify_catches);
 	run("fail_nth", test_fail_nth);
+	run("free_map", test_free_map);
 	run("random_ops", test_random);
 	run("lock_assert", test_lock_assert);
 	printf("# unit: %d passed, %d failed\n", nr_pass, nr_fail);
