@@ -107,7 +107,8 @@ struct kvp_client;
  *
  * Everything is protected by &kvp_pool.lock. @state, @owner and @owned
  * change only through kvp_row_move(), kvp_row_own() and kvp_row_take()
- * (kvp_pool.c), which keep every counter with them.
+ * (kvp_pool.c), which keep every counter with them, and EXTEND's
+ * batched form of the last, which counts with kvp_held_take().
  */
 struct kvp_row {
 	u32 *pages;
@@ -243,6 +244,7 @@ struct kvp_client {
  * @flags: ``KVPOOL_CREATE_*`` it was made with
  * @nr_pages: pages in @pages
  * @page_tokens: tokens a page holds
+ * @page_shift: log2(@page_tokens) when that is a power of two, else 0xff
  * @nr_rows: rows in @rows
  * @row_tokens: most tokens one row may hold
  * @max_batch: most entries of one batch: min(@nr_rows, %KVP_MAX_BATCH)
@@ -296,6 +298,7 @@ struct kvp_pool {
 	u32 flags;
 	u32 nr_pages;
 	u32 page_tokens;
+	u8 page_shift;
 	u32 nr_rows;
 	u32 row_tokens;
 	u32 max_batch;
@@ -364,7 +367,8 @@ int kvp_row_alloc_locked(struct kvp_client *c, struct kvpool_handle *out,
 /**
  * struct kvp_extend_result - what kvp_extend_locked() hands back
  * @pages: the new pages' ids, in entry order; allocated by the core, the
- *         caller kvfree()s it; NULL when there are none
+ *         caller kvfree()s it (unless it is the buffer the caller gave
+ *         kvp_extend_buf_locked()); NULL when there are none
  * @nr_pages: ids in @pages; on -ENOBUFS, how many there would have been
  * @shortfall: on -EDQUOT and -ENOSPC, how many pages were missing
  * @error_index: the entry an error is about; ~0U when it is about none
@@ -378,6 +382,9 @@ struct kvp_extend_result {
 
 int kvp_extend_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 		      u32 count, u32 pages_cap, struct kvp_extend_result *res);
+int kvp_extend_buf_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
+			  u32 count, u32 pages_cap, u32 *buf, u32 buf_cap,
+			  struct kvp_extend_result *res);
 int kvp_commit_locked(struct kvp_client *c,
 		      const struct kvpool_len_entry *e, u32 count,
 		      u32 *error_index);
@@ -435,6 +442,17 @@ int kvp_import_peek_locked(struct kvp_client *c, u32 idx,
 /* The invariant checker (kvp_verify.c). */
 int kvp_verify_locked(struct kvp_pool *pool, u32 *violations);
 
+/*
+ * kvp_pages_for() with the page size passed in, for loops that keep it in
+ * a register: @pt tokens a page, @shift log2(@pt) or 0xff.
+ */
+static inline u32 kvp_tokens_pages(u32 tokens, u32 pt, u8 shift)
+{
+	if (likely(shift != 0xff))
+		return (tokens >> shift) + !!(tokens & (pt - 1));
+	return tokens / pt + !!(tokens % pt);
+}
+
 /**
  * kvp_pages_for() - pages that hold a number of tokens
  * @pool: the pool, for its page size
@@ -446,7 +464,7 @@ int kvp_verify_locked(struct kvp_pool *pool, u32 *violations);
  */
 static inline u32 kvp_pages_for(const struct kvp_pool *pool, u32 tokens)
 {
-	return tokens / pool->page_tokens + !!(tokens % pool->page_tokens);
+	return kvp_tokens_pages(tokens, pool->page_tokens, pool->page_shift);
 }
 
 /**

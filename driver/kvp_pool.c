@@ -225,6 +225,9 @@ int kvp_pool_init(struct kvp_pool *pool, u32 id, u32 flags, u32 nr_pages,
 	pool->id = id;
 	pool->flags = flags;
 	pool->page_tokens = page_tokens;
+	/* Engines use powers of two: pages_for() shifts instead of dividing. */
+	pool->page_shift = (page_tokens & (page_tokens - 1)) ? 0xff :
+			   (u8)__ffs64(page_tokens);
 	pool->nr_rows = nr_rows;
 	pool->row_tokens = row_tokens;
 	pool->max_batch = nr_rows < KVP_MAX_BATCH ? nr_rows : KVP_MAX_BATCH;
@@ -432,6 +435,29 @@ void kvp_row_take(struct kvp_pool *pool, struct kvp_row *r, int n)
 }
 
 /**
+ * kvp_held_take() - count pages that held rows of a client took
+ * @c: the client
+ * @n: pages its held rows took off the free map, in all
+ *
+ * kvp_row_take() for a whole batch at once, which EXTEND's loop would
+ * otherwise call once a row: every row of the batch is held by @c, so
+ * the counters of the state (held), the client and its tenant are the
+ * same for all of them. The caller has popped the pages (without
+ * counting them) and added each row's share to its &kvp_row.owned.
+ *
+ * Context: @c->pool->lock held.
+ */
+void kvp_held_take(struct kvp_client *c, int n)
+{
+	struct kvp_pool *pool = c->pool;
+
+	pool->free_pages -= n;
+	pool->row_pages += n;
+	c->nr_pages += n;
+	kvp_charge(pool, c->tenant, n);
+}
+
+/**
  * kvp_row_free_hold() - free a row, and free or hold back the pages it owns
  * @pool: the pool
  * @r: the row, in any state but free or reserved
@@ -453,6 +479,18 @@ u32 kvp_row_free_hold(struct kvp_pool *pool, struct kvp_row *r,
 	u32 freed = 0;
 	u32 i;
 
+	/*
+	 * A row that owns every entry of its array (no cache page borrowed,
+	 * no hole) frees them without looking at each: the common case, and
+	 * a release frees most pages of all.
+	 */
+	if (!q && r->owned == r->nr) {
+		for (i = 0; i < r->nr; i++)
+			__kvp_page_push(pool, r->pages[i]);
+		pool->free_pages += r->nr;
+		freed = r->nr;
+		goto counted;
+	}
 	for (i = 0; i < r->nr; i++) {
 		u32 id = r->pages[i];
 
@@ -468,6 +506,7 @@ u32 kvp_row_free_hold(struct kvp_pool *pool, struct kvp_row *r,
 			kvp_unpin(r->owner, id);	/* borrowed: its cache */
 		}
 	}
+counted:
 	kvp_row_take(pool, r, -(int)freed);
 	kvp_row_move(pool, r, KVP_ROW_FREE, NULL);
 	kvfree(r->pages);
@@ -521,8 +560,8 @@ int kvp_row_reserve(struct kvp_row *r, u32 want)
 	return 0;
 }
 
-/* A new epoch for marking the rows of one batch; see kvp_row_mark(). */
-static void kvp_mark_begin(struct kvp_pool *pool)
+/* A new epoch for marking the rows of one batch; see kvp_batch_lookup(). */
+void kvp_mark_begin(struct kvp_pool *pool)
 {
 	u32 i;
 
@@ -531,45 +570,6 @@ static void kvp_mark_begin(struct kvp_pool *pool)
 	for (i = 0; i < pool->nr_rows; i++)
 		pool->rows[i].mark = 0;
 	pool->mark_epoch = 1;
-}
-
-/* Returns false if @r was already named in this batch. */
-static bool kvp_row_mark(struct kvp_pool *pool, struct kvp_row *r)
-{
-	if (r->mark == pool->mark_epoch)
-		return false;
-	r->mark = pool->mark_epoch;
-	return true;
-}
-
-/**
- * kvp_lookup() - the row a handle names, if its client holds it
- * @c: the client
- * @h: the handle
- * @out: gets the row
- *
- * Context: @c->pool->lock held.
- * Return: 0; -ENOENT if @h is out of range, names a row @c does not hold
- * (free, parked, exported or another client's) or has a generation not
- * issued yet; -ESTALE if @c holds the row under a newer generation, so
- * the caller's handle is a dead one.
- */
-int kvp_lookup(struct kvp_client *c, const struct kvpool_handle *h,
-	       struct kvp_row **out)
-{
-	struct kvp_pool *pool = c->pool;
-	struct kvp_row *r;
-
-	if (h->req_pool_idx >= pool->nr_rows)
-		return -ENOENT;
-	r = &pool->rows[h->req_pool_idx];
-	if (r->owner != c || r->state != KVP_ROW_HELD)
-		return -ENOENT;
-	/* A generation not issued yet names nothing; an older one is stale. */
-	if (r->gen != h->generation)
-		return (s32)(h->generation - r->gen) > 0 ? -ENOENT : -ESTALE;
-	*out = r;
-	return 0;
 }
 
 /**
@@ -592,23 +592,21 @@ int kvp_lookup(struct kvp_client *c, const struct kvpool_handle *h,
 int kvp_lookup_batch(struct kvp_client *c, const void *entries,
 		     size_t stride, u32 count, u32 *error_index)
 {
-	struct kvp_pool *pool = c->pool;
+	struct kvp_batch b;
 	struct kvp_row *r;
 	u32 i;
 	int ret;
 
-	lockdep_assert_held(&pool->lock);
+	lockdep_assert_held(&c->pool->lock);
 	*error_index = ~0U;
-	if (!count || count > pool->max_batch)
+	if (!count || count > c->pool->max_batch)
 		return -EINVAL;
-	kvp_mark_begin(pool);
+	kvp_batch_begin(&b, c);
 	for (i = 0; i < count; i++) {
 		const struct kvpool_handle *h = (const void *)
 			((const char *)entries + i * stride);
 
-		ret = kvp_lookup(c, h, &r);
-		if (!ret && !kvp_row_mark(pool, r))
-			ret = -EINVAL;
+		ret = kvp_batch_lookup(&b, h, &r);
 		if (ret) {
 			*error_index = i;
 			return ret;

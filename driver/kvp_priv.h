@@ -64,36 +64,44 @@ static inline void kvp_pressure_changed(struct kvp_pool *pool)
 	WRITE_ONCE(pool->pressure_seq, pool->pressure_seq + 1);
 }
 
-/* The free map's slow paths (kvp_pool.c), for the inline push and pop. */
+/* The slow paths of the inline helpers below (kvp_pool.c). */
 void kvp_map_mark(struct kvp_pool *pool, u32 w);
 void kvp_map_unmark(struct kvp_pool *pool, u32 w);
 u32 kvp_map_first(struct kvp_pool *pool);
+void kvp_mark_begin(struct kvp_pool *pool);
 
 /*
- * Page @id, which nobody owns any more, is free. Inline, as are pops: the
- * release and extend loops run them once a page. Only a word that was 0
- * needs its summary bits set and can move the lowest non-empty word down.
+ * Page @id, which nobody owns any more, is free; the caller adds it to
+ * &kvp_pool.free_pages. Inline, as are pops: the release and extend
+ * loops run them once a page, and count once a batch. Only a word that
+ * was 0 needs its summary bits set and can move the lowest non-empty word
+ * down.
  */
-static inline void kvp_page_push(struct kvp_pool *pool, u32 id)
+static inline void __kvp_page_push(struct kvp_pool *pool, u32 id)
 {
 	u64 *word = &pool->free_map[id / 64];
 	u64 old = *word;
 
 	pool->pages[id].owner = KVP_OWNER_FREE;
 	*word = old | BIT_ULL(id % 64);
-	if (!old) {
+	if (unlikely(!old)) {
 		kvp_map_mark(pool, id / 64);
 		if (id / 64 < pool->map_lo)
 			pool->map_lo = id / 64;
 	}
+}
+
+static inline void kvp_page_push(struct kvp_pool *pool, u32 id)
+{
+	__kvp_page_push(pool, id);
 	pool->free_pages++;
 }
 
 /*
- * The lowest free page, now @owner's. The caller has checked that enough
- * pages are free.
+ * The lowest free page, now @owner's; the caller takes it off
+ * &kvp_pool.free_pages, having checked that enough pages are free.
  */
-static inline u32 kvp_page_pop(struct kvp_pool *pool, u32 owner)
+static inline u32 __kvp_page_pop(struct kvp_pool *pool, u32 owner)
 {
 	u32 w = pool->map_lo;
 	u64 bits = pool->free_map[w];
@@ -107,12 +115,154 @@ static inline u32 kvp_page_pop(struct kvp_pool *pool, u32 owner)
 	id = w * 64 + (u32)__ffs64(bits);
 	bits &= bits - 1;
 	pool->free_map[w] = bits;
-	if (!bits)
+	if (unlikely(!bits))
 		kvp_map_unmark(pool, w);
 	pool->pages[id].next = KVP_NIL;
 	pool->pages[id].owner = owner;
-	pool->free_pages--;
 	return id;
+}
+
+static inline u32 kvp_page_pop(struct kvp_pool *pool, u32 owner)
+{
+	pool->free_pages--;
+	return __kvp_page_pop(pool, owner);
+}
+
+/*
+ * Whether @c holds row @r under @h's generation: kvp_lookup()'s answer
+ * once @h is known to be in range.
+ */
+static inline int kvp_held_by(const struct kvp_row *r,
+			      const struct kvp_client *c,
+			      const struct kvpool_handle *h)
+{
+	if (r->owner != c || r->state != KVP_ROW_HELD)
+		return -ENOENT;
+	/* A generation not issued yet names nothing; an older one is stale. */
+	if (r->gen != h->generation)
+		return (s32)(h->generation - r->gen) > 0 ? -ENOENT : -ESTALE;
+	return 0;
+}
+
+/**
+ * kvp_lookup() - the row a handle names, if its client holds it
+ * @c: the client
+ * @h: the handle
+ * @out: gets the row
+ *
+ * Context: @c->pool->lock held.
+ * Return: 0; -ENOENT if @h is out of range, names a row @c does not hold
+ * (free, parked, exported or another client's) or has a generation not
+ * issued yet; -ESTALE if @c holds the row under a newer generation, so
+ * the caller's handle is a dead one.
+ */
+static inline int kvp_lookup(struct kvp_client *c,
+			     const struct kvpool_handle *h,
+			     struct kvp_row **out)
+{
+	struct kvp_pool *pool = c->pool;
+	int ret;
+
+	if (h->req_pool_idx >= pool->nr_rows)
+		return -ENOENT;
+	ret = kvp_held_by(&pool->rows[h->req_pool_idx], c, h);
+	if (!ret)
+		*out = &pool->rows[h->req_pool_idx];
+	return ret;
+}
+
+/*
+ * A batch's lookups with what they read of the pool in locals: the core
+ * is built with -fno-strict-aliasing, so through @c->pool every store to
+ * a row would make the next entry load the pool's fields again.
+ */
+struct kvp_batch {
+	struct kvp_client *c;
+	struct kvp_row *rows;
+	u32 nr_rows;
+	u32 epoch;
+};
+
+static inline void kvp_batch_begin(struct kvp_batch *b, struct kvp_client *c)
+{
+	kvp_mark_begin(c->pool);
+	b->c = c;
+	b->rows = c->pool->rows;
+	b->nr_rows = c->pool->nr_rows;
+	b->epoch = c->pool->mark_epoch;
+}
+
+/*
+ * kvp_lookup() for an entry of batch @b: also -EINVAL if an earlier entry
+ * named the same row.
+ */
+static inline int kvp_batch_lookup(const struct kvp_batch *b,
+				   const struct kvpool_handle *h,
+				   struct kvp_row **out)
+{
+	u32 idx = h->req_pool_idx;
+	struct kvp_row *r;
+	int ret;
+
+	if (idx >= b->nr_rows)
+		return -ENOENT;
+	r = &b->rows[idx];
+	ret = kvp_held_by(r, b->c, h);
+	if (ret)
+		return ret;
+	if (r->mark == b->epoch)
+		return -EINVAL;
+	r->mark = b->epoch;
+	*out = r;
+	return 0;
+}
+
+/*
+ * A run of pops, the level-0 word being taken from kept in a register
+ * and written back when it is used up or the run ends (kvp_pop_end()).
+ * Nothing else may touch the free map during the run.
+ */
+struct kvp_popper {
+	struct kvp_pool *pool;
+	u64 *map;
+	u32 w;
+	u64 bits;
+};
+
+static inline void kvp_pop_begin(struct kvp_popper *p, struct kvp_pool *pool)
+{
+	p->pool = pool;
+	p->map = pool->free_map;
+	p->w = pool->map_lo;
+	p->bits = p->map[p->w];
+}
+
+/*
+ * __kvp_page_pop() within a run, but the page's record is the caller's
+ * to set, before anything else looks at it: the page is off the free map
+ * and its record still says free.
+ */
+static inline u32 kvp_pop_next(struct kvp_popper *p)
+{
+	u32 id;
+
+	if (unlikely(!p->bits)) {
+		p->w = kvp_map_first(p->pool);
+		p->bits = p->map[p->w];
+	}
+	id = p->w * 64 + (u32)__ffs64(p->bits);
+	p->bits &= p->bits - 1;
+	if (unlikely(!p->bits)) {
+		p->map[p->w] = 0;
+		kvp_map_unmark(p->pool, p->w);
+	}
+	return id;
+}
+
+static inline void kvp_pop_end(struct kvp_popper *p)
+{
+	p->map[p->w] = p->bits;
+	p->pool->map_lo = p->w;
 }
 
 /*
@@ -133,12 +283,11 @@ void kvp_row_move(struct kvp_pool *pool, struct kvp_row *r,
 		  enum kvp_row_state state, struct kvp_client *owner);
 void kvp_row_own(struct kvp_pool *pool, struct kvp_row *r, int n);
 void kvp_row_take(struct kvp_pool *pool, struct kvp_row *r, int n);
+void kvp_held_take(struct kvp_client *c, int n);
 u32 kvp_row_free(struct kvp_pool *pool, struct kvp_row *r);
 u32 kvp_row_free_hold(struct kvp_pool *pool, struct kvp_row *r,
 		      struct kvp_quarantine *q);
 int kvp_row_reserve(struct kvp_row *r, u32 want);
-int kvp_lookup(struct kvp_client *c, const struct kvpool_handle *h,
-	       struct kvp_row **out);
 int kvp_lookup_batch(struct kvp_client *c, const void *entries,
 		     size_t stride, u32 count, u32 *error_index);
 u32 kvp_slot_bucket(u64 session);

@@ -61,7 +61,8 @@ int kvp_row_alloc_locked(struct kvp_client *c, struct kvpool_handle *out,
 /**
  * kvp_extend_locked() - give rows pages for a new length (EXTEND)
  * @c: the client
- * @e: the entries; out_nr_new of each is written on success
+ * @e: the entries; out_nr_new of each is the answer on success, scratch
+ *     on error
  * @count: entries
  * @pages_cap: most new page ids the caller can take
  * @res: the result: the new pages and, on error, what went wrong where
@@ -84,29 +85,81 @@ int kvp_row_alloc_locked(struct kvp_client *c, struct kvpool_handle *out,
 int kvp_extend_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 		      u32 count, u32 pages_cap, struct kvp_extend_result *res)
 {
+	return kvp_extend_buf_locked(c, e, count, pages_cap, NULL, 0, res);
+}
+
+/**
+ * kvp_extend_buf_locked() - kvp_extend_locked() into the caller's buffer
+ * @c: the client
+ * @e: the entries; out_nr_new of each is the answer on success, scratch
+ *     on error
+ * @count: entries
+ * @pages_cap: most new page ids the caller can take
+ * @buf: room for @buf_cap page ids, or NULL
+ * @buf_cap: ids @buf holds
+ * @res: as for kvp_extend_locked(); &kvp_extend_result.pages is @buf when
+ *       the new ids fit it, which the caller must not kvfree()
+ *
+ * The driver offers a buffer on its stack, so that a decode step of a
+ * small batch allocates nothing.
+ *
+ * Context: @c->pool->lock held; may sleep (allocates).
+ * Return: as kvp_extend_locked().
+ */
+int kvp_extend_buf_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
+			  u32 count, u32 pages_cap, u32 *buf, u32 buf_cap,
+			  struct kvp_extend_result *res)
+{
 	struct kvp_pool *pool = c->pool;
+	const u32 pt = pool->page_tokens, row_tokens = pool->row_tokens;
+	const u8 shift = pool->page_shift;
 	u32 free_before = pool->free_pages;
+	u32 bad = ~0U, done = 0;
+	struct kvp_page *table;
+	struct kvp_popper pop;
+	struct kvp_batch b;
 	struct kvp_tenant *t;
-	u32 avail;
+	bool grow = false;
+	u32 avail, *out;
 	u64 need = 0;
-	u32 done = 0;
 	u32 i, j;
 	int ret;
 
 	lockdep_assert_held(&pool->lock);
 	memset(res, 0, sizeof(*res));
-	ret = kvp_lookup_batch(c, e, sizeof(*e), count, &res->error_index);
-	if (ret)
-		return ret;
+	res->error_index = ~0U;
+	if (!count || count > pool->max_batch)
+		return -EINVAL;
+	/*
+	 * One pass looks every entry up and checks its length. A lookup
+	 * error is reported before any length error, as if the lookups had
+	 * come first, so which errno an entry gets does not depend on how
+	 * the checks are interleaved.
+	 */
+	kvp_batch_begin(&b, c);
 	for (i = 0; i < count; i++) {
-		struct kvp_row *r = kvp_row_of(c, &e[i].handle);
+		u32 len = e[i].new_len;
+		struct kvp_row *r;
+		u32 want;
 
-		if (e[i].new_len < r->allocated ||
-		    e[i].new_len > pool->row_tokens) {
+		ret = kvp_batch_lookup(&b, &e[i].handle, &r);
+		if (ret) {
 			res->error_index = i;
-			return -EINVAL;
+			return ret;
 		}
-		need += kvp_pages_for(pool, e[i].new_len) - r->nr;
+		if (len < r->allocated || len > row_tokens) {
+			if (bad == ~0U)
+				bad = i;
+			continue;
+		}
+		want = kvp_tokens_pages(len, pt, shift);
+		grow |= want > r->cap;
+		need += want - r->nr;
+		e[i].out_nr_new = want - r->nr;	/* its answer, if all goes well */
+	}
+	if (bad != ~0U) {
+		res->error_index = bad;
+		return -EINVAL;
 	}
 	/* need <= count * 2^24 < 2^37: no overflow in u64. */
 	if (need > pages_cap) {
@@ -130,40 +183,56 @@ int kvp_extend_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 	 * Allocations come before any page moves. A row's array may keep
 	 * the room it grew if a later one fails: that is capacity, not state.
 	 */
-	if (need) {
+	if (need > buf_cap) {
 		res->pages = kvmalloc_array((u32)need, sizeof(u32),
 					    GFP_KERNEL_ACCOUNT);
 		if (!res->pages)
 			return -ENOMEM;
+	} else if (need) {
+		res->pages = buf;
 	}
-	for (i = 0; i < count; i++) {
+	for (i = 0; grow && i < count; i++) {
 		struct kvp_row *r = kvp_row_of(c, &e[i].handle);
 
 		ret = kvp_row_reserve(r, kvp_pages_for(pool, e[i].new_len));
 		if (ret) {
-			kvfree(res->pages);
+			if (res->pages != buf)
+				kvfree(res->pages);
 			res->pages = NULL;
 			return ret;
 		}
 	}
 
+	/*
+	 * The pages first, lowest first, into the answer; then each row
+	 * takes its share from there. Two tight loops: a decode step's rows
+	 * take one page each, and one loop doing both keeps too much live.
+	 */
+	out = res->pages;
+	table = pool->pages;
+	kvp_pop_begin(&pop, pool);
+	for (j = 0; j < need; j++)
+		out[j] = kvp_pop_next(&pop);
+	kvp_pop_end(&pop);
 	for (i = 0; i < count; i++) {
-		struct kvp_row *r = kvp_row_of(c, &e[i].handle);
 		u32 idx = e[i].handle.req_pool_idx;
-		u32 want = kvp_pages_for(pool, e[i].new_len);
-		u32 n = want - r->nr;
+		struct kvp_row *r = &b.rows[idx];
+		u32 n = e[i].out_nr_new;
+		u32 *pages;
 
-		for (j = r->nr; j < want; j++) {
-			u32 id = kvp_page_pop(pool, idx);
-
-			r->pages[j] = id;
-			res->pages[done++] = id;
-		}
-		r->nr = want;
 		r->allocated = e[i].new_len;
-		e[i].out_nr_new = n;
-		kvp_row_take(pool, r, n);
+		if (!n)
+			continue;	/* within its last page: maybe no array */
+		pages = r->pages + r->nr;
+		for (j = 0; j < n; j++, done++) {
+			pages[j] = out[done];
+			table[out[done]] = (struct kvp_page){ .next = KVP_NIL,
+							      .owner = idx };
+		}
+		r->nr += n;
+		r->owned += n;
 	}
+	kvp_held_take(c, (int)done);
 	res->nr_pages = done;
 	/* Crossing the low watermark wakes pollers (see kvpool_pressure). */
 	if (free_before >= pool->low_wmark && pool->free_pages < pool->low_wmark)
@@ -190,24 +259,35 @@ int kvp_commit_locked(struct kvp_client *c,
 		      u32 *error_index)
 {
 	struct kvp_pool *pool = c->pool;
+	struct kvp_batch b;
+	u32 bad = ~0U;
 	u32 i;
 	int ret;
 
 	lockdep_assert_held(&pool->lock);
-	ret = kvp_lookup_batch(c, e, sizeof(*e), count, error_index);
-	if (ret)
-		return ret;
+	*error_index = ~0U;
+	if (!count || count > pool->max_batch)
+		return -EINVAL;
+	/* One pass, lookup errors first: see kvp_extend_buf_locked(). */
+	kvp_batch_begin(&b, c);
 	for (i = 0; i < count; i++) {
-		struct kvp_row *r = kvp_row_of(c, &e[i].handle);
+		struct kvp_row *r;
 
-		if (e[i].__reserved || e[i].len < r->committed ||
-		    e[i].len > r->allocated) {
+		ret = kvp_batch_lookup(&b, &e[i].handle, &r);
+		if (ret) {
 			*error_index = i;
-			return -EINVAL;
+			return ret;
 		}
+		if (bad == ~0U && (e[i].__reserved || e[i].len < r->committed ||
+				   e[i].len > r->allocated))
+			bad = i;
+	}
+	if (bad != ~0U) {
+		*error_index = bad;
+		return -EINVAL;
 	}
 	for (i = 0; i < count; i++)
-		kvp_row_of(c, &e[i].handle)->committed = e[i].len;
+		b.rows[e[i].handle.req_pool_idx].committed = e[i].len;
 	return 0;
 }
 
