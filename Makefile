@@ -40,6 +40,7 @@ userlib:
 tools: userlib
 	$(MAKE) -C tools
 	$(MAKE) -C tools/kvpool-replay
+	$(MAKE) -C tools/kvpool-bench
 	$(MAKE) -C tools/kvpool-sim
 
 check:
@@ -69,6 +70,7 @@ clean:
 	$(MAKE) -C userlib clean
 	$(MAKE) -C tools clean
 	$(MAKE) -C tools/kvpool-replay clean
+	$(MAKE) -C tools/kvpool-bench clean
 	$(MAKE) -C tools/kvpool-sim clean
 	$(MAKE) -C selftests/unit clean
 	-$(MAKE) -C selftests/kernel clean

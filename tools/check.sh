@@ -116,6 +116,7 @@ fi
 stage "build: libkvpool, tools, replay, Python binding, kernel selftests"
 if ! make -s userlib tools >"$log" 2>&1 ||
    ! make -s -C tools/kvpool-replay >>"$log" 2>&1 ||
+   ! make -s -C tools/kvpool-bench >>"$log" 2>&1 ||
    ! make -s -C tools/kvpool-sim >>"$log" 2>&1 ||
    ! make -s -C userlib/python >>"$log" 2>&1 ||
    ! make -s -C selftests/kernel >>"$log" 2>&1 ||
@@ -135,6 +136,7 @@ if ((!vm_only)); then
 
 	stage "replay: the scheduler replay on the userspace core"
 	run_checks replay make -s -C tools/kvpool-replay check
+	run_checks bench make -s -C tools/kvpool-bench check
 	run_checks sim make -s -C tools/kvpool-sim check
 
 	stage "fuzz: libFuzzer over the core"
