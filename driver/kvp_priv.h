@@ -237,19 +237,24 @@ static inline void kvp_pop_begin(struct kvp_popper *p, struct kvp_pool *pool)
 	p->bits = p->map[p->w];
 }
 
+/* The next free word into the run, if the last one is used up. */
+static inline void kvp_pop_fill(struct kvp_popper *p)
+{
+	if (unlikely(!p->bits)) {
+		p->w = kvp_map_first(p->pool);
+		p->bits = p->map[p->w];
+	}
+}
+
 /*
- * __kvp_page_pop() within a run, but the page's record is the caller's
- * to set, before anything else looks at it: the page is off the free map
- * and its record still says free.
+ * __kvp_page_pop() within a run, after kvp_pop_fill(), but the page's
+ * record is the caller's to set, before anything else looks at it: the
+ * page is off the free map and its record still says free.
  */
 static inline u32 kvp_pop_next(struct kvp_popper *p)
 {
 	u32 id;
 
-	if (unlikely(!p->bits)) {
-		p->w = kvp_map_first(p->pool);
-		p->bits = p->map[p->w];
-	}
 	id = p->w * 64 + (u32)__ffs64(p->bits);
 	p->bits &= p->bits - 1;
 	if (unlikely(!p->bits)) {
@@ -257,6 +262,18 @@ static inline u32 kvp_pop_next(struct kvp_popper *p)
 		kvp_map_unmark(p->pool, p->w);
 	}
 	return id;
+}
+
+/*
+ * All 64 pages of the current word, which the caller knows are free:
+ * returns the first id, the other 63 follow it.
+ */
+static inline u32 kvp_pop_word(struct kvp_popper *p)
+{
+	p->bits = 0;
+	p->map[p->w] = 0;
+	kvp_map_unmark(p->pool, p->w);
+	return p->w * 64;
 }
 
 static inline void kvp_pop_end(struct kvp_popper *p)

@@ -211,8 +211,19 @@ int kvp_extend_buf_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 	out = res->pages;
 	table = pool->pages;
 	kvp_pop_begin(&pop, pool);
-	for (j = 0; j < need; j++)
-		out[j] = kvp_pop_next(&pop);
+	for (j = 0; j < need; ) {
+		kvp_pop_fill(&pop);
+		/* A prefill takes whole free words: no bit scan per page. */
+		if (pop.bits == ~0ULL && need - j >= 64) {
+			u32 k, base = kvp_pop_word(&pop);
+
+			for (k = 0; k < 64; k++)
+				out[j + k] = base + k;
+			j += 64;
+			continue;
+		}
+		out[j++] = kvp_pop_next(&pop);
+	}
 	kvp_pop_end(&pop);
 	for (i = 0; i < count; i++) {
 		u32 idx = e[i].handle.req_pool_idx;
