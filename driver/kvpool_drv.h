@@ -220,7 +220,12 @@ struct kvp_ioctl_op {
 		.execute = _fn,						\
 	}
 
-/* kvpool_ioctl.c: the dispatcher and the pool ioctls */
+/*
+ * kvpool_ioctl.c: the dispatcher and the pool ioctls. KVP_STACK_ARRAY is
+ * the most bytes of an array an op keeps on its stack (docs/design.md,
+ * "Arrays").
+ */
+#define KVP_STACK_ARRAY	256
 long kvp_dispatch(struct kvp_client *c, const struct kvp_ioctl_op *ops,
 		  unsigned int nr_ops, unsigned int base,
 		  unsigned int cmd, unsigned long arg);
@@ -228,6 +233,9 @@ int kvp_respond(struct kvp_ucmd *ucmd);
 int kvp_check_len(u32 len, size_t ksize);
 void *kvp_read_array(u64 uptr, u32 count, u32 len, size_t ksize,
 		     u32 *error_index);
+void *kvp_read_array_buf(u64 uptr, u32 count, u32 len, size_t ksize,
+			 u32 *error_index, void *buf, size_t buf_size);
+void kvp_array_free(void *p, const void *buf);
 int kvp_write_array(u64 uptr, const void *src, u32 count, u32 len,
 		    size_t ksize, bool zero_tail);
 extern const struct file_operations kvp_pool_fops;

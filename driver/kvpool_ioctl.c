@@ -109,22 +109,25 @@ int kvp_check_len(u32 len, size_t ksize)
 }
 
 /*
- * Reads @count elements of @len bytes at @uptr into a new array of
- * @ksize-byte ones; bytes of an element past @ksize must be zero (E2BIG,
- * and *@error_index names it). Returns the array (kvfree() it) or an
+ * Reads @count elements of @len bytes at @uptr into an array of
+ * @ksize-byte ones: @buf when they fit its @buf_size bytes, else a new
+ * one; bytes of an element past @ksize must be zero (E2BIG, and
+ * *@error_index names it). Returns the array (kvp_array_free() it) or an
  * ERR_PTR.
  */
-void *kvp_read_array(u64 uptr, u32 count, u32 len, size_t ksize,
-		     u32 *error_index)
+void *kvp_read_array_buf(u64 uptr, u32 count, u32 len, size_t ksize,
+			 u32 *error_index, void *buf, size_t buf_size)
 {
 	void __user *u = u64_to_user_ptr(uptr);
-	char *p;
+	char *p = buf;
 	u32 i;
 	int ret = 0;
 
-	p = kvmalloc_array(count, ksize, GFP_KERNEL_ACCOUNT);
-	if (!p)
-		return ERR_PTR(-ENOMEM);
+	if ((size_t)count * ksize > buf_size) {
+		p = kvmalloc_array(count, ksize, GFP_KERNEL_ACCOUNT);
+		if (!p)
+			return ERR_PTR(-ENOMEM);
+	}
 	if (len == ksize) {
 		if (copy_from_user(p, u, (size_t)count * ksize))
 			ret = -EFAULT;
@@ -143,10 +146,24 @@ void *kvp_read_array(u64 uptr, u32 count, u32 len, size_t ksize,
 	}
 out:
 	if (ret) {
-		kvfree(p);
+		kvp_array_free(p, buf);
 		return ERR_PTR(ret);
 	}
 	return p;
+}
+
+void *kvp_read_array(u64 uptr, u32 count, u32 len, size_t ksize,
+		     u32 *error_index)
+{
+	return kvp_read_array_buf(uptr, count, len, ksize, error_index,
+				  NULL, 0);
+}
+
+/* Frees what kvp_read_array_buf() returned, unless it is the caller's @buf. */
+void kvp_array_free(void *p, const void *buf)
+{
+	if (p != buf)
+		kvfree(p);
 }
 
 /*
@@ -233,7 +250,8 @@ static int kvp_row_alloc_ioctl(struct kvp_ucmd *ucmd)
 {
 	struct kvp_client *c = ucmd->client;
 	struct kvpool_row_alloc *cmd = ucmd->cmd;
-	struct kvpool_handle *h;
+	u64 hbuf[KVP_STACK_ARRAY / sizeof(u64)];
+	struct kvpool_handle *h = (void *)hbuf;
 	u32 freed, idx;
 	int ret;
 
@@ -245,9 +263,11 @@ static int kvp_row_alloc_ioctl(struct kvp_ucmd *ucmd)
 		ret = kvp_check_len(cmd->entry_len, sizeof(*h));
 	if (ret)
 		return ret;
-	h = kvmalloc_array(cmd->count, sizeof(*h), GFP_KERNEL_ACCOUNT);
-	if (!h)
-		return -ENOMEM;
+	if (cmd->count > sizeof(hbuf) / sizeof(*h)) {
+		h = kvmalloc_array(cmd->count, sizeof(*h), GFP_KERNEL_ACCOUNT);
+		if (!h)
+			return -ENOMEM;
+	}
 
 	mutex_lock(&c->pool->lock);
 	ret = kvp_row_alloc_locked(c, h, cmd->count, &cmd->out_short);
@@ -267,9 +287,38 @@ static int kvp_row_alloc_ioctl(struct kvp_ucmd *ucmd)
 		ret = -EFAULT;
 	}
 out_free:
-	kvfree(h);
+	kvp_array_free(h, hbuf);
 	return ret;
 }
+
+/*
+ * EXTEND's one output per entry, out_nr_new, written in place: one
+ * user-access section, a store an entry, the caller's own fields never
+ * rewritten (docs/design.md, "Arrays").
+ */
+static int kvp_write_nr_new(u64 uptr, const struct kvpool_extend_entry *e,
+			    u32 count, u32 len)
+{
+	char __user *u = u64_to_user_ptr(uptr);
+	u32 i;
+
+	if (!user_write_access_begin(u, (size_t)count * len))
+		return -EFAULT;
+	for (i = 0; i < count; i++)
+		unsafe_put_user(e[i].out_nr_new,
+				(u32 __user *)(u + (size_t)i * len +
+					       offsetof(struct kvpool_extend_entry,
+							out_nr_new)),
+				efault);
+	user_write_access_end();
+	return 0;
+efault:
+	user_write_access_end();
+	return -EFAULT;
+}
+
+/* Page ids an EXTEND keeps on its stack (docs/design.md, "Arrays"). */
+#define KVP_STACK_PAGES	64
 
 static int kvp_extend_ioctl(struct kvp_ucmd *ucmd)
 {
@@ -277,6 +326,8 @@ static int kvp_extend_ioctl(struct kvp_ucmd *ucmd)
 	struct kvpool_extend *cmd = ucmd->cmd;
 	struct kvpool_extend_entry *e;
 	struct kvp_extend_result res;
+	u64 ebuf[KVP_STACK_ARRAY / sizeof(u64)];
+	u32 pbuf[KVP_STACK_PAGES];
 	int ret;
 
 	cmd->out_nr_pages = 0;
@@ -291,13 +342,15 @@ static int kvp_extend_ioctl(struct kvp_ucmd *ucmd)
 		ret = kvp_check_len(cmd->page_entry_len, sizeof(u32));
 	if (ret)
 		return ret;
-	e = kvp_read_array(cmd->entries, cmd->count, cmd->entry_len,
-			   sizeof(*e), &cmd->out_error_index);
+	e = kvp_read_array_buf(cmd->entries, cmd->count, cmd->entry_len,
+			       sizeof(*e), &cmd->out_error_index,
+			       ebuf, sizeof(ebuf));
 	if (IS_ERR(e))
 		return PTR_ERR(e);
 
 	mutex_lock(&c->pool->lock);
-	ret = kvp_extend_locked(c, e, cmd->count, cmd->pages_cap, &res);
+	ret = kvp_extend_buf_locked(c, e, cmd->count, cmd->pages_cap,
+				    pbuf, ARRAY_SIZE(pbuf), &res);
 	mutex_unlock(&c->pool->lock);
 	cmd->out_nr_pages = res.nr_pages;
 	cmd->out_short = res.shortfall;
@@ -305,14 +358,13 @@ static int kvp_extend_ioctl(struct kvp_ucmd *ucmd)
 	if (ret)
 		goto out_free;
 
-	if (kvp_write_array(cmd->entries, e, cmd->count, cmd->entry_len,
-			    sizeof(*e), false) ||
+	if (kvp_write_nr_new(cmd->entries, e, cmd->count, cmd->entry_len) ||
 	    kvp_write_array(cmd->pages, res.pages, res.nr_pages,
 			    cmd->page_entry_len, sizeof(u32), true))
 		ret = -EFAULT;
 out_free:
-	kvfree(res.pages);
-	kvfree(e);
+	kvp_array_free(res.pages, pbuf);
+	kvp_array_free(e, ebuf);
 	return ret;
 }
 
@@ -343,6 +395,7 @@ static int kvp_batch(struct kvp_client *c, struct kvpool_batch *cmd,
 		     enum kvp_batch_op op)
 {
 	size_t size = kvp_batch_ops[op].entry_size;
+	u64 ebuf[KVP_STACK_ARRAY / sizeof(u64)];
 	void *e;
 	int ret;
 
@@ -354,8 +407,8 @@ static int kvp_batch(struct kvp_client *c, struct kvpool_batch *cmd,
 		ret = kvp_check_len(cmd->entry_len, size);
 	if (ret)
 		return ret;
-	e = kvp_read_array(cmd->entries, cmd->count, cmd->entry_len, size,
-			   &cmd->out_error_index);
+	e = kvp_read_array_buf(cmd->entries, cmd->count, cmd->entry_len, size,
+			       &cmd->out_error_index, ebuf, sizeof(ebuf));
 	if (IS_ERR(e))
 		return PTR_ERR(e);
 
@@ -390,7 +443,7 @@ static int kvp_batch(struct kvp_client *c, struct kvpool_batch *cmd,
 		break;
 	}
 	mutex_unlock(&c->pool->lock);
-	kvfree(e);
+	kvp_array_free(e, ebuf);
 	return ret;
 }
 
