@@ -26,6 +26,7 @@ int kvp_cache_reserve(struct kvp_client *c, u32 more)
 	if (c->nr_cache_pages)
 		memcpy(ents, c->cache, c->nr_cache_pages * sizeof(*ents));
 	kvfree(c->cache);
+	c->pool->array_bytes += (u64)(cap - c->cache_cap) * sizeof(*ents);
 	c->cache = ents;
 	c->cache_cap = cap;
 	return 0;
@@ -245,7 +246,7 @@ int kvp_attach_prefix_locked(struct kvp_client *c,
 	ret = kvp_cache_check(c, pages, nr_pages, false, &bad);
 	if (ret)
 		return ret;
-	ret = kvp_row_reserve(r, nr_pages);
+	ret = kvp_row_reserve(pool, r, nr_pages);
 	if (ret)
 		return ret;
 

@@ -109,6 +109,7 @@ void kvp_client_detach_hold_locked(struct kvp_client *c,
 	while (c->nr_cache_pages)
 		kvp_cache_free(c, c->cache[c->nr_cache_pages - 1].page);
 	kvfree(c->cache);
+	pool->array_bytes -= (u64)c->cache_cap * sizeof(*c->cache);
 	c->cache = NULL;
 	c->cache_cap = 0;
 

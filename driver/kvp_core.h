@@ -284,6 +284,8 @@ struct kvp_client {
  * @export_rows: rows held by export files
  * @export_pages: pages those rows own
  * @quarantine_pages: pages in some &struct kvp_quarantine
+ * @array_bytes: bytes of the rows' page arrays and the clients' cache
+ *               arrays (their capacity), for kvp_mem_bytes_locked()
  *
  * The page and row counters are those of &struct kvpool_stats; together
  * they add up to @nr_pages and @nr_rows, which kvp_verify_locked()
@@ -330,6 +332,7 @@ struct kvp_pool {
 
 	u32 export_rows, export_pages;
 	u32 quarantine_pages;
+	u64 array_bytes;
 };
 
 /*
@@ -438,6 +441,8 @@ int kvp_export_peek_locked(struct kvp_client *c,
 			   const struct kvpool_export *x, u32 *nr_pages);
 int kvp_import_peek_locked(struct kvp_client *c, u32 idx,
 			   struct kvpool_handle *out, u32 *nr_pages);
+
+u64 kvp_mem_bytes_locked(struct kvp_pool *pool);
 
 /* The invariant checker (kvp_verify.c). */
 int kvp_verify_locked(struct kvp_pool *pool, u32 *violations);

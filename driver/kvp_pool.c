@@ -510,6 +510,7 @@ counted:
 	kvp_row_take(pool, r, -(int)freed);
 	kvp_row_move(pool, r, KVP_ROW_FREE, NULL);
 	kvfree(r->pages);
+	pool->array_bytes -= (u64)r->cap * sizeof(*r->pages);
 	r->pages = NULL;
 	r->nr = 0;
 	r->cap = 0;
@@ -540,7 +541,7 @@ u32 kvp_row_free(struct kvp_pool *pool, struct kvp_row *r)
 #define KVP_ROW_MIN_CAP	16U
 
 /* Grows @r's page array to hold at least @want ids. */
-int kvp_row_reserve(struct kvp_row *r, u32 want)
+int kvp_row_reserve(struct kvp_pool *pool, struct kvp_row *r, u32 want)
 {
 	u32 cap = r->cap ? r->cap : KVP_ROW_MIN_CAP;
 	u32 *pages;
@@ -555,9 +556,36 @@ int kvp_row_reserve(struct kvp_row *r, u32 want)
 	if (r->nr)
 		memcpy(pages, r->pages, r->nr * sizeof(*pages));
 	kvfree(r->pages);
+	pool->array_bytes += (u64)(cap - r->cap) * sizeof(*pages);
 	r->pages = pages;
 	r->cap = cap;
 	return 0;
+}
+
+/**
+ * kvp_mem_bytes_locked() - kernel memory a pool's bookkeeping holds
+ * @pool: the pool
+ *
+ * The page table, the free map, the row table, the rows' page arrays and
+ * the clients' cache arrays (as allocated: their capacity), and the
+ * tenants: what the sysfs attribute mem_bytes shows, so that the cost
+ * per page and per row can be read from the module itself. The clients'
+ * own records belong to their files and are not counted.
+ *
+ * Context: @pool->lock held.
+ * Return: the bytes.
+ */
+u64 kvp_mem_bytes_locked(struct kvp_pool *pool)
+{
+	/* The top level of the free map is its last word. */
+	u64 words = pool->map_level[pool->map_levels - 1] - pool->free_map + 1;
+
+	lockdep_assert_held(&pool->lock);
+	return (u64)pool->nr_pages * sizeof(*pool->pages) +
+	       words * sizeof(u64) +
+	       (u64)pool->nr_rows * sizeof(*pool->rows) +
+	       pool->array_bytes +
+	       (u64)pool->nr_tenants * sizeof(struct kvp_tenant);
 }
 
 /* A new epoch for marking the rows of one batch; see kvp_batch_lookup(). */

@@ -304,7 +304,7 @@ void kvp_held_take(struct kvp_client *c, int n);
 u32 kvp_row_free(struct kvp_pool *pool, struct kvp_row *r);
 u32 kvp_row_free_hold(struct kvp_pool *pool, struct kvp_row *r,
 		      struct kvp_quarantine *q);
-int kvp_row_reserve(struct kvp_row *r, u32 want);
+int kvp_row_reserve(struct kvp_pool *pool, struct kvp_row *r, u32 want);
 int kvp_lookup_batch(struct kvp_client *c, const void *entries,
 		     size_t stride, u32 count, u32 *error_index);
 u32 kvp_slot_bucket(u64 session);

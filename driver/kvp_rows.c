@@ -194,7 +194,8 @@ int kvp_extend_buf_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 	for (i = 0; grow && i < count; i++) {
 		struct kvp_row *r = kvp_row_of(c, &e[i].handle);
 
-		ret = kvp_row_reserve(r, kvp_pages_for(pool, e[i].new_len));
+		ret = kvp_row_reserve(pool, r,
+				      kvp_pages_for(pool, e[i].new_len));
 		if (ret) {
 			if (res->pages != buf)
 				kvfree(res->pages);

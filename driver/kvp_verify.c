@@ -504,6 +504,7 @@ int kvp_verify_locked(struct kvp_pool *pool, u32 *violations)
 	struct kvp_vstate vs = { };
 	u32 nclients = 0, ncache = 0;
 	struct kvp_client *c;
+	u64 arrays = 0;
 	unsigned long i;
 
 	lockdep_assert_held(&pool->lock);
@@ -522,8 +523,15 @@ int kvp_verify_locked(struct kvp_pool *pool, u32 *violations)
 		vs.cl[i].c = c;
 		vs.cl[i].base = ncache;
 		ncache += c->nr_cache_pages;
+		arrays += (u64)c->cache_cap * sizeof(*c->cache);
 		nclients++;
 	}
+	for (i = 0; i < pool->nr_rows; i++)
+		arrays += (u64)pool->rows[i].cap * sizeof(u32);
+	if (arrays != pool->array_bytes)
+		kvp_violation(pool, &vs.bad, "arrays: %llu bytes, kept %llu",
+			      (unsigned long long)arrays,
+			      (unsigned long long)pool->array_bytes);
 	if (nclients != pool->nr_clients)
 		kvp_violation(pool, &vs.bad, "clients: counted %u, kept %u",
 			      nclients, pool->nr_clients);

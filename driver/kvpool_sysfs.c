@@ -74,8 +74,23 @@ static ssize_t gpu_show(struct device *dev, struct device_attribute *attr,
 }
 static DEVICE_ATTR_RO(gpu);
 
+/* Bytes of the pool's bookkeeping: see kvp_mem_bytes_locked(). */
+static ssize_t mem_bytes_show(struct device *dev,
+			      struct device_attribute *attr, char *buf)
+{
+	struct kvp_pool *pool = kvp_dev_pool(dev);
+	u64 val;
+
+	mutex_lock(&pool->lock);
+	val = kvp_mem_bytes_locked(pool);
+	mutex_unlock(&pool->lock);
+	return sysfs_emit(buf, "%llu\n", (unsigned long long)val);
+}
+static DEVICE_ATTR_RO(mem_bytes);
+
 static struct attribute *kvp_pool_attrs[] = {
 	&dev_attr_gpu.attr,
+	&dev_attr_mem_bytes.attr,
 	&dev_attr_pool_id.dev_attr.attr,
 	&dev_attr_nr_pages.dev_attr.attr,
 	&dev_attr_page_tokens.dev_attr.attr,

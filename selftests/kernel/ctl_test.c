@@ -157,6 +157,43 @@ TEST_F(ctl, create_destroy)
 }
 
 /*
+ * mem_bytes counts the tables a pool is made with, then exactly the room
+ * of a row's page array (128 ids once it holds 128 pages: 16 doubled
+ * three times) while the row lives, and nothing of it after the release.
+ * Opening the pool adds its tenant; closing takes it away again.
+ */
+TEST_F(ctl, mem_bytes)
+{
+	const __u32 pages = 65536, rows = 1024;
+	__u64 made, opened, grown, released, closed;
+	struct kvpool_handle h;
+	__u32 id, nr;
+	int fd;
+
+	ASSERT_EQ(0, ctl_create(self, 0, pages, 1, rows, 4096, &id));
+	ASSERT_EQ(0, kt_sysfs_u64(id, "mem_bytes", &made));
+	/* 8 bytes a page, a bit a page of free map, 64 or more a row */
+	EXPECT_LE(pages * 8ull + pages / 8 + rows * 64ull, made);
+	EXPECT_GE(pages * 8ull + pages / 8 + 1024 + rows * 256ull, made);
+	fd = kt_open_id(id, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, kt_sysfs_u64(id, "mem_bytes", &opened));
+	EXPECT_LT(made, opened);	/* the client's tenant */
+	ASSERT_EQ(0, kt_row_alloc(fd, 1, &h, NULL));
+	ASSERT_EQ(0, kt_grow(fd, h, 128));
+	ASSERT_EQ(0, kt_sysfs_u64(id, "mem_bytes", &grown));
+	EXPECT_EQ(opened + 128 * 4, grown);
+	ASSERT_EQ(0, kt_release1(fd, h, &nr));
+	EXPECT_EQ(128, nr);
+	ASSERT_EQ(0, kt_sysfs_u64(id, "mem_bytes", &released));
+	EXPECT_EQ(opened, released);
+	close(fd);	/* the last reference: released before close returns */
+	ASSERT_EQ(0, kt_sysfs_u64(id, "mem_bytes", &closed));
+	EXPECT_EQ(made, closed);
+	ASSERT_EQ(0, ctl_destroy(self, id));
+}
+
+/*
  * Without RESERVE_ZERO one page and one row are a valid pool, and page 0
  * and row 0 are handed out like any other.
  */
