@@ -11,6 +11,9 @@
  *			on a pool (so it cannot go while one runs on it).
  *			Reserving an id (xa_alloc) needs only the
  *			xarray's own lock.
+ *   kvp_scratch.lock	one client file's ioctl buffer, held across one
+ *			EXTEND or batch op, the pool lock inside it; only
+ *			ever try-locked, so nothing waits for it
  *   kvp_dev.core.lock	one pool: its core state, its clients, @dead,
  *			@nr_exports, the @arena pointer (written once) and
  *			its quarantines (@holds)
@@ -121,6 +124,22 @@ struct kvp_users {
 };
 
 /*
+ * A client file's buffer for the arrays of its ioctls, kept from call to
+ * call: a decode step then allocates nothing, and on kernels that zero
+ * every allocation (init_on_alloc, Debian's default) zeroes nothing. One
+ * call at a time uses it; a call that finds it taken (another thread on
+ * the same file) uses memory of its own. It grows to what a call needed,
+ * up to KVP_SCRATCH_MAX, and is freed with the file.
+ */
+struct kvp_scratch {
+	struct mutex lock;	/* held by the call using @buf and @size */
+	void *buf;
+	size_t size;
+};
+
+#define KVP_SCRATCH_MAX	(256 * 1024)
+
+/*
  * An open file of a pool (file->private_data is &@c). When its last
  * reference goes with pages of an arena still held, it outlives the file
  * as a hold: @c is dead, @hold has the pages, @users the processes to
@@ -129,6 +148,7 @@ struct kvp_users {
 struct kvp_pool_file {
 	struct kvp_client c;
 	struct kvp_users users;
+	struct kvp_scratch scratch;
 	struct kvp_quarantine hold;
 	struct list_head hold_link;
 };
@@ -236,6 +256,8 @@ void *kvp_read_array(u64 uptr, u32 count, u32 len, size_t ksize,
 void *kvp_read_array_buf(u64 uptr, u32 count, u32 len, size_t ksize,
 			 u32 *error_index, void *buf, size_t buf_size);
 void kvp_array_free(void *p, const void *buf);
+bool kvp_scratch_get(struct kvp_client *c, void **buf, size_t *size);
+void kvp_scratch_put(struct kvp_client *c, size_t want);
 int kvp_write_array(u64 uptr, const void *src, u32 count, u32 len,
 		    size_t ksize, bool zero_tail);
 extern const struct file_operations kvp_pool_fops;

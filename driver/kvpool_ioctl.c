@@ -167,6 +167,49 @@ void kvp_array_free(void *p, const void *buf)
 }
 
 /*
+ * Takes @c's scratch buffer (struct kvp_scratch) for this call: true,
+ * with *@buf and *@size its memory (NULL and 0 before its first growth);
+ * false, *@buf NULL and *@size 0, when another call of the file holds it.
+ * A true is given back with kvp_scratch_put().
+ */
+bool kvp_scratch_get(struct kvp_client *c, void **buf, size_t *size)
+{
+	struct kvp_scratch *s = &container_of(c, struct kvp_pool_file,
+					      c)->scratch;
+
+	*buf = NULL;
+	*size = 0;
+	if (!mutex_trylock(&s->lock))
+		return false;
+	*buf = s->buf;
+	*size = s->size;
+	return true;
+}
+
+/*
+ * Gives @c's scratch buffer back after a call that needed @want bytes of
+ * it, growing it to fit the next such call unless that is above
+ * KVP_SCRATCH_MAX (a failed growth keeps the old one).
+ */
+void kvp_scratch_put(struct kvp_client *c, size_t want)
+{
+	struct kvp_scratch *s = &container_of(c, struct kvp_pool_file,
+					      c)->scratch;
+	void *buf;
+
+	if (want > s->size && want <= KVP_SCRATCH_MAX) {
+		want = max_t(size_t, roundup_pow_of_two(want), PAGE_SIZE);
+		buf = kvmalloc(want, GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+		if (buf) {
+			kvfree(s->buf);
+			s->buf = buf;
+			s->size = want;
+		}
+	}
+	mutex_unlock(&s->lock);
+}
+
+/*
  * Writes @count @ksize-byte elements to the caller's array of @len-byte
  * ones; with @zero_tail, the bytes of each past @ksize are zeroed (an
  * element the kernel alone writes), else left as the caller gave them
@@ -324,10 +367,15 @@ static int kvp_extend_ioctl(struct kvp_ucmd *ucmd)
 {
 	struct kvp_client *c = ucmd->client;
 	struct kvpool_extend *cmd = ucmd->cmd;
+	u64 ebuf[KVP_STACK_ARRAY / sizeof(u64)];
 	struct kvpool_extend_entry *e;
 	struct kvp_extend_result res;
-	u64 ebuf[KVP_STACK_ARRAY / sizeof(u64)];
 	u32 pbuf[KVP_STACK_PAGES];
+	size_t ssize, esize, eroom;
+	u32 *pages = pbuf, pcap;
+	bool scratch;
+	void *ebp;
+	char *sb;
 	int ret;
 
 	cmd->out_nr_pages = 0;
@@ -342,15 +390,34 @@ static int kvp_extend_ioctl(struct kvp_ucmd *ucmd)
 		ret = kvp_check_len(cmd->page_entry_len, sizeof(u32));
 	if (ret)
 		return ret;
+
+	/*
+	 * The entries, then the new ids after them, in the file's scratch
+	 * buffer when this call has it and they fit; else on the stack.
+	 */
+	scratch = kvp_scratch_get(c, (void **)&sb, &ssize);
+	esize = (size_t)cmd->count * sizeof(*e);
+	eroom = ALIGN(esize, sizeof(u64));
+	ebp = ssize > sizeof(ebuf) ? (void *)sb : (void *)ebuf;
 	e = kvp_read_array_buf(cmd->entries, cmd->count, cmd->entry_len,
-			       sizeof(*e), &cmd->out_error_index,
-			       ebuf, sizeof(ebuf));
-	if (IS_ERR(e))
-		return PTR_ERR(e);
+			       sizeof(*e), &cmd->out_error_index, ebp,
+			       ebp == sb ? ssize : sizeof(ebuf));
+	if (IS_ERR(e)) {
+		ret = PTR_ERR(e);
+		goto out_scratch;
+	}
+	pcap = ARRAY_SIZE(pbuf);
+	if ((void *)e == sb && ssize - eroom > sizeof(pbuf)) {
+		pages = (u32 *)(sb + eroom);
+		pcap = (ssize - eroom) / sizeof(u32);
+	} else if ((void *)e != sb && ssize > sizeof(pbuf)) {
+		pages = (u32 *)sb;
+		pcap = ssize / sizeof(u32);
+	}
 
 	mutex_lock(&c->pool->lock);
 	ret = kvp_extend_buf_locked(c, e, cmd->count, cmd->pages_cap,
-				    pbuf, ARRAY_SIZE(pbuf), &res);
+				    pages, pcap, &res);
 	mutex_unlock(&c->pool->lock);
 	cmd->out_nr_pages = res.nr_pages;
 	cmd->out_short = res.shortfall;
@@ -363,8 +430,12 @@ static int kvp_extend_ioctl(struct kvp_ucmd *ucmd)
 			    cmd->page_entry_len, sizeof(u32), true))
 		ret = -EFAULT;
 out_free:
-	kvp_array_free(res.pages, pbuf);
-	kvp_array_free(e, ebuf);
+	kvp_array_free(res.pages, pages);
+	kvp_array_free(e, ebp);
+out_scratch:
+	if (scratch)
+		kvp_scratch_put(c, ret ? 0 :
+				eroom + (size_t)res.nr_pages * sizeof(u32));
 	return ret;
 }
 
@@ -396,7 +467,9 @@ static int kvp_batch(struct kvp_client *c, struct kvpool_batch *cmd,
 {
 	size_t size = kvp_batch_ops[op].entry_size;
 	u64 ebuf[KVP_STACK_ARRAY / sizeof(u64)];
-	void *e;
+	void *e, *ebp, *sb;
+	size_t ssize;
+	bool scratch;
 	int ret;
 
 	cmd->out_error_index = ~0U;
@@ -407,10 +480,15 @@ static int kvp_batch(struct kvp_client *c, struct kvpool_batch *cmd,
 		ret = kvp_check_len(cmd->entry_len, size);
 	if (ret)
 		return ret;
+	scratch = kvp_scratch_get(c, &sb, &ssize);
+	ebp = ssize > sizeof(ebuf) ? sb : ebuf;
 	e = kvp_read_array_buf(cmd->entries, cmd->count, cmd->entry_len, size,
-			       &cmd->out_error_index, ebuf, sizeof(ebuf));
-	if (IS_ERR(e))
-		return PTR_ERR(e);
+			       &cmd->out_error_index, ebp,
+			       ebp == sb ? ssize : sizeof(ebuf));
+	if (IS_ERR(e)) {
+		ret = PTR_ERR(e);
+		goto out_scratch;
+	}
 
 	mutex_lock(&c->pool->lock);
 	switch (op) {
@@ -443,7 +521,10 @@ static int kvp_batch(struct kvp_client *c, struct kvpool_batch *cmd,
 		break;
 	}
 	mutex_unlock(&c->pool->lock);
-	kvp_array_free(e, ebuf);
+	kvp_array_free(e, ebp);
+out_scratch:
+	if (scratch)
+		kvp_scratch_put(c, ret ? 0 : (size_t)cmd->count * size);
 	return ret;
 }
 
@@ -775,6 +856,7 @@ static int kvp_pool_open(struct inode *inode, struct file *file)
 	ret = kvp_users_init(&pf->users);
 	if (ret)
 		goto out_free;
+	mutex_init(&pf->scratch.lock);
 	/* No global lock is held here: this waits for this pool only. */
 	mutex_lock(&kd->core.lock);
 	ret = kd->dead ? -ENODEV :
@@ -786,6 +868,7 @@ static int kvp_pool_open(struct inode *inode, struct file *file)
 	return nonseekable_open(inode, file);
 
 out_users:
+	mutex_destroy(&pf->scratch.lock);
 	kvp_users_fini(&pf->users);
 out_free:
 	kfree(pf);

@@ -160,6 +160,7 @@ out:
 static void kvp_pool_file_free(struct kvp_pool_file *pf)
 {
 	kvp_users_fini(&pf->users);
+	mutex_destroy(&pf->scratch.lock);
 	kfree(pf);
 }
 
@@ -181,6 +182,10 @@ void kvp_pool_file_release(struct kvp_pool_file *pf)
 	struct kvp_dev *kd = kvp_dev_of(pool);
 	bool held = false;
 
+	/* No ioctl can run any more: a hold has no use for the buffer. */
+	kvfree(pf->scratch.buf);
+	pf->scratch.buf = NULL;
+	pf->scratch.size = 0;
 	mutex_lock(&pool->lock);
 	if (kd->arena) {
 		kvp_client_detach_hold_locked(&pf->c, &pf->hold);
