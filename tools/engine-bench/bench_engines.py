@@ -293,15 +293,17 @@ def vllm_cases(steps):
 
 def kvpool_cases(steps, pools):
     """kvpool through its Python binding, one pool per geometry, made
-    here (pools: the ids, for the caller to destroy)."""
+    here (pools: (id, Pool) pairs, for the caller to close and
+    destroy)."""
     import numpy as np
     import kvpool
 
     def pool(nr_pages, pt, rows, row_tokens):
         pid = kvpool.pool_create(nr_pages, pt, rows, row_tokens,
                                  reserve_zero=True)
-        pools.append(pid)
-        return kvpool.Pool("/dev/kvpool%d" % pid)
+        p = kvpool.Pool("/dev/kvpool%d" % pid)
+        pools.append((pid, p))
+        return p
 
     cases = []
     buf = np.empty(B, dtype=np.uint32)
@@ -490,7 +492,8 @@ def main(argv=None):
                 gc.collect()
                 c.times.append(c.run())
     finally:
-        for pid in pools:
+        for pid, p in pools:
+            p.close()           # a pool with clients cannot be destroyed
             try:
                 sys.modules["kvpool"].pool_destroy(pid)
             except OSError as e:
