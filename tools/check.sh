@@ -5,7 +5,8 @@
 # needs (Debian 12, root), then:
 #   1. unit: the core in userspace (ASan, UBSan, fail-nth), libkvpool,
 #      kvpoolctl and the Python binding without the module, the fake CUDA
-#      driver the CUDA arena tests use, the scheduler replay on the core
+#      driver the CUDA arena tests use, the scheduler replay on the core,
+#      and kvpool-bench's smoke pass (figures printed, not asserted)
 #   2. fuzz: libFuzzer over the core, the corpus then a short run
 #   3. lint: checkpatch --strict, W=1 and sparse per kernel
 #   4. vm: every selftests/kernel/*_test in QEMU on each kernel of $KERNELS
