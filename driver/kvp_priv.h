@@ -72,8 +72,8 @@ void kvp_mark_begin(struct kvp_pool *pool);
 
 /*
  * Page @id, which nobody owns any more, is free; the caller adds it to
- * &kvp_pool.free_pages. Inline, as are pops: the release and extend
- * loops run them once a page, and count once a batch. Only a word that
+ * &kvp_pool.free_pages. Inline, as are pops (struct kvp_popper): the
+ * release and extend loops run them once a page, and count once a batch. Only a word that
  * was 0 needs its summary bits set and can move the lowest non-empty word
  * down.
  */
@@ -95,37 +95,6 @@ static inline void kvp_page_push(struct kvp_pool *pool, u32 id)
 {
 	__kvp_page_push(pool, id);
 	pool->free_pages++;
-}
-
-/*
- * The lowest free page, now @owner's; the caller takes it off
- * &kvp_pool.free_pages, having checked that enough pages are free.
- */
-static inline u32 __kvp_page_pop(struct kvp_pool *pool, u32 owner)
-{
-	u32 w = pool->map_lo;
-	u64 bits = pool->free_map[w];
-	u32 id;
-
-	if (unlikely(!bits)) {
-		w = kvp_map_first(pool);
-		pool->map_lo = w;
-		bits = pool->free_map[w];
-	}
-	id = w * 64 + (u32)__ffs64(bits);
-	bits &= bits - 1;
-	pool->free_map[w] = bits;
-	if (unlikely(!bits))
-		kvp_map_unmark(pool, w);
-	pool->pages[id].next = KVP_NIL;
-	pool->pages[id].owner = owner;
-	return id;
-}
-
-static inline u32 kvp_page_pop(struct kvp_pool *pool, u32 owner)
-{
-	pool->free_pages--;
-	return __kvp_page_pop(pool, owner);
 }
 
 /*
@@ -247,9 +216,11 @@ static inline void kvp_pop_fill(struct kvp_popper *p)
 }
 
 /*
- * __kvp_page_pop() within a run, after kvp_pop_fill(), but the page's
- * record is the caller's to set, before anything else looks at it: the
- * page is off the free map and its record still says free.
+ * The lowest free page, taken within a run after kvp_pop_fill(); the
+ * caller has checked that enough pages are free, takes them off
+ * &kvp_pool.free_pages, and sets the page's record before anything else
+ * looks at it: the page is off the free map and its record still says
+ * free.
  */
 static inline u32 kvp_pop_next(struct kvp_popper *p)
 {
