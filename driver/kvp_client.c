@@ -2,8 +2,8 @@
 /*
  * kvpool core: clients, the open files of a pool, joining and leaving it.
  *
- * A client joins the tenant of its cgroup and uid when it opens the pool
- * and, when its last reference goes, gives back everything it holds:
+ * A client joins its tenant (kvp_tenant.c says which) when it opens the
+ * pool and, when its last reference goes, gives back everything it holds:
  * its slots, its held rows (walking only its own list, never the row
  * table) and its prefix cache. This file sits above the others: it
  * uses the row, cache and tenant layers and none of them uses it.
@@ -16,9 +16,12 @@
  * @c: the client: its memory, which is initialised here
  * @cgroup_id: the cgroup v2 id of the opener
  * @uid: the opener's uid
+ * @path: the cgroup path of the opener, or of its nearest ancestor whose
+ *        path fits %KVPOOL_CGROUP_PATH_MAX; NULL to match by id only
  *
- * @c joins the tenant of @cgroup_id and @uid, which is made if it is new,
- * and gets the lowest free &kvp_client.cidx and a new &kvp_client.id.
+ * @c joins the tenant kvp_tenant_match() finds for them, else that of
+ * @cgroup_id and @uid, which is made if it is new, and gets the lowest
+ * free &kvp_client.cidx and a new &kvp_client.id.
  *
  * Context: @pool->lock held; may sleep (allocates).
  * Return: 0; -EMFILE when the pool has %KVP_MAX_CLIENTS clients, or the
@@ -27,7 +30,7 @@
  */
 int kvp_client_attach_tenant_locked(struct kvp_pool *pool,
 				    struct kvp_client *c, u64 cgroup_id,
-				    u32 uid)
+				    u32 uid, const char *path)
 {
 	struct kvp_tenant *t;
 	u32 i, cidx;
@@ -40,7 +43,8 @@ int kvp_client_attach_tenant_locked(struct kvp_pool *pool,
 		       XA_LIMIT(0, KVP_MAX_CLIENTS - 1), GFP_KERNEL);
 	if (ret)
 		return ret == -EBUSY ? -EMFILE : ret;
-	ret = kvp_tenant_get(pool, cgroup_id, uid, &t);
+	t = kvp_tenant_match(pool, cgroup_id, uid, path);
+	ret = t ? 0 : kvp_tenant_get(pool, cgroup_id, uid, &t);
 	if (ret) {
 		xa_erase(&pool->clients, cidx);
 		return ret;
@@ -73,7 +77,7 @@ int kvp_client_attach_tenant_locked(struct kvp_pool *pool,
  */
 int kvp_client_attach_locked(struct kvp_pool *pool, struct kvp_client *c)
 {
-	return kvp_client_attach_tenant_locked(pool, c, 0, 0);
+	return kvp_client_attach_tenant_locked(pool, c, 0, 0, NULL);
 }
 
 /**

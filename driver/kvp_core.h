@@ -37,6 +37,7 @@
 #define KVP_MAX_TENANTS		4096U
 #define KVP_REPORT_LIMIT	16U
 #define KVP_TENANT_HASH_BITS	6	/* buckets of the tenant lookup */
+#define KVP_PATH_BYTES_MAX	(1024U * 1024)	/* a pool's tenant paths */
 #define KVP_MAP_LEVELS		5	/* the free map of 2^27 pages */
 
 /**
@@ -159,11 +160,19 @@ struct kvp_quarantine {
 };
 
 /**
- * struct kvp_tenant - the clients of one cgroup v2 and uid
- * @hash: its place in &kvp_pool.tenant_hash, by cgroup and uid
+ * struct kvp_tenant - the clients of one cgroup v2 and uid, or of a subtree
+ * @hash: its place in &kvp_pool.tenant_hash, by cgroup and uid; in
+ *        &kvp_pool.tenant_path_hash, by path and uid, for a path tenant
+ *        while it is configured (unhashed once removed)
  * @clients: its clients, by their &kvp_client.tenant_link
- * @cgroup_id: the cgroup v2 id its clients opened the pool from
- * @uid: their uid
+ * @cgroup_id: the cgroup v2 id its clients opened the pool from; 0 for a
+ *             path tenant
+ * @path: a path tenant's cgroup path (kvmalloc()ed, NUL-terminated), else
+ *        NULL
+ * @path_len: strlen(@path)
+ * @flags: %KVPOOL_TENANT_BY_PATH for a path tenant, with
+ *         %KVPOOL_TENANT_ANY_UID when it takes every uid
+ * @uid: their uid (0 with %KVPOOL_TENANT_ANY_UID)
  * @id: index in &kvp_pool.tenants
  * @max_pages: limit on @pages (EDQUOT beyond); 0: none
  * @min_pages: guarantee: pages other tenants' allocations leave free for
@@ -175,6 +184,8 @@ struct kvp_quarantine {
  * @rows: rows its clients hold, parked included
  * @nr_clients: its clients, the length of @clients
  * @configured: the administrator set limits: kept with no clients
+ * @cgroup_seen: its cgroup was seen alive by kvp_tenant_prune_locked(),
+ *               so that it can be seen to die
  * @label: the administrator's name for it, NUL-terminated
  *
  * Protected by &kvp_pool.lock.
@@ -183,6 +194,9 @@ struct kvp_tenant {
 	struct hlist_node hash;
 	struct list_head clients;
 	u64 cgroup_id;
+	char *path;
+	u32 path_len;
+	u32 flags;
 	u32 uid;
 	u32 id;
 	u32 max_pages;
@@ -194,6 +208,7 @@ struct kvp_tenant {
 	u32 rows;
 	u32 nr_clients;
 	bool configured;
+	bool cgroup_seen;
 	char label[KVPOOL_LABEL_LEN];
 };
 
@@ -274,6 +289,8 @@ struct kvp_client {
  * @clients: live clients by &kvp_client.cidx
  * @tenants: tenants by &kvp_tenant.id
  * @tenant_hash: tenants by cgroup and uid, for attaching a client
+ * @tenant_path_hash: configured path tenants by path and uid
+ * @path_bytes: the tenants' &kvp_tenant.path_len + 1, summed
  * @nr_tenants: the entries of @tenants
  * @unmet: sum of tenants' (min_pages - pages) where that is > 0
  * @sum_min: sum of tenants' min_pages
@@ -322,6 +339,8 @@ struct kvp_pool {
 	struct xarray clients;
 	struct xarray tenants;
 	struct hlist_head tenant_hash[1 << KVP_TENANT_HASH_BITS];
+	struct hlist_head tenant_path_hash[1 << KVP_TENANT_HASH_BITS];
+	u32 path_bytes;
 	u32 nr_tenants;
 	u32 unmet;
 	u64 sum_min;
@@ -350,7 +369,7 @@ void kvp_pool_fini(struct kvp_pool *pool);
 /* Clients (kvp_client.c). */
 int kvp_client_attach_tenant_locked(struct kvp_pool *pool,
 				    struct kvp_client *c, u64 cgroup_id,
-				    u32 uid);
+				    u32 uid, const char *path);
 int kvp_client_attach_locked(struct kvp_pool *pool, struct kvp_client *c);
 void kvp_client_detach_locked(struct kvp_client *c);
 void kvp_client_detach_hold_locked(struct kvp_client *c,
@@ -421,10 +440,14 @@ int kvp_row_query_locked(struct kvp_client *c, struct kvpool_row_query *q,
 			 u32 **pages);
 
 /* Tenants and pressure, the administrator's side (kvp_tenant.c). */
+int kvp_cgroup_path_check(const char *path);
 int kvp_tenant_set_locked(struct kvp_pool *pool,
-			  struct kvpool_ctl_tenant *t);
+			  struct kvpool_ctl_tenant *t, const char *path);
 u32 kvp_tenant_list_locked(struct kvp_pool *pool,
-			   struct kvpool_tenant_info *out, u32 count);
+			   struct kvpool_tenant_info *out, u32 count,
+			   char *paths, u32 paths_len, u32 *paths_used);
+void kvp_tenant_prune_locked(struct kvp_pool *pool,
+			     bool (*alive)(u64 cgroup_id));
 int kvp_set_wmark_locked(struct kvp_pool *pool, u32 low, u32 high);
 u32 kvp_pressure_locked(struct kvp_client *c, u32 *reasons);
 

@@ -272,8 +272,10 @@ void kvp_pool_fini(struct kvp_pool *pool)
 	/* Rows can only be held by clients, and clients pin the pool. */
 	for (i = 0; i < pool->nr_rows; i++)
 		kvfree(pool->rows[i].pages);
-	xa_for_each(&pool->tenants, id, t)
+	xa_for_each(&pool->tenants, id, t) {
+		kvfree(t->path);
 		kvfree(t);	/* configured, client-less */
+	}
 	xa_destroy(&pool->tenants);
 	xa_destroy(&pool->clients);
 	kvfree(pool->rows);
@@ -585,7 +587,8 @@ u64 kvp_mem_bytes_locked(struct kvp_pool *pool)
 	       words * sizeof(u64) +
 	       (u64)pool->nr_rows * sizeof(*pool->rows) +
 	       pool->array_bytes +
-	       (u64)pool->nr_tenants * sizeof(struct kvp_tenant);
+	       (u64)pool->nr_tenants * sizeof(struct kvp_tenant) +
+	       pool->path_bytes;
 }
 
 /* A new epoch for marking the rows of one batch; see kvp_batch_lookup(). */

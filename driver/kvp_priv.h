@@ -298,6 +298,10 @@ void kvp_charge(struct kvp_pool *pool, struct kvp_tenant *t,
 		int delta);
 struct kvp_tenant *kvp_tenant_find(struct kvp_pool *pool,
 				   u64 cgroup_id, u32 uid);
+struct kvp_tenant *kvp_path_find(struct kvp_pool *pool, const char *path,
+				 u32 len, u32 uid, bool any);
+struct kvp_tenant *kvp_tenant_match(struct kvp_pool *pool, u64 cgroup_id,
+				    u32 uid, const char *path);
 int kvp_tenant_get(struct kvp_pool *pool, u64 cgroup_id, u32 uid,
 		   struct kvp_tenant **out);
 void kvp_tenant_put(struct kvp_pool *pool, struct kvp_tenant *t);

@@ -448,10 +448,28 @@ static u32 kvp_verify_listed(struct kvp_tenant *t, u32 clients)
 	return n;
 }
 
+/*
+ * Whether @t is where lookups find it: an id tenant in the id hash; a path
+ * tenant in the path hash while configured, in neither once removed.
+ */
+static bool kvp_verify_hashed(struct kvp_pool *pool, struct kvp_tenant *t)
+{
+	if (!t->path)
+		return !t->flags &&
+		       kvp_tenant_find(pool, t->cgroup_id, t->uid) == t;
+	if (t->cgroup_id || t->path_len != strlen(t->path) ||
+	    !(t->flags & KVPOOL_TENANT_BY_PATH))
+		return false;
+	if (!t->configured)
+		return hlist_unhashed(&t->hash);
+	return kvp_path_find(pool, t->path, t->path_len, t->uid,
+			     t->flags & KVPOOL_TENANT_ANY_UID) == t;
+}
+
 /* Tenants: usage, clients and the guarantee sum, from the bottom up. */
 static void kvp_verify_tenants(struct kvp_pool *pool, struct kvp_vstate *vs)
 {
-	u32 n = 0, unmet = 0, clients, listed;
+	u32 n = 0, unmet = 0, clients, listed, path_bytes = 0;
 	struct kvp_tenant *t;
 	u64 sum_min = 0;
 	unsigned long i;
@@ -463,7 +481,7 @@ static void kvp_verify_tenants(struct kvp_pool *pool, struct kvp_vstate *vs)
 		if (t->id != i || vs->tn[i].pages != t->pages ||
 		    vs->tn[i].rows != t->rows || clients != t->nr_clients ||
 		    listed != clients || (!clients && !t->configured) ||
-		    kvp_tenant_find(pool, t->cgroup_id, t->uid) != t)
+		    !kvp_verify_hashed(pool, t))
 			kvp_violation(pool, &vs->bad,
 				      "tenant %u: at %lu, pages %u/%u rows %u/%u clients %u/%u/%u (counted/kept/listed)",
 				      t->id, i, vs->tn[i].pages, t->pages,
@@ -471,14 +489,17 @@ static void kvp_verify_tenants(struct kvp_pool *pool, struct kvp_vstate *vs)
 				      t->nr_clients, listed);
 		unmet += kvp_unmet(t);
 		sum_min += t->min_pages;
+		if (t->path)
+			path_bytes += t->path_len + 1;
 	}
 	if (n != pool->nr_tenants || unmet != pool->unmet ||
-	    sum_min != pool->sum_min)
+	    sum_min != pool->sum_min || path_bytes != pool->path_bytes)
 		kvp_violation(pool, &vs->bad,
-			      "tenants: %u/%u, unmet %u/%u, guarantees %llu/%llu (counted/kept)",
+			      "tenants: %u/%u, unmet %u/%u, guarantees %llu/%llu, path bytes %u/%u (counted/kept)",
 			      n, pool->nr_tenants, unmet, pool->unmet,
 			      (unsigned long long)sum_min,
-			      (unsigned long long)pool->sum_min);
+			      (unsigned long long)pool->sum_min,
+			      path_bytes, pool->path_bytes);
 }
 
 /**

@@ -6,9 +6,12 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/cgroup.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
+#include <linux/nsproxy.h>
+#include <linux/sched.h>
 #include <linux/uaccess.h>
 
 #include "kvpool_drv.h"
@@ -110,20 +113,80 @@ static int kvp_ctl_on_pool(u32 id, int (*fn)(struct kvp_pool *, void *),
 	return ret;
 }
 
+/*
+ * Whether a cgroup id still names a cgroup, for kvp_tenant_prune_locked().
+ * cgroup_get_from_id() only finds cgroups inside the caller's cgroup
+ * namespace: from inside another one, every id counts as alive, or live
+ * tenants outside it would be dropped.
+ */
+static bool kvp_cgroup_alive(u64 id)
+{
+#ifdef CONFIG_CGROUPS
+	struct cgroup *cg;
+
+	if (cgroup_parent(current->nsproxy->cgroup_ns->root_cset->dfl_cgrp))
+		return true;
+	cg = cgroup_get_from_id(id);
+	if (IS_ERR_OR_NULL(cg))
+		return false;
+	cgroup_put(cg);
+#endif
+	return true;
+}
+
+struct kvp_set_arg {
+	struct kvpool_ctl_tenant *cmd;
+	const char *path;
+};
+
 static int kvp_tenant_set_fn(struct kvp_pool *pool, void *arg)
 {
-	return kvp_tenant_set_locked(pool, arg);
+	struct kvp_set_arg *sa = arg;
+	int ret;
+
+	/* Before, to make room; after, to see the cgroup just named. */
+	kvp_tenant_prune_locked(pool, kvp_cgroup_alive);
+	ret = kvp_tenant_set_locked(pool, sa->cmd, sa->path);
+	kvp_tenant_prune_locked(pool, kvp_cgroup_alive);
+	return ret;
 }
 
 static int kvp_ctl_tenant_set_ioctl(struct kvp_ucmd *ucmd)
 {
 	struct kvpool_ctl_tenant *cmd = ucmd->cmd;
+	struct kvp_set_arg sa = { .cmd = cmd };
+	char *buf = NULL;
+	long len;
+	int ret;
 
-	if (cmd->flags & ~KVPOOL_TENANT_BY_ID)
+	if (cmd->flags & ~(KVPOOL_TENANT_BY_ID | KVPOOL_TENANT_BY_PATH |
+			   KVPOOL_TENANT_ANY_UID | KVPOOL_TENANT_REMOVE))
 		return -EOPNOTSUPP;
 	if (cmd->__reserved || cmd->__reserved2)
 		return -EINVAL;
-	return kvp_ctl_on_pool(cmd->pool_id, kvp_tenant_set_fn, cmd);
+	/* A path exactly with BY_PATH; an 80-byte struct has none. */
+	if (!(cmd->flags & KVPOOL_TENANT_BY_PATH) != !cmd->cgroup_path)
+		return -EINVAL;
+	if (cmd->cgroup_path) {
+		buf = kmalloc(KVPOOL_CGROUP_PATH_MAX, GFP_KERNEL);
+		if (!buf)
+			return -ENOMEM;
+		len = strncpy_from_user(buf, u64_to_user_ptr(cmd->cgroup_path),
+					KVPOOL_CGROUP_PATH_MAX);
+		if (len < 0) {
+			ret = len;
+			goto out;
+		}
+		if (len == KVPOOL_CGROUP_PATH_MAX) {
+			ret = -ENAMETOOLONG;
+			goto out;
+		}
+		sa.path = buf;
+	}
+	ret = kvp_ctl_on_pool(cmd->pool_id, kvp_tenant_set_fn, &sa);
+out:
+	kfree(buf);
+	return ret;
 }
 
 static int kvp_wmark_fn(struct kvp_pool *pool, void *arg)
@@ -148,13 +211,20 @@ struct kvp_list_arg {
 	struct kvpool_tenant_info *info;
 	u32 count;
 	u32 nr;
+	char *paths;
+	u32 paths_len;
+	u32 paths_used;
+	u32 paths_need;
 };
 
 static int kvp_tenant_list_fn(struct kvp_pool *pool, void *arg)
 {
 	struct kvp_list_arg *la = arg;
 
-	la->nr = kvp_tenant_list_locked(pool, la->info, la->count);
+	kvp_tenant_prune_locked(pool, kvp_cgroup_alive);
+	la->nr = kvp_tenant_list_locked(pool, la->info, la->count, la->paths,
+					la->paths_len, &la->paths_used);
+	la->paths_need = 1 + pool->path_bytes;
 	return 0;
 }
 
@@ -165,8 +235,12 @@ static int kvp_ctl_tenant_list_ioctl(struct kvp_ucmd *ucmd)
 	int ret;
 
 	cmd->out_nr_tenants = 0;
+	cmd->out_paths_len = 0;
 	if (cmd->flags)
 		return -EOPNOTSUPP;
+	/* No room means no buffer: a pointer without a length is a slip. */
+	if (!cmd->paths != !cmd->paths_len)
+		return -EINVAL;
 	ret = kvp_check_len(cmd->entry_len, sizeof(*la.info));
 	if (ret)
 		return ret;
@@ -176,14 +250,30 @@ static int kvp_ctl_tenant_list_ioctl(struct kvp_ucmd *ucmd)
 		if (!la.info)
 			return -ENOMEM;
 	}
+	/* The leading empty string and every path of a full pool. */
+	la.paths_len = min_t(u32, cmd->paths_len, KVP_PATH_BYTES_MAX + 1);
+	if (la.paths_len) {
+		la.paths = kvmalloc(la.paths_len, GFP_KERNEL);
+		if (!la.paths) {
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
 	ret = kvp_ctl_on_pool(cmd->pool_id, kvp_tenant_list_fn, &la);
 	if (!ret) {
 		cmd->out_nr_tenants = la.nr;
-		if (la.info &&
-		    kvp_write_array(cmd->tenants, la.info, min(la.count, la.nr),
-				    cmd->entry_len, sizeof(*la.info), true))
+		cmd->out_paths_len = la.paths_need;
+		if ((la.info &&
+		     kvp_write_array(cmd->tenants, la.info,
+				     min(la.count, la.nr), cmd->entry_len,
+				     sizeof(*la.info), true)) ||
+		    (la.paths_used &&
+		     copy_to_user(u64_to_user_ptr(cmd->paths), la.paths,
+				  la.paths_used)))
 			ret = -EFAULT;
 	}
+out:
+	kvfree(la.paths);
 	kvfree(la.info);
 	return ret;
 }

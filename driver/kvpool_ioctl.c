@@ -12,6 +12,7 @@
 #include <linux/cred.h>
 #include <linux/file.h>
 #include <linux/fs.h>
+#include <linux/kernfs.h>
 #include <linux/module.h>
 #include <linux/nospec.h>
 #include <linux/poll.h>
@@ -353,7 +354,8 @@ static int kvp_info_ioctl(struct kvp_ucmd *ucmd)
 			    KVPOOL_FEAT_SLOTS | KVPOOL_FEAT_VERIFY |
 			    KVPOOL_FEAT_PREFIX_CACHE | KVPOOL_FEAT_SWA |
 			    KVPOOL_FEAT_EXPORT | KVPOOL_FEAT_QUOTA |
-			    KVPOOL_FEAT_PRESSURE | KVPOOL_FEAT_ARENA;
+			    KVPOOL_FEAT_PRESSURE | KVPOOL_FEAT_ARENA |
+			    KVPOOL_FEAT_TENANT_PATH;
 	cmd->out_nr_pages = pool->nr_pages;
 	cmd->out_page_tokens = pool->page_tokens;
 	cmd->out_nr_rows = pool->nr_rows;
@@ -914,10 +916,44 @@ static __poll_t kvp_pool_poll(struct file *file, poll_table *wait)
 	return ask ? EPOLLPRI : 0;
 }
 
+/*
+ * The opener's cgroup v2 id and, in @buf, the path kvp_tenant_match()
+ * walks: its cgroup's, or, when that is too long for @buf, that of its
+ * nearest ancestor whose path fits. A configured path is shorter than
+ * that, so no descendant of one escapes it by a long name. Returns @buf,
+ * or NULL when not even the root's path could be had (match by id only).
+ */
+static char *kvp_opener_cgroup(char *buf, u64 *cgid)
+{
+	char *path = NULL;
+#ifdef CONFIG_CGROUPS
+	struct cgroup *cg;
+	int len;
+
+	/* The css_set, and the cgroups in it, stay while RCU is held. */
+	rcu_read_lock();
+	cg = task_dfl_cgroup(current);
+	*cgid = cgroup_id(cg);
+	for (; cg; cg = cgroup_parent(cg)) {
+		/* Older kernels give the full length, newer ones -E2BIG. */
+		len = kernfs_path(cg->kn, buf, KVPOOL_CGROUP_PATH_MAX);
+		if (len >= 0 && len < KVPOOL_CGROUP_PATH_MAX) {
+			path = buf;
+			break;
+		}
+	}
+	rcu_read_unlock();
+#else
+	*cgid = 0;
+#endif
+	return path;
+}
+
 static int kvp_pool_open(struct inode *inode, struct file *file)
 {
 	struct kvp_dev *kd = container_of(inode->i_cdev, struct kvp_dev, cdev);
 	struct kvp_pool_file *pf;
+	char *buf, *path;
 	u64 cgid = 0;
 	u32 uid;
 	int ret;
@@ -931,18 +967,21 @@ static int kvp_pool_open(struct inode *inode, struct file *file)
 
 	/*
 	 * The tenant is the opener's, fixed now: a client cannot change it
-	 * by moving cgroups or passing the file on.
+	 * by moving cgroups or passing the file on. Failing to read the path
+	 * fails the open: joining another tenant instead would let a client
+	 * out of its limits.
 	 */
-#ifdef CONFIG_CGROUPS
-	rcu_read_lock();
-	cgid = cgroup_id(task_dfl_cgroup(current));
-	rcu_read_unlock();
-#endif
+	buf = kmalloc(KVPOOL_CGROUP_PATH_MAX, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	path = kvp_opener_cgroup(buf, &cgid);
 	uid = from_kuid(&init_user_ns, current_euid());
 
 	pf = kzalloc(sizeof(*pf), GFP_KERNEL_ACCOUNT);
-	if (!pf)
+	if (!pf) {
+		kfree(buf);
 		return -ENOMEM;
+	}
 	ret = kvp_users_init(&pf->users);
 	if (ret)
 		goto out_free;
@@ -950,10 +989,12 @@ static int kvp_pool_open(struct inode *inode, struct file *file)
 	/* No global lock is held here: this waits for this pool only. */
 	mutex_lock(&kd->core.lock);
 	ret = kd->dead ? -ENODEV :
-	      kvp_client_attach_tenant_locked(&kd->core, &pf->c, cgid, uid);
+	      kvp_client_attach_tenant_locked(&kd->core, &pf->c, cgid, uid,
+					      path);
 	mutex_unlock(&kd->core.lock);
 	if (ret)
 		goto out_users;
+	kfree(buf);
 	file->private_data = &pf->c;
 	return nonseekable_open(inode, file);
 
@@ -962,6 +1003,7 @@ out_users:
 	kvp_users_fini(&pf->users);
 out_free:
 	kfree(pf);
+	kfree(buf);
 	return ret;
 }
 

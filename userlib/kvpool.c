@@ -814,7 +814,8 @@ int kvpool_tenant_set(unsigned int pool_id, struct kvpool_ctl_tenant *t)
 	ret = kvp_control(KVPOOL_CTL_TENANT_SET, &arg);
 	if (ret)
 		return ret;
-	*t = arg;
+	/* The caller's struct may be the first release's: nothing past it. */
+	memcpy(t, &arg, offsetof(struct kvpool_ctl_tenant, cgroup_path));
 	/* At most 4096 tenants a pool: fits an int. */
 	return (int)arg.tenant_id;
 }

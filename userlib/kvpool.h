@@ -494,7 +494,10 @@ int kvpool_pool_gpu(unsigned int pool_id, uint32_t *domain, uint32_t *devid);
 
 /*
  * Tenants (KVPOOL_FEAT_QUOTA; without it -ENOTTY). A client's tenant is
- * its opener's cgroup v2 id and effective uid, fixed at open. Through
+ * fixed at open from its opener's cgroup v2 and effective uid: a tenant
+ * configured on that cgroup id and uid, else one configured on the cgroup
+ * path of the nearest ancestor-or-self (KVPOOL_FEAT_TENANT_PATH), else
+ * the unconfigured tenant of that cgroup id and uid. Through
  * KVPOOL_CONTROL_PATH (needs CAP_SYS_ADMIN) each tenant of a pool may get
  * a hard limit in pages and in rows, and a guarantee in pages.
  */
@@ -507,10 +510,15 @@ int kvpool_pool_gpu(unsigned int pool_id, uint32_t *domain, uint32_t *devid);
  * @t->tenant_id; @t->max_pages, @t->min_pages, @t->max_rows (0: none);
  * @t->label (empty: keep the current one). The library sets size and
  * pool_id itself. On success *@t gets the tenant's id, cgroup id, uid and
- * label. Returns the tenant's id, or -errno (-EINVAL: min_pages above
- * max_pages, the pool's guarantees together above its pages, the label
- * not NUL-terminated, or @t->__reserved not 0; -ENOENT: no tenant with
- * that id; -EMFILE: the pool has 4096 tenants; -ENODEV: no such pool).
+ * label. With KVPOOL_TENANT_REMOVE in @t->flags (and no limits or label)
+ * the tenant's configuration is dropped instead. Only the first release's
+ * 80 bytes of *@t are read and written: @t->cgroup_path is not, so
+ * KVPOOL_TENANT_BY_PATH is -EINVAL here. Returns the tenant's id, or -errno
+ * (-EINVAL: min_pages above max_pages, the pool's guarantees together
+ * above its pages, the label not NUL-terminated, or @t->__reserved not 0;
+ * -ENOENT: no tenant with that id, or REMOVE of a tenant with no
+ * configuration; -EMFILE: the pool has 4096 tenants; -ENODEV: no such
+ * pool).
  */
 int kvpool_tenant_set(unsigned int pool_id, struct kvpool_ctl_tenant *t);
 

@@ -2214,7 +2214,7 @@ static void op_tenant(struct fz *f, struct fz_in *in)
 
 	memset(&a, 0, sizeof(a));
 	a.flags = (fb & 3) == FZ_TEN_BY_ID ? KVPOOL_TENANT_BY_ID :
-		  (fb & 3) == FZ_TEN_BAD_FLAG ? 1U << (1 + fb % 31) : 0;
+		  (fb & 3) == FZ_TEN_BAD_FLAG ? 1U << (4 + fb % 28) : 0;
 	a.tenant_id = id % FZ_TEN_IDS;
 	a.cgroup_id = cg % FZ_TEN_CGROUPS;
 	a.uid = (cg >> FZ_TEN_UID_SHIFT) & 1;
@@ -2253,7 +2253,7 @@ static void op_tenant(struct fz *f, struct fz_in *in)
 		if (!want && sum_min > usable)
 			want = -EINVAL;
 	}
-	ret = kvp_tenant_set_locked(&f->pool, &a);
+	ret = kvp_tenant_set_locked(&f->pool, &a, NULL);
 	fz_log(f, "flags %#x id %u cgroup %llu uid %u max %u min %u rows %u",
 	       a.flags, a.tenant_id, (unsigned long long)a.cgroup_id, a.uid,
 	       a.max_pages, a.min_pages, a.max_rows);
@@ -2308,13 +2308,13 @@ static void op_pressure(struct fz *f)
 /* KVPOOL_CTL_TENANT_LIST: room for count (0..5) entries. */
 static void op_tenant_list(struct fz *f, struct fz_in *in)
 {
-	u32 count = rd8(in) % 6, n, i, k;
+	u32 count = rd8(in) % 6, n, i, k, used;
 	struct kvpool_tenant_info *out;
 
 	out = calloc(count ? count + 1 : 1, sizeof(*out));
 	memset(out, 0xa5, (count ? count + 1 : 1) * sizeof(*out));
 	fz_begin(f);
-	n = kvp_tenant_list_locked(&f->pool, out, count);
+	n = kvp_tenant_list_locked(&f->pool, out, count, NULL, 0, &used);
 	fz_log(f, "room %u: %u tenants", count, n);
 	fz_end(f, 0, 0);
 	if (*fz_snap_diff(f, &f->before, &f->after))
@@ -2337,8 +2337,8 @@ static void op_tenant_list(struct fz *f, struct fz_in *in)
 		FZ_EQ(f, out[i].max_pages, t->max_pages);
 		FZ_EQ(f, out[i].min_pages, t->min_pages);
 		FZ_EQ(f, out[i].max_rows, t->max_rows);
-		FZ_EQ(f, out[i].__reserved, 0);
-		FZ_EQ(f, out[i].__reserved2, 0);
+		FZ_EQ(f, out[i].flags & ~KVPOOL_TENANT_CONFIGURED, 0);
+		FZ_EQ(f, out[i].path_offset, 0);
 	}
 	/* Nothing past the room it was given. */
 	for (k = 0; k < sizeof(*out); k++)
@@ -2380,7 +2380,7 @@ static int fz_attach(struct fz *f, int i)
 {
 	if (f->tenants_mode)
 		return kvp_client_attach_tenant_locked(&f->pool, &f->cli[i],
-							i % 2, 0);
+							i % 2, 0, NULL);
 	return kvp_client_attach_locked(&f->pool, &f->cli[i]);
 }
 

@@ -530,20 +530,26 @@ OP(import_reserved2, KVPOOL_IMPORT, struct kvpool_import, false,
    (int)offsetof(struct kvpool_import, __reserved2), 1, prep_import);
 OP(pressure, KVPOOL_PRESSURE, struct kvpool_pressure, false,
    ROFF(struct kvpool_pressure), 1, prep_pressure);
-/* Bit 0 is KVPOOL_TENANT_BY_ID. */
-OP(ctl_tenant_set, KVPOOL_CTL_TENANT_SET, struct kvpool_ctl_tenant, true,
-   ROFF(struct kvpool_ctl_tenant), KVPOOL_TENANT_BY_ID << 1,
-   prep_tenant_set);
-OP(ctl_tenant_set_by_id, KVPOOL_CTL_TENANT_SET, struct kvpool_ctl_tenant,
-   true, ROFF(struct kvpool_ctl_tenant), KVPOOL_TENANT_BY_ID << 1,
-   prep_tenant_set_id);
-/* struct kvpool_ctl_tenant ends in __reserved2, after label. */
-OP(ctl_tenant_set_reserved2, KVPOOL_CTL_TENANT_SET, struct kvpool_ctl_tenant,
-   true, (int)offsetof(struct kvpool_ctl_tenant, __reserved2),
-   KVPOOL_TENANT_BY_ID << 1, prep_tenant_set);
-/* No must-be-zero field: out_nr_tenants's input must be ignored. */
-OP(ctl_tenant_list, KVPOOL_CTL_TENANT_LIST, struct kvpool_ctl_tenant_list,
-   true, -1, 1, prep_tenant_list);
+/* Bits 0-3 are BY_ID, BY_PATH, ANY_UID, REMOVE; bit 4 is list-only. */
+#define TENANT_SET_V1 offsetof(struct kvpool_ctl_tenant, cgroup_path)
+OP_MIN(ctl_tenant_set, KVPOOL_CTL_TENANT_SET, struct kvpool_ctl_tenant,
+       TENANT_SET_V1, true, ROFF(struct kvpool_ctl_tenant),
+       KVPOOL_TENANT_CONFIGURED, prep_tenant_set);
+OP_MIN(ctl_tenant_set_by_id, KVPOOL_CTL_TENANT_SET, struct kvpool_ctl_tenant,
+       TENANT_SET_V1, true, ROFF(struct kvpool_ctl_tenant),
+       KVPOOL_TENANT_CONFIGURED, prep_tenant_set_id);
+/* __reserved2 follows label; cgroup_path (ABI 2) comes after it. */
+OP_MIN(ctl_tenant_set_reserved2, KVPOOL_CTL_TENANT_SET,
+       struct kvpool_ctl_tenant, TENANT_SET_V1, true,
+       (int)offsetof(struct kvpool_ctl_tenant, __reserved2),
+       KVPOOL_TENANT_CONFIGURED, prep_tenant_set);
+/*
+ * No must-be-zero field: out_nr_tenants's input must be ignored. ABI 2
+ * adds the paths buffer after tenants.
+ */
+OP_MIN(ctl_tenant_list, KVPOOL_CTL_TENANT_LIST, struct kvpool_ctl_tenant_list,
+       offsetof(struct kvpool_ctl_tenant_list, paths), true, -1, 1,
+       prep_tenant_list);
 OP(ctl_set_wmark, KVPOOL_CTL_SET_WMARK, struct kvpool_ctl_wmark, true,
    ROFF(struct kvpool_ctl_wmark), 1, prep_set_wmark);
 /* Bit 0 is KVPOOL_ARENA_FDS. */
@@ -1078,8 +1084,8 @@ TEST_F(info, geometry)
 
 /*
  * Exactly the documented set: rows, extend, slots, verify, the prefix
- * cache, sliding-window free, export/import, quotas, pressure and the
- * arena; no undefined bit.
+ * cache, sliding-window free, export/import, quotas, pressure, the arena
+ * and tenants by path; no undefined bit.
  */
 TEST_F(info, features)
 {
@@ -1087,7 +1093,8 @@ TEST_F(info, features)
 			   KVPOOL_FEAT_SLOTS | KVPOOL_FEAT_VERIFY |
 			   KVPOOL_FEAT_PREFIX_CACHE | KVPOOL_FEAT_SWA |
 			   KVPOOL_FEAT_EXPORT | KVPOOL_FEAT_QUOTA |
-			   KVPOOL_FEAT_PRESSURE | KVPOOL_FEAT_ARENA;
+			   KVPOOL_FEAT_PRESSURE | KVPOOL_FEAT_ARENA |
+			   KVPOOL_FEAT_TENANT_PATH;
 	struct kvpool_info i;
 
 	ASSERT_EQ(0, kt_info(self->fd, &i));
@@ -1940,8 +1947,8 @@ static __u32 check_e_tenant_list(struct __test_metadata *_metadata,
 	EXPECT_EQ(getuid(), ti.uid);
 	EXPECT_EQ(1, ti.nr_clients);
 	EXPECT_EQ(s.out_tenant_pages, ti.pages);
-	EXPECT_EQ(0, ti.__reserved);
-	EXPECT_EQ(0, ti.__reserved2);
+	EXPECT_EQ(0, ti.flags & ~KVPOOL_TENANT_CONFIGURED);
+	EXPECT_EQ(0, ti.path_offset);
 	return l->out_nr_tenants < ELEN_MAX_NR ? l->out_nr_tenants :
 	       ELEN_MAX_NR;
 }

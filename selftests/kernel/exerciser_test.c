@@ -1182,7 +1182,10 @@ static void op_ctl(void)
 				ex_pick_elen(sizeof(struct kvpool_tenant_info));
 			l.tenants = ex_arr_ptr(ex_w.arr, l.count *
 				sizeof(struct kvpool_tenant_info));
-			EX_IOCTL(ex_w.ctl, KVPOOL_CTL_TENANT_LIST, l, sizeof(l));
+			/* The first release's struct ended at tenants. */
+			EX_IOCTL(ex_w.ctl, KVPOOL_CTL_TENANT_LIST, l,
+				 offsetof(struct kvpool_ctl_tenant_list,
+					  paths));
 		}
 #endif
 		break;

@@ -164,8 +164,8 @@ TEST_F(tenant, identity)
 		EXPECT_EQ(0, ti[i].min_pages);
 		EXPECT_EQ(0, ti[i].max_rows);
 		EXPECT_EQ(0, ti[i].ask_pages);
-		EXPECT_EQ(0, ti[i].__reserved);
-		EXPECT_EQ(0, ti[i].__reserved2);
+		EXPECT_EQ(0, ti[i].flags);
+		EXPECT_EQ(0, ti[i].path_offset);
 		EXPECT_EQ(0, ti[i].label[0]);
 	}
 
@@ -900,8 +900,8 @@ TEST_F(tenant, tenant_list)
 	EXPECT_EQ(4, kt_sysfs_val(e->pool.id, "nr_tenants"));
 	for (i = 0; i < nr; i++) {
 		t = &ti[i];
-		EXPECT_EQ(0, t->__reserved);
-		EXPECT_EQ(0, t->__reserved2);
+		EXPECT_EQ(0, t->flags & ~KVPOOL_TENANT_CONFIGURED);
+		EXPECT_EQ(0, t->path_offset);
 		EXPECT_EQ(0, t->ask_pages);
 		if (t->tenant_id == ta) {
 			EXPECT_EQ(UID_A, t->uid);
@@ -1040,8 +1040,8 @@ TEST_F(tenant, tenant_list)
 		EXPECT_EQ(4, l.out_nr_tenants);
 		for (i = 0; i < 4; i++) {
 			memcpy(&one, buf + i * wide, sizeof(one));
-			EXPECT_EQ(0, one.__reserved);
-			EXPECT_EQ(0, one.__reserved2);
+			EXPECT_EQ(0, one.flags & ~KVPOOL_TENANT_CONFIGURED);
+			EXPECT_EQ(0, one.path_offset);
 			if (one.tenant_id == ta) {
 				found++;
 				EXPECT_EQ(7 + 3 + 5 + 4, one.pages);
@@ -1130,9 +1130,9 @@ TEST_F(tenant, tenant_set_validation)
 		t.max_pages = 200;	/* would change something */
 		switch (i) {
 		case 0:
-			t.flags = 2;
+			t.flags = 1U << 5;
 			want = EOPNOTSUPP;
-			what = "flag 1<<1";
+			what = "flag 1<<5";
 			break;
 		case 1:
 			t.flags = 0x80000000u;
@@ -1282,7 +1282,7 @@ TEST_F(tenant, tenant_set_validation_order)
 	EXPECT_EQ(EOPNOTSUPP, kt_ioctl(e->pool.ctl, KVPOOL_CTL_TENANT_LIST, &l));
 
 	kt_tenant_init(&t, 1000, 1, 0, 0, 0, 0, NULL);
-	t.flags = 2;
+	t.flags = 1U << 5;
 	EXPECT_EQ(EOPNOTSUPP, kt_tenant_set(e->pool.ctl, &t))
 		TH_LOG("CTL_TENANT_SET looks the pool up before checking flags");
 	t.flags = 0;

@@ -176,6 +176,23 @@ static inline void hlist_del(struct hlist_node *n)
 	n->pprev = NULL;
 }
 
+static inline void INIT_HLIST_NODE(struct hlist_node *n)
+{
+	n->next = NULL;
+	n->pprev = NULL;
+}
+
+static inline bool hlist_unhashed(const struct hlist_node *n)
+{
+	return !n->pprev;
+}
+
+static inline void hlist_del_init(struct hlist_node *n)
+{
+	if (!hlist_unhashed(n))
+		hlist_del(n);
+}
+
 #define hlist_for_each_entry(pos, head, member)				\
 	for (pos = (head)->first ?					\
 	     container_of((head)->first, __typeof__(*pos), member) : NULL; \

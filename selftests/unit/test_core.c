@@ -1038,7 +1038,7 @@ static int set_tenant(struct kvp_pool *pool, u64 cg, u32 uid, u32 max,
 		.min_pages = min, .max_rows = max_rows,
 	};
 
-	return kvp_tenant_set_locked(pool, &a);
+	return kvp_tenant_set_locked(pool, &a, NULL);
 }
 
 static void test_tenants(void)
@@ -1050,7 +1050,7 @@ static void test_tenants(void)
 	struct kvpool_ctl_tenant a;
 	struct kvp_pool pool;
 	struct kvp_client c[3];
-	u32 sh;
+	u32 sh, used;
 
 	EXPECT_EQ(0, kvp_pool_init(&pool, 3, 0, 100, 1, 16, 1000));
 	mutex_lock(&pool.lock);
@@ -1060,19 +1060,22 @@ static void test_tenants(void)
 	EXPECT_EQ(-EINVAL,
 		  set_tenant(&pool, 11, 1000, 10, 11, 0)); /* min>max */
 	memset(&a, 0, sizeof(a));
-	a.flags = 4;
-	EXPECT_EQ(-EOPNOTSUPP, kvp_tenant_set_locked(&pool, &a));
+	a.flags = 1 << 5;
+	EXPECT_EQ(-EOPNOTSUPP, kvp_tenant_set_locked(&pool, &a, NULL));
 	a.flags = KVPOOL_TENANT_BY_ID;
 	a.tenant_id = 77;
-	EXPECT_EQ(-ENOENT, kvp_tenant_set_locked(&pool, &a));
+	EXPECT_EQ(-ENOENT, kvp_tenant_set_locked(&pool, &a, NULL));
 	a.flags = 0;
 	memset(a.label, 'x', sizeof(a.label));
-	EXPECT_EQ(-EINVAL, kvp_tenant_set_locked(&pool, &a));	/* no NUL */
+	EXPECT_EQ(-EINVAL, kvp_tenant_set_locked(&pool, &a, NULL));	/* no NUL */
 	EXPECT_EQ(1, pool.nr_tenants);
 
-	EXPECT_EQ(0, kvp_client_attach_tenant_locked(&pool, &c[0], 10, 1000));
-	EXPECT_EQ(0, kvp_client_attach_tenant_locked(&pool, &c[1], 12, 0));
-	EXPECT_EQ(0, kvp_client_attach_tenant_locked(&pool, &c[2], 10, 1000));
+	EXPECT_EQ(0, kvp_client_attach_tenant_locked(&pool, &c[0], 10, 1000,
+						     NULL));
+	EXPECT_EQ(0, kvp_client_attach_tenant_locked(&pool, &c[1], 12, 0,
+						     NULL));
+	EXPECT_EQ(0, kvp_client_attach_tenant_locked(&pool, &c[2], 10, 1000,
+						     NULL));
 	EXPECT_EQ(2, pool.nr_tenants);
 	EXPECT_TRUE(c[0].tenant == c[2].tenant && c[0].tenant != c[1].tenant);
 
@@ -1101,9 +1104,9 @@ static void test_tenants(void)
 	EXPECT_EQ(1, res.shortfall);
 	EXPECT_EQ(0, verify(&pool));
 
-	EXPECT_EQ(2, kvp_tenant_list_locked(&pool, info, 4));
+	EXPECT_EQ(2, kvp_tenant_list_locked(&pool, info, 4, NULL, 0, &used));
 	EXPECT_EQ(100, info[0].pages + info[1].pages);
-	EXPECT_EQ(2, kvp_tenant_list_locked(&pool, info, 1));
+	EXPECT_EQ(2, kvp_tenant_list_locked(&pool, info, 1, NULL, 0, &used));
 
 	/* A client-less configured tenant stays; an unconfigured one goes. */
 	kvp_client_detach_locked(&c[1]);
@@ -1112,6 +1115,216 @@ static void test_tenants(void)
 	kvp_client_detach_locked(&c[2]);
 	EXPECT_EQ(1, pool.nr_tenants);
 	EXPECT_EQ(100, pool.free_pages);
+	EXPECT_EQ(0, verify(&pool));
+	mutex_unlock(&pool.lock);
+	kvp_pool_fini(&pool);
+}
+
+static bool alive_none(u64 cgroup_id)
+{
+	(void)cgroup_id;
+	return false;
+}
+
+static bool alive_all(u64 cgroup_id)
+{
+	(void)cgroup_id;
+	return true;
+}
+
+static int set_path(struct kvp_pool *pool, const char *path, u32 flags,
+		    u32 uid, u32 max)
+{
+	struct kvpool_ctl_tenant a = {
+		.flags = KVPOOL_TENANT_BY_PATH | flags, .uid = uid,
+		.max_pages = max,
+	};
+	int ret = kvp_tenant_set_locked(pool, &a, path);
+
+	return ret ? ret : (int)a.tenant_id;
+}
+
+static int attach(struct kvp_pool *pool, struct kvp_client *c, u64 cg,
+		  u32 uid, const char *path)
+{
+	EXPECT_EQ(0, kvp_client_attach_tenant_locked(pool, c, cg, uid, path));
+	return (int)c->tenant->id;
+}
+
+/*
+ * Tenants by cgroup path: the nearest configured ancestor-or-self wins,
+ * a uid's own before any uid's, an id-configured tenant before both; a
+ * restart (a new cgroup id on the same path) finds the same tenant;
+ * REMOVE and the pruning of dead ids; the paths in the list.
+ */
+static void test_tenant_paths(void)
+{
+	static const char *const bad[] = {
+		"", "a", "//", "/a/", "/a//b", "/.", "/a/./b", "/..", "/a/..",
+	};
+	struct kvpool_tenant_info info[8];
+	struct kvpool_ctl_tenant a;
+	struct kvp_client c[8];
+	struct kvp_pool pool;
+	int svc, any, mine, deep, idt, id, n;
+	struct kvpool_handle h[2];
+	char paths[64], *big;
+	u32 i, used, nr, sh;
+
+	EXPECT_EQ(0, kvp_pool_init(&pool, 3, 0, 100, 1, 16, 1000));
+	mutex_lock(&pool.lock);
+	for (i = 0; i < ARRAY_SIZE(bad); i++)
+		EXPECT_EQ(-EINVAL, set_path(&pool, bad[i], 0, 0, 1))
+			TH_LOG("path '%s'", bad[i]);
+	big = malloc(KVPOOL_CGROUP_PATH_MAX + 1);
+	memset(big, 'a', KVPOOL_CGROUP_PATH_MAX);
+	big[0] = '/';
+	big[KVPOOL_CGROUP_PATH_MAX] = '\0';
+	EXPECT_EQ(-ENAMETOOLONG, set_path(&pool, big, 0, 0, 1));
+	big[KVPOOL_CGROUP_PATH_MAX - 1] = '\0';	/* 4095 bytes: fits */
+	EXPECT_LE(0, set_path(&pool, big, 0, 0, 1));
+	EXPECT_EQ(KVPOOL_CGROUP_PATH_MAX, pool.path_bytes);
+	/* Malformed requests change nothing. */
+	EXPECT_EQ(-EINVAL, set_path(&pool, "/s", KVPOOL_TENANT_BY_ID, 0, 1));
+	EXPECT_EQ(-EINVAL, set_path(&pool, "/s", KVPOOL_TENANT_ANY_UID, 5, 1));
+	memset(&a, 0, sizeof(a));
+	a.flags = KVPOOL_TENANT_ANY_UID;
+	EXPECT_EQ(-EINVAL, kvp_tenant_set_locked(&pool, &a, NULL));
+	a.flags = KVPOOL_TENANT_BY_PATH;
+	EXPECT_EQ(-EINVAL, kvp_tenant_set_locked(&pool, &a, NULL));
+	a.flags = 0;
+	EXPECT_EQ(-EINVAL, kvp_tenant_set_locked(&pool, &a, "/s"));
+	a.flags = KVPOOL_TENANT_BY_PATH;
+	a.cgroup_id = 5;
+	EXPECT_EQ(-EINVAL, kvp_tenant_set_locked(&pool, &a, "/s"));
+	a.cgroup_id = 0;
+	a.flags = KVPOOL_TENANT_BY_PATH | KVPOOL_TENANT_REMOVE;
+	a.max_pages = 1;
+	EXPECT_EQ(-EINVAL, kvp_tenant_set_locked(&pool, &a, "/s"));
+	a.max_pages = 0;
+	EXPECT_EQ(-ENOENT, kvp_tenant_set_locked(&pool, &a, "/s"));
+	EXPECT_EQ(1, pool.nr_tenants);
+	/* The long one goes; its bytes with it. */
+	a.flags = KVPOOL_TENANT_BY_PATH | KVPOOL_TENANT_REMOVE;
+	EXPECT_EQ(0, kvp_tenant_set_locked(&pool, &a, big));
+	free(big);
+	EXPECT_EQ(0, pool.nr_tenants);
+	EXPECT_EQ(0, pool.path_bytes);
+
+	svc = set_path(&pool, "/sys/svc", 0, 1000, 3);
+	any = set_path(&pool, "/sys/svc", KVPOOL_TENANT_ANY_UID, 0, 4);
+	mine = set_path(&pool, "/", 0, 7, 5);
+	deep = set_path(&pool, "/sys/svc/w/x", 0, 1000, 6);
+	EXPECT_TRUE(svc >= 0 && any >= 0 && mine >= 0 && deep >= 0);
+	EXPECT_TRUE(svc != any && any != mine && mine != deep);
+	/* The same name again is the same tenant, re-limited. */
+	EXPECT_EQ(svc, set_path(&pool, "/sys/svc", 0, 1000, 3));
+	EXPECT_EQ(4, pool.nr_tenants);
+
+	/* The service itself, its child, a restart: all in svc's tenant. */
+	EXPECT_EQ(svc, attach(&pool, &c[0], 100, 1000, "/sys/svc"));
+	EXPECT_EQ(svc, attach(&pool, &c[1], 101, 1000, "/sys/svc/worker"));
+	EXPECT_EQ(svc, attach(&pool, &c[2], 102, 1000, "/sys/svc/w"));
+	/* Another uid below it: the any-uid tenant of the same path. */
+	EXPECT_EQ(any, attach(&pool, &c[3], 103, 2000, "/sys/svc/y"));
+	EXPECT_EQ(deep, attach(&pool, &c[4], 104, 1000, "/sys/svc/w/x/z"));
+	/* A sibling whose name merely starts the same is not below it. */
+	n = attach(&pool, &c[5], 105, 1000, "/sys/svcx");
+	EXPECT_TRUE(n != svc && n != any && n != mine && n != deep);
+	EXPECT_EQ(mine, attach(&pool, &c[6], 106, 7, "/sys/svcx"));
+	EXPECT_EQ(5, pool.nr_tenants);
+	/* The limit holds across the subtree: 3 pages together. */
+	EXPECT_EQ(0, kvp_row_alloc_locked(&c[0], &h[0], 1, &sh));
+	EXPECT_EQ(0, kvp_row_alloc_locked(&c[1], &h[1], 1, &sh));
+	EXPECT_EQ(0, extend1(&c[0], h[0], 2, NULL));
+	EXPECT_EQ(-EDQUOT, extend1(&c[1], h[1], 2, NULL));
+	EXPECT_EQ(0, extend1(&c[1], h[1], 1, NULL));
+	EXPECT_EQ(0, verify(&pool));
+
+	/* An id-configured tenant of the exact cgroup comes first. */
+	memset(&a, 0, sizeof(a));
+	a.cgroup_id = 107;
+	a.uid = 1000;
+	a.max_pages = 9;
+	EXPECT_EQ(0, kvp_tenant_set_locked(&pool, &a, NULL));
+	idt = (int)a.tenant_id;
+	EXPECT_EQ(idt, attach(&pool, &c[7], 107, 1000, "/sys/svc"));
+	kvp_client_detach_locked(&c[7]);
+
+	/* The list: flags, and paths while they fit. */
+	memset(paths, 'z', sizeof(paths));
+	nr = kvp_tenant_list_locked(&pool, info, 8, paths, sizeof(paths),
+				    &used);
+	EXPECT_EQ(6, nr);
+	EXPECT_EQ(pool.path_bytes, 2 * sizeof("/sys/svc") + sizeof("/") +
+		  sizeof("/sys/svc/w/x"));
+	EXPECT_EQ(1 + pool.path_bytes, used);
+	EXPECT_EQ(0, paths[0]);
+	for (i = 0; i < nr; i++) {
+		u32 want = 0;
+
+		id = (int)info[i].tenant_id;
+		if (id == svc || id == deep || id == mine)
+			want = KVPOOL_TENANT_BY_PATH | KVPOOL_TENANT_CONFIGURED;
+		else if (id == any)
+			want = KVPOOL_TENANT_BY_PATH | KVPOOL_TENANT_ANY_UID |
+			       KVPOOL_TENANT_CONFIGURED;
+		else if (id == idt)
+			want = KVPOOL_TENANT_CONFIGURED;
+		EXPECT_EQ(want, info[i].flags) TH_LOG("tenant %u", info[i].tenant_id);
+		if (want & KVPOOL_TENANT_BY_PATH) {
+			EXPECT_NE(0, info[i].path_offset);
+			EXPECT_EQ(0, info[i].cgroup_id);
+		} else {
+			EXPECT_EQ(0, info[i].path_offset);
+		}
+	}
+	for (i = 0; i < nr; i++) {
+		if ((int)info[i].tenant_id == deep)
+			EXPECT_EQ(0, strcmp("/sys/svc/w/x",
+					    paths + info[i].path_offset));
+	}
+	/* Too small a buffer: the entries that do not fit get 0. */
+	kvp_tenant_list_locked(&pool, info, 8, paths, 10, &used);
+	EXPECT_EQ(10, used);
+	for (i = 0, n = 0; i < 6; i++)
+		n += info[i].path_offset != 0;
+	EXPECT_EQ(1, n);
+
+	/* REMOVE: clients keep the tenant; new opens go up the tree. */
+	memset(&a, 0, sizeof(a));
+	a.flags = KVPOOL_TENANT_BY_PATH | KVPOOL_TENANT_REMOVE;
+	a.uid = 1000;
+	EXPECT_EQ(0, kvp_tenant_set_locked(&pool, &a, "/sys/svc"));
+	EXPECT_EQ(svc, (int)a.tenant_id);
+	EXPECT_EQ(svc, (int)c[0].tenant->id);
+	EXPECT_FALSE(c[0].tenant->configured);
+	EXPECT_EQ(any, attach(&pool, &c[7], 108, 1000, "/sys/svc"));
+	kvp_client_detach_locked(&c[7]);
+	/* The same path configured anew is a new tenant beside the old. */
+	n = set_path(&pool, "/sys/svc", 0, 1000, 3);
+	EXPECT_TRUE(n != svc);
+	EXPECT_EQ(0, verify(&pool));
+	for (i = 0; i < 7; i++)
+		kvp_client_detach_locked(&c[i]);
+	/* The removed one went with its last client. */
+	EXPECT_TRUE(!xa_load(&pool.tenants, svc));
+	EXPECT_EQ(0, verify(&pool));
+
+	/*
+	 * A configured tenant of a cgroup seen alive goes when it dies; one
+	 * never seen alive, and a path tenant, stay.
+	 */
+	nr = pool.nr_tenants;
+	kvp_tenant_prune_locked(&pool, alive_none);
+	EXPECT_EQ(nr, pool.nr_tenants);
+	kvp_tenant_prune_locked(&pool, alive_all);
+	EXPECT_EQ(nr, pool.nr_tenants);
+	kvp_tenant_prune_locked(&pool, alive_none);
+	EXPECT_EQ(nr - 1, pool.nr_tenants);
+	nr = kvp_tenant_list_locked(&pool, info, 8, NULL, 0, &used);
+	for (i = 0; i < nr; i++)
+		EXPECT_EQ(0, info[i].cgroup_id);
 	EXPECT_EQ(0, verify(&pool));
 	mutex_unlock(&pool.lock);
 	kvp_pool_fini(&pool);
@@ -1131,8 +1344,8 @@ static void test_pressure(void)
 	EXPECT_EQ(-EINVAL, kvp_set_wmark_locked(&pool, 9, 8));
 	EXPECT_EQ(-EINVAL, kvp_set_wmark_locked(&pool, 8, 65));
 	EXPECT_EQ(0, kvp_set_wmark_locked(&pool, 8, 16));
-	EXPECT_EQ(0, kvp_client_attach_tenant_locked(&pool, &c[0], 1, 1));
-	EXPECT_EQ(0, kvp_client_attach_tenant_locked(&pool, &c[1], 2, 2));
+	EXPECT_EQ(0, kvp_client_attach_tenant_locked(&pool, &c[0], 1, 1, NULL));
+	EXPECT_EQ(0, kvp_client_attach_tenant_locked(&pool, &c[1], 2, 2, NULL));
 
 	/* c0 fills a cache of 40 pages; nothing is asked yet. */
 	EXPECT_EQ(0, alloc1(&c[0], &h));
@@ -1953,7 +2166,7 @@ static void test_commit_trim_pt16(void) { test_commit_trim(16); }
 int main(int argc, char **argv)
 {
 	kvp_user_verbose = argc > 1 && !strcmp(argv[1], "-v");
-	printf("TAP version 13\n1..28\n");
+	printf("TAP version 13\n1..30\n");
 	run("geometry", test_geometry);
 	run("reserve_zero", test_reserve_zero);
 	run("row_alloc", test_row_alloc);
@@ -1974,6 +2187,7 @@ int main(int argc, char **argv)
 	run("many_clients", test_many_clients);
 	run("verify_catches_cache_corruption", test_verify_catches_cache);
 	run("tenants", test_tenants);
+	run("tenant_paths", test_tenant_paths);
 	run("pressure", test_pressure);
 	run("export_import", test_export);
 	run("future_generation", test_future_generation);

@@ -79,7 +79,8 @@
  * - ENOSPC:     not enough free pages or rows; ``out_short`` says how many
  *               were missing. Pages other tenants are guaranteed (and
  *               do not hold yet) are not free to this one. Nothing was
- *               taken. (control) all 64 pools exist.
+ *               taken. (control) all 64 pools exist; TENANT_SET: the
+ *               pool's tenant paths would pass 1 MiB together.
  * - EDQUOT:     the caller's tenant would go past its max_pages or
  *               max_rows; ``out_short`` says by how many. Nothing taken.
  * - ENOBUFS:    an output array is too small; ``out_nr_pages`` says how
@@ -98,6 +99,8 @@
  * - EAGAIN:     FROM_SLOT: another thread of the caller changed the slot
  *               between the answer being written back and the op taking
  *               effect. Nothing changed; call again.
+ * - ENAMETOOLONG: (control) TENANT_SET: the cgroup path is longer than
+ *               KVPOOL_CGROUP_PATH_MAX - 1 bytes.
  * - EMFILE:     (open) the pool has 65536 clients already, or 4096
  *               tenants; (control) TENANT_SET of a 4097th tenant. EXPORT,
  *               ARENA: the caller has no free file descriptor.
@@ -124,7 +127,8 @@
 /*
  * Version of this ABI: 1 is the first release; 2 adds the arena (ARENA,
  * CTL_ARENA_SET, host and CUDA kinds, the quarantine of a dead client's
- * pages and kvpool_stats.out_quarantine_pages). It is bumped when a later
+ * pages and kvpool_stats.out_quarantine_pages) and tenants named by cgroup
+ * path (KVPOOL_FEAT_TENANT_PATH). It is bumped when a later
  * release adds ops or fields; test out_features, not this number.
  */
 #define KVPOOL_ABI_VERSION	2
@@ -141,6 +145,8 @@
 #define KVPOOL_FEAT_QUOTA	_BITULL(7)	/* tenants, CTL_TENANT_* */
 #define KVPOOL_FEAT_PRESSURE	_BITULL(8)	/* PRESSURE, poll, CTL_SET_WMARK */
 #define KVPOOL_FEAT_ARENA	_BITULL(9)	/* ARENA, CTL_ARENA_SET (ABI 2) */
+/* CTL_TENANT_SET by cgroup path, TENANT_REMOVE, paths in the list (ABI 2) */
+#define KVPOOL_FEAT_TENANT_PATH	_BITULL(10)
 
 /* Pool ops are 0x00-0x1f, control ops 0x20-0x2f; 0x30-0x3f are kept. */
 enum {
@@ -813,18 +819,36 @@ struct kvpool_ctl_destroy {
 
 #define KVPOOL_LABEL_LEN	32
 
-/* CTL_TENANT_SET flags */
+/*
+ * CTL_TENANT_SET flags; BY_PATH, ANY_UID and CONFIGURED also describe a
+ * tenant in kvpool_tenant_info.flags.
+ */
 #define KVPOOL_TENANT_BY_ID	_BITUL(0)	/* select by @tenant_id */
+#define KVPOOL_TENANT_BY_PATH	_BITUL(1)	/* select by @cgroup_path, @uid */
+#define KVPOOL_TENANT_ANY_UID	_BITUL(2)	/* with BY_PATH: every uid */
+#define KVPOOL_TENANT_REMOVE	_BITUL(3)	/* drop its configuration */
+#define KVPOOL_TENANT_CONFIGURED _BITUL(4)	/* (list only) limits were set */
+
+/* Longest cgroup path of a tenant, its NUL included. */
+#define KVPOOL_CGROUP_PATH_MAX	4096
 
 /**
  * struct kvpool_ctl_tenant - KVPOOL_CTL_TENANT_SET: a tenant's limits
- * @size: sizeof(struct kvpool_ctl_tenant)
- * @flags: 0 (select by @cgroup_id and @uid, creating the tenant if it is
- *         new) or KVPOOL_TENANT_BY_ID
+ * @size: sizeof(struct kvpool_ctl_tenant); 80 (up to @__reserved2) is the
+ *        first release's and cannot name a path
+ * @flags: how the tenant is named: 0 (by @cgroup_id and @uid, creating the
+ *         tenant if it is new), KVPOOL_TENANT_BY_ID, or
+ *         KVPOOL_TENANT_BY_PATH (by @cgroup_path and @uid, creating it if
+ *         new), that with KVPOOL_TENANT_ANY_UID (by @cgroup_path alone;
+ *         @uid must be 0); plus KVPOOL_TENANT_REMOVE to drop the
+ *         configuration of the tenant so named instead of setting it
+ *         (ENOENT if it has none). More than one way of naming it, or
+ *         ANY_UID without BY_PATH: EINVAL; an unknown flag: EOPNOTSUPP
  * @pool_id: the pool
  * @tenant_id: with KVPOOL_TENANT_BY_ID, the tenant; written back
  * @cgroup_id: the tenant's cgroup v2 id (the inode number of its folder
- *             under /sys/fs/cgroup)
+ *             under /sys/fs/cgroup); with BY_PATH or BY_ID must be 0, and
+ *             written back as 0 for a path tenant
  * @uid: the tenant's uid in the initial user namespace
  * @max_pages: hard limit on pages held (0: none)
  * @min_pages: pages guaranteed (0: none); the pool's guarantees together
@@ -834,10 +858,21 @@ struct kvpool_ctl_destroy {
  * @label: a name for status output, NUL-terminated (EINVAL otherwise);
  *         empty keeps the current one
  * @__reserved2: must be 0
+ * @cgroup_path: with KVPOOL_TENANT_BY_PATH, a user pointer to the cgroup's
+ *               path, NUL-terminated, as the initial cgroup namespace
+ *               names it (/sys/fs/cgroup/a/b is "/a/b"; the root is "/"):
+ *               absolute, no empty, "." or ".." component and no trailing
+ *               "/" (EINVAL), shorter than KVPOOL_CGROUP_PATH_MAX
+ *               (ENAMETOOLONG); it need not exist. Else must be 0
  *
- * A client's tenant is fixed at open: the opener's cgroup v2 and uid. A
- * limit set below current use takes nothing from anyone: it refuses growth
- * and asks the tenant's clients to shrink their caches.
+ * A client's tenant is fixed at open: a tenant configured on the opener's
+ * cgroup id and uid; else the path tenant of its nearest ancestor-or-self
+ * cgroup (for its uid, then for any uid); else that of its own cgroup and
+ * uid, unconfigured (docs/design.md, "Tenants"). A limit set below current
+ * use takes nothing from anyone: it refuses growth and asks the tenant's
+ * clients to shrink their caches. REMOVE takes nothing either: the tenant
+ * keeps its clients until they close, without limits, and new opens no
+ * longer join it.
  */
 struct kvpool_ctl_tenant {
 	__u32 size;
@@ -852,6 +887,7 @@ struct kvpool_ctl_tenant {
 	__u32 __reserved;
 	char label[KVPOOL_LABEL_LEN];
 	__u32 __reserved2;
+	__aligned_u64 cgroup_path;
 };
 
 #define KVPOOL_CTL_TENANT_SET _IO(KVPOOL_TYPE, KVPOOL_CMD_CTL_TENANT_SET)
@@ -859,8 +895,8 @@ struct kvpool_ctl_tenant {
 /**
  * struct kvpool_tenant_info - one tenant, as KVPOOL_CTL_TENANT_LIST reports
  * @tenant_id: its id in the pool
- * @uid: its uid
- * @cgroup_id: its cgroup v2 id
+ * @uid: its uid (0 with KVPOOL_TENANT_ANY_UID)
+ * @cgroup_id: its cgroup v2 id (0 for a path tenant)
  * @pages: pages it holds (rows, slots, prefix caches)
  * @cache_pages: of which in prefix caches
  * @rows: rows it holds, parked included
@@ -869,9 +905,13 @@ struct kvpool_ctl_tenant {
  * @min_pages: see struct kvpool_ctl_tenant
  * @max_rows: see struct kvpool_ctl_tenant
  * @ask_pages: pages its clients are asked to give back now
- * @__reserved: 0
+ * @flags: KVPOOL_TENANT_BY_PATH (named by a path), KVPOOL_TENANT_ANY_UID,
+ *         KVPOOL_TENANT_CONFIGURED (limits set and not removed); 0 from a
+ *         kernel without KVPOOL_FEAT_TENANT_PATH
  * @label: its label
- * @__reserved2: 0
+ * @path_offset: where its path starts in the list's @paths; 0 (where
+ *               @paths holds an empty string) when it has no path or
+ *               @paths had no room for it (then @flags has BY_PATH)
  */
 struct kvpool_tenant_info {
 	__u32 tenant_id;
@@ -885,9 +925,9 @@ struct kvpool_tenant_info {
 	__u32 min_pages;
 	__u32 max_rows;
 	__u32 ask_pages;
-	__u32 __reserved;
+	__u32 flags;
 	char label[KVPOOL_LABEL_LEN];
-	__u32 __reserved2;
+	__u32 path_offset;
 };
 
 /**
@@ -900,6 +940,15 @@ struct kvpool_tenant_info {
  * @out_nr_tenants: tenants the pool has; min(count, out_nr_tenants) are
  *                  written
  * @tenants: user pointer to @count entries of @entry_len bytes
+ * @paths: user pointer to @paths_len bytes, or 0: an empty string, then
+ *         the paths of the entries written, NUL-terminated, back to back,
+ *         each while it fits
+ * @paths_len: room in @paths, in bytes; at most 1 MiB + 1 is used
+ * @out_paths_len: bytes @paths needs for all the pool's tenants (the
+ *                 leading empty string included), so that a caller can
+ *                 size a second call
+ *
+ * A size of 32 (up to @tenants) is the first release's: no paths.
  */
 struct kvpool_ctl_tenant_list {
 	__u32 size;
@@ -909,6 +958,9 @@ struct kvpool_ctl_tenant_list {
 	__u32 entry_len;
 	__u32 out_nr_tenants;
 	__aligned_u64 tenants;
+	__aligned_u64 paths;
+	__u32 paths_len;
+	__u32 out_paths_len;
 };
 
 #define KVPOOL_CTL_TENANT_LIST _IO(KVPOOL_TYPE, KVPOOL_CMD_CTL_TENANT_LIST)
