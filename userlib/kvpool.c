@@ -814,9 +814,39 @@ int kvpool_tenant_set(unsigned int pool_id, struct kvpool_ctl_tenant *t)
 	ret = kvp_control(KVPOOL_CTL_TENANT_SET, &arg);
 	if (ret)
 		return ret;
-	/* The caller's struct may be the first release's: nothing past it. */
+	/*
+	 * The caller's struct may be the first release's: nothing past it.
+	 * A path is given to the kernel only by kvpool_tenant_set_path().
+	 */
 	memcpy(t, &arg, offsetof(struct kvpool_ctl_tenant, cgroup_path));
 	/* At most 4096 tenants a pool: fits an int. */
+	return (int)arg.tenant_id;
+}
+
+KVP_PUBLIC
+int kvpool_tenant_set_path(unsigned int pool_id, const char *cgroup_path,
+			   struct kvpool_ctl_tenant *t)
+{
+	struct kvpool_ctl_tenant arg = {
+		.size = sizeof(arg),
+		.flags = t->flags | KVPOOL_TENANT_BY_PATH,
+		.pool_id = pool_id,
+		.cgroup_id = t->cgroup_id,
+		.uid = t->uid,
+		.max_pages = t->max_pages,
+		.min_pages = t->min_pages,
+		.max_rows = t->max_rows,
+		.cgroup_path = kvp_ptr(cgroup_path),
+	};
+	int ret;
+
+	if (!cgroup_path || t->__reserved)
+		return -EINVAL;
+	memcpy(arg.label, t->label, sizeof(arg.label));
+	ret = kvp_control(KVPOOL_CTL_TENANT_SET, &arg);
+	if (ret)
+		return ret;
+	memcpy(t, &arg, offsetof(struct kvpool_ctl_tenant, cgroup_path));
 	return (int)arg.tenant_id;
 }
 
@@ -836,6 +866,43 @@ int kvpool_tenant_list(unsigned int pool_id, struct kvpool_tenant_info *out,
 
 	ret = kvp_control(KVPOOL_CTL_TENANT_LIST, &arg);
 	return ret ? ret : (int)arg.out_nr_tenants;
+}
+
+KVP_PUBLIC
+int kvpool_tenant_list_paths(unsigned int pool_id,
+			     struct kvpool_tenant_info *out,
+			     unsigned int count, char *paths,
+			     size_t paths_len, size_t *paths_need)
+{
+	struct kvpool_ctl_tenant_list arg = {
+		.size = sizeof(arg),
+		.pool_id = pool_id,
+		.count = out ? count : 0,
+		.entry_len = sizeof(*out),
+		.tenants = kvp_ptr(out),
+		/* The kernel uses at most 1 MiB + 1 of it. */
+		.paths_len = paths && paths_len ?
+			     (uint32_t)(paths_len < UINT32_MAX ? paths_len :
+					UINT32_MAX) : 0,
+	};
+	int ret;
+
+	arg.paths = arg.paths_len ? kvp_ptr(paths) : 0;
+	/* An older module writes no paths: offset 0 is then still "". */
+	if (arg.paths_len)
+		paths[0] = '\0';
+	ret = kvp_control(KVPOOL_CTL_TENANT_LIST, &arg);
+	if (ret == -E2BIG && arg.paths_len) {
+		/* A module without paths refuses the fields it lacks. */
+		arg.paths = 0;
+		arg.paths_len = 0;
+		ret = kvp_control(KVPOOL_CTL_TENANT_LIST, &arg);
+	}
+	if (ret)
+		return ret;
+	if (paths_need)
+		*paths_need = arg.out_paths_len;
+	return (int)arg.out_nr_tenants;
 }
 
 KVP_PUBLIC

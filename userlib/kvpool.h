@@ -513,7 +513,8 @@ int kvpool_pool_gpu(unsigned int pool_id, uint32_t *domain, uint32_t *devid);
  * label. With KVPOOL_TENANT_REMOVE in @t->flags (and no limits or label)
  * the tenant's configuration is dropped instead. Only the first release's
  * 80 bytes of *@t are read and written: @t->cgroup_path is not, so
- * KVPOOL_TENANT_BY_PATH is -EINVAL here. Returns the tenant's id, or -errno
+ * KVPOOL_TENANT_BY_PATH is -EINVAL here (kvpool_tenant_set_path() names
+ * a tenant by path). Returns the tenant's id, or -errno
  * (-EINVAL: min_pages above max_pages, the pool's guarantees together
  * above its pages, the label not NUL-terminated, or @t->__reserved not 0;
  * -ENOENT: no tenant with that id, or REMOVE of a tenant with no
@@ -523,6 +524,22 @@ int kvpool_pool_gpu(unsigned int pool_id, uint32_t *domain, uint32_t *devid);
 int kvpool_tenant_set(unsigned int pool_id, struct kvpool_ctl_tenant *t);
 
 /*
+ * The same for the tenant of cgroup path @cgroup_path (as /sys/fs/cgroup
+ * shows it on the host, "/" for the root; it need not exist yet) and
+ * @t->uid, or every uid with KVPOOL_TENANT_ANY_UID in @t->flags (then
+ * @t->uid 0); KVPOOL_TENANT_REMOVE drops its configuration. The library
+ * adds KVPOOL_TENANT_BY_PATH; @t->cgroup_id must be 0. Needs
+ * KVPOOL_FEAT_TENANT_PATH (an older module: -E2BIG). Returns the
+ * tenant's id, or -errno as kvpool_tenant_set(), and -EINVAL for a path
+ * that is not absolute and canonical ("/a/b": no empty, "." or ".."
+ * component, no trailing "/"), -ENAMETOOLONG for one of
+ * KVPOOL_CGROUP_PATH_MAX bytes or more, -ENOSPC when the pool's paths
+ * would pass 1 MiB together.
+ */
+int kvpool_tenant_set_path(unsigned int pool_id, const char *cgroup_path,
+			   struct kvpool_ctl_tenant *t);
+
+/*
  * List the tenants of pool @pool_id with KVPOOL_CTL_TENANT_LIST (needs
  * CAP_SYS_ADMIN): the first @count go to @out (may be NULL if @count is
  * 0). Returns the number of tenants the pool has, which may exceed
@@ -530,6 +547,20 @@ int kvpool_tenant_set(unsigned int pool_id, struct kvpool_ctl_tenant *t);
  */
 int kvpool_tenant_list(unsigned int pool_id, struct kvpool_tenant_info *out,
 		       unsigned int count);
+
+/*
+ * The same, with the tenants' cgroup paths (KVPOOL_FEAT_TENANT_PATH): the
+ * paths of the entries written go to @paths (@paths_len bytes; NULL if 0)
+ * and entry i's is @paths + @out[i].path_offset, the empty string when it
+ * has none or @paths had no room for it. *@paths_need (may be NULL) gets
+ * the bytes @paths needs for every tenant of the pool, so that a second
+ * call can be sized. From a module without the feature, every path is
+ * empty and *@paths_need is 0.
+ */
+int kvpool_tenant_list_paths(unsigned int pool_id,
+			     struct kvpool_tenant_info *out,
+			     unsigned int count, char *paths,
+			     size_t paths_len, size_t *paths_need);
 
 /*
  * Set pool @pool_id's pressure watermarks with KVPOOL_CTL_SET_WMARK
