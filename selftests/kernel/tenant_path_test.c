@@ -15,7 +15,8 @@
  *   held, is no longer listed;
  * - KVPOOL_TENANT_REMOVE drops a configuration without taking anything;
  * - CTL_TENANT_SET's validation (each errno, nothing changed) and
- *   CTL_TENANT_LIST's paths buffer.
+ *   CTL_TENANT_LIST's paths buffer;
+ * - libkvpool's kvpool_tenant_set_path() and kvpool_tenant_list_paths().
  *
  * The cgroups are made under /sys/fs/cgroup/kvpool-path-PID; cgroup v2 is
  * mounted when the guest has not, and without it the setup fails.
@@ -25,6 +26,8 @@
 #include "kvptest_tenv.h"
 
 #include <fcntl.h>
+
+#include "kvpool.h"
 
 #define NR_PAGES	257	/* page 0 reserved: 256 usable */
 #define PT		4
@@ -531,6 +534,60 @@ TEST_F(tpath, list_paths)
 	EXPECT_EQ(0, l.out_paths_len);
 	for (i = 0; i < nr; i++)
 		EXPECT_EQ(0, ti[i].path_offset);
+}
+
+/* The library's calls: the path beside the struct, a second sized call. */
+TEST_F(tpath, libkvpool)
+{
+	struct kt_tenv *e = &self->e;
+	struct kvpool_tenant_info ti[KT_MAX_LIST];
+	struct kvpool_ctl_tenant t = {
+		.flags = KVPOOL_TENANT_ANY_UID,
+		.max_pages = 6,
+		.label = "svc",
+	};
+	size_t need = 0;
+	char *paths;
+	int id, nr, i, found = 0;
+
+	id = kvpool_tenant_set_path(e->pool.id, self->svc_rel, &t);
+	ASSERT_LE(0, id) TH_LOG("%s", kvpool_strerror(id));
+	EXPECT_EQ(id, (int)t.tenant_id);
+	EXPECT_STREQ("svc", t.label);
+	EXPECT_EQ(-EINVAL, kvpool_tenant_set_path(e->pool.id, "svc/", &t));
+	EXPECT_EQ(-EINVAL, kvpool_tenant_set_path(e->pool.id, NULL, &t));
+	/* kvpool_tenant_set() cannot name a path. */
+	t.flags = KVPOOL_TENANT_BY_PATH;
+	EXPECT_EQ(-EINVAL, kvpool_tenant_set(e->pool.id, &t));
+
+	/* Room for nothing: the count and the bytes needed. */
+	nr = kvpool_tenant_list_paths(e->pool.id, NULL, 0, NULL, 0, &need);
+	ASSERT_LE(1, nr);
+	EXPECT_EQ(1 + strlen(self->svc_rel) + 1, need);
+	paths = malloc(need);
+	ASSERT_NE(NULL, paths);
+	nr = kvpool_tenant_list_paths(e->pool.id, ti, KT_MAX_LIST, paths, need,
+				      &need);
+	ASSERT_LE(1, nr);
+	for (i = 0; i < nr; i++) {
+		if ((int)ti[i].tenant_id != id)
+			continue;
+		found++;
+		EXPECT_STREQ(self->svc_rel, paths + ti[i].path_offset);
+		EXPECT_EQ(6, ti[i].max_pages);
+	}
+	EXPECT_EQ(1, found);
+	free(paths);
+
+	t.flags = KVPOOL_TENANT_ANY_UID | KVPOOL_TENANT_REMOVE;
+	t.max_pages = 0;
+	t.label[0] = '\0';
+	EXPECT_EQ(id, kvpool_tenant_set_path(e->pool.id, self->svc_rel, &t));
+	/* Written back with the label, which REMOVE may not carry. */
+	EXPECT_STREQ("svc", t.label);
+	t.label[0] = '\0';
+	EXPECT_EQ(-ENOENT, kvpool_tenant_set_path(e->pool.id, self->svc_rel,
+						  &t));
 }
 
 TEST_HARNESS_MAIN
