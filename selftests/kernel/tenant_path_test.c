@@ -16,7 +16,8 @@
  * - KVPOOL_TENANT_REMOVE drops a configuration without taking anything;
  * - CTL_TENANT_SET's validation (each errno, nothing changed) and
  *   CTL_TENANT_LIST's paths buffer;
- * - libkvpool's kvpool_tenant_set_path() and kvpool_tenant_list_paths().
+ * - libkvpool's kvpool_tenant_set_path() and kvpool_tenant_list_paths(),
+ *   and kvpoolctl's tenant set --cgroup, list and remove.
  *
  * The cgroups are made under /sys/fs/cgroup/kvpool-path-PID; cgroup v2 is
  * mounted when the guest has not, and without it the setup fails.
@@ -37,6 +38,8 @@
 
 #define UID_A		1001
 #define UID_B		1002
+
+#define KVPOOLCTL	KVP_TOPDIR "/tools/kvpoolctl/kvpoolctl"
 
 FIXTURE(tpath) {
 	struct kt_tenv e;
@@ -588,6 +591,61 @@ TEST_F(tpath, libkvpool)
 	t.label[0] = '\0';
 	EXPECT_EQ(-ENOENT, kvpool_tenant_set_path(e->pool.id, self->svc_rel,
 						  &t));
+}
+
+/*
+ * kvpoolctl: --cgroup takes the folder or the path the kernel names and
+ * sets a path tenant (every uid without --uid) that a process of the
+ * service joins; list shows the path and "*"; remove drops it, once.
+ */
+TEST_F(tpath, kvpoolctl)
+{
+	struct kt_tenv *e = &self->e;
+	struct kt_agent *a;
+	struct kvpool_handle h;
+	char out[4096], want[256];
+	int id;
+
+	ASSERT_EQ(0, kt_run_output(out, sizeof(out),
+				   "%s tenant set %u --cgroup %s/ --max 2 --label svc",
+				   KVPOOLCTL, e->pool.id, self->svc))
+		TH_LOG("%s", out);
+	id = atoi(out);
+	a = client(_metadata, e, 0, self->worker, UID_B);
+	EXPECT_EQ((__u32)id, ag_tid(a, 0));
+	ASSERT_EQ(0, ag_alloc1(a, 0, &h));
+	EXPECT_EQ(EDQUOT, ag_grow(a, 0, h, T(3)));
+
+	ASSERT_EQ(0, kt_run_output(out, sizeof(out), "%s tenant list %u",
+				   KVPOOLCTL, e->pool.id));
+	EXPECT_NE(NULL, strstr(out, self->svc_rel)) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, " * ")) TH_LOG("%s", out);
+	ASSERT_EQ(0, kt_run_output(out, sizeof(out), "%s tenant list --json %u",
+				   KVPOOLCTL, e->pool.id));
+	snprintf(want, sizeof(want), "\"cgroup\": \"%s\"", self->svc_rel);
+	EXPECT_NE(NULL, strstr(out, want)) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "\"by_path\": true")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "\"uid\": null")) TH_LOG("%s", out);
+
+	/* Relative to the root works too; a second remove is refused (7). */
+	EXPECT_EQ(0, kt_run_output(out, sizeof(out),
+				   "%s tenant remove %u --cgroup %s", KVPOOLCTL,
+				   e->pool.id, self->svc_rel + 1))
+		TH_LOG("%s", out);
+	EXPECT_EQ(7, kt_run_output(out, sizeof(out),
+				   "%s tenant remove %u --cgroup %s", KVPOOLCTL,
+				   e->pool.id, self->svc))
+		TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "no tenant")) TH_LOG("%s", out);
+	/* The client keeps its tenant, now without the limit. */
+	EXPECT_EQ(0, ag_grow(a, 0, h, T(3)));
+	/* Usage errors: --cgroup-id needs --uid; not both ways. */
+	EXPECT_EQ(2, kt_run_output(out, sizeof(out),
+				   "%s tenant set %u --cgroup-id 5 --max 1",
+				   KVPOOLCTL, e->pool.id));
+	EXPECT_EQ(2, kt_run_output(out, sizeof(out),
+				   "%s tenant remove %u --id 1 --cgroup /x",
+				   KVPOOLCTL, e->pool.id));
 }
 
 TEST_HARNESS_MAIN

@@ -243,16 +243,26 @@ static const char usage_destroy[] =
 "    Destroy POOL. Refused while it has clients. Needs root.\n";
 
 static const char usage_tenant[] =
-"tenant set POOL (--cgroup PATH | --cgroup-id N) --uid UID [LIMITS] [--label NAME]\n"
+"tenant set POOL (--cgroup PATH [--uid UID] | --cgroup-id N --uid UID)\n"
+"           [LIMITS] [--label NAME]\n"
+"tenant remove POOL (--cgroup PATH [--uid UID] | --cgroup-id N --uid UID |\n"
+"                    --id ID)\n"
 "tenant list [--json] POOL\n"
-"    A tenant is a cgroup v2 and a uid: the opener's, fixed when a process\n"
-"    opens the pool. Needs root.\n"
+"    A client's tenant is chosen when it opens the pool, from its cgroup v2\n"
+"    and uid: one set on that cgroup's id and uid; else one set on the path\n"
+"    of that cgroup or its nearest ancestor (for the uid, then for every\n"
+"    uid); else its own cgroup's, without limits. Needs root.\n"
 "    set: give the tenant LIMITS, creating it if need be; print its id.\n"
-"    --cgroup PATH     the cgroup, as /proc/PID/cgroup shows it\n"
+"    --cgroup PATH     the cgroup by path, as /proc/PID/cgroup shows it\n"
 "                      (/system.slice/x.service) or as a folder under\n"
-"                      /sys/fs/cgroup\n"
-"    --cgroup-id N     the cgroup by id (the inode number of its folder)\n"
-"    --uid UID         the user, a number or a name\n"
+"                      /sys/fs/cgroup; it need not exist yet. The limits\n"
+"                      cover every cgroup below it and survive a restart\n"
+"                      of the service (its cgroup made again)\n"
+"    --cgroup-id N     the cgroup by id (the inode number of its folder):\n"
+"                      this one cgroup, until it is removed\n"
+"    --uid UID         the user, a number or a name; with --cgroup, left\n"
+"                      out: every user\n"
+"    --id ID           (remove) the tenant by id, as list shows it\n"
 "    --label NAME      a name for status output, at most 31 bytes\n"
 "    LIMITS, any of:\n"
 "    --max PAGES       hard limit on the pages its clients hold\n"
@@ -261,7 +271,10 @@ static const char usage_tenant[] =
 "    Every limit not given is set to 0, none; the label is kept unless\n"
 "    given. The pool's guarantees together may not exceed its pages.\n"
 "    Numbers take a K, M or G suffix (x1024, x1024^2, x1024^3).\n"
-"    list: show the pool's tenants, their use and limits.\n"
+"    remove: drop the tenant's limits. Nothing is taken: its clients keep\n"
+"    it, unlimited, until they close, and new ones no longer join it.\n"
+"    list: show the pool's tenants, their use and limits; UID * is every\n"
+"    user, CGROUP a path the limits were set on or the cgroup of an id.\n"
 "    -j, --json   one JSON object\n";
 
 static const char usage_wmark[] =
@@ -457,40 +470,35 @@ static void resolve_cgroups(struct cg_want *wants, size_t nr)
 }
 
 /*
- * --cgroup PATH: a folder under the cgroup v2 root, or a path relative to
- * that root (/system.slice/x.service). The return value is an exit code.
+ * --cgroup PATH as the kernel names a tenant's path: relative to the
+ * cgroup v2 root, "/" for the root itself, without a trailing '/'. The
+ * folder need not exist. *@out is malloc()ed; the return value is an exit
+ * code. The kernel checks the rest (no "." or ".." component).
  */
-static int cgroup_id_of(const char *path, __u64 *id)
+static int cgroup_rel_of(const char *path, char **out)
 {
-	const char *root = cgroup_root();
-	size_t rlen = root ? strlen(root) : 0;
-	struct statfs sfs;
-	struct stat st;
-	char *full;
-	int n;
+	static const char *const roots[] = {
+		"/sys/fs/cgroup/unified", "/sys/fs/cgroup",
+	};
+	size_t i, len;
+	char *rel;
 
-	if (!root) {
-		err_msg("--cgroup: cgroup v2 is not mounted (at /sys/fs/cgroup or /sys/fs/cgroup/unified); use --cgroup-id");
-		return EXIT_FAIL;
+	for (i = 0; i < ARRAY_SIZE(roots); i++) {
+		len = strlen(roots[i]);
+		if (!strncmp(path, roots[i], len) &&
+		    (!path[len] || path[len] == '/')) {
+			path += len;
+			break;
+		}
 	}
-	if (!strncmp(path, root, rlen) && (!path[rlen] || path[rlen] == '/'))
-		n = asprintf(&full, "%s", path);
-	else
-		n = asprintf(&full, "%s%s%s", root, *path == '/' ? "" : "/",
-			     path);
-	if (n < 0) {
+	if (asprintf(&rel, "/%s", path + strspn(path, "/")) < 0) {
 		err_msg("--cgroup: out of memory");
 		return EXIT_FAIL;
 	}
-	if (stat(full, &st) || !S_ISDIR(st.st_mode) || statfs(full, &sfs) ||
-	    sfs.f_type != CGROUP2_SUPER_MAGIC) {
-		err_msg("--cgroup: no cgroup '%s' (looked for the folder %s)",
-			path, full);
-		free(full);
-		return EXIT_USAGE;
-	}
-	free(full);
-	*id = st.st_ino;
+	len = strlen(rel);
+	while (len > 1 && rel[len - 1] == '/')
+		rel[--len] = '\0';
+	*out = rel;
 	return EXIT_OK;
 }
 
@@ -501,24 +509,35 @@ static int cgroup_id_of(const char *path, __u64 *id)
  * their number. Returns 0 or -errno from kvpool_tenant_list().
  */
 static int fetch_tenants(unsigned int id, struct kvpool_tenant_info **out,
-			 size_t *nr)
+			 size_t *nr, char **paths)
 {
 	struct kvpool_tenant_info *t = NULL, *tmp;
+	size_t room = 0, need = 0;
+	char *p = NULL, *ptmp;
 	int n, m;
 
 	*out = NULL;
 	*nr = 0;
-	n = kvpool_tenant_list(id, NULL, 0);
+	if (paths)
+		*paths = NULL;
+	n = kvpool_tenant_list_paths(id, NULL, 0, NULL, 0, &need);
 	/* Tenants come and go: ask again until the room was enough. */
 	while (n > 0) {
 		tmp = realloc(t, (size_t)n * sizeof(*t));
-		if (!tmp) {
+		ptmp = realloc(p, need ? need : 1);
+		if (tmp)
+			t = tmp;
+		if (ptmp)
+			p = ptmp;
+		if (!tmp || !ptmp) {
 			free(t);
+			free(p);
 			return -ENOMEM;
 		}
-		t = tmp;
-		m = kvpool_tenant_list(id, t, (unsigned int)n);
-		if (m <= n) {
+		room = need;
+		m = kvpool_tenant_list_paths(id, t, (unsigned int)n, p, room,
+					     &need);
+		if (m <= n && need <= room) {
 			n = m;
 			break;
 		}
@@ -526,15 +545,25 @@ static int fetch_tenants(unsigned int id, struct kvpool_tenant_info **out,
 	}
 	if (n < 0) {
 		free(t);
+		free(p);
 		return n;
 	}
 	*out = t;
 	*nr = (size_t)n;
+	if (paths)
+		*paths = p;
+	else
+		free(p);
 	return 0;
 }
 
-/* Each tenant's cgroup path, or NULL; a malloc()ed array of @nr. */
-static char **tenant_cgroups(const struct kvpool_tenant_info *t, size_t nr)
+/*
+ * Each tenant's cgroup path, or NULL: a path tenant's own (from @kpaths,
+ * the kernel's list), else its cgroup id's as found under the cgroup v2
+ * root. A malloc()ed array of @nr.
+ */
+static char **tenant_cgroups(const struct kvpool_tenant_info *t, size_t nr,
+			     const char *kpaths)
 {
 	struct cg_want *w;
 	char **paths;
@@ -547,10 +576,15 @@ static char **tenant_cgroups(const struct kvpool_tenant_info *t, size_t nr)
 		return paths;	/* numbers only, or NULL */
 	}
 	for (i = 0; i < nr; i++)
-		w[i].id = t[i].cgroup_id;
+		w[i].id = t[i].flags & KVPOOL_TENANT_BY_PATH ? 0 :
+			  t[i].cgroup_id;
 	resolve_cgroups(w, nr);
-	for (i = 0; i < nr; i++)
+	for (i = 0; i < nr; i++) {
 		paths[i] = w[i].path;
+		if ((t[i].flags & KVPOOL_TENANT_BY_PATH) && kpaths &&
+		    t[i].path_offset)
+			paths[i] = strdup(kpaths + t[i].path_offset);
+	}
 	free(w);
 	return paths;
 }
@@ -629,7 +663,10 @@ static void tenant_cells(const struct kvpool_tenant_info *t,
 	char label[KVPOOL_LABEL_LEN + 1];
 
 	snprintf(cell[TC_ID], TCELL, "%u", t->tenant_id);
-	snprintf(cell[TC_UID], TCELL, "%u", t->uid);
+	if (t->flags & KVPOOL_TENANT_ANY_UID)
+		snprintf(cell[TC_UID], TCELL, "*");
+	else
+		snprintf(cell[TC_UID], TCELL, "%u", t->uid);
 	snprintf(cell[TC_CGROUP], TCELL, "%llu",
 		 (unsigned long long)t->cgroup_id);
 	snprintf(cell[TC_LABEL], TCELL, "%s", label_of(t, label));
@@ -703,7 +740,15 @@ static void print_tenant_json(const struct kvpool_tenant_info *t,
 		printf("%s\n%*s{\n", i ? "," : "", indent + 2, "");
 		printf("%*s\"tenant_id\": %u,\n", indent + 4, "",
 		       t[i].tenant_id);
-		printf("%*s\"uid\": %u,\n", indent + 4, "", t[i].uid);
+		if (t[i].flags & KVPOOL_TENANT_ANY_UID)
+			printf("%*s\"uid\": null,\n", indent + 4, "");
+		else
+			printf("%*s\"uid\": %u,\n", indent + 4, "",
+			       t[i].uid);
+		printf("%*s\"by_path\": %s,\n", indent + 4, "",
+		       t[i].flags & KVPOOL_TENANT_BY_PATH ? "true" : "false");
+		printf("%*s\"configured\": %s,\n", indent + 4, "",
+		       t[i].flags & KVPOOL_TENANT_CONFIGURED ? "true" : "false");
 		printf("%*s\"cgroup_id\": %llu,\n", indent + 4, "",
 		       (unsigned long long)t[i].cgroup_id);
 		printf("%*s\"cgroup\": ", indent + 4, "");
@@ -1161,14 +1206,17 @@ static int select_pools(const char *arg, unsigned int **ids, size_t *nr)
  */
 static int status_tenants(struct pool_row *r)
 {
+	char *paths;
 	int err;
 
-	err = fetch_tenants(r->id, &r->tenants, &r->nr_tenant_rows);
+	err = fetch_tenants(r->id, &r->tenants, &r->nr_tenant_rows, &paths);
 	if (err == -ENODEV)
 		return err;
 	r->tenant_err = err;
 	if (!err)
-		r->cgroups = tenant_cgroups(r->tenants, r->nr_tenant_rows);
+		r->cgroups = tenant_cgroups(r->tenants, r->nr_tenant_rows,
+					    paths);
+	free(paths);
 	return 0;
 }
 
@@ -1651,13 +1699,29 @@ static bool parse_u64(const char *s, __u64 *out)
  * tenant set refused with EINVAL: say what the rules are and, as far as
  * they can be read, where this pool stands against them.
  */
+/* Whether list entry @ti is the tenant @t (and @rel, for a path) names. */
+static bool tenant_is(const struct kvpool_tenant_info *ti, const char *kpaths,
+		      const struct kvpool_ctl_tenant *t, const char *rel)
+{
+	const __u32 how = KVPOOL_TENANT_BY_PATH | KVPOOL_TENANT_ANY_UID;
+
+	if (rel)
+		return (ti->flags & how) == (t->flags & how) &&
+		       ti->uid == t->uid && kpaths && ti->path_offset &&
+		       !strcmp(kpaths + ti->path_offset, rel);
+	return !(ti->flags & KVPOOL_TENANT_BY_PATH) &&
+	       ti->cgroup_id == t->cgroup_id && ti->uid == t->uid;
+}
+
 static void explain_tenant_einval(unsigned int id,
-				  const struct kvpool_ctl_tenant *t)
+				  const struct kvpool_ctl_tenant *t,
+				  const char *rel)
 {
 	struct kvpool_tenant_info *ti;
 	struct kvpool_stats st;
 	struct kvpool_info in;
 	unsigned long long others = 0;
+	char *kpaths;
 	size_t nr, i;
 
 	err_msg("tenant set: the kernel refused these limits");
@@ -1669,15 +1733,126 @@ static void explain_tenant_einval(unsigned int id,
 			t->min_pages, t->max_pages);
 		return;
 	}
-	if (kvpool_pool_status(id, &in, &st) || fetch_tenants(id, &ti, &nr))
+	if (kvpool_pool_status(id, &in, &st) ||
+	    fetch_tenants(id, &ti, &nr, &kpaths))
 		return;
 	for (i = 0; i < nr; i++)
-		if (ti[i].cgroup_id != t->cgroup_id || ti[i].uid != t->uid)
+		if (!tenant_is(&ti[i], kpaths, t, rel))
 			others += ti[i].min_pages;
+	free(kpaths);
 	free(ti);
 	fprintf(stderr, "here: pool %u has %u pages not reserved; other tenants are guaranteed %llu, this one asks %u\n",
 		id, in.out_nr_pages - st.out_reserved_pages, others,
 		t->min_pages);
+}
+
+/*
+ * CTL_TENANT_SET by path when @rel is given, else as @t names the tenant.
+ * The errors only a path has are said here, with @what before them.
+ */
+static int tenant_set_call(unsigned int id, struct kvpool_ctl_tenant *t,
+			   const char *rel, const char *what)
+{
+	int ret;
+
+	if (!rel)
+		return kvpool_tenant_set(id, t);
+	ret = kvpool_tenant_set_path(id, rel, t);
+	if (ret == -E2BIG)
+		err_msg("%s: the kvpool module predates tenants by cgroup path; use --cgroup-id (the limit then covers that one cgroup, not a restart of it)",
+			what);
+	else if (ret == -ENAMETOOLONG)
+		err_msg("%s: the cgroup path '%s' is longer than %d bytes",
+			what, rel, KVPOOL_CGROUP_PATH_MAX - 1);
+	else if (ret == -ENOSPC)
+		err_msg("%s: pool %u's tenant paths would pass 1 MiB together",
+			what, id);
+	return ret;
+}
+
+static int tenant_remove(int argc, char **argv)
+{
+	enum { OPT_CGROUP = 256, OPT_CGROUP_ID, OPT_UID, OPT_ID };
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "cgroup", required_argument, NULL, OPT_CGROUP },
+		{ "cgroup-id", required_argument, NULL, OPT_CGROUP_ID },
+		{ "uid", required_argument, NULL, OPT_UID },
+		{ "id", required_argument, NULL, OPT_ID },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct kvpool_ctl_tenant t = { .flags = KVPOOL_TENANT_REMOVE };
+	bool have_cg_id = false, have_uid = false, have_id = false;
+	const char *cgroup = NULL;
+	char *rel = NULL;
+	unsigned int id;
+	int c, ret;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			return usage_of(usage_tenant, stdout);
+		case OPT_CGROUP:
+			cgroup = optarg;
+			break;
+		case OPT_CGROUP_ID:
+			if (!parse_u64(optarg, &t.cgroup_id)) {
+				err_msg("--cgroup-id: not a number: '%s'",
+					optarg);
+				return EXIT_USAGE;
+			}
+			have_cg_id = true;
+			break;
+		case OPT_UID:
+			if (!parse_uid(optarg, &t.uid)) {
+				err_msg("--uid: no such user: '%s'", optarg);
+				return EXIT_USAGE;
+			}
+			have_uid = true;
+			break;
+		case OPT_ID:
+			if (!parse_u32(optarg, &t.tenant_id)) {
+				err_msg("--id: not a tenant id: '%s'", optarg);
+				return EXIT_USAGE;
+			}
+			have_id = true;
+			break;
+		default:
+			return usage_of(usage_tenant, stderr);
+		}
+	}
+	if (argc - optind != 1 || !!cgroup + have_cg_id + have_id != 1 ||
+	    (have_cg_id && !have_uid) || (have_id && have_uid)) {
+		err_msg("tenant remove needs POOL and one of --cgroup PATH [--uid UID], --cgroup-id N --uid UID, --id ID");
+		return usage_of(usage_tenant, stderr);
+	}
+	if (!parse_pool(argv[optind], &id))
+		return bad_pool(argv[optind]);
+	if (have_id)
+		t.flags |= KVPOOL_TENANT_BY_ID;
+	if (cgroup) {
+		ret = cgroup_rel_of(cgroup, &rel);
+		if (ret)
+			return ret;
+		if (!have_uid)
+			t.flags |= KVPOOL_TENANT_ANY_UID;
+	}
+	ret = tenant_set_call(id, &t, rel, "tenant remove");
+	if (ret == -ENOENT) {
+		err_msg("tenant remove: pool %u has no tenant with limits set so named%s",
+			id, cgroup && !have_uid ?
+			" (for every uid; give --uid for one user's)" : "");
+		free(rel);
+		return EXIT_FAIL;
+	}
+	free(rel);
+	if (ret == -E2BIG || ret == -ENAMETOOLONG)
+		return EXIT_FAIL;	/* said */
+	if (ret < 0)
+		return ctl_error(ret, "tenant remove", id, "tenants");
+	printf("%d\n", ret);
+	return EXIT_OK;
 }
 
 static int tenant_set(int argc, char **argv)
@@ -1699,6 +1874,7 @@ static int tenant_set(int argc, char **argv)
 	const char *cgroup = NULL;
 	bool have_id = false, have_uid = false;
 	unsigned int id, *field;
+	char *rel = NULL;
 	int c, ret;
 
 	optind = 0;
@@ -1748,23 +1924,30 @@ static int tenant_set(int argc, char **argv)
 				     field))
 			return EXIT_USAGE;
 	}
-	if (argc - optind != 1 || !have_uid || !cgroup == !have_id) {
-		err_msg("tenant set needs POOL, --cgroup or --cgroup-id (one of them), and --uid");
+	if (argc - optind != 1 || !cgroup == !have_id ||
+	    (have_id && !have_uid)) {
+		err_msg("tenant set needs POOL and --cgroup PATH or --cgroup-id N (one of them), --uid with --cgroup-id");
 		return usage_of(usage_tenant, stderr);
 	}
 	if (!parse_pool(argv[optind], &id))
 		return bad_pool(argv[optind]);
 	if (cgroup) {
-		ret = cgroup_id_of(cgroup, &t.cgroup_id);
+		ret = cgroup_rel_of(cgroup, &rel);
 		if (ret)
 			return ret;
+		if (!have_uid)
+			t.flags |= KVPOOL_TENANT_ANY_UID;
 	}
 
-	ret = kvpool_tenant_set(id, &t);
+	ret = tenant_set_call(id, &t, rel, "tenant set");
 	if (ret == -EINVAL) {
-		explain_tenant_einval(id, &t);
+		explain_tenant_einval(id, &t, rel);
+		free(rel);
 		return EXIT_FAIL;
 	}
+	free(rel);
+	if (ret == -E2BIG || ret == -ENAMETOOLONG || ret == -ENOSPC)
+		return EXIT_FAIL;	/* said */
 	if (ret == -EMFILE) {
 		err_msg("tenant set: pool %u has its maximum of 4096 tenants",
 			id);
@@ -1780,7 +1963,7 @@ static int tenant_list(int argc, char **argv)
 {
 	struct kvpool_tenant_info *t;
 	bool json = false, done;
-	char **cgroups;
+	char **cgroups, *paths;
 	unsigned int id;
 	size_t nr;
 	int ret;
@@ -1789,10 +1972,11 @@ static int tenant_list(int argc, char **argv)
 	if (done)
 		return ret;
 
-	ret = fetch_tenants(id, &t, &nr);
+	ret = fetch_tenants(id, &t, &nr, &paths);
 	if (ret)
 		return ctl_error(ret, "tenant list", id, "tenants");
-	cgroups = tenant_cgroups(t, nr);
+	cgroups = tenant_cgroups(t, nr, paths);
+	free(paths);
 	if (json) {
 		printf("{\n  \"pool_id\": %u,\n  \"tenants\": ", id);
 		print_tenant_json(t, cgroups, nr, 2);
@@ -1807,15 +1991,15 @@ static int tenant_list(int argc, char **argv)
 	return EXIT_OK;
 }
 
-/* One of the two subcommands of "tenant" or "arena". */
+/* A subcommand of "tenant" or "arena". */
 struct subcommand {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 };
 
-/* Run command argv[0]'s subcommand argv[1], one of @sub. */
+/* Run command argv[0]'s subcommand argv[1], one of the @nr in @sub. */
 static int run_subcommand(int argc, char **argv, const char *usage,
-			  const struct subcommand sub[2])
+			  const struct subcommand *sub, size_t nr)
 {
 	size_t i;
 
@@ -1824,21 +2008,21 @@ static int run_subcommand(int argc, char **argv, const char *usage,
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))
 		return usage_of(usage, stdout);
 	/* From here on, argv[0] is the subcommand. */
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < nr; i++)
 		if (!strcmp(argv[1], sub[i].name))
 			return sub[i].fn(argc - 1, argv + 1);
-	err_msg("%s: unknown subcommand '%s' (%s or %s)", argv[0], argv[1],
-		sub[0].name, sub[1].name);
+	err_msg("%s: unknown subcommand '%s'", argv[0], argv[1]);
 	return usage_of(usage, stderr);
 }
 
 static int cmd_tenant(int argc, char **argv)
 {
-	static const struct subcommand sub[2] = {
-		{ "set", tenant_set }, { "list", tenant_list },
+	static const struct subcommand sub[] = {
+		{ "set", tenant_set }, { "remove", tenant_remove },
+		{ "list", tenant_list },
 	};
 
-	return run_subcommand(argc, argv, usage_tenant, sub);
+	return run_subcommand(argc, argv, usage_tenant, sub, ARRAY_SIZE(sub));
 }
 
 static int cmd_wmark(int argc, char **argv)
@@ -2156,11 +2340,11 @@ static int arena_show(int argc, char **argv)
 
 static int cmd_arena(int argc, char **argv)
 {
-	static const struct subcommand sub[2] = {
+	static const struct subcommand sub[] = {
 		{ "create", arena_create }, { "show", arena_show },
 	};
 
-	return run_subcommand(argc, argv, usage_arena, sub);
+	return run_subcommand(argc, argv, usage_arena, sub, ARRAY_SIZE(sub));
 }
 
 /* ---- gpus ---- */
