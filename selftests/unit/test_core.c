@@ -1174,8 +1174,7 @@ static void test_tenant_paths(void)
 	EXPECT_EQ(0, kvp_pool_init(&pool, 3, 0, 100, 1, 16, 1000));
 	mutex_lock(&pool.lock);
 	for (i = 0; i < ARRAY_SIZE(bad); i++)
-		EXPECT_EQ(-EINVAL, set_path(&pool, bad[i], 0, 0, 1))
-			TH_LOG("path '%s'", bad[i]);
+		EXPECT_EQ(-EINVAL, set_path(&pool, bad[i], 0, 0, 1));
 	big = malloc(KVPOOL_CGROUP_PATH_MAX + 1);
 	memset(big, 'a', KVPOOL_CGROUP_PATH_MAX);
 	big[0] = '/';
@@ -1271,7 +1270,7 @@ static void test_tenant_paths(void)
 			       KVPOOL_TENANT_CONFIGURED;
 		else if (id == idt)
 			want = KVPOOL_TENANT_CONFIGURED;
-		EXPECT_EQ(want, info[i].flags) TH_LOG("tenant %u", info[i].tenant_id);
+		EXPECT_EQ(want, info[i].flags);
 		if (want & KVPOOL_TENANT_BY_PATH) {
 			EXPECT_NE(0, info[i].path_offset);
 			EXPECT_EQ(0, info[i].cgroup_id);
