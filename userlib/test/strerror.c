@@ -35,6 +35,10 @@ static const struct {
 	const char *word;
 } must_say[] = {
 	{ ENOENT, "never issued" },
+	/* ENOENT from open() is a missing node: not a row's error. */
+	{ ENOENT, "no such device node" },
+	{ EACCES, "file mode" },
+	{ EPERM, "CAP_SYS_ADMIN" },
 	{ ESTALE, "older generation" },
 	{ EPERM, "verify" },
 	{ EINVAL, "element length" },
