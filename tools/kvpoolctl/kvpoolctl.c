@@ -35,6 +35,8 @@
 #include <kvpool.h>
 #include <xf86drm.h>
 
+#include "text.h"
+
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 #define __printf(a, b)	__attribute__((format(printf, a, b)))
 
@@ -608,21 +610,12 @@ static const char *label_of(const struct kvpool_tenant_info *t, char *buf)
 	return buf;
 }
 
-/* Write @str as a JSON string: quoted, with what JSON needs escaped. */
+/*
+ * @str as a JSON string; bytes that are no UTF-8 as U+FFFD (text.h).
+ */
 static void json_string(const char *str)
 {
-	const unsigned char *p;
-
-	putchar('"');
-	for (p = (const unsigned char *)str; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			printf("\\%c", *p);
-		else if (*p < 0x20 || *p == 0x7f)
-			printf("\\u%04x", *p);
-		else
-			putchar(*p);
-	}
-	putchar('"');
+	json_put_string(stdout, str);
 }
 
 /* A string, or null for none (""). */

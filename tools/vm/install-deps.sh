@@ -40,6 +40,9 @@ pkgs=(
 				# build that wheel offline: pip wheel
 				# --no-build-isolation uses these
 	python3-numpy		# the binding's tests, and its array forms
+	python3-prometheus-client
+				# the OpenMetrics parser that checks kvpoolctl
+				# metrics (make -C tools check, kvpoolctl_test)
 	python3-pytest		# runs userlib/python/tests (make check, and
 				# selftests/kernel/python_test in the VM)
 	gcc make libc6-dev	# module and kselftest builds
