@@ -129,18 +129,25 @@ static bool parse_decimal(const char *s, unsigned long long *v, char **end)
 	return !errno;
 }
 
+/* Why parse_scaled() refused a number. */
+enum { NUM_OK, NUM_SYNTAX, NUM_RANGE };
+
 /*
  * Parse a number: decimal, optionally followed by K, M or G (times 1024,
- * 1024^2, 1024^3), at most @max. The kernel checks the ranges.
+ * 1024^2, 1024^3), at most @max. Returns NUM_OK, NUM_SYNTAX (not such a
+ * number) or NUM_RANGE (one, but past @max). The kernel checks the
+ * ranges of what it is given.
  */
-static bool parse_scaled(const char *s, unsigned long long max,
-			 unsigned long long *out)
+static int parse_scaled(const char *s, unsigned long long max,
+			unsigned long long *out)
 {
 	unsigned long long v, mul = 1;
 	char *end;
 
-	if (!parse_decimal(s, &v, &end))
-		return false;
+	if (*s < '0' || *s > '9')
+		return NUM_SYNTAX;
+	errno = 0;
+	v = strtoull(s, &end, 10);
 	switch (*end) {
 	case 'k': case 'K':
 		mul = 1ULL << 10;
@@ -155,21 +162,25 @@ static bool parse_scaled(const char *s, unsigned long long max,
 		end++;
 		break;
 	}
-	if (*end || v > max / mul)
-		return false;
+	if (*end)
+		return NUM_SYNTAX;
+	/* strtoull()'s ERANGE: digits past ULLONG_MAX. */
+	if (errno || v > max / mul)
+		return NUM_RANGE;
 	*out = v * mul;
-	return true;
+	return NUM_OK;
 }
 
 /* A count: parse_scaled() up to UINT32_MAX. */
-static bool parse_u32(const char *s, unsigned int *out)
+static int parse_u32(const char *s, unsigned int *out)
 {
 	unsigned long long v;
+	int ret;
 
-	if (!parse_scaled(s, UINT32_MAX, &v))
-		return false;
-	*out = (unsigned int)v;
-	return true;
+	ret = parse_scaled(s, UINT32_MAX, &v);
+	if (ret == NUM_OK)
+		*out = (unsigned int)v;
+	return ret;
 }
 
 /* POOL on the command line: "N", "kvpoolN" or "/dev/kvpoolN". */
@@ -181,7 +192,7 @@ static bool parse_pool(const char *s, unsigned int *id)
 		s += 6;
 	/* No suffix here: "kvpool1k" is no pool. */
 	return *s >= '0' && *s <= '9' && !strpbrk(s, "kKmMgG") &&
-	       parse_u32(s, id) && *id <= INT_MAX;
+	       parse_u32(s, id) == NUM_OK && *id <= INT_MAX;
 }
 
 static int bad_pool(const char *s)
@@ -190,13 +201,27 @@ static int bad_pool(const char *s)
 	return EXIT_USAGE;
 }
 
+/* Say why number @arg of option --@name, up to @max, was refused. */
+static void bad_number(const char *name, const char *arg, int why,
+		       unsigned long long max)
+{
+	if (why == NUM_RANGE)
+		err_msg("--%s: out of range: '%s' (at most %llu)", name, arg,
+			max);
+	else
+		err_msg("--%s: not a number: '%s' (want N, NK, NM or NG)",
+			name, arg);
+}
+
 /* The count @arg of option --@name into *@out, or false, said why. */
 static bool parse_count_opt(const char *name, const char *arg,
 			    unsigned int *out)
 {
-	if (parse_u32(arg, out))
+	int ret = parse_u32(arg, out);
+
+	if (ret == NUM_OK)
 		return true;
-	err_msg("--%s: not a number: '%s'", name, arg);
+	bad_number(name, arg, ret, UINT32_MAX);
 	return false;
 }
 
@@ -1667,7 +1692,7 @@ static bool parse_uid(const char *s, unsigned int *uid)
 	struct passwd *pw;
 
 	if (*s >= '0' && *s <= '9')
-		return !strpbrk(s, "kKmMgG") && parse_u32(s, uid) &&
+		return !strpbrk(s, "kKmMgG") && parse_u32(s, uid) == NUM_OK &&
 		       *uid != UINT32_MAX;
 	pw = getpwnam(s);
 	if (!pw)
@@ -2148,9 +2173,10 @@ static int arena_create(int argc, char **argv)
 			cuda = true;
 			break;
 		case OPT_PAGE_BYTES:
-			if (!parse_scaled(optarg, ULLONG_MAX, &page_bytes)) {
-				err_msg("--page-bytes: not a number: '%s'",
-					optarg);
+			ret = parse_scaled(optarg, ULLONG_MAX, &page_bytes);
+			if (ret != NUM_OK) {
+				bad_number("page-bytes", optarg, ret,
+					   ULLONG_MAX);
 				return EXIT_USAGE;
 			}
 			have_bytes = true;
