@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <getopt.h>
+#include <grp.h>
 #include <limits.h>
 #include <pwd.h>
 #include <stddef.h>
@@ -84,9 +85,51 @@ static int not_loaded(void)
 }
 
 /*
+ * Who may open device @path, as "mode 0600, root:root", into @buf; why
+ * not, if it cannot even be looked at.
+ */
+static void dev_owner(const char *path, char *buf, size_t len)
+{
+	struct passwd *pw;
+	struct group *gr;
+	struct stat st;
+
+	if (stat(path, &st)) {
+		snprintf(buf, len, "%s", strerror(errno));
+		return;
+	}
+	pw = getpwuid(st.st_uid);
+	gr = getgrgid(st.st_gid);
+	snprintf(buf, len, "mode %04o, owner %s:%s", st.st_mode & 07777,
+		 pw ? pw->pw_name : "?", gr ? gr->gr_name : "?");
+}
+
+/*
+ * EACCES from open() of device @path for @what: the file's permissions
+ * keep this user out (CAP_SYS_ADMIN is not asked at open).
+ */
+static int denied_open(const char *what, const char *path)
+{
+	char owner[160];
+
+	dev_owner(path, owner, sizeof(owner));
+	err_msg("%s: cannot open %s: permission denied (%s; you are uid %u): the device's permissions keep you out%s",
+		what, path, owner, (unsigned int)geteuid(),
+		strcmp(path, KVPOOL_CONTROL_PATH) ?
+		" (tools/udev/60-kvpool.rules opens pools to the kvpool group)" :
+		" (it is root's only)");
+	return EXIT_PERM;
+}
+
+/*
  * Report @err from @what on pool @pool (-1: no pool involved) and map it to
- * an exit code. ENODEV and ENOENT mean the pool (or the module) is not
- * there; which one is told apart here, after the fact.
+ * an exit code. @what is an operation through /dev/kvpool-control, or a
+ * read of sysfs; pool files are opened by open_pool(), which says what it
+ * can itself first. ENODEV and ENOENT mean the pool (or the module, or
+ * a device node) is not there; which one is told apart here, after the
+ * fact. EACCES is open() of the control device refused by its
+ * permissions, EPERM the kernel refusing the operation without
+ * CAP_SYS_ADMIN.
  */
 static int pool_error(int err, const char *what, int pool)
 {
@@ -95,6 +138,12 @@ static int pool_error(int err, const char *what, int pool)
 	case ENOENT:
 		if (!module_loaded())
 			return not_loaded();
+		/* ENOENT: open() of the control device found no node. */
+		if (err == -ENOENT && access(KVPOOL_CONTROL_PATH, F_OK)) {
+			err_msg("%s: %s does not exist, though the kvpool module is loaded (no devtmpfs, or udev has not made it?)",
+				what, KVPOOL_CONTROL_PATH);
+			return EXIT_FAIL;
+		}
 		if (pool >= 0) {
 			err_msg("no such pool: %d (kvpoolctl status lists them)",
 				pool);
@@ -102,9 +151,10 @@ static int pool_error(int err, const char *what, int pool)
 		}
 		break;
 	case EACCES:
+		return denied_open(what, KVPOOL_CONTROL_PATH);
 	case EPERM:
-		err_msg("%s: permission denied: needs root (CAP_SYS_ADMIN)",
-			what);
+		err_msg("%s: operation not permitted: needs CAP_SYS_ADMIN (the kernel refused it; %s itself could be opened)",
+			what, KVPOOL_CONTROL_PATH);
 		return EXIT_PERM;
 	case EBUSY:
 		err_msg("%s: pool %d has clients or open export files; stop them first (fuser -v /dev/kvpool%d)",
@@ -1365,6 +1415,19 @@ static int open_pool(unsigned int id, struct kvpool **kpp)
 		err_msg("%s: no device node, but pool %u exists in sysfs (devtmpfs or udev missing?)",
 			path, id);
 		return EXIT_FAIL;
+	}
+	if (err == -EACCES)
+		return denied_open("open", path);
+	if (err == -EPERM) {
+		/* No capability is asked at open: a security module's no. */
+		err_msg("%s: open: operation not permitted (not the file's permissions: a security module, or a read-only mount, refused it)",
+			path);
+		return EXIT_PERM;
+	}
+	if (err == -ENOENT && module_loaded()) {
+		err_msg("%s: no such device node, and no pool %u in /sys/class/kvpool (kvpoolctl status lists the pools)",
+			path, id);
+		return EXIT_NO_POOL;
 	}
 	/* Listed, yet refused: on its way out, or the module not ready. */
 	if (err == -ENODEV && kvpool_pool_status(id, NULL, NULL) == 0) {
