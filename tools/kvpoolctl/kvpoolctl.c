@@ -6,13 +6,15 @@
  *
  * Copyright (C) 2026 The kvpool authors
  *
- * status reads sysfs and never opens a pool, so it works as any user and
- * never keeps a pool from being destroyed (as root it also lists tenants
- * through /dev/kvpool-control); info and verify open the pool (becoming a
- * client for the moment), as arena show does; create, destroy, tenant,
- * wmark and arena create go through /dev/kvpool-control. gpus reads
- * libdrm's device list, /proc/driver/nvidia and sysfs, as any user, and
- * needs no module. See kvpoolctl(8) for the exit codes.
+ * status reads sysfs, so it works as any user; as root it lists tenants
+ * through /dev/kvpool-control and never opens a pool (so never keeps one
+ * from being destroyed), and for any other user it opens it for a
+ * moment, where its mode allows, to show that user's own tenant
+ * (KVPOOL_STATS). info and verify open the pool
+ * (becoming a client for the moment), as arena show does; create,
+ * destroy, tenant, wmark and arena create go through /dev/kvpool-control.
+ * gpus reads libdrm's device list, /proc/driver/nvidia and sysfs, as any
+ * user, and needs no module. See kvpoolctl(8) for the exit codes.
  */
 #define _GNU_SOURCE		/* asprintf(), nftw() */
 #include <dirent.h>
@@ -29,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -280,14 +283,19 @@ static bool parse_count_opt(const char *name, const char *arg,
  * indented one: "tenant" has two.
  */
 static const char usage_status[] =
-"status [--json] [POOL]\n"
+"status [--json | --csv] [-o COLS] [--units pages|tokens|bytes] [POOL]\n"
 "    Show every pool (or POOL): pages (prefix-cache pages evictable and\n"
 "    pinned, pages of rows in flight as export files), rows, pressure\n"
-"    watermarks, tenants and clients, from sysfs; as root also a table of\n"
-"    each pool's tenants: use, limits and the pages they are asked back.\n"
-"    Needs no privilege (but root for the tenants) and does not open the\n"
-"    pool.\n"
-"    -j, --json   one JSON object, the sysfs attribute names as keys\n";
+"    watermarks, tenants and clients, from sysfs, and a table of each\n"
+"    pool's tenants: use, limits and the pages they are asked back. Needs\n"
+"    no privilege: every tenant as root (CAP_SYS_ADMIN), else only the\n"
+"    user's own, where they may open the pool (which status then does,\n"
+"    for a moment; as root it does not open pools).\n"
+"    -j, --json   one JSON object, the sysfs attribute names as keys\n"
+"    --csv        the pools as comma-separated values, a line of keys first\n"
+"    -o COLS      only these columns of the pools, by key (as --json's)\n"
+"    --units U    page counts in pages (default), tokens, or bytes (pools\n"
+"                 with an arena; opens the pool to ask its page size)\n";
 
 static const char usage_info[] =
 "info [--json] POOL\n"
@@ -324,7 +332,7 @@ static const char usage_tenant[] =
 "           [LIMITS] [--label NAME]\n"
 "tenant remove POOL (--cgroup PATH [--uid UID] | --cgroup-id N --uid UID |\n"
 "                    --id ID)\n"
-"tenant list [--json] POOL\n"
+"tenant list [--json | --csv] [-o COLS] [--units pages|tokens|bytes] POOL\n"
 "    A client's tenant is chosen when it opens the pool, from its cgroup v2\n"
 "    and uid: one set on that cgroup's id and uid; else one set on the path\n"
 "    of that cgroup or its nearest ancestor (for the uid, then for every\n"
@@ -352,7 +360,10 @@ static const char usage_tenant[] =
 "    it, unlimited, until they close, and new ones no longer join it.\n"
 "    list: show the pool's tenants, their use and limits; UID * is every\n"
 "    user, CGROUP a path the limits were set on or the cgroup of an id.\n"
-"    -j, --json   one JSON object\n";
+"    -j, --json   one JSON object\n"
+"    --csv        comma-separated values, a line of column keys first\n"
+"    -o COLS      these columns, in this order (keys or headings)\n"
+"    --units U    page counts in pages (default), tokens or bytes\n";
 
 static const char usage_wmark[] =
 "wmark POOL --low N --high N\n"
@@ -677,14 +688,6 @@ static void free_strings(char **v, size_t nr)
 	free(v);
 }
 
-/* A label from the kernel: NUL-terminated within its array, or cut there. */
-static const char *label_of(const struct kvpool_tenant_info *t, char *buf)
-{
-	memcpy(buf, t->label, KVPOOL_LABEL_LEN);
-	buf[KVPOOL_LABEL_LEN] = '\0';
-	return buf;
-}
-
 /*
  * @str as a JSON string; bytes that are no UTF-8 as U+FFFD (text.h).
  */
@@ -702,150 +705,382 @@ static void json_string_or_null(const char *s)
 		printf("null");
 }
 
-/* A limit in a table: 0 is none. */
-static void fmt_limit(char *buf, size_t len, unsigned int v)
-{
-	if (v)
-		snprintf(buf, len, "%u", v);
-	else
-		snprintf(buf, len, "-");
-}
+/* ---- tables: aligned text, CSV, -o columns ---- */
 
-/* The tenant table's columns; CGROUP and LABEL are left-aligned. */
-enum {
-	TC_ID, TC_UID, TC_CGROUP, TC_LABEL, TC_PAGES, TC_CACHE, TC_ROWS,
-	TC_CLIENTS, TC_MAX, TC_MIN, TC_MAXROWS, TC_ASK, TC_NR
+/*
+ * A table's column: its heading in text, its key (the JSON key, and the
+ * name -o and CSV use), whether text left-aligns it and shows it without
+ * -o, and whether it counts pages (--units converts it).
+ */
+struct colspec {
+	const char *head;
+	const char *key;
+	bool left;
+	bool dflt;
+	bool pages;
 };
 
-static const char *const tenant_heads[TC_NR] = {
-	"TENANT", "UID", "CGROUP", "LABEL", "PAGES", "CACHE", "ROWS",
-	"CLIENTS", "MAX", "MIN", "MAX-ROWS", "ASK",
+/*
+ * What a cell holds: a number, a string, a limit (0: none), a yes or no
+ * (num 0 or 1), or nothing.
+ */
+enum { CK_NUM, CK_STR, CK_LIMIT, CK_BOOL, CK_NULL };
+
+struct cell {
+	int kind;
+	unsigned long long num;
+	const char *str;	/* CK_STR: not owned */
 };
 
-#define TCELL	48	/* a label is < 32 bytes, a number < 21 */
+/* Page counts as pages, tokens or bytes (--units). */
+enum { UNIT_PAGES, UNIT_TOKENS, UNIT_BYTES };
 
-/* The cells of one tenant; the cgroup's is its id (see tenant_cell()). */
-static void tenant_cells(const struct kvpool_tenant_info *t,
-			 char cell[TC_NR][TCELL])
+/* How a table command writes its table. */
+struct outfmt {
+	bool json, csv;
+	int units;
+	const char *cols;	/* -o, or NULL: the default columns */
+	int sel[64];		/* the columns to write, in order */
+	size_t nsel;
+};
+
+/*
+ * Resolve -o's list (or the default columns) of @cols into @o->sel. A
+ * name is a key or a heading, in any case. Returns an exit code.
+ */
+static int select_columns(struct outfmt *o, const struct colspec *cols,
+			  size_t ncols)
 {
-	char label[KVPOOL_LABEL_LEN + 1];
+	char *list, *tok, *save;
+	size_t i;
 
-	snprintf(cell[TC_ID], TCELL, "%u", t->tenant_id);
-	if (t->flags & KVPOOL_TENANT_ANY_UID)
-		snprintf(cell[TC_UID], TCELL, "*");
+	o->nsel = 0;
+	if (!o->cols) {
+		for (i = 0; i < ncols; i++)
+			if (cols[i].dflt || o->csv)
+				o->sel[o->nsel++] = (int)i;
+		return EXIT_OK;
+	}
+	list = strdup(o->cols);
+	if (!list)
+		return pool_error(-ENOMEM, "malloc", -1);
+	for (tok = strtok_r(list, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		for (i = 0; i < ncols; i++)
+			if (!strcasecmp(tok, cols[i].key) ||
+			    !strcasecmp(tok, cols[i].head))
+				break;
+		if (i == ncols || o->nsel == ARRAY_SIZE(o->sel)) {
+			err_msg("-o: no column '%s'; the columns are:", tok);
+			for (i = 0; i < ncols; i++)
+				fprintf(stderr, "%s%s", i ? "," : "  ",
+					cols[i].key);
+			fputc('\n', stderr);
+			free(list);
+			return EXIT_USAGE;
+		}
+		o->sel[o->nsel++] = (int)i;
+	}
+	free(list);
+	if (!o->nsel) {
+		err_msg("-o: no columns given");
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+/* A page count in @o's units: @factor per page, 0 if unknown. */
+static struct cell page_cell(unsigned long long pages, int kind,
+			     unsigned long long factor)
+{
+	struct cell c = { .kind = kind, .num = pages };
+
+	if (factor == 0 && kind != CK_NULL)
+		c.kind = CK_NULL;
 	else
-		snprintf(cell[TC_UID], TCELL, "%u", t->uid);
-	snprintf(cell[TC_CGROUP], TCELL, "%llu",
-		 (unsigned long long)t->cgroup_id);
-	snprintf(cell[TC_LABEL], TCELL, "%s", label_of(t, label));
-	if (!cell[TC_LABEL][0])
-		snprintf(cell[TC_LABEL], TCELL, "-");
-	snprintf(cell[TC_PAGES], TCELL, "%u", t->pages);
-	snprintf(cell[TC_CACHE], TCELL, "%u", t->cache_pages);
-	snprintf(cell[TC_ROWS], TCELL, "%u", t->rows);
-	snprintf(cell[TC_CLIENTS], TCELL, "%u", t->nr_clients);
-	fmt_limit(cell[TC_MAX], TCELL, t->max_pages);
-	fmt_limit(cell[TC_MIN], TCELL, t->min_pages);
-	fmt_limit(cell[TC_MAXROWS], TCELL, t->max_rows);
-	snprintf(cell[TC_ASK], TCELL, "%u", t->ask_pages);
+		c.num = pages * factor;
+	return c;
 }
 
-/* Cell @j of a tenant: its cgroup's path if found, else what was made. */
-static const char *tenant_cell(char cell[TC_NR][TCELL], size_t j,
-			       const char *cgroup)
+/* Cell @c as text into @buf; "-" for nothing or no limit. */
+static const char *cell_text(const struct cell *c, char *buf, size_t len)
 {
-	return j == TC_CGROUP && cgroup ? cgroup : cell[j];
+	switch (c->kind) {
+	case CK_STR:
+		return *c->str ? c->str : "-";
+	case CK_LIMIT:
+		if (!c->num)
+			return "-";
+		/* fall through */
+	case CK_NUM:
+		snprintf(buf, len, "%llu", c->num);
+		return buf;
+	case CK_BOOL:
+		return c->num ? "yes" : "no";
+	}
+	return "-";
 }
 
-/* The tenants of one pool as a table, @indent spaces in. */
-static void print_tenant_table(const struct kvpool_tenant_info *t,
-			       char *const *cgroups, size_t nr, int indent)
+/* A CSV field (RFC 4180): quoted when it must be; text as UTF-8. */
+static void csv_field(FILE *f, const struct cell *c)
 {
-	char cell[TC_NR][TCELL];
-	const char *cg;
-	int width[TC_NR];
+	const char *s;
+	char *u;
+
+	switch (c->kind) {
+	case CK_NUM:
+	case CK_LIMIT:
+		fprintf(f, "%llu", c->num);
+		return;
+	case CK_BOOL:
+		fputs(c->num ? "true" : "false", f);
+		return;
+	case CK_NULL:
+		return;
+	}
+	u = utf8_sanitized(c->str);
+	s = u ? u : "";
+	if (!strpbrk(s, ",\"\r\n")) {
+		fputs(s, f);
+	} else {
+		fputc('"', f);
+		for (; *s; s++) {
+			if (*s == '"')
+				fputc('"', f);
+			fputc(*s, f);
+		}
+		fputc('"', f);
+	}
+	free(u);
+}
+
+/*
+ * Write @nrows rows of @ncols cells each (row-major) as @o asks: CSV with
+ * a line of keys first, or aligned text under the headings, @indent
+ * spaces in. The last column is not padded: no blanks at a line's end.
+ */
+static void put_table_to(FILE *f, const struct colspec *cols, size_t ncols,
+			 const struct cell *cells, size_t nrows,
+			 const struct outfmt *o, int indent)
+{
+	int width[64] = { 0 };
+	char buf[32];
 	size_t i, j;
 
-	for (j = 0; j < TC_NR; j++)
-		width[j] = (int)strlen(tenant_heads[j]);
-	for (i = 0; i < nr; i++) {
-		cg = cgroups ? cgroups[i] : NULL;
-		tenant_cells(&t[i], cell);
-		for (j = 0; j < TC_NR; j++) {
-			int w = (int)strlen(tenant_cell(cell, j, cg));
+	if (o->csv) {
+		for (j = 0; j < o->nsel; j++)
+			fprintf(f, "%s%s", j ? "," : "", cols[o->sel[j]].key);
+		fputc('\n', f);
+		for (i = 0; i < nrows; i++) {
+			for (j = 0; j < o->nsel; j++) {
+				if (j)
+					fputc(',', f);
+				csv_field(f, &cells[i * ncols + o->sel[j]]);
+			}
+			fputc('\n', f);
+		}
+		return;
+	}
+	for (j = 0; j < o->nsel; j++) {
+		width[j] = (int)strlen(cols[o->sel[j]].head);
+		for (i = 0; i < nrows; i++) {
+			int w = (int)strlen(cell_text(&cells[i * ncols + o->sel[j]],
+						      buf, sizeof(buf)));
 
 			if (w > width[j])
 				width[j] = w;
 		}
 	}
-	printf("%*s", indent, "");
-	for (j = 0; j < TC_NR; j++)
-		printf("%s%*s", j ? "  " : "",
-		       j == TC_CGROUP || j == TC_LABEL ? -width[j] : width[j],
-		       tenant_heads[j]);
-	putchar('\n');
-	for (i = 0; i < nr; i++) {
-		cg = cgroups ? cgroups[i] : NULL;
-		tenant_cells(&t[i], cell);
-		printf("%*s", indent, "");
-		for (j = 0; j < TC_NR; j++)
-			printf("%s%*s", j ? "  " : "",
-			       j == TC_CGROUP || j == TC_LABEL ?
-			       -width[j] : width[j], tenant_cell(cell, j, cg));
-		putchar('\n');
+	for (i = 0; i <= nrows; i++) {
+		fprintf(f, "%*s", indent, "");
+		for (j = 0; j < o->nsel; j++) {
+			const struct colspec *c = &cols[o->sel[j]];
+			const char *t = !i ? c->head :
+				cell_text(&cells[(i - 1) * ncols + o->sel[j]],
+					  buf, sizeof(buf));
+			int w = width[j];
+
+			if (c->left)
+				w = j + 1 < o->nsel ? -w : 0;
+			fprintf(f, "%s%*s", j ? "  " : "", w, t);
+		}
+		fputc('\n', f);
 	}
 }
 
-/* The tenants as a JSON array, @indent spaces in (its "[" not included). */
-static void print_tenant_json(const struct kvpool_tenant_info *t,
-			      char *const *cgroups, size_t nr, int indent)
+static void put_table(const struct colspec *cols, size_t ncols,
+		      const struct cell *cells, size_t nrows,
+		      const struct outfmt *o, int indent)
 {
+	put_table_to(stdout, cols, ncols, cells, nrows, o, indent);
+}
+
+/*
+ * The JSON object of one row of the table: every column, under its key,
+ * @indent spaces in (its "{" not included).
+ */
+static void put_json_object(const struct colspec *cols, size_t ncols,
+			    const struct cell *row, int indent)
+{
+	size_t j;
+
+	printf("{");
+	for (j = 0; j < ncols; j++) {
+		printf("%s\n%*s\"%s\": ", j ? "," : "", indent + 2, "",
+		       cols[j].key);
+		switch (row[j].kind) {
+		case CK_NUM:
+		case CK_LIMIT:
+			printf("%llu", row[j].num);
+			break;
+		case CK_STR:
+			json_string(row[j].str);
+			break;
+		case CK_BOOL:
+			printf("%s", row[j].num ? "true" : "false");
+			break;
+		default:
+			printf("null");
+		}
+	}
+	printf("\n%*s}", indent, "");
+}
+
+/* ---- tenant tables ---- */
+
+/*
+ * A tenant as the tables show it: what KVPOOL_CTL_TENANT_LIST says of it,
+ * its cgroup's path (NULL: not found), and whether it is only what
+ * KVPOOL_STATS tells a client of its own tenant (own: no label, flags,
+ * cache pages, clients or ask).
+ */
+struct tenant_row {
+	struct kvpool_tenant_info t;
+	const char *cgroup;
+	bool own;
 	char label[KVPOOL_LABEL_LEN + 1];
+};
+
+/*
+ * The tenant tables' columns, in JSON's order. A column is added here
+ * and in tenant_cells(); the text table shows those marked dflt.
+ */
+enum {
+	TC_ID, TC_UID, TC_BY_PATH, TC_CONFIGURED, TC_CGROUP_ID, TC_CGROUP,
+	TC_LABEL, TC_PAGES, TC_CACHE, TC_ROWS, TC_CLIENTS, TC_MAX, TC_MIN,
+	TC_MAXROWS, TC_ASK, TC_NR
+};
+
+static const struct colspec tenant_cols[TC_NR] = {
+	[TC_ID]		= { "TENANT", "tenant_id", false, true, false },
+	[TC_UID]	= { "UID", "uid", false, true, false },
+	[TC_BY_PATH]	= { "BY-PATH", "by_path", false, false, false },
+	[TC_CONFIGURED]	= { "CONFIGURED", "configured", false, false, false },
+	[TC_CGROUP_ID]	= { "CGROUP-ID", "cgroup_id", false, false, false },
+	[TC_CGROUP]	= { "CGROUP", "cgroup", true, true, false },
+	[TC_LABEL]	= { "LABEL", "label", true, true, false },
+	[TC_PAGES]	= { "PAGES", "pages", false, true, true },
+	[TC_CACHE]	= { "CACHE", "cache_pages", false, true, true },
+	[TC_ROWS]	= { "ROWS", "rows", false, true, false },
+	[TC_CLIENTS]	= { "CLIENTS", "nr_clients", false, true, false },
+	[TC_MAX]	= { "MAX", "max_pages", false, true, true },
+	[TC_MIN]	= { "MIN", "min_pages", false, true, true },
+	[TC_MAXROWS]	= { "MAX-ROWS", "max_rows", false, true, false },
+	[TC_ASK]	= { "ASK", "ask_pages", false, true, true },
+};
+
+/* A cgroup's id as text, when its path was not found. */
+struct tenant_scratch {
+	char cgroup_id[24];
+};
+
+/*
+ * The cells of tenant @r (TC_NR of them), page counts times @factor
+ * (0: unknown, e.g. bytes without an arena); @json: the cgroup cell is
+ * null, not its id, when its path is not known.
+ */
+static void tenant_cells(struct tenant_row *r, struct cell *c,
+			 unsigned long long factor, bool json,
+			 struct tenant_scratch *scr)
+{
+	const struct kvpool_tenant_info *t = &r->t;
+	int own = r->own ? CK_NULL : CK_NUM;
+
+	memcpy(r->label, t->label, KVPOOL_LABEL_LEN);
+	r->label[KVPOOL_LABEL_LEN] = '\0';
+	c[TC_ID] = (struct cell){ CK_NUM, t->tenant_id, NULL };
+	/* A tenant of every uid: "*" in text, null in JSON. */
+	if (t->flags & KVPOOL_TENANT_ANY_UID)
+		c[TC_UID] = (struct cell){ json ? CK_NULL : CK_STR, 0, "*" };
+	else
+		c[TC_UID] = (struct cell){ CK_NUM, t->uid, NULL };
+	c[TC_BY_PATH] = (struct cell){ CK_BOOL,
+				       !!(t->flags & KVPOOL_TENANT_BY_PATH),
+				       NULL };
+	c[TC_CONFIGURED] = (struct cell){ CK_BOOL,
+					  !!(t->flags & KVPOOL_TENANT_CONFIGURED),
+					  NULL };
+	c[TC_CGROUP_ID] = (struct cell){ CK_NUM, t->cgroup_id, NULL };
+	snprintf(scr->cgroup_id, sizeof(scr->cgroup_id), "%llu",
+		 (unsigned long long)t->cgroup_id);
+	if (r->cgroup)
+		c[TC_CGROUP] = (struct cell){ CK_STR, 0, r->cgroup };
+	else
+		c[TC_CGROUP] = (struct cell){ json ? CK_NULL : CK_STR, 0,
+					      scr->cgroup_id };
+	c[TC_LABEL] = (struct cell){ r->own ? CK_NULL : CK_STR, 0, r->label };
+	if (r->own) {
+		c[TC_BY_PATH].kind = CK_NULL;
+		c[TC_CONFIGURED].kind = CK_NULL;
+	}
+	c[TC_PAGES] = page_cell(t->pages, CK_NUM, factor);
+	c[TC_CACHE] = page_cell(t->cache_pages, own, factor);
+	c[TC_ROWS] = (struct cell){ CK_NUM, t->rows, NULL };
+	c[TC_CLIENTS] = (struct cell){ own, t->nr_clients, NULL };
+	c[TC_MAX] = page_cell(t->max_pages, CK_LIMIT, factor);
+	c[TC_MIN] = page_cell(t->min_pages, CK_LIMIT, factor);
+	c[TC_MAXROWS] = (struct cell){ CK_LIMIT, t->max_rows, NULL };
+	c[TC_ASK] = page_cell(t->ask_pages, own, factor);
+}
+
+/*
+ * @nr tenants as @o asks (JSON: an array, its "[" not included, @indent
+ * spaces in).
+ */
+static void print_tenants_as(struct tenant_row *rows, size_t nr,
+			     const struct outfmt *o, unsigned long long factor,
+			     int indent)
+{
+	struct tenant_scratch *scr;
+	struct cell *cells;
 	size_t i;
 
-	printf("[");
-	for (i = 0; i < nr; i++) {
-		printf("%s\n%*s{\n", i ? "," : "", indent + 2, "");
-		printf("%*s\"tenant_id\": %u,\n", indent + 4, "",
-		       t[i].tenant_id);
-		if (t[i].flags & KVPOOL_TENANT_ANY_UID)
-			printf("%*s\"uid\": null,\n", indent + 4, "");
-		else
-			printf("%*s\"uid\": %u,\n", indent + 4, "",
-			       t[i].uid);
-		printf("%*s\"by_path\": %s,\n", indent + 4, "",
-		       t[i].flags & KVPOOL_TENANT_BY_PATH ? "true" : "false");
-		printf("%*s\"configured\": %s,\n", indent + 4, "",
-		       t[i].flags & KVPOOL_TENANT_CONFIGURED ? "true" : "false");
-		printf("%*s\"cgroup_id\": %llu,\n", indent + 4, "",
-		       (unsigned long long)t[i].cgroup_id);
-		printf("%*s\"cgroup\": ", indent + 4, "");
-		if (cgroups && cgroups[i])
-			json_string(cgroups[i]);
-		else
-			printf("null");
-		printf(",\n%*s\"label\": ", indent + 4, "");
-		json_string(label_of(&t[i], label));
-		printf(",\n");
-		printf("%*s\"pages\": %u,\n", indent + 4, "", t[i].pages);
-		printf("%*s\"cache_pages\": %u,\n", indent + 4, "",
-		       t[i].cache_pages);
-		printf("%*s\"rows\": %u,\n", indent + 4, "", t[i].rows);
-		printf("%*s\"nr_clients\": %u,\n", indent + 4, "",
-		       t[i].nr_clients);
-		printf("%*s\"max_pages\": %u,\n", indent + 4, "",
-		       t[i].max_pages);
-		printf("%*s\"min_pages\": %u,\n", indent + 4, "",
-		       t[i].min_pages);
-		printf("%*s\"max_rows\": %u,\n", indent + 4, "",
-		       t[i].max_rows);
-		printf("%*s\"ask_pages\": %u\n", indent + 4, "",
-		       t[i].ask_pages);
-		printf("%*s}", indent + 2, "");
+	cells = calloc(nr ? nr * TC_NR : 1, sizeof(*cells));
+	scr = calloc(nr ? nr : 1, sizeof(*scr));
+	if (!cells || !scr) {
+		free(cells);
+		free(scr);
+		err_msg("out of memory");
+		return;
 	}
-	if (nr)
-		printf("\n%*s", indent, "");
-	printf("]");
+	for (i = 0; i < nr; i++)
+		tenant_cells(&rows[i], &cells[i * TC_NR], factor, o->json,
+			     &scr[i]);
+	if (o->json) {
+		printf("[");
+		for (i = 0; i < nr; i++) {
+			printf("%s\n%*s", i ? "," : "", indent + 2, "");
+			put_json_object(tenant_cols, TC_NR, &cells[i * TC_NR],
+					indent + 2);
+		}
+		if (nr)
+			printf("\n%*s", indent, "");
+		printf("]");
+	} else {
+		put_table(tenant_cols, TC_NR, cells, nr, o, indent);
+	}
+	free(cells);
+	free(scr);
 }
 
 /* ---- PCI ---- */
@@ -947,12 +1182,35 @@ struct pool_row {
 	bool has_quarantine;
 	/* The GPU it was made for, as sysfs names it; "" if none. */
 	char gpu[PCI_NAME_LEN];
-	/* From KVPOOL_CTL_TENANT_LIST, root only; tenant_err: why not. */
+	/*
+	 * Its tenants: all of them (KVPOOL_CTL_TENANT_LIST, CAP_SYS_ADMIN),
+	 * or only the caller's own (KVPOOL_STATS through the pool's file,
+	 * for a user who may open it), or none; tenant_note says why not
+	 * all, tenant_err holds the errno of a failed list.
+	 */
+	int tenants_shown;
 	int tenant_err;
-	struct kvpool_tenant_info *tenants;
-	size_t nr_tenant_rows;
+	char tenant_note[320];
+	struct tenant_row *trows;
+	size_t nr_trows;
 	char **cgroups;
+	/* Per page, for --units: tokens, or bytes (0: no arena, unknown). */
+	unsigned long long page_bytes;
+	unsigned long long factor;
 };
+
+enum { TENANTS_ALL, TENANTS_OWN, TENANTS_NONE };
+
+static const char *const tenants_shown_names[] = {
+	[TENANTS_ALL] = "all", [TENANTS_OWN] = "own", [TENANTS_NONE] = "none",
+};
+
+static void free_pool_row(struct pool_row *r)
+{
+	free_strings(r->cgroups, r->nr_trows);
+	free(r->trows);
+	memset(r, 0, sizeof(*r));
+}
 
 /*
  * The figures kvpool_pool_status() does not read; a module from before
@@ -977,6 +1235,8 @@ static void read_pool_extra(struct pool_row *r)
 struct column {
 	const char *group;	/* heading above a run of columns, or NULL */
 	const char *name;
+	const char *key;	/* -o and CSV: the JSON key */
+	bool pages;		/* a page count: --units converts it */
 	size_t offset;		/* of an unsigned int (or __u32) */
 	bool newer;		/* "-" on a module without tenants and export */
 	bool text;		/* a string, left-aligned; "" shows as "-" */
@@ -986,31 +1246,49 @@ struct column {
 #define ROW_FIELD(f)	offsetof(struct pool_row, f)
 
 static const struct column columns[] = {
-	{ NULL, "POOL", ROW_FIELD(id), false, false, false },
-	{ "pages", "TOTAL", ROW_FIELD(info.out_nr_pages), false, false, false },
-	{ "pages", "FREE", ROW_FIELD(st.out_free_pages), false, false, false },
-	{ "pages", "ROW", ROW_FIELD(st.out_row_pages), false, false, false },
-	{ "pages", "SLOT", ROW_FIELD(st.out_slot_pages), false, false, false },
+	{ NULL, "POOL", "pool_id", false, ROW_FIELD(id), false, false, false },
+	{ "pages", "TOTAL", "nr_pages", true,
+	  ROW_FIELD(info.out_nr_pages), false, false, false },
+	{ "pages", "FREE", "free_pages", true,
+	  ROW_FIELD(st.out_free_pages), false, false, false },
+	{ "pages", "ROW", "row_pages", true,
+	  ROW_FIELD(st.out_row_pages), false, false, false },
+	{ "pages", "SLOT", "slot_pages", true,
+	  ROW_FIELD(st.out_slot_pages), false, false, false },
 	/* Prefix-cache pages: evictable, and pinned by a row borrowing them. */
-	{ "pages", "EVICT", ROW_FIELD(st.out_cache_evictable), false, false, false },
-	{ "pages", "PINNED", ROW_FIELD(st.out_cache_pinned), false, false, false },
+	{ "pages", "EVICT", "cache_evictable", true,
+	  ROW_FIELD(st.out_cache_evictable), false, false, false },
+	{ "pages", "PINNED", "cache_pinned", true,
+	  ROW_FIELD(st.out_cache_pinned), false, false, false },
 	/* Owned by rows in flight as export files. */
-	{ "pages", "EXPORT", ROW_FIELD(st.out_export_pages), true, false, false },
-	{ "pages", "RSVD", ROW_FIELD(st.out_reserved_pages), false, false, false },
+	{ "pages", "EXPORT", "export_pages", true,
+	  ROW_FIELD(st.out_export_pages), true, false, false },
+	{ "pages", "RSVD", "reserved_pages", true,
+	  ROW_FIELD(st.out_reserved_pages), false, false, false },
 	/* Taken back from dead clients, until their GPU work is done. */
-	{ "pages", "QUAR", ROW_FIELD(st.out_quarantine_pages), false, false,
-	  true },
-	{ "rows", "TOTAL", ROW_FIELD(info.out_nr_rows), false, false, false },
-	{ "rows", "FREE", ROW_FIELD(st.out_free_rows), false, false, false },
-	{ "rows", "HELD", ROW_FIELD(st.out_held_rows), false, false, false },
-	{ "rows", "SLOT", ROW_FIELD(st.out_slot_rows), false, false, false },
-	{ "rows", "EXPORT", ROW_FIELD(st.out_export_rows), true, false, false },
-	{ "rows", "RSVD", ROW_FIELD(st.out_reserved_rows), false, false, false },
-	{ "wmark", "LOW", ROW_FIELD(x.low_wmark), true, false, false },
-	{ "wmark", "HIGH", ROW_FIELD(x.high_wmark), true, false, false },
-	{ NULL, "TENANTS", ROW_FIELD(x.nr_tenants), true, false, false },
-	{ NULL, "CLIENTS", ROW_FIELD(st.out_nr_clients), false, false, false },
-	{ NULL, "GPU", ROW_FIELD(gpu), false, true, false },
+	{ "pages", "QUAR", "quarantine_pages", true,
+	  ROW_FIELD(st.out_quarantine_pages), false, false, true },
+	{ "rows", "TOTAL", "nr_rows", false,
+	  ROW_FIELD(info.out_nr_rows), false, false, false },
+	{ "rows", "FREE", "free_rows", false,
+	  ROW_FIELD(st.out_free_rows), false, false, false },
+	{ "rows", "HELD", "held_rows", false,
+	  ROW_FIELD(st.out_held_rows), false, false, false },
+	{ "rows", "SLOT", "slot_rows", false,
+	  ROW_FIELD(st.out_slot_rows), false, false, false },
+	{ "rows", "EXPORT", "export_rows", false,
+	  ROW_FIELD(st.out_export_rows), true, false, false },
+	{ "rows", "RSVD", "reserved_rows", false,
+	  ROW_FIELD(st.out_reserved_rows), false, false, false },
+	{ "wmark", "LOW", "low_wmark", true,
+	  ROW_FIELD(x.low_wmark), true, false, false },
+	{ "wmark", "HIGH", "high_wmark", true,
+	  ROW_FIELD(x.high_wmark), true, false, false },
+	{ NULL, "TENANTS", "nr_tenants", false,
+	  ROW_FIELD(x.nr_tenants), true, false, false },
+	{ NULL, "CLIENTS", "nr_clients", false,
+	  ROW_FIELD(st.out_nr_clients), false, false, false },
+	{ NULL, "GPU", "gpu", false, ROW_FIELD(gpu), false, true, false },
 };
 
 /* Column @col of @r as text. */
@@ -1024,8 +1302,59 @@ static void col_text(size_t col, const struct pool_row *r, char *buf,
 		snprintf(buf, len, "-");
 	else if (columns[col].text)
 		snprintf(buf, len, "%s", *field ? field : "-");
+	else if (columns[col].pages && !r->factor)
+		snprintf(buf, len, "-");
+	else if (columns[col].pages)
+		snprintf(buf, len, "%llu",
+			 *(const unsigned int *)field * r->factor);
 	else
 		snprintf(buf, len, "%u", *(const unsigned int *)field);
+}
+
+/*
+ * The pools as put_table() writes them, for -o and CSV: a column a
+ * figure, under its JSON key (the group line is the default view's).
+ */
+static void print_pool_cells(const struct pool_row *rows, size_t nr,
+			     struct outfmt *o)
+{
+	struct colspec cols[ARRAY_SIZE(columns)];
+	struct cell *cells;
+	char (*text)[PCI_NAME_LEN];
+	size_t i, j, n = ARRAY_SIZE(columns);
+
+	cells = calloc(nr ? nr * n : 1, sizeof(*cells));
+	text = calloc(nr ? nr * n : 1, sizeof(*text));
+	if (!cells || !text) {
+		free(cells);
+		free(text);
+		err_msg("out of memory");
+		return;
+	}
+	for (j = 0; j < n; j++)
+		cols[j] = (struct colspec){ columns[j].key, columns[j].key,
+					    columns[j].text, true,
+					    columns[j].pages };
+	for (i = 0; i < nr; i++) {
+		for (j = 0; j < n; j++) {
+			struct cell *c = &cells[i * n + j];
+			char *end;
+
+			col_text(j, &rows[i], text[i * n + j], PCI_NAME_LEN);
+			if (!strcmp(text[i * n + j], "-")) {
+				c->kind = CK_NULL;
+			} else if (columns[j].text) {
+				c->kind = CK_STR;
+				c->str = text[i * n + j];
+			} else {
+				c->kind = CK_NUM;
+				c->num = strtoull(text[i * n + j], &end, 10);
+			}
+		}
+	}
+	put_table(cols, n, cells, nr, o, 0);
+	free(cells);
+	free(text);
 }
 
 /*
@@ -1119,40 +1448,30 @@ static void print_table(const struct pool_row *rows, size_t nr)
 	}
 }
 
-static void print_tenants(const struct pool_row *rows, size_t nr)
+/* The tenants of each pool, under the pools' table, as @o asks. */
+static void print_tenants(const struct pool_row *rows, size_t nr,
+			  const struct outfmt *o)
 {
-	bool denied = false, old_module = false;
 	size_t j;
 
 	for (j = 0; j < nr; j++) {
 		const struct pool_row *r = &rows[j];
 
-		switch (-r->tenant_err) {
-		case 0:
-			break;
-		/* The same for every pool: said once, below. */
-		case EPERM:
-		case EACCES:
-			denied = true;
-			continue;
-		case ENOTTY:
-			old_module = true;
-			continue;
-		default:
-			printf("\npool %u tenants: %s\n", r->id,
-			       kvpool_strerror(r->tenant_err));
+		if (r->tenants_shown == TENANTS_NONE) {
+			printf("\npool %u tenants not shown: %s\n", r->id,
+			       r->tenant_note);
 			continue;
 		}
-		/* No tenants: no clients and no limits set; nothing to say. */
-		if (!r->nr_tenant_rows)
+		if (r->tenants_shown == TENANTS_OWN)
+			printf("\npool %u tenants: only yours (%s):\n", r->id,
+			       r->tenant_note);
+		else if (!r->nr_trows)
+			/* No clients and no limits set: nothing to say. */
 			continue;
-		printf("\npool %u tenants:\n", r->id);
-		print_tenant_table(r->tenants, r->cgroups, r->nr_tenant_rows, 2);
+		else
+			printf("\npool %u tenants:\n", r->id);
+		print_tenants_as(r->trows, r->nr_trows, o, r->factor, 2);
 	}
-	if (denied)
-		printf("\ntenants not shown: listing them needs root (CAP_SYS_ADMIN)\n");
-	else if (old_module)
-		printf("\nno tenants: this kvpool module predates them\n");
 }
 
 /* A figure a module before tenants and export lacks: null there. */
@@ -1169,6 +1488,7 @@ static void json_newer(const struct pool_row *r, const char *key,
 
 static void print_json(const struct pool_row *rows, size_t nr)
 {
+	static const struct outfmt json_out = { .json = true };
 	size_t j;
 
 	printf("{\n  \"pools\": [");
@@ -1213,13 +1533,16 @@ static void print_json(const struct pool_row *rows, size_t nr)
 		printf("      \"gpu\": ");
 		json_string_or_null(r->gpu);
 		printf(",\n");
-		/* null: not listed (not root, or no tenants in the module). */
-		printf("      \"tenants\": ");
-		if (r->tenant_err)
-			printf("null");
-		else
-			print_tenant_json(r->tenants, r->cgroups,
-					  r->nr_tenant_rows, 6);
+		/*
+		 * Always an array: all the tenants, the caller's own, or
+		 * none, as tenants_shown says; tenants_note says why not all.
+		 */
+		printf("      \"tenants_shown\": \"%s\",\n",
+		       tenants_shown_names[r->tenants_shown]);
+		printf("      \"tenants_note\": ");
+		json_string_or_null(r->tenant_note);
+		printf(",\n      \"tenants\": ");
+		print_tenants_as(r->trows, r->nr_trows, &json_out, 1, 6);
 		printf("\n    }");
 	}
 	printf("%s]\n}\n", nr ? "\n  " : "");
@@ -1269,52 +1592,200 @@ static int select_pools(const char *arg, unsigned int **ids, size_t *nr)
 }
 
 /*
- * Pool @r's tenants, as root. A pool destroyed meanwhile returns -ENODEV;
- * any other failure is kept in tenant_err and shown in its place.
+ * The tenant rows of @nr tenants @t (taken over: freed here) and their
+ * cgroups' paths; NULL if out of memory.
+ */
+static struct tenant_row *tenant_rows(struct kvpool_tenant_info *t,
+				      char **cgroups, size_t nr)
+{
+	struct tenant_row *rows;
+	size_t i;
+
+	rows = calloc(nr ? nr : 1, sizeof(*rows));
+	for (i = 0; rows && i < nr; i++) {
+		rows[i].t = t[i];
+		rows[i].cgroup = cgroups ? cgroups[i] : NULL;
+	}
+	free(t);
+	return rows;
+}
+
+/* This process's cgroup v2 path ("/user.slice/..."), or "" if unknown. */
+static void own_cgroup(char *buf, size_t len)
+{
+	char line[PATH_MAX + 8];
+	FILE *f;
+
+	buf[0] = '\0';
+	f = fopen("/proc/self/cgroup", "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "0::", 3))
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		snprintf(buf, len, "%.*s", (int)len - 1, line + 3);
+		break;
+	}
+	fclose(f);
+}
+
+/*
+ * What a user without CAP_SYS_ADMIN may see of pool @r's tenants: its
+ * own, from KVPOOL_STATS, if it may open the pool. Opening it makes this
+ * process a client for the moment (of its own tenant, which the kernel
+ * makes if need be). Sets tenants_shown and tenant_note.
+ */
+static void own_tenant(struct pool_row *r)
+{
+	static char cgroup[PATH_MAX];
+	const char *root = cgroup_root();
+	char path[32], owner[160], dir[2 * PATH_MAX];
+	struct kvpool_stats st;
+	struct kvpool *kp;
+	struct stat sb;
+	int err;
+
+	snprintf(path, sizeof(path), "/dev/kvpool%u", r->id);
+	err = kvpool_open(path, &kp);
+	if (err) {
+		r->tenants_shown = TENANTS_NONE;
+		dev_owner(path, owner, sizeof(owner));
+		snprintf(r->tenant_note, sizeof(r->tenant_note),
+			 "listing them needs CAP_SYS_ADMIN, and %s, which would show yours, %s (%s)",
+			 path, err == -EACCES ?
+			 "is not open to you" : "could not be opened",
+			 err == -EACCES ? owner : kvpool_strerror(err));
+		return;
+	}
+	err = kvpool_stats(kp, &st);
+	kvpool_close(kp);
+	if (err) {
+		r->tenants_shown = TENANTS_NONE;
+		snprintf(r->tenant_note, sizeof(r->tenant_note),
+			 "KVPOOL_STATS: %s", kvpool_strerror(err));
+		return;
+	}
+	r->trows = calloc(1, sizeof(*r->trows));
+	if (!r->trows) {
+		r->tenants_shown = TENANTS_NONE;
+		snprintf(r->tenant_note, sizeof(r->tenant_note),
+			 "out of memory");
+		return;
+	}
+	r->nr_trows = 1;
+	r->trows->own = true;
+	r->trows->t.tenant_id = st.out_tenant_id;
+	r->trows->t.uid = (unsigned int)geteuid();
+	r->trows->t.pages = st.out_tenant_pages;
+	r->trows->t.rows = st.out_tenant_rows;
+	r->trows->t.max_pages = st.out_tenant_max_pages;
+	r->trows->t.min_pages = st.out_tenant_min_pages;
+	r->trows->t.max_rows = st.out_tenant_max_rows;
+	own_cgroup(cgroup, sizeof(cgroup));
+	if (*cgroup) {
+		r->trows->cgroup = cgroup;
+		snprintf(dir, sizeof(dir), "%s%s", root ? root : "", cgroup);
+		if (root && !stat(dir, &sb))
+			r->trows->t.cgroup_id = sb.st_ino;
+	}
+	r->tenants_shown = TENANTS_OWN;
+	snprintf(r->tenant_note, sizeof(r->tenant_note),
+		 "listing them all needs CAP_SYS_ADMIN");
+}
+
+/*
+ * Pool @r's tenants: all of them as root, else the caller's own where
+ * it may open the pool. A pool destroyed meanwhile returns -ENODEV; any
+ * other failure is said in tenant_note, in their place.
  */
 static int status_tenants(struct pool_row *r)
 {
+	struct kvpool_tenant_info *t;
 	char *paths;
+	size_t nr;
 	int err;
 
-	err = fetch_tenants(r->id, &r->tenants, &r->nr_tenant_rows, &paths);
+	err = fetch_tenants(r->id, &t, &nr, &paths);
 	if (err == -ENODEV)
 		return err;
 	r->tenant_err = err;
-	if (!err)
-		r->cgroups = tenant_cgroups(r->tenants, r->nr_tenant_rows,
-					    paths);
-	free(paths);
+	switch (-err) {
+	case 0:
+		r->cgroups = tenant_cgroups(t, nr, paths);
+		free(paths);
+		r->trows = tenant_rows(t, r->cgroups, nr);
+		r->nr_trows = r->trows ? nr : 0;
+		r->tenants_shown = TENANTS_ALL;
+		return 0;
+	case EPERM:
+	case EACCES:
+		own_tenant(r);
+		return 0;
+	case ENOTTY:
+		snprintf(r->tenant_note, sizeof(r->tenant_note),
+			 "this kvpool module predates tenants");
+		break;
+	default:
+		snprintf(r->tenant_note, sizeof(r->tenant_note), "%s",
+			 kvpool_strerror(err));
+	}
+	r->tenants_shown = TENANTS_NONE;
 	return 0;
 }
 
-static int cmd_status(int argc, char **argv)
+/*
+ * Pool @r's page size in @units into r->factor; bytes come from its
+ * arena, through the pool's file (0 where it has none or cannot be
+ * opened: those figures show as unknown).
+ */
+static void pool_units(struct pool_row *r, int units)
+{
+	struct kvpool_arena a;
+	struct kvpool *kp;
+	char path[32];
+
+	r->factor = 1;
+	if (units == UNIT_TOKENS)
+		r->factor = r->info.out_page_tokens;
+	if (units != UNIT_BYTES)
+		return;
+	snprintf(path, sizeof(path), "/dev/kvpool%u", r->id);
+	r->page_bytes = 0;
+	if (!kvpool_open(path, &kp)) {
+		if (!kvpool_arena_info(kp, &a) &&
+		    a.out_kind != KVPOOL_ARENA_NONE)
+			r->page_bytes = a.out_page_bytes;
+		kvpool_close(kp);
+	}
+	r->factor = r->page_bytes;
+}
+
+/*
+ * Read the pools of @arg (NULL: every pool) into *@rows, *@nrows of them:
+ * sysfs's figures, the tenants as status_tenants() can, page sizes in
+ * @units. Returns an exit code.
+ */
+static int collect_pools(const char *arg, int units, struct pool_row **out,
+			 size_t *nrows)
 {
 	struct pool_row *rows = NULL;
 	unsigned int *ids;
-	size_t nr, nrows = 0, i;
-	bool json = false, explicit, done;
+	size_t nr, i;
 	int ret;
 
-	ret = parse_simple(argc, argv, usage_status, &json, &done);
-	if (done)
-		return ret;
-	if (argc - optind > 1)
-		return usage_of(usage_status, stderr);
-
-	explicit = optind < argc;
-	ret = select_pools(explicit ? argv[optind] : NULL, &ids, &nr);
+	*out = NULL;
+	*nrows = 0;
+	ret = select_pools(arg, &ids, &nr);
 	if (ret)
 		return ret;
-	if (nr) {
-		rows = calloc(nr, sizeof(*rows));
-		if (!rows) {
-			free(ids);
-			return pool_error(-ENOMEM, "malloc", -1);
-		}
+	rows = calloc(nr ? nr : 1, sizeof(*rows));
+	if (!rows) {
+		free(ids);
+		return pool_error(-ENOMEM, "malloc", -1);
 	}
 	for (i = 0; i < nr; i++) {
-		struct pool_row *r = &rows[nrows];
+		struct pool_row *r = &rows[*nrows];
 		int err;
 
 		r->id = ids[i];
@@ -1324,36 +1795,140 @@ static int cmd_status(int argc, char **argv)
 			err = status_tenants(r);
 		}
 		/* Listed but gone by now: it was destroyed meanwhile. */
-		if (err == -ENODEV && !explicit) {
-			free_strings(r->cgroups, r->nr_tenant_rows);
-			free(r->tenants);
-			memset(r, 0, sizeof(*r));
+		if (err == -ENODEV && !arg) {
+			free_pool_row(r);
 			continue;
 		}
 		if (err) {
 			ret = pool_error(err, "reading sysfs", (int)ids[i]);
-			goto out;
+			free_pool_row(r);
+			break;
 		}
-		nrows++;
+		pool_units(r, units);
+		(*nrows)++;
 	}
+	free(ids);
+	if (ret) {
+		for (i = 0; i < *nrows; i++)
+			free_pool_row(&rows[i]);
+		free(rows);
+		*nrows = 0;
+		return ret;
+	}
+	*out = rows;
+	return EXIT_OK;
+}
 
-	if (json) {
+static void free_pools(struct pool_row *rows, size_t nr)
+{
+	size_t i;
+
+	for (i = 0; rows && i < nr; i++)
+		free_pool_row(&rows[i]);
+	free(rows);
+}
+
+/*
+ * The options of the table commands (status, tenant list) into *@o:
+ * -h, -j/--json, --csv, -o COLS, --units pages|tokens|bytes. *@done as
+ * parse_simple()'s. Returns an exit code.
+ */
+static int parse_table_opts(int argc, char **argv, const char *usage,
+			    struct outfmt *o, bool *done)
+{
+	enum { OPT_CSV = 256, OPT_UNITS };
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "csv", no_argument, NULL, OPT_CSV },
+		{ "output", required_argument, NULL, 'o' },
+		{ "units", required_argument, NULL, OPT_UNITS },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	*done = true;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "hjo:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			return usage_of(usage, stdout);
+		case 'j':
+			o->json = true;
+			break;
+		case OPT_CSV:
+			o->csv = true;
+			break;
+		case 'o':
+			o->cols = optarg;
+			break;
+		case OPT_UNITS:
+			if (!strcmp(optarg, "pages")) {
+				o->units = UNIT_PAGES;
+			} else if (!strcmp(optarg, "tokens")) {
+				o->units = UNIT_TOKENS;
+			} else if (!strcmp(optarg, "bytes")) {
+				o->units = UNIT_BYTES;
+			} else {
+				err_msg("--units: '%s': want pages, tokens or bytes",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		default:
+			return usage_of(usage, stderr);
+		}
+	}
+	if (o->json && (o->csv || o->cols || o->units)) {
+		err_msg("--json writes every figure, in pages: not with --csv, -o or --units");
+		return EXIT_USAGE;
+	}
+	*done = false;
+	return EXIT_OK;
+}
+
+static int cmd_status(int argc, char **argv)
+{
+	struct colspec pcols[ARRAY_SIZE(columns)];
+	struct pool_row *rows;
+	struct outfmt o;
+	size_t nrows, j;
+	bool done;
+	int ret;
+
+	ret = parse_table_opts(argc, argv, usage_status, &o, &done);
+	if (done)
+		return ret;
+	if (argc - optind > 1)
+		return usage_of(usage_status, stderr);
+	/* -o names the pools' columns; the tenants' tables show theirs. */
+	for (j = 0; j < ARRAY_SIZE(columns); j++)
+		pcols[j] = (struct colspec){ columns[j].key, columns[j].key,
+					     false, true, false };
+	ret = select_columns(&o, pcols, ARRAY_SIZE(columns));
+	if (ret)
+		return ret;
+
+	ret = collect_pools(optind < argc ? argv[optind] : NULL, o.units,
+			    &rows, &nrows);
+	if (ret)
+		return ret;
+	if (o.json) {
 		print_json(rows, nrows);
+	} else if (o.csv || o.cols) {
+		/* One table: the pools', machine-readable. */
+		print_pool_cells(rows, nrows, &o);
 	} else if (nrows) {
 		print_table(rows, nrows);
-		print_tenants(rows, nrows);
+		o.cols = NULL;
+		select_columns(&o, tenant_cols, TC_NR);
+		print_tenants(rows, nrows, &o);
 	} else {
 		printf("no pools (kvpoolctl create --help)\n");
 	}
-out:
-	/* Rows past nrows are zeroed or hold the pool that failed. */
-	for (i = 0; i < nr; i++) {
-		free_strings(rows[i].cgroups, rows[i].nr_tenant_rows);
-		free(rows[i].tenants);
-	}
-	free(rows);
-	free(ids);
-	return ret;
+	free_pools(rows, nrows);
+	return EXIT_OK;
 }
 
 /* ---- info ---- */
@@ -2043,32 +2618,54 @@ static int tenant_set(int argc, char **argv)
 static int tenant_list(int argc, char **argv)
 {
 	struct kvpool_tenant_info *t;
-	bool json = false, done;
+	struct tenant_row *rows;
+	struct pool_row pr = { 0 };
+	struct outfmt o;
 	char **cgroups, *paths;
 	unsigned int id;
 	size_t nr;
+	bool done;
 	int ret;
 
-	ret = parse_one_pool(argc, argv, usage_tenant, &json, &id, &done);
+	ret = parse_table_opts(argc, argv, usage_tenant, &o, &done);
 	if (done)
+		return ret;
+	if (argc - optind != 1)
+		return usage_of(usage_tenant, stderr);
+	if (!parse_pool(argv[optind], &id))
+		return bad_pool(argv[optind]);
+	ret = select_columns(&o, tenant_cols, TC_NR);
+	if (ret)
 		return ret;
 
 	ret = fetch_tenants(id, &t, &nr, &paths);
 	if (ret)
 		return ctl_error(ret, "tenant list", id, "tenants");
+	pr.id = id;
+	if (o.units && kvpool_pool_status(id, &pr.info, NULL)) {
+		free(t);
+		free(paths);
+		return pool_error(-ENODEV, "tenant list", (int)id);
+	}
+	pool_units(&pr, o.units);
 	cgroups = tenant_cgroups(t, nr, paths);
 	free(paths);
-	if (json) {
+	rows = tenant_rows(t, cgroups, nr);
+	if (!rows) {
+		free_strings(cgroups, nr);
+		return pool_error(-ENOMEM, "malloc", -1);
+	}
+	if (o.json) {
 		printf("{\n  \"pool_id\": %u,\n  \"tenants\": ", id);
-		print_tenant_json(t, cgroups, nr, 2);
+		print_tenants_as(rows, nr, &o, 1, 2);
 		printf("\n}\n");
-	} else if (nr) {
-		print_tenant_table(t, cgroups, nr, 0);
+	} else if (nr || o.csv) {
+		print_tenants_as(rows, nr, &o, pr.factor, 0);
 	} else {
 		printf("pool %u has no tenants\n", id);
 	}
 	free_strings(cgroups, nr);
-	free(t);
+	free(rows);
 	return EXIT_OK;
 }
 
