@@ -10,7 +10,8 @@
  * list tenants through /dev/kvpool-control and never open a pool (so
  * never keep one from being destroyed), and for any other user they open
  * it for a moment, where its mode allows, to show that user's own tenant
- * (KVPOOL_STATS). info and verify open the pool
+ * (KVPOOL_STATS). top shows what status and clients show, again and
+ * again; clients reads /proc/PID/fdinfo. info and verify open the pool
  * (becoming a client for the moment), as arena show does; create,
  * destroy, tenant, wmark and arena create go through /dev/kvpool-control.
  * gpus reads libdrm's device list, /proc/driver/nvidia and sysfs, as any
@@ -29,10 +30,15 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <termios.h>
+#include <time.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 
@@ -2245,6 +2251,779 @@ static int cmd_metrics(int argc, char **argv)
 	return ret;
 }
 
+/* ---- clients ---- */
+
+/*
+ * A client (an open file of a pool), from /proc/PID/fdinfo/FD, which the
+ * module fills in: one row per (pool, client id), with the first process
+ * found holding it and how many descriptors (in any process) name it.
+ */
+struct client_row {
+	unsigned int pool, client, tenant, rows, slots, pages, cache;
+	unsigned int pid, nr_fds;
+	char comm[20];
+};
+
+struct client_list {
+	struct client_row *v;
+	size_t nr, alloc;
+};
+
+/* The kvpool-* lines of one fdinfo file into *@c; false if not a pool's. */
+static bool read_fdinfo(int dirfd_, const char *name, struct client_row *c)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+	} keys[] = {
+		{ "kvpool-pool:", offsetof(struct client_row, pool) },
+		{ "kvpool-client-id:", offsetof(struct client_row, client) },
+		{ "kvpool-tenant:", offsetof(struct client_row, tenant) },
+		{ "kvpool-rows:", offsetof(struct client_row, rows) },
+		{ "kvpool-slots:", offsetof(struct client_row, slots) },
+		{ "kvpool-pages:", offsetof(struct client_row, pages) },
+		{ "kvpool-cache-pages:", offsetof(struct client_row, cache) },
+	};
+	unsigned int seen = 0;
+	char line[128];
+	size_t i;
+	FILE *f;
+	int fd;
+
+	fd = openat(dirfd_, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return false;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		for (i = 0; i < ARRAY_SIZE(keys); i++) {
+			size_t n = strlen(keys[i].key);
+
+			if (strncmp(line, keys[i].key, n))
+				continue;
+			if (sscanf(line + n, "%u",
+				   (unsigned int *)((char *)c + keys[i].off)) == 1)
+				seen |= 1U << i;
+		}
+	}
+	fclose(f);
+	/* The pool and the client id at least; a newer field may lack. */
+	return (seen & 3) == 3;
+}
+
+static int client_cmp(const void *a, const void *b)
+{
+	const struct client_row *x = a, *y = b;
+
+	if (x->pool != y->pool)
+		return x->pool < y->pool ? -1 : 1;
+	return (x->client > y->client) - (x->client < y->client);
+}
+
+/* Add client @c, or count one more descriptor of a client listed. */
+static int add_client(struct client_list *l, const struct client_row *c)
+{
+	struct client_row *v;
+	size_t i;
+
+	for (i = 0; i < l->nr; i++) {
+		if (l->v[i].pool == c->pool && l->v[i].client == c->client) {
+			l->v[i].nr_fds++;
+			return 0;
+		}
+	}
+	if (l->nr == l->alloc) {
+		size_t n = l->alloc ? 2 * l->alloc : 16;
+
+		v = realloc(l->v, n * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->alloc = n;
+	}
+	l->v[l->nr] = *c;
+	l->v[l->nr].nr_fds = 1;
+	l->nr++;
+	return 0;
+}
+
+/*
+ * The clients of every pool (@pool < 0) or of @pool that this user can
+ * see: every process's as root, else those of its own processes (the
+ * others' /proc/PID/fd cannot be read). Returns 0 or -ENOMEM.
+ */
+static int find_clients(struct client_list *l, int pool)
+{
+	struct dirent *pe, *fe;
+	char path[300], link[64];
+	DIR *proc, *fds;
+	int ret = 0;
+
+	proc = opendir("/proc");
+	if (!proc)
+		return 0;
+	while (!ret && (pe = readdir(proc))) {
+		int fdinfo;
+
+		if (pe->d_name[0] < '1' || pe->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/fd", pe->d_name);
+		fds = opendir(path);
+		if (!fds)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/fdinfo", pe->d_name);
+		fdinfo = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		while (fdinfo >= 0 && !ret && (fe = readdir(fds))) {
+			struct client_row c = { 0 };
+			ssize_t n;
+			FILE *cf;
+
+			n = readlinkat(dirfd(fds), fe->d_name, link,
+				       sizeof(link) - 1);
+			if (n <= 0)
+				continue;
+			link[n] = '\0';
+			if (strncmp(link, "/dev/kvpool", 11) ||
+			    link[11] < '0' || link[11] > '9')
+				continue;
+			if (!read_fdinfo(fdinfo, fe->d_name, &c))
+				continue;
+			if (pool >= 0 && c.pool != (unsigned int)pool)
+				continue;
+			c.pid = (unsigned int)strtoul(pe->d_name, NULL, 10);
+			snprintf(path, sizeof(path), "/proc/%s/comm",
+				 pe->d_name);
+			cf = fopen(path, "re");
+			if (cf) {
+				if (fgets(c.comm, sizeof(c.comm), cf))
+					c.comm[strcspn(c.comm, "\n")] = '\0';
+				fclose(cf);
+			}
+			ret = add_client(l, &c);
+		}
+		if (fdinfo >= 0)
+			close(fdinfo);
+		closedir(fds);
+	}
+	closedir(proc);
+	if (l->nr)
+		qsort(l->v, l->nr, sizeof(*l->v), client_cmp);
+	return ret;
+}
+
+enum {
+	CC_POOL, CC_CLIENT, CC_TENANT, CC_PID, CC_COMM, CC_FDS, CC_ROWS,
+	CC_SLOTS, CC_PAGES, CC_CACHE, CC_NR
+};
+
+static const struct colspec client_cols[CC_NR] = {
+	[CC_POOL]	= { "POOL", "pool_id", false, true, false },
+	[CC_CLIENT]	= { "CLIENT", "client_id", false, true, false },
+	[CC_TENANT]	= { "TENANT", "tenant_id", false, true, false },
+	[CC_PID]	= { "PID", "pid", false, true, false },
+	[CC_COMM]	= { "COMMAND", "comm", true, true, false },
+	[CC_FDS]	= { "FDS", "nr_fds", false, true, false },
+	[CC_ROWS]	= { "ROWS", "rows", false, true, false },
+	[CC_SLOTS]	= { "SLOTS", "slots", false, true, false },
+	[CC_PAGES]	= { "PAGES", "pages", false, true, true },
+	[CC_CACHE]	= { "CACHE", "cache_pages", false, true, true },
+};
+
+static void client_cells(const struct client_row *c, struct cell *x,
+			 unsigned long long factor)
+{
+	x[CC_POOL] = (struct cell){ CK_NUM, c->pool, NULL };
+	x[CC_CLIENT] = (struct cell){ CK_NUM, c->client, NULL };
+	x[CC_TENANT] = (struct cell){ CK_NUM, c->tenant, NULL };
+	x[CC_PID] = (struct cell){ CK_NUM, c->pid, NULL };
+	x[CC_COMM] = (struct cell){ CK_STR, 0, c->comm };
+	x[CC_FDS] = (struct cell){ CK_NUM, c->nr_fds, NULL };
+	x[CC_ROWS] = (struct cell){ CK_NUM, c->rows, NULL };
+	x[CC_SLOTS] = (struct cell){ CK_NUM, c->slots, NULL };
+	x[CC_PAGES] = page_cell(c->pages, CK_NUM, factor);
+	x[CC_CACHE] = page_cell(c->cache, CK_NUM, factor);
+}
+
+static const char usage_clients[] =
+"clients [--json | --csv] [-o COLS] [--units pages|tokens|bytes] [POOL]\n"
+"    List the clients (open pool files) of every pool (or POOL) from\n"
+"    /proc/PID/fdinfo: pool, client id, tenant, the first process holding\n"
+"    it and how many descriptors do, its rows, slots, pages and cache\n"
+"    pages. As root every process's; as a user only their own.\n"
+"    -j, --json   one JSON object\n"
+"    --csv        comma-separated values, a line of column keys first\n"
+"    -o COLS      these columns, in this order (keys or headings)\n"
+"    --units U    page counts in pages (default), tokens or bytes\n";
+
+static int cmd_clients(int argc, char **argv)
+{
+	struct client_list l = { 0 };
+	struct pool_row pr = { 0 };
+	struct cell *cells;
+	struct outfmt o;
+	unsigned int id = 0;
+	bool done;
+	size_t i;
+	int ret;
+
+	ret = parse_table_opts(argc, argv, usage_clients, &o, &done);
+	if (done)
+		return ret;
+	if (argc - optind > 1)
+		return usage_of(usage_clients, stderr);
+	if (optind < argc && !parse_pool(argv[optind], &id))
+		return bad_pool(argv[optind]);
+	ret = select_columns(&o, client_cols, CC_NR);
+	if (ret)
+		return ret;
+	if (!module_loaded())
+		return not_loaded();
+	ret = find_clients(&l, optind < argc ? (int)id : -1);
+	if (ret) {
+		free(l.v);
+		return pool_error(ret, "clients", -1);
+	}
+	cells = calloc(l.nr ? l.nr * CC_NR : 1, sizeof(*cells));
+	if (!cells) {
+		free(l.v);
+		return pool_error(-ENOMEM, "malloc", -1);
+	}
+	for (i = 0; i < l.nr; i++) {
+		/* Each client in its own pool's units. */
+		if (o.units && (!i || l.v[i].pool != pr.id)) {
+			memset(&pr, 0, sizeof(pr));
+			pr.id = l.v[i].pool;
+			kvpool_pool_status(pr.id, &pr.info, NULL);
+			pool_units(&pr, o.units);
+		}
+		client_cells(&l.v[i], &cells[i * CC_NR],
+			     o.units ? pr.factor : 1);
+	}
+	if (o.json) {
+		printf("{\n  \"clients\": [");
+		for (i = 0; i < l.nr; i++) {
+			printf("%s\n    ", i ? "," : "");
+			put_json_object(client_cols, CC_NR, &cells[i * CC_NR],
+					4);
+		}
+		printf("%s]\n}\n", l.nr ? "\n  " : "");
+	} else if (l.nr || o.csv) {
+		put_table(client_cols, CC_NR, cells, l.nr, &o, 0);
+	} else {
+		printf("no clients%s\n", geteuid() ?
+		       " among your processes (as root: every process's)" : "");
+	}
+	free(cells);
+	free(l.v);
+	return EXIT_OK;
+}
+
+/* ---- top ---- */
+
+static const char usage_top[] =
+"top [-d SECS] [-n COUNT] [POOL]\n"
+"    A live view of every pool (or POOL), its tenants and its clients,\n"
+"    redrawn every SECS seconds (default 2): pages, rows, cache, pressure\n"
+"    (asks, watermarks) and, from the second screen on, rates per second\n"
+"    from one sample to the next. q quits. What a user may see of\n"
+"    tenants and clients is what status and clients show them.\n"
+"    -d SECS      seconds between screens, 0.1..3600\n"
+"    -n COUNT     stop after COUNT screens (default: until q)\n";
+
+/* The previous sample, for rates: one figure per key. */
+struct top_sample {
+	unsigned long long key;	/* kind << 56 | pool << 32 | id */
+	unsigned long long v;
+};
+
+struct top_state {
+	struct top_sample *prev, *cur;
+	size_t nr_prev, nr_cur, alloc;
+	double dt;		/* seconds since the previous sample; 0: none */
+};
+
+enum {
+	TK_POOL_USED = 1, TK_POOL_HELD, TK_TENANT_PAGES, TK_TENANT_ROWS,
+	TK_CLIENT_PAGES, TK_CLIENT_ROWS
+};
+
+static unsigned long long top_key(unsigned int kind, unsigned int pool,
+				  unsigned int id)
+{
+	return (unsigned long long)kind << 56 |
+	       (unsigned long long)(pool & 0xffffff) << 32 | id;
+}
+
+/*
+ * Record @v under @key for the next screen, and write its rate since the
+ * last one into @buf ("" on the first screen, or for a new key).
+ */
+static const char *top_rate(struct top_state *ts, unsigned long long key,
+			    unsigned long long v, char *buf, size_t len)
+{
+	struct top_sample *n;
+	size_t i;
+
+	buf[0] = '\0';
+	if (ts->nr_cur == ts->alloc) {
+		size_t a = ts->alloc ? 2 * ts->alloc : 64;
+
+		n = realloc(ts->cur, a * sizeof(*n));
+		if (!n)
+			return buf;
+		ts->cur = n;
+		ts->alloc = a;
+	}
+	ts->cur[ts->nr_cur++] = (struct top_sample){ key, v };
+	if (ts->dt <= 0)
+		return buf;
+	for (i = 0; i < ts->nr_prev; i++) {
+		if (ts->prev[i].key != key)
+			continue;
+		snprintf(buf, len, "%+.1f",
+			 ((double)v - (double)ts->prev[i].v) / ts->dt);
+		break;
+	}
+	return buf;
+}
+
+#define TOP_CELLS	16
+#define TOP_TEXT	32
+
+/* One screen's table: cells and their text, at most TOP_CELLS a row. */
+struct top_table {
+	struct cell *cells;
+	char (*text)[TOP_TEXT];
+	size_t nr, alloc;
+};
+
+static struct cell *top_row(struct top_table *t)
+{
+	if (t->nr == t->alloc) {
+		size_t a = t->alloc ? 2 * t->alloc : 16;
+		struct cell *c = realloc(t->cells, a * TOP_CELLS * sizeof(*c));
+		char (*x)[TOP_TEXT];
+
+		if (!c)
+			return NULL;
+		t->cells = c;
+		x = realloc(t->text, a * TOP_CELLS * sizeof(*x));
+		if (!x)
+			return NULL;
+		t->text = x;
+		t->alloc = a;
+	}
+	memset(&t->cells[t->nr * TOP_CELLS], 0, TOP_CELLS * sizeof(*t->cells));
+	return &t->cells[t->nr++ * TOP_CELLS];
+}
+
+/* A text cell of row @row's column @col: its buffer, for snprintf(). */
+static char *top_text(struct top_table *t, struct cell *row, size_t col)
+{
+	size_t i = (size_t)(row - t->cells) + col;
+
+	/* The text array moves as rows are added: top_put() points it. */
+	row[col] = (struct cell){ CK_STR, i, NULL };
+	return t->text[i];
+}
+
+static void top_put(FILE *f, struct top_table *t, const struct colspec *cols,
+		    size_t ncols, int indent)
+{
+	struct outfmt o = { 0 };
+	size_t i;
+
+	for (i = 0; i < ncols; i++)
+		o.sel[o.nsel++] = (int)i;
+	for (i = 0; i < t->nr * TOP_CELLS; i++)
+		if (t->cells[i].kind == CK_STR && !t->cells[i].str)
+			t->cells[i].str = t->text[t->cells[i].num];
+	/* Rows of TOP_CELLS cells: put_table() wants ncols a row. */
+	if (ncols != TOP_CELLS) {
+		for (i = 1; i < t->nr; i++)
+			memmove(&t->cells[i * ncols], &t->cells[i * TOP_CELLS],
+				ncols * sizeof(*t->cells));
+	}
+	put_table_to(f, cols, ncols, t->cells, t->nr, &o, indent);
+	t->nr = 0;
+}
+
+static const struct colspec top_pool_cols[] = {
+	{ "POOL", "pool", false, true, false },
+	{ "PAGES", "pages", false, true, false },
+	{ "USED", "used", false, true, false },
+	{ "USED/s", "used_rate", false, true, false },
+	{ "FREE", "free", false, true, false },
+	{ "CACHE", "cache", false, true, false },
+	{ "QUAR", "quarantine", false, true, false },
+	{ "ROWS", "rows", false, true, false },
+	{ "HELD", "held", false, true, false },
+	{ "HELD/s", "held_rate", false, true, false },
+	{ "WMARK", "wmark", false, true, false },
+	{ "ASKED", "asked", false, true, false },
+	{ "TENANTS", "tenants", false, true, false },
+	{ "CLIENTS", "clients", false, true, false },
+};
+
+static const struct colspec top_tenant_cols[] = {
+	{ "POOL", "pool", false, true, false },
+	{ "TENANT", "tenant", false, true, false },
+	{ "UID", "uid", false, true, false },
+	{ "CGROUP", "cgroup", true, true, false },
+	{ "LABEL", "label", true, true, false },
+	{ "PAGES", "pages", false, true, false },
+	{ "PAGES/s", "pages_rate", false, true, false },
+	{ "CACHE", "cache", false, true, false },
+	{ "ROWS", "rows", false, true, false },
+	{ "ROWS/s", "rows_rate", false, true, false },
+	{ "CLIENTS", "clients", false, true, false },
+	{ "MAX", "max", false, true, false },
+	{ "ASK", "ask", false, true, false },
+};
+
+static const struct colspec top_client_cols[] = {
+	{ "POOL", "pool", false, true, false },
+	{ "CLIENT", "client", false, true, false },
+	{ "TENANT", "tenant", false, true, false },
+	{ "PID", "pid", false, true, false },
+	{ "COMMAND", "comm", true, true, false },
+	{ "PAGES", "pages", false, true, false },
+	{ "PAGES/s", "pages_rate", false, true, false },
+	{ "CACHE", "cache", false, true, false },
+	{ "ROWS", "rows", false, true, false },
+	{ "ROWS/s", "rows_rate", false, true, false },
+};
+
+#define NUMCELL(row, col, v)	((row)[col] = (struct cell){ CK_NUM, (v), NULL })
+
+/* One screen of @rows and @cl into @f. */
+static void top_screen(FILE *f, struct top_state *ts, const struct pool_row *rows,
+		       size_t nr, const struct client_list *cl, double secs)
+{
+	struct top_table t = { 0 };
+	struct cell *c;
+	char clock[32];
+	time_t now = time(NULL);
+	size_t i, j;
+
+	strftime(clock, sizeof(clock), "%H:%M:%S", localtime(&now));
+	fprintf(f, "kvpoolctl top  %s  every %gs  q quits\n\n", clock, secs);
+	for (i = 0; i < nr; i++) {
+		const struct pool_row *r = &rows[i];
+		unsigned long long used, ask = 0;
+
+		c = top_row(&t);
+		if (!c)
+			break;
+		used = (unsigned long long)r->info.out_nr_pages -
+		       r->st.out_free_pages - r->st.out_reserved_pages;
+		for (j = 0; j < r->nr_trows; j++)
+			ask += r->trows[j].t.ask_pages;
+		NUMCELL(c, 0, r->id);
+		NUMCELL(c, 1, r->info.out_nr_pages);
+		NUMCELL(c, 2, used);
+		top_rate(ts, top_key(TK_POOL_USED, r->id, 0), used,
+			 top_text(&t, c, 3), TOP_TEXT);
+		NUMCELL(c, 4, r->st.out_free_pages);
+		NUMCELL(c, 5, (unsigned long long)r->st.out_cache_evictable +
+			r->st.out_cache_pinned);
+		NUMCELL(c, 6, r->st.out_quarantine_pages);
+		NUMCELL(c, 7, r->info.out_nr_rows);
+		NUMCELL(c, 8, r->st.out_held_rows);
+		top_rate(ts, top_key(TK_POOL_HELD, r->id, 0),
+			 r->st.out_held_rows, top_text(&t, c, 9), TOP_TEXT);
+		snprintf(top_text(&t, c, 10), TOP_TEXT, "%u/%u%s",
+			 r->x.low_wmark, r->x.high_wmark,
+			 r->x.low_wmark && r->st.out_free_pages < r->x.low_wmark ?
+			 " LOW" : "");
+		/* Asks are known from the tenant list only (root). */
+		if (r->tenants_shown == TENANTS_ALL)
+			NUMCELL(c, 11, ask);
+		else
+			c[11].kind = CK_NULL;
+		NUMCELL(c, 12, r->x.nr_tenants);
+		NUMCELL(c, 13, r->st.out_nr_clients);
+	}
+	top_put(f, &t, top_pool_cols, ARRAY_SIZE(top_pool_cols), 0);
+
+	fputs("\nTENANTS\n", f);
+	for (i = 0; i < nr; i++) {
+		for (j = 0; j < rows[i].nr_trows; j++) {
+			const struct tenant_row *tr = &rows[i].trows[j];
+			char label[KVPOOL_LABEL_LEN + 1];
+			char *u;
+
+			c = top_row(&t);
+			if (!c)
+				break;
+			NUMCELL(c, 0, rows[i].id);
+			NUMCELL(c, 1, tr->t.tenant_id);
+			if (tr->t.flags & KVPOOL_TENANT_ANY_UID)
+				snprintf(top_text(&t, c, 2), TOP_TEXT, "*");
+			else
+				NUMCELL(c, 2, tr->t.uid);
+			if (tr->cgroup)
+				snprintf(top_text(&t, c, 3), TOP_TEXT, "%s",
+					 tr->cgroup);
+			else
+				snprintf(top_text(&t, c, 3), TOP_TEXT, "%llu",
+					 (unsigned long long)tr->t.cgroup_id);
+			memcpy(label, tr->t.label, KVPOOL_LABEL_LEN);
+			label[KVPOOL_LABEL_LEN] = '\0';
+			u = utf8_sanitized(label);
+			snprintf(top_text(&t, c, 4), TOP_TEXT, "%s",
+				 u ? u : "");
+			free(u);
+			NUMCELL(c, 5, tr->t.pages);
+			top_rate(ts, top_key(TK_TENANT_PAGES, rows[i].id,
+					     tr->t.tenant_id), tr->t.pages,
+				 top_text(&t, c, 6), TOP_TEXT);
+			NUMCELL(c, 7, tr->t.cache_pages);
+			NUMCELL(c, 8, tr->t.rows);
+			top_rate(ts, top_key(TK_TENANT_ROWS, rows[i].id,
+					     tr->t.tenant_id), tr->t.rows,
+				 top_text(&t, c, 9), TOP_TEXT);
+			NUMCELL(c, 10, tr->t.nr_clients);
+			c[11] = (struct cell){ CK_LIMIT, tr->t.max_pages, NULL };
+			NUMCELL(c, 12, tr->t.ask_pages);
+			if (tr->own) {
+				c[4].kind = CK_NULL;
+				c[7].kind = CK_NULL;
+				c[10].kind = CK_NULL;
+				c[12].kind = CK_NULL;
+			}
+		}
+	}
+	if (t.nr)
+		top_put(f, &t, top_tenant_cols, ARRAY_SIZE(top_tenant_cols), 0);
+	else
+		fputs("  none to show (all of them: as root)\n", f);
+
+	fputs("\nCLIENTS\n", f);
+	for (i = 0; i < cl->nr; i++) {
+		const struct client_row *x = &cl->v[i];
+
+		c = top_row(&t);
+		if (!c)
+			break;
+		NUMCELL(c, 0, x->pool);
+		NUMCELL(c, 1, x->client);
+		NUMCELL(c, 2, x->tenant);
+		NUMCELL(c, 3, x->pid);
+		snprintf(top_text(&t, c, 4), TOP_TEXT, "%s", x->comm);
+		NUMCELL(c, 5, x->pages);
+		top_rate(ts, top_key(TK_CLIENT_PAGES, x->pool, x->client),
+			 x->pages, top_text(&t, c, 6), TOP_TEXT);
+		NUMCELL(c, 7, x->cache);
+		NUMCELL(c, 8, x->rows);
+		top_rate(ts, top_key(TK_CLIENT_ROWS, x->pool, x->client),
+			 x->rows, top_text(&t, c, 9), TOP_TEXT);
+	}
+	if (t.nr)
+		top_put(f, &t, top_client_cols, ARRAY_SIZE(top_client_cols), 0);
+	else
+		fputs("  none to show\n", f);
+	free(t.cells);
+	free(t.text);
+}
+
+/* The terminal as it was, put back at exit. */
+static struct termios top_tty;
+static bool top_tty_set;
+
+static void top_restore(void)
+{
+	if (top_tty_set)
+		tcsetattr(STDIN_FILENO, TCSANOW, &top_tty);
+	top_tty_set = false;
+	if (isatty(STDOUT_FILENO))
+		fputs("\033[?25h", stdout);	/* the cursor back */
+	fflush(stdout);
+}
+
+static void top_signal(int sig)
+{
+	(void)sig;
+	top_restore();
+	_exit(EXIT_OK);
+}
+
+/*
+ * Write @buf to the terminal, each line cut at @cols so none wraps, from
+ * the top left of a cleared screen.
+ */
+static void top_draw(const char *buf, int cols, bool tty)
+{
+	const char *p = buf, *nl;
+
+	if (tty)
+		fputs("\033[H\033[2J", stdout);
+	for (; *p; p = nl + 1) {
+		nl = strchr(p, '\n');
+		if (!nl)
+			nl = p + strlen(p);
+		fwrite(p, 1, (size_t)(cols > 0 && nl - p > cols ? cols : nl - p),
+		       stdout);
+		fputs(tty ? "\r\n" : "\n", stdout);
+		if (!*nl)
+			break;
+	}
+	if (!tty)
+		putchar('\n');
+	fflush(stdout);
+}
+
+/* Wait up to @secs for a key; true if it was q (or end of input). */
+static bool top_wait(double secs, bool tty)
+{
+	struct timespec end, now;
+	struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
+	char ch;
+	int ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += (time_t)secs;
+	end.tv_nsec += (long)((secs - (double)(time_t)secs) * 1e9);
+	if (end.tv_nsec >= 1000000000L) {
+		end.tv_sec++;
+		end.tv_nsec -= 1000000000L;
+	}
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		ms = (int)((end.tv_sec - now.tv_sec) * 1000 +
+			   (end.tv_nsec - now.tv_nsec) / 1000000);
+		if (ms <= 0)
+			return false;
+		/* Not a terminal: no keys; just sleep. */
+		if (!tty) {
+			poll(NULL, 0, ms);
+			continue;
+		}
+		if (poll(&pfd, 1, ms) <= 0)
+			continue;
+		if (read(STDIN_FILENO, &ch, 1) != 1)
+			return true;
+		if (ch == 'q' || ch == 'Q')
+			return true;
+	}
+}
+
+static int cmd_top(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct top_state ts = { 0 };
+	struct timespec t0, t1;
+	struct winsize ws;
+	struct termios raw;
+	const char *pool = NULL;
+	unsigned long count = 0, n;
+	double secs = 2;
+	bool tty;
+	char *end;
+	int c, ret = EXIT_OK;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "hd:n:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			return usage_of(usage_top, stdout);
+		case 'd':
+			errno = 0;
+			secs = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(secs >= 0.1) ||
+			    secs > 3600) {
+				err_msg("-d: '%s': want seconds, 0.1..3600",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'n':
+			errno = 0;
+			count = strtoul(optarg, &end, 10);
+			if (errno || *optarg < '1' || *optarg > '9' || *end) {
+				err_msg("-n: '%s': want a count, 1 or more",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		default:
+			return usage_of(usage_top, stderr);
+		}
+	}
+	if (argc - optind > 1)
+		return usage_of(usage_top, stderr);
+	if (optind < argc) {
+		unsigned int id;
+
+		if (!parse_pool(argv[optind], &id))
+			return bad_pool(argv[optind]);
+		pool = argv[optind];
+	}
+
+	tty = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
+	if (tty && !tcgetattr(STDIN_FILENO, &top_tty)) {
+		raw = top_tty;
+		raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+		raw.c_cc[VMIN] = 1;
+		raw.c_cc[VTIME] = 0;
+		top_tty_set = !tcsetattr(STDIN_FILENO, TCSANOW, &raw);
+		atexit(top_restore);
+		signal(SIGINT, top_signal);
+		signal(SIGTERM, top_signal);
+		signal(SIGHUP, top_signal);
+		fputs("\033[?25l", stdout);	/* no cursor */
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (n = 0; !count || n < count; n++) {
+		struct client_list cl = { 0 };
+		struct pool_row *rows;
+		size_t nrows, len;
+		char *buf = NULL;
+		FILE *f;
+
+		ret = collect_pools(pool, UNIT_PAGES, &rows, &nrows);
+		if (ret)
+			break;
+		if (find_clients(&cl, pool ? (int)rows[0].id : -1))
+			cl.nr = 0;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		ts.dt = n ? (double)(t1.tv_sec - t0.tv_sec) +
+			    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9 : 0;
+		t0 = t1;
+		f = open_memstream(&buf, &len);
+		if (f) {
+			top_screen(f, &ts, rows, nrows, &cl, secs);
+			fclose(f);
+			ws.ws_col = 0;
+			if (!tty || ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws))
+				ws.ws_col = 0;
+			top_draw(buf ? buf : "", ws.ws_col, tty);
+			free(buf);
+		}
+		/* This screen's figures are the next one's previous. */
+		free(ts.prev);
+		ts.prev = ts.cur;
+		ts.nr_prev = ts.nr_cur;
+		ts.cur = NULL;
+		ts.nr_cur = 0;
+		ts.alloc = 0;
+		free(cl.v);
+		free_pools(rows, nrows);
+		if ((!count || n + 1 < count) && top_wait(secs, tty))
+			break;
+	}
+	free(ts.prev);
+	free(ts.cur);
+	top_restore();
+	return ret;
+}
+
 /* ---- info ---- */
 
 static const char *const feature_names[] = {
@@ -3735,6 +4514,8 @@ struct command {
 static const struct command commands[] = {
 	{ "status", cmd_status, usage_status },
 	{ "metrics", cmd_metrics, usage_metrics },
+	{ "top", cmd_top, usage_top },
+	{ "clients", cmd_clients, usage_clients },
 	{ "info", cmd_info, usage_info },
 	{ "verify", cmd_verify, usage_verify },
 	{ "create", cmd_create, usage_create },
