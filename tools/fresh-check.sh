@@ -7,7 +7,8 @@
 # gnuplot, ...) and nothing is found only because someone once installed it
 # by hand on the machine at hand.
 #
-# Usage: tools/fresh-check.sh [--dir DIR] [--keep-root] [--sim-only] [--help]
+# Usage: tools/fresh-check.sh [--dir DIR] [--keep-root] [--sim-only]
+#                             [--run CMD] [--help]
 #
 #   --dir DIR     the work folder (default $KVPOOL_FRESH_DIR, else
 #                 /var/tmp/kvpool-fresh); whatever an earlier run left in
@@ -21,6 +22,9 @@
 #                 used (base.tar is left alone, not read).
 #   --sim-only    run only the README's first command (a quick shake-out
 #                 of this script: 3-8 min instead of about an hour)
+#   --run CMD     run CMD (a bash command line) instead of the README's
+#                 commands, the same way; for other checks that need a
+#                 fresh root (tools/packaging/test-install.sh)
 #
 # Env: KVPOOL_FRESH_DIR (see --dir), KVPOOL_FRESH_MIRROR (default
 # http://deb.debian.org/debian), KVPOOL_FRESH_SECURITY (default
@@ -92,7 +96,7 @@ mirror=${KVPOOL_FRESH_MIRROR:-http://deb.debian.org/debian}
 security=${KVPOOL_FRESH_SECURITY:-http://deb.debian.org/debian-security}
 suite=bookworm arch=amd64
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
-keep_root=0 sim_only=0
+keep_root=0 sim_only=0 run_cmd=
 # The PATH a root shell on Debian 12 has.
 root_path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
@@ -113,6 +117,8 @@ while (($#)); do
 			dir=$2; shift 2 ;;
 	--keep-root)	keep_root=1; shift ;;
 	--sim-only)	sim_only=1; shift ;;
+	--run)		[[ -n ${2-} ]] || die "--run wants a command"
+			run_cmd=$2; shift 2 ;;
 	-h|--help)	usage 0 ;;
 	*)		say "unknown argument: $1"; usage 2 >&2 ;;
 	esac
@@ -349,6 +355,7 @@ mapfile -t cmds < <(awk '
 ((${#cmds[@]} == 2)) ||
 	die "README.md: expected two commands in the code block after 'fresh Debian 12', found ${#cmds[@]}: ${cmds[*]-}"
 ((sim_only)) && cmds=("${cmds[0]}")
+[[ -z $run_cmd ]] || cmds=("$run_cmd")
 
 # --- what QEMU, apt and the tests need of a running system. Slave
 # propagation: nothing mounted below these (the tmpfs on dev/shm) may
