@@ -1,0 +1,247 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# test-install.sh: install kvpool's Debian packages on a clean Debian 12
+# root and check that DKMS builds the module for two kernels and that
+# the module it built works, with the packaged kvpoolctl and
+# kvpool-setup, in a VM.
+#
+# Usage: tools/packaging/test-install.sh [--dir DIR] [--keep-root]
+#   --dir DIR     fresh-check's work folder (default
+#                 /var/tmp/kvpool-fresh-install); the root is DIR/root
+#   --keep-root   reuse fresh-check's saved debootstrap result (its
+#                 --keep-root): saves 1-4 min
+#
+# As root, on the host:
+#   1. tools/fresh-check.sh --run: debootstraps Debian 12 into DIR/root
+#      (the fresh-machine check's own root, from committed HEAD) and runs
+#      this script there with --in-root, which
+#      a. builds the packages from the clone with build-debs.sh, after
+#         installing their Build-Depends with apt-get build-dep (so the
+#         list in debian/control is proved complete);
+#      b. installs dkms, the headers of the 6.1 kernel the VM lane boots
+#         (linux-headers-KREL from tools/vm's kernel cache) and the
+#         packages: kvpool-dkms's postinst builds the module;
+#      c. then, as a kernel update would, the 6.12 headers the VM lane
+#         uses (bookworm-backports): DKMS's header hook builds it again;
+#      d. checks `dkms status` says installed for both, modinfo's
+#         version, the kvpool group (sysusers.d) and the unit's files.
+#   2. boots the 6.1 kernel (tools/vm/vm-run.sh) with the module DKMS
+#      installed in the root, and in the guest, chrooted into the root
+#      (--in-vm), runs the packaged kvpool-setup on a pools.conf (two
+#      pools, an arena, watermarks, tenants), checks what it made with
+#      the packaged kvpoolctl, runs it again (nothing made twice), and
+#      checks that a bad file changes nothing.
+#
+# Prints PASS/FAIL lines and "N passed, N failed" after each half.
+# Takes about 7 min on 2 busy cores (6:46 on 2026-12-02: debootstrap
+# 1-4 min, apt and the package build 2 min, two module builds, the VM
+# 25 s); 1-3 min less with --keep-root after the first run. Needs 2 GB
+# in DIR.
+# Not in tools/check.sh (too long): run it after changing the packaging.
+set -euo pipefail
+
+prog=test-install
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+pass=0 fail=0
+ok() { echo "PASS $*"; pass=$((pass + 1)); }
+ko() { echo "FAIL $*"; fail=$((fail + 1)); }
+say() { printf '%s: %s\n' "$prog" "$*" >&2; }
+die() { printf '%s: error: %s\n' "$prog" "$*" >&2; exit 1; }
+# check DESCRIPTION CMD...: PASS or FAIL as CMD succeeds.
+check() {
+	local what=$1
+	shift
+	if "$@"; then ok "$what"; else ko "$what"; fi
+}
+result() {
+	echo "$pass passed, $fail failed"
+	((fail == 0))
+}
+
+# ---------------------------------------------------------------------
+# 1. In the fresh root (run by fresh-check.sh).
+in_root() {
+	local krel61=$1 krel612=$2 mirror debs=/root/debs k
+	export DEBIAN_FRONTEND=noninteractive
+	apt_install() {
+		apt-get -q -o Dpkg::Use-Pty=0 install -y --no-install-recommends "$@"
+	}
+	say "apt-get update; what build-debs.sh itself needs"
+	apt-get -q update
+	apt_install git dpkg-dev xz-utils ca-certificates
+	./tools/packaging/build-debs.sh --install-deps --out "$debs" ||
+		die "the packages did not build"
+	ok "packages built in the fresh root, Build-Depends from debian/control"
+
+	say "dkms and the headers of $krel61, then the packages"
+	apt_install dkms "linux-headers-$krel61"
+	apt_install "$debs"/kvpool-dkms_*.deb "$debs"/libkvpool1_*.deb \
+		"$debs"/kvpoolctl_*.deb
+	check "kvpool-dkms installed" dpkg-query -W kvpool-dkms
+
+	say "a second kernel, as an update brings it: headers of $krel612"
+	mirror=$(sed -n 's/^URIs: //p' /etc/apt/sources.list.d/debian.sources | head -n 1)
+	echo "deb $mirror bookworm-backports main" \
+		>/etc/apt/sources.list.d/backports.list
+	apt-get -q update
+	apt_install -t bookworm-backports "linux-headers-$krel612"
+
+	echo "--- dkms status"
+	dkms status | tee /root/dkms-status
+	for k in "$krel61" "$krel612"; do
+		check "dkms: kvpool/$(cat VERSION) installed for $k" \
+			grep -q "^kvpool/$(cat VERSION), $k, [^:]*: installed" /root/dkms-status
+		check "modinfo: the module of $k is version $(cat VERSION)" \
+			test "$(modinfo -k "$k" -F version kvpool 2>/dev/null)" = "$(cat VERSION)"
+	done
+	check "the kvpool group exists (sysusers.d)" getent group kvpool
+	check "the udev rule is installed" test -f /lib/udev/rules.d/60-kvpool.rules
+	check "kvpool-setup.service is enabled" \
+		test -L /etc/systemd/system/multi-user.target.wants/kvpool-setup.service
+	check "kvpoolctl is in /usr/bin, linked to the packaged libkvpool.so.1" \
+		sh -c 'ldd /usr/bin/kvpoolctl | grep -q "libkvpool.so.1 => /.*/libkvpool.so.1 "'
+	# Secure Boot (README): DKMS made its key and signed both builds.
+	for k in "$krel61" "$krel612"; do
+		check "the module of $k is signed with DKMS's key (/var/lib/dkms/mok.pub)" \
+			test -f /var/lib/dkms/mok.pub -a \
+			"$(modinfo -k "$k" -F signer kvpool 2>/dev/null)" = "DKMS module signing key"
+	done
+	result
+}
+
+# ---------------------------------------------------------------------
+# 2b. In the guest: chrooted into the fresh root, the packaged tools.
+in_vm() {
+	local r=$1 conf out id0 id1 c
+	for m in proc sys dev run tmp; do
+		case $m in
+		proc) mount -t proc proc "$r/proc" ;;
+		sys)  mount -t sysfs sysfs "$r/sys" ;;
+		dev)  mount -t devtmpfs devtmpfs "$r/dev" ;;
+		*)    mount -t tmpfs tmpfs "$r/$m" ;;
+		esac
+	done
+	mkdir -p "$r/sys/fs/cgroup"
+	mount -t cgroup2 cgroup2 "$r/sys/fs/cgroup"
+	# The services' cgroups, as systemd would have made them (a tenant by
+	# path needs none, one by id does).
+	mkdir -p "$r/sys/fs/cgroup/system.slice/chat.service" \
+		"$r/sys/fs/cgroup/system.slice/docs.service"
+	inroot() { chroot "$r" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"; }
+
+	check "the DKMS-built module is loaded: /sys/module/kvpool/version $(cat "$r/sys/module/kvpool/version" 2>/dev/null)" \
+		test "$(cat "$r/sys/module/kvpool/version" 2>/dev/null)" = "$(cat VERSION)"
+	check "/dev/kvpool-control exists" test -c "$r/dev/kvpool-control"
+	echo "--- kvpoolctl status (packaged), before"
+	inroot kvpoolctl status || ko "kvpoolctl status"
+
+	conf=$r/tmp/pools.conf
+	cat >"$conf" <<-'EOF'
+	# test-install.sh's configuration
+	pool a --pages 4096 --page-tokens 16 --rows 64 --row-tokens 4096
+	pool b --pages 1K --page-tokens 1 --rows 16 --row-tokens 1024   # a comment
+	arena a --host --page-bytes 4096 --chunks 2
+	wmark a --low 100 --high 200
+	tenant a --cgroup /system.slice/chat.service --uid 0 --max 1000 --label chat
+	tenant b --cgroup /system.slice/docs.service --uid 0 --max 500 --min 100 --label docs
+	wmark 0 --low 10 --high 20
+	EOF
+	echo "--- kvpool-setup (packaged)"
+	if inroot /usr/libexec/kvpool/kvpool-setup --config /tmp/pools.conf; then
+		ok "kvpool-setup made the configuration"
+	else
+		ko "kvpool-setup exited $?"
+	fi
+	id0=$(cut -d' ' -f1 "$r/run/kvpool/pools/a" 2>/dev/null) || id0=
+	id1=$(cut -d' ' -f1 "$r/run/kvpool/pools/b" 2>/dev/null) || id1=
+	echo "--- pools a=kvpool$id0 b=kvpool$id1"
+	inroot kvpoolctl status || true
+	if [[ -n $id0 && -n $id1 ]]; then
+		check "pool a: 4096 pages of 16 tokens" \
+			test "$(cat "$r/sys/class/kvpool/kvpool$id0/nr_pages") $(cat "$r/sys/class/kvpool/kvpool$id0/page_tokens")" = "4096 16"
+		check "pool b: 1024 pages" test "$(cat "$r/sys/class/kvpool/kvpool$id1/nr_pages")" = 1024
+		check "pool a: watermarks 100/200" \
+			test "$(cat "$r/sys/class/kvpool/kvpool$id0/low_wmark") $(cat "$r/sys/class/kvpool/kvpool$id0/high_wmark")" = "100 200"
+		check "pool 0: watermarks 10/20" \
+			test "$(cat "$r/sys/class/kvpool/kvpool0/low_wmark") $(cat "$r/sys/class/kvpool/kvpool0/high_wmark")" = "10 20"
+		out=$(inroot kvpoolctl arena show --json "$id0" 2>&1) || true
+		echo "$out"
+		check "pool a: a host arena of 4096-byte pages" \
+			grep -q '"kind": "host"' <<<"$out"
+		out=$(inroot kvpoolctl tenant list "$id0" 2>&1) || true
+		echo "$out"
+		check "pool a: tenant chat, max 1000" \
+			bash -c 'grep -q chat <<<"$1" && grep -q 1000 <<<"$1"' _ "$out"
+		out=$(inroot kvpoolctl tenant list "$id1" 2>&1) || true
+		echo "$out"
+		check "pool b: tenant docs, max 500, min 100" \
+			bash -c 'grep -q docs <<<"$1" && grep -q 500 <<<"$1" && grep -q 100 <<<"$1"' _ "$out"
+	else
+		ko "kvpool-setup left no ids in /run/kvpool/pools"
+	fi
+
+	echo "--- kvpool-setup again (as a restart of the unit)"
+	c=$(ls -d "$r"/sys/class/kvpool/kvpool[0-9]* | wc -l)
+	out=$(inroot /usr/libexec/kvpool/kvpool-setup --config /tmp/pools.conf 2>&1) ||
+		ko "kvpool-setup, again, exited non-zero"
+	echo "$out"
+	check "run again: no new pool ($c pools), the arena kept" \
+		bash -c '[[ $(ls -d "$1"/sys/class/kvpool/kvpool[0-9]* | wc -l) == "$2" ]] &&
+			 grep -q "made earlier" <<<"$3" && grep -q "has its arena" <<<"$3"' _ "$r" "$c" "$out"
+
+	echo "--- a bad file: nothing done"
+	printf 'pool c --pages 8 --page-tokens 1 --rows 4 --row-tokens 8\ntenant d --uid 0\npoool x y\n' \
+		>"$r/tmp/bad.conf"
+	out=$(inroot /usr/libexec/kvpool/kvpool-setup --config /tmp/bad.conf 2>&1) && rc=0 || rc=$?
+	echo "$out"
+	check "bad file: exit 2, both errors named, no pool made" \
+		bash -c '[[ $1 == 2 ]] && grep -q "bad.conf:2: pool .d. is not defined" <<<"$2" &&
+			 grep -q "bad.conf:3: unknown directive .poool." <<<"$2" &&
+			 [[ $(ls -d "$3"/sys/class/kvpool/kvpool[0-9]* | wc -l) == "$4" ]]' _ "$rc" "$out" "$r" "$c"
+	result
+}
+
+# ---------------------------------------------------------------------
+case ${1:-} in
+--in-root)	shift; in_root "$@"; exit ;;
+--in-vm)	shift; in_vm "$@"; exit ;;
+esac
+
+KVPOOL_CACHE=${KVPOOL_CACHE:-/var/cache/kvpool}
+dir=/var/tmp/kvpool-fresh-install keep=()
+while (($#)); do
+	case $1 in
+	--dir)		dir=${2:?--dir wants a folder}; shift 2 ;;
+	--keep-root)	keep=(--keep-root); shift ;;
+	-h|--help)	awk 'NR > 2 && !/^#/ { exit } NR > 2 { sub(/^# ?/, ""); print }' \
+				"${BASH_SOURCE[0]}"; exit 0 ;;
+	*)		die "unknown argument: $1" ;;
+	esac
+done
+((EUID == 0)) || die "run it as root (fresh-check.sh's debootstrap and chroot)"
+
+# The kernels the VM lane uses: their releases from tools/vm's cache.
+"$repo/tools/vm/get-kernels.sh" 6.1 6.12 >/dev/null
+# shellcheck source=/dev/null # a kernel's info, in the cache
+krel() { (. "$KVPOOL_CACHE/kernels/$1/info" && echo "$KREL"); }
+k61=$(krel 6.1) k612=$(krel 6.12)
+t0=$SECONDS
+say "the fresh root: tools/fresh-check.sh --dir $dir (kernels $k61, $k612)"
+rc_root=0
+"$repo/tools/fresh-check.sh" --dir "$dir" "${keep[@]}" \
+	--run "tools/packaging/test-install.sh --in-root $k61 $k612" ||
+	rc_root=$?
+root=$dir/root
+say "root done in $((SECONDS - t0)) s, exit $rc_root (logs: $dir/logs)"
+ko_path=$root/lib/modules/$k61/updates/dkms/kvpool.ko
+[[ -f $ko_path ]] || die "DKMS installed no $ko_path"
+
+say "the VM: 6.1 with $ko_path"
+t0=$SECONDS
+"$repo/tools/vm/vm-run.sh" --kernel 6.1 --module "$ko_path" --timeout 400 \
+	-- "$here/test-install.sh" --in-vm "$root" | tee "$dir/logs/vm.log"
+rc=${PIPESTATUS[0]}
+say "VM done in $((SECONDS - t0)) s, exit $rc"
+((rc == 0 && rc_root == 0))
