@@ -6,7 +6,10 @@
 #   1. unit: the core in userspace (ASan, UBSan, fail-nth), libkvpool,
 #      kvpoolctl and the Python binding without the module, the fake CUDA
 #      driver the CUDA arena tests use, the scheduler replay on the core,
-#      and kvpool-bench's smoke pass (figures printed, not asserted)
+#      and kvpool-bench's smoke pass (figures printed, not asserted);
+#      the Debian packages: built (tools/packaging/build-debs.sh,
+#      about a minute), their files and fields checked, lintian's errors
+#      zero
 #   2. fuzz: libFuzzer over the core, the corpus then a short run
 #   3. lint: checkpatch --strict, W=1 and sparse per kernel
 #   4. vm: every selftests/kernel/*_test in QEMU on each kernel of $KERNELS
@@ -134,6 +137,9 @@ if ((!vm_only)); then
 	run_checks python make -s -C userlib/python check
 	run_checks tools make -s -C tools check
 	run_checks fakecuda make -s -C selftests/lib/fakecuda check
+
+	stage "packages: the Debian packages, their files, lintian"
+	run_checks packages tools/packaging/build-debs.sh --check
 
 	stage "replay: the scheduler replay on the userspace core"
 	run_checks replay make -s -C tools/kvpool-replay check
