@@ -102,6 +102,7 @@ void kvp_client_detach_hold_locked(struct kvp_client *c,
 	u32 b;
 
 	lockdep_assert_held(&pool->lock);
+	pool->reclaimed_pages += c->nr_pages + c->nr_cache_pages;
 	for (b = 0; b < KVP_SLOT_BUCKETS; b++)
 		while (c->slot_head[b] != KVP_NIL)
 			kvp_slot_free(pool, &pool->rows[c->slot_head[b]],

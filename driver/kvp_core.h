@@ -303,6 +303,9 @@ struct kvp_client {
  * @quarantine_pages: pages in some &struct kvp_quarantine
  * @array_bytes: bytes of the rows' page arrays and the clients' cache
  *               arrays (their capacity), for kvp_mem_bytes_locked()
+ * @refused_space: ROW_ALLOC, EXTEND and IMPORT refused with ENOSPC, ever
+ * @refused_quota: the same refused with EDQUOT, ever
+ * @reclaimed_pages: pages closing clients held (rows, slots, caches), ever
  *
  * The page and row counters are those of &struct kvpool_stats; together
  * they add up to @nr_pages and @nr_rows, which kvp_verify_locked()
@@ -352,6 +355,8 @@ struct kvp_pool {
 	u32 export_rows, export_pages;
 	u32 quarantine_pages;
 	u64 array_bytes;
+	u64 refused_space, refused_quota;
+	u64 reclaimed_pages;
 };
 
 /*

@@ -195,7 +195,7 @@ int kvp_import_locked(struct kvp_client *c, u32 idx,
 	owned = r->owned;
 	if ((owned && t->max_pages && t->pages + owned > t->max_pages) ||
 	    (t->max_rows && t->rows + 1 > t->max_rows)) {
-		kvp_refused(pool, t, false);
+		kvp_refused(pool, t, false, -EDQUOT);
 		return -EDQUOT;
 	}
 	kvp_row_move(pool, r, KVP_ROW_HELD, c);

@@ -306,6 +306,6 @@ int kvp_tenant_get(struct kvp_pool *pool, u64 cgroup_id, u32 uid,
 		   struct kvp_tenant **out);
 void kvp_tenant_put(struct kvp_pool *pool, struct kvp_tenant *t);
 void kvp_refused(struct kvp_pool *pool, struct kvp_tenant *t,
-		 bool pages);
+		 bool pages, int err);
 
 #endif /* _KVP_PRIV_H */

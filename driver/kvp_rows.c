@@ -37,12 +37,12 @@ int kvp_row_alloc_locked(struct kvp_client *c, struct kvpool_handle *out,
 		return -EINVAL;
 	if (c->tenant->max_rows && c->tenant->rows + count > c->tenant->max_rows) {
 		*out_short = c->tenant->rows + count - c->tenant->max_rows;
-		kvp_refused(pool, c->tenant, false);
+		kvp_refused(pool, c->tenant, false, -EDQUOT);
 		return -EDQUOT;
 	}
 	if (count > pool->free_rows) {
 		*out_short = count - pool->free_rows;
-		kvp_refused(pool, c->tenant, false);
+		kvp_refused(pool, c->tenant, false, -ENOSPC);
 		return -ENOSPC;
 	}
 	for (i = 0; i < count; i++) {
@@ -169,13 +169,13 @@ int kvp_extend_buf_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 	t = c->tenant;
 	if (need && t->max_pages && t->pages + need > t->max_pages) {
 		res->shortfall = (u32)(t->pages + need - t->max_pages);
-		kvp_refused(pool, t, false);
+		kvp_refused(pool, t, false, -EDQUOT);
 		return -EDQUOT;
 	}
 	avail = kvp_available(pool, t);
 	if (need > avail) {
 		res->shortfall = (u32)(need - avail);
-		kvp_refused(pool, t, true);
+		kvp_refused(pool, t, true, -ENOSPC);
 		return -ENOSPC;
 	}
 

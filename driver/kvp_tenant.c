@@ -308,12 +308,17 @@ void kvp_tenant_prune_locked(struct kvp_pool *pool,
 }
 
 /*
- * Someone was refused: let pollers look at the pressure again. Refused
- * pages below its guarantee, @t now asks the tenants above theirs.
+ * Someone was refused, with @err (-ENOSPC or -EDQUOT): count it, and let
+ * pollers look at the pressure again. Refused pages below its guarantee,
+ * @t now asks the tenants above theirs.
  */
 void kvp_refused(struct kvp_pool *pool, struct kvp_tenant *t,
-		 bool pages)
+		 bool pages, int err)
 {
+	if (err == -EDQUOT)
+		pool->refused_quota++;
+	else
+		pool->refused_space++;
 	if (pages && kvp_unmet(t))
 		pool->blocked_tenant = t->id;
 	kvp_pressure_changed(pool);

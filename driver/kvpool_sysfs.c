@@ -40,6 +40,26 @@ static ssize_t kvp_attr_show(struct device *dev,
 		.offset = offsetof(struct kvp_pool, _member),		\
 	}
 
+/* A counter: the u64 at @offset, which only ever grows. */
+static ssize_t kvp_attr64_show(struct device *dev,
+			       struct device_attribute *attr, char *buf)
+{
+	struct kvp_pool *pool = kvp_dev_pool(dev);
+	size_t offset = container_of(attr, struct kvp_attr, dev_attr)->offset;
+	u64 val;
+
+	mutex_lock(&pool->lock);
+	val = *(u64 *)((char *)pool + offset);
+	mutex_unlock(&pool->lock);
+	return sysfs_emit(buf, "%llu\n", (unsigned long long)val);
+}
+
+#define KVP_ATTR64(_name, _member)					\
+	static struct kvp_attr dev_attr_##_name = {			\
+		.dev_attr = __ATTR(_name, 0444, kvp_attr64_show, NULL),	\
+		.offset = offsetof(struct kvp_pool, _member),		\
+	}
+
 KVP_ATTR(pool_id, id);
 KVP_ATTR(nr_pages, nr_pages);
 KVP_ATTR(page_tokens, page_tokens);
@@ -63,6 +83,11 @@ KVP_ATTR(export_pages, export_pages);
 KVP_ATTR(quarantine_pages, quarantine_pages);
 KVP_ATTR(low_wmark, low_wmark);
 KVP_ATTR(high_wmark, high_wmark);
+/* Counters since the pool was made, for rates (kvpoolctl metrics). */
+KVP_ATTR(clients_opened, next_client_id);
+KVP_ATTR64(refused_space, refused_space);
+KVP_ATTR64(refused_quota, refused_quota);
+KVP_ATTR64(reclaimed_pages, reclaimed_pages);
 
 /* The PCI device the pool was created for, as lspci names it, or "". */
 static ssize_t gpu_show(struct device *dev, struct device_attribute *attr,
@@ -114,6 +139,10 @@ static struct attribute *kvp_pool_attrs[] = {
 	&dev_attr_quarantine_pages.dev_attr.attr,
 	&dev_attr_low_wmark.dev_attr.attr,
 	&dev_attr_high_wmark.dev_attr.attr,
+	&dev_attr_clients_opened.dev_attr.attr,
+	&dev_attr_refused_space.dev_attr.attr,
+	&dev_attr_refused_quota.dev_attr.attr,
+	&dev_attr_reclaimed_pages.dev_attr.attr,
 	NULL,
 };
 

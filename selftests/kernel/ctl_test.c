@@ -194,6 +194,58 @@ TEST_F(ctl, mem_bytes)
 }
 
 /*
+ * The counters count exactly what they say: opens, refusals by ENOSPC and
+ * by EDQUOT (ROW_ALLOC and EXTEND here), and what a closing client still
+ * held; nothing else moves them.
+ */
+TEST_F(ctl, counters)
+{
+	struct kvpool_ctl_tenant t = {
+		.size = sizeof(t),
+		.flags = KVPOOL_TENANT_BY_PATH | KVPOOL_TENANT_ANY_UID,
+		.max_pages = 4,
+		.cgroup_path = (__u64)(uintptr_t)"/",
+	};
+	struct kvpool_handle h[3];
+	__u32 id, nr, shortfall;
+	int fd, fd2;
+
+	ASSERT_EQ(0, ctl_create(self, 0, 64, 1, 2, 1024, &id));
+	EXPECT_EQ(0, kt_sysfs_val(id, "clients_opened"));
+	EXPECT_EQ(0, kt_sysfs_val(id, "refused_space"));
+	EXPECT_EQ(0, kt_sysfs_val(id, "refused_quota"));
+	EXPECT_EQ(0, kt_sysfs_val(id, "reclaimed_pages"));
+	fd = kt_open_id(id, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(1, kt_sysfs_val(id, "clients_opened"));
+	ASSERT_EQ(0, kt_row_alloc(fd, 1, h, NULL));
+	EXPECT_EQ(ENOSPC, kt_row_alloc(fd, 2, h + 1, &shortfall));
+	EXPECT_EQ(1, shortfall);
+	EXPECT_EQ(ENOSPC, kt_grow(fd, h[0], 65));
+	EXPECT_EQ(2, kt_sysfs_val(id, "refused_space"));
+	EXPECT_EQ(0, kt_sysfs_val(id, "refused_quota"));
+	ASSERT_EQ(0, kt_release1(fd, h[0], &nr));
+
+	/* Opened after the limit: the root's path tenant, at most 4 pages. */
+	t.pool_id = id;
+	ASSERT_EQ(0, kt_ioctl(self->ctl, KVPOOL_CTL_TENANT_SET, &t));
+	fd2 = kt_open_id(id, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd2);
+	EXPECT_EQ(2, kt_sysfs_val(id, "clients_opened"));
+	ASSERT_EQ(0, kt_row_alloc(fd2, 1, h, NULL));
+	EXPECT_EQ(EDQUOT, kt_grow(fd2, h[0], 5));
+	EXPECT_EQ(1, kt_sysfs_val(id, "refused_quota"));
+	EXPECT_EQ(2, kt_sysfs_val(id, "refused_space"));
+	ASSERT_EQ(0, kt_grow(fd2, h[0], 3));
+	close(fd2);	/* holding 3 pages */
+	EXPECT_EQ(3, kt_sysfs_val(id, "reclaimed_pages"));
+	close(fd);	/* holding nothing */
+	EXPECT_EQ(3, kt_sysfs_val(id, "reclaimed_pages"));
+	EXPECT_EQ(64, kt_sysfs_val(id, "free_pages"));
+	ASSERT_EQ(0, ctl_destroy(self, id));
+}
+
+/*
  * Without RESERVE_ZERO one page and one row are a valid pool, and page 0
  * and row 0 are handed out like any other.
  */
