@@ -112,9 +112,18 @@ def main():
                   if s.labels['pool'] == pool]
         if label not in labels:
             fail(f'no kvpool_tenant_pages labelled {label!r}: {labels!r}')
+        # The pool's counters: counter families, samples named _total.
+        for c in ('clients_opened', 'refused_space', 'refused_quota',
+                  'reclaimed_pages'):
+            f = fams.get('kvpool_pool_' + c)
+            if f is None or f.type != 'counter':
+                fail(f'kvpool_pool_{c}: not a counter family')
+            got = [s for s in f.samples if s.labels['pool'] == pool]
+            if len(got) != 1 or got[0].name != f'kvpool_pool_{c}_total':
+                fail(f'kvpool_pool_{c}: samples {got!r}')
         for f in fams.values():
-            if f.type == 'counter':
-                fail(f'{f.name}: a counter, but kvpool keeps none')
+            if f.type == 'counter' and f.name.startswith('kvpool_tenant'):
+                fail(f'{f.name}: tenants have no counters')
     else:
         fail(f'unknown mode {mode}')
     print(f'kvpoolctl_check: {mode}: ok')

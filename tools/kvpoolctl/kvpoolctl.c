@@ -1952,15 +1952,19 @@ struct pool_metric {
 	bool newer, abi2;
 };
 
-/* mem_bytes has no field in the library's structs: its own file. */
-static unsigned long long pool_mem_bytes(const struct pool_row *r)
+/*
+ * A figure with no field in the library's structs: its own sysfs file.
+ * ULLONG_MAX when the module has no such file.
+ */
+static unsigned long long pool_sysfs_value(const struct pool_row *r,
+					   const char *file)
 {
-	char path[80], buf[32], *end;
+	char path[96], buf[32], *end;
 	unsigned long long v;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/sys/class/kvpool/kvpool%u/mem_bytes",
-		 r->id);
+	snprintf(path, sizeof(path), "/sys/class/kvpool/kvpool%u/%s", r->id,
+		 file);
 	f = fopen(path, "re");
 	if (!f)
 		return ULLONG_MAX;
@@ -1980,7 +1984,7 @@ static unsigned long long pool_metric_value(const struct pool_metric *m,
 					    const struct pool_row *r)
 {
 	if (m->offset == PM_MEM_BYTES)
-		return pool_mem_bytes(r);
+		return pool_sysfs_value(r, "mem_bytes");
 	if (m->offset == PM_LISTED)
 		return r->tenants_shown == TENANTS_ALL;
 	return *(const unsigned int *)((const char *)r + m->offset);
@@ -2037,10 +2041,29 @@ static const struct pool_metric pool_metrics[] = {
 	{ "row_tokens", "", "Longest row in tokens (row_tokens)",
 	  ROW_FIELD(info.out_row_tokens), false, false },
 	{ "mem_bytes", "bytes",
-	  "Kernel memory of the pool's bookkeeping (mem_bytes)", PM_MEM_BYTES, false, false },
+	  "Kernel memory of the pool's bookkeeping (mem_bytes)", PM_MEM_BYTES,
+	  false, false },
 	{ "tenants_listed", "",
 	  "1 if the kvpool_tenant_* samples are every tenant of the pool, 0 if not (no CAP_SYS_ADMIN: at most the caller's own)",
 	  PM_LISTED, false, false },
+};
+
+/*
+ * The pool's counters, which only grow: a counter family each, named
+ * kvpool_pool_NAME with the sample NAME_total, read from sysfs file NAME
+ * (no sample from a module without it).
+ */
+static const struct {
+	const char *name;
+	const char *help;
+} pool_counters[] = {
+	{ "clients_opened", "Opens of the pool since it was made" },
+	{ "refused_space",
+	  "ROW_ALLOC, EXTEND and IMPORT calls refused with ENOSPC" },
+	{ "refused_quota",
+	  "ROW_ALLOC, EXTEND and IMPORT calls refused with EDQUOT: a tenant at its limit" },
+	{ "reclaimed_pages",
+	  "Pages closing clients still held, taken back at their last close" },
 };
 
 /* A tenant figure: its name after "kvpool_tenant_", help, field. */
@@ -2140,6 +2163,19 @@ static void write_metrics(FILE *f, const struct pool_row *rows, size_t nr)
 			fprintf(f, "%s{pool=\"%u\"} %llu\n", name, r->id, v);
 		}
 	}
+	for (i = 0; i < ARRAY_SIZE(pool_counters); i++) {
+		snprintf(name, sizeof(name), "kvpool_pool_%s",
+			 pool_counters[i].name);
+		om_family(f, name, "counter", "", pool_counters[i].help);
+		for (j = 0; j < nr; j++) {
+			unsigned long long v;
+
+			v = pool_sysfs_value(&rows[j], pool_counters[i].name);
+			if (v != ULLONG_MAX)
+				fprintf(f, "%s_total{pool=\"%u\"} %llu\n", name,
+					rows[j].id, v);
+		}
+	}
 	for (i = 0; i < ARRAY_SIZE(tenant_metrics); i++) {
 		const struct tenant_metric *m = &tenant_metrics[i];
 
@@ -2166,8 +2202,9 @@ static const char usage_metrics[] =
 "    Print every pool's (or POOL's) figures, and its tenants' as root (a\n"
 "    user without CAP_SYS_ADMIN gets only their own tenant, if they may\n"
 "    open the pool), in the OpenMetrics text format: Prometheus, or\n"
-"    node_exporter's textfile collector. Gauges only: kvpool keeps no\n"
-"    counters. Reads sysfs, as status does.\n"
+"    node_exporter's textfile collector. Gauges, and the pool's counters\n"
+"    (opens, refusals, pages taken back at close) as _total. Reads sysfs,\n"
+"    as status does.\n"
 "    --output FILE   write FILE.tmp, then rename it to FILE: a reader\n"
 "                    never sees a file half written\n";
 
