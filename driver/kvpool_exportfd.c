@@ -13,6 +13,7 @@
 #include <linux/uaccess.h>
 
 #include "kvpool_drv.h"
+#include "kvpool_trace.h"
 
 static int kvp_export_release(struct inode *inode, struct file *file)
 {
@@ -21,8 +22,13 @@ static int kvp_export_release(struct inode *inode, struct file *file)
 
 	mutex_lock(&kd->core.lock);
 	if (x->exported) {
-		if (!x->imported)
+		if (!x->imported) {
+			u32 before = kd->core.export_pages;
+
 			kvp_export_drop_locked(&kd->core, x->idx);
+			trace_kvpool_export_drop(&kd->core, x->idx,
+						 before - kd->core.export_pages);
+		}
 		kd->nr_exports--;
 	}
 	mutex_unlock(&kd->core.lock);
@@ -64,6 +70,8 @@ int kvp_export_ioctl(struct kvp_ucmd *ucmd)
 
 	mutex_lock(&kd->core.lock);
 	ret = kvp_export_peek_locked(c, cmd, &n);
+	if (ret)
+		trace_kvpool_export(c, cmd, 0, 0, ret);
 	mutex_unlock(&kd->core.lock);
 	if (ret)
 		return ret;
@@ -103,6 +111,7 @@ int kvp_export_ioctl(struct kvp_ucmd *ucmd)
 		x->exported = true;
 		kd->nr_exports++;
 	}
+	trace_kvpool_export(c, cmd, x->idx, n_now, ret);
 	mutex_unlock(&kd->core.lock);
 	if (ret) {
 		ucmd->responded = false;
@@ -158,6 +167,10 @@ int kvp_import_ioctl(struct kvp_ucmd *ucmd)
 	mutex_lock(&c->pool->lock);
 	ret = !x->exported || x->imported ? -EALREADY :
 	      kvp_import_peek_locked(c, x->idx, &h, &n);
+	if (ret) {
+		trace_kvpool_import(c, x->idx, &h, 0, ret);
+		trace_kvpool_refuse(c, KVPOOL_CMD_IMPORT, ret, 0);
+	}
 	mutex_unlock(&c->pool->lock);
 	if (ret)
 		goto out;
@@ -176,6 +189,8 @@ int kvp_import_ioctl(struct kvp_ucmd *ucmd)
 	      kvp_import_locked(c, x->idx, &h, &n);
 	if (!ret)
 		x->imported = true;
+	trace_kvpool_import(c, x->idx, &h, n, ret);
+	trace_kvpool_refuse(c, KVPOOL_CMD_IMPORT, ret, 0);
 	mutex_unlock(&c->pool->lock);
 	if (ret) {
 		ucmd->responded = false;

@@ -22,6 +22,7 @@
 #include <linux/wait.h>
 
 #include "kvpool_drv.h"
+#include "kvpool_trace.h"
 
 /*
  * Structs, and arrays of at most this many bytes, of 4- or 8-byte words,
@@ -387,6 +388,7 @@ static int kvp_row_alloc_ioctl(struct kvp_ucmd *ucmd)
 	struct kvpool_row_alloc *cmd = ucmd->cmd;
 	u64 hbuf[KVP_STACK_ARRAY / sizeof(u64)];
 	struct kvpool_handle *h = (void *)hbuf;
+	struct kvp_lock_ns lt;
 	u32 freed, idx;
 	int ret;
 
@@ -404,8 +406,10 @@ static int kvp_row_alloc_ioctl(struct kvp_ucmd *ucmd)
 			return -ENOMEM;
 	}
 
-	mutex_lock(&c->pool->lock);
+	kvp_lock_timed(c->pool, &lt, trace_kvpool_row_alloc_enabled());
 	ret = kvp_row_alloc_locked(c, h, cmd->count, &cmd->out_short);
+	trace_kvpool_row_alloc(c, cmd->count, h, cmd->out_short, ret, &lt);
+	trace_kvpool_refuse(c, KVPOOL_CMD_ROW_ALLOC, ret, cmd->out_short);
 	mutex_unlock(&c->pool->lock);
 	if (ret)
 		goto out_free;
@@ -417,7 +421,9 @@ static int kvp_row_alloc_ioctl(struct kvp_ucmd *ucmd)
 		 * back rather than leave them held until close.
 		 */
 		mutex_lock(&c->pool->lock);
-		kvp_release_locked(c, h, cmd->count, 0, &freed, &idx);
+		ret = kvp_release_locked(c, h, cmd->count, 0, &freed, &idx);
+		trace_kvpool_release(c, cmd->count, h[0].req_pool_idx, 0,
+				     freed, idx, ret, NULL);
 		mutex_unlock(&c->pool->lock);
 		ret = -EFAULT;
 	}
@@ -462,6 +468,7 @@ static int kvp_extend_ioctl(struct kvp_ucmd *ucmd)
 	u64 ebuf[KVP_STACK_ARRAY / sizeof(u64)];
 	struct kvpool_extend_entry *e;
 	struct kvp_extend_result res;
+	struct kvp_lock_ns lt;
 	u32 pbuf[KVP_STACK_PAGES];
 	size_t ssize, esize, eroom;
 	u32 *pages = pbuf, pcap;
@@ -507,9 +514,11 @@ static int kvp_extend_ioctl(struct kvp_ucmd *ucmd)
 		pcap = ssize / sizeof(u32);
 	}
 
-	mutex_lock(&c->pool->lock);
+	kvp_lock_timed(c->pool, &lt, trace_kvpool_extend_enabled());
 	ret = kvp_extend_buf_locked(c, e, cmd->count, cmd->pages_cap,
 				    pages, pcap, &res);
+	trace_kvpool_extend(c, cmd->count, e, &res, ret, &lt);
+	trace_kvpool_refuse(c, KVPOOL_CMD_EXTEND, ret, res.shortfall);
 	mutex_unlock(&c->pool->lock);
 	cmd->out_nr_pages = res.nr_pages;
 	cmd->out_short = res.shortfall;
@@ -554,12 +563,76 @@ static const struct {
 	[KVP_BATCH_CACHE_EVICT] = { sizeof(u32), 0 },
 };
 
+/* Whether @op has an event, and it is enabled: then its lock is timed. */
+static bool kvp_batch_traced(enum kvp_batch_op op)
+{
+	switch (op) {
+	case KVP_BATCH_COMMIT:
+		return false;
+	case KVP_BATCH_TRIM:
+		return trace_kvpool_trim_enabled();
+	case KVP_BATCH_RELEASE:
+		return trace_kvpool_release_enabled();
+	case KVP_BATCH_DONATE:
+		return trace_kvpool_donate_enabled();
+	case KVP_BATCH_SWA_FREE:
+		return trace_kvpool_swa_free_enabled();
+	case KVP_BATCH_CACHE_EVICT:
+		return trace_kvpool_cache_evict_enabled();
+	}
+	return false;
+}
+
+/*
+ * The event of batch op @op, under the pool lock. @e holds the entries:
+ * each starts with a handle, except CACHE_EVICT's, which are page ids.
+ */
+static void kvp_batch_trace(struct kvp_client *c,
+			    const struct kvpool_batch *cmd,
+			    enum kvp_batch_op op, const void *e, int ret,
+			    const struct kvp_lock_ns *lt)
+{
+	const struct kvpool_handle *h = e;
+	const u32 *id = e;
+
+	switch (op) {
+	case KVP_BATCH_COMMIT:
+		break;
+	case KVP_BATCH_TRIM:
+		trace_kvpool_trim(c, cmd->count, h->req_pool_idx, cmd->flags,
+				  cmd->out_nr_pages, cmd->out_error_index, ret,
+				  lt);
+		break;
+	case KVP_BATCH_RELEASE:
+		trace_kvpool_release(c, cmd->count, h->req_pool_idx,
+				     cmd->flags, cmd->out_nr_pages,
+				     cmd->out_error_index, ret, lt);
+		break;
+	case KVP_BATCH_DONATE:
+		trace_kvpool_donate(c, cmd->count, h->req_pool_idx,
+				    cmd->flags, cmd->out_nr_pages,
+				    cmd->out_error_index, ret, lt);
+		break;
+	case KVP_BATCH_SWA_FREE:
+		trace_kvpool_swa_free(c, cmd->count, h->req_pool_idx,
+				      cmd->flags, cmd->out_nr_pages,
+				      cmd->out_error_index, ret, lt);
+		break;
+	case KVP_BATCH_CACHE_EVICT:
+		trace_kvpool_cache_evict(c, cmd->count, *id, cmd->flags,
+					 cmd->out_nr_pages,
+					 cmd->out_error_index, ret, lt);
+		break;
+	}
+}
+
 static int kvp_batch(struct kvp_client *c, struct kvpool_batch *cmd,
 		     enum kvp_batch_op op)
 {
 	size_t size = kvp_batch_ops[op].entry_size;
 	u64 ebuf[KVP_STACK_ARRAY / sizeof(u64)];
 	void *e, *ebp, *sb;
+	struct kvp_lock_ns lt;
 	size_t ssize;
 	bool scratch;
 	int ret;
@@ -582,7 +655,7 @@ static int kvp_batch(struct kvp_client *c, struct kvpool_batch *cmd,
 		goto out_scratch;
 	}
 
-	mutex_lock(&c->pool->lock);
+	kvp_lock_timed(c->pool, &lt, kvp_batch_traced(op));
 	switch (op) {
 	case KVP_BATCH_COMMIT:
 		ret = kvp_commit_locked(c, e, cmd->count,
@@ -612,6 +685,7 @@ static int kvp_batch(struct kvp_client *c, struct kvpool_batch *cmd,
 			cmd->out_nr_pages = cmd->count;
 		break;
 	}
+	kvp_batch_trace(c, cmd, op, e, ret, &lt);
 	mutex_unlock(&c->pool->lock);
 	kvp_array_free(e, ebp);
 out_scratch:
@@ -839,6 +913,7 @@ static int kvp_pressure_ioctl(struct kvp_ucmd *ucmd)
 	cmd->out_free_pages = c->pool->free_pages;
 	cmd->out_low_wmark = c->pool->low_wmark;
 	cmd->out_high_wmark = c->pool->high_wmark;
+	trace_kvpool_pressure(c, cmd->out_ask_pages, cmd->out_reasons, false);
 	mutex_unlock(&c->pool->lock);
 	return 0;
 }
@@ -893,14 +968,18 @@ static long kvp_pool_ioctl(struct file *file, unsigned int cmd,
 			   unsigned long arg)
 {
 	struct kvp_client *c = file->private_data;
-	u32 seq = READ_ONCE(c->pool->pressure_seq);
+	u32 seq = READ_ONCE(c->pool->pressure_seq), now;
 	long ret;
 
 	ret = kvp_dispatch(c, kvp_pool_ops, ARRAY_SIZE(kvp_pool_ops),
 			   KVPOOL_CMD_INFO, cmd, arg);
 	/* The op may have raised someone's ask: let pollers look again. */
-	if (READ_ONCE(c->pool->pressure_seq) != seq)
+	now = READ_ONCE(c->pool->pressure_seq);
+	if (now != seq) {
+		trace_kvpool_pressure_raise(c->pool->id, c->id, _IOC_NR(cmd),
+					    now);
 		wake_up_interruptible_all(&kvp_dev_of(c->pool)->wq);
+	}
 	return ret;
 }
 
@@ -912,6 +991,7 @@ static __poll_t kvp_pool_poll(struct file *file, poll_table *wait)
 	poll_wait(file, &kvp_dev_of(c->pool)->wq, wait);
 	mutex_lock(&c->pool->lock);
 	ask = kvp_pressure_locked(c, &why);
+	trace_kvpool_pressure(c, ask, why, true);
 	mutex_unlock(&c->pool->lock);
 	return ask ? EPOLLPRI : 0;
 }

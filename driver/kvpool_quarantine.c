@@ -28,6 +28,7 @@
 #include <linux/workqueue.h>
 
 #include "kvpool_drv.h"
+#include "kvpool_trace.h"
 
 /* The first check after a close, and the longest wait between two. */
 #define KVP_HOLD_FIRST_MS	5
@@ -180,18 +181,30 @@ void kvp_pool_file_release(struct kvp_pool_file *pf)
 {
 	struct kvp_pool *pool = pf->c.pool;
 	struct kvp_dev *kd = kvp_dev_of(pool);
+	struct kvp_trace_held th = {};
 	bool held = false;
+	u32 n;
 
 	/* No ioctl can run any more: a hold has no use for the buffer. */
 	kvfree(pf->scratch.buf);
 	pf->scratch.buf = NULL;
 	pf->scratch.size = 0;
 	mutex_lock(&pool->lock);
+	if (trace_kvpool_reclaim_enabled()) {
+		th.tenant = pf->c.tenant->id;
+		th.rows = pf->c.nr_rows;
+		th.slots = pf->c.nr_slots;
+		th.pages = pf->c.nr_pages;
+		th.cache_pages = pf->c.nr_cache_pages;
+	}
 	if (kd->arena) {
 		kvp_client_detach_hold_locked(&pf->c, &pf->hold);
+		trace_kvpool_reclaim(pool, pf->c.id, &th, pf->hold.nr);
 		/* No ioctl can run: the file is gone. */
-		if (pf->hold.nr && !kvp_users_prune(&pf->users))
-			kvp_quarantine_end_locked(pool, &pf->hold);
+		if (pf->hold.nr && !kvp_users_prune(&pf->users)) {
+			n = kvp_quarantine_end_locked(pool, &pf->hold);
+			trace_kvpool_quarantine_end(pool, pf->c.id, n);
+		}
 		if (pf->hold.nr) {
 			list_add_tail(&pf->hold_link, &kd->holds);
 			kd->hold_delay = msecs_to_jiffies(KVP_HOLD_FIRST_MS);
@@ -201,6 +214,7 @@ void kvp_pool_file_release(struct kvp_pool_file *pf)
 		}
 	} else {
 		kvp_client_detach_locked(&pf->c);
+		trace_kvpool_reclaim(pool, pf->c.id, &th, 0);
 	}
 	mutex_unlock(&pool->lock);
 	if (!held)
@@ -223,9 +237,12 @@ static void kvp_hold_scan(struct work_struct *work)
 	mutex_lock(&kd->core.lock);
 	seq = kd->core.pressure_seq;
 	list_for_each_entry_safe(pf, next, &kd->holds, hold_link) {
+		u32 n;
+
 		if (kvp_users_prune(&pf->users))
 			continue;
-		kvp_quarantine_end_locked(&kd->core, &pf->hold);
+		n = kvp_quarantine_end_locked(&kd->core, &pf->hold);
+		trace_kvpool_quarantine_end(&kd->core, pf->c.id, n);
 		list_move(&pf->hold_link, &done);
 	}
 	if (!list_empty(&kd->holds)) {
@@ -265,7 +282,9 @@ void kvp_holds_drain(struct kvp_dev *kd)
 	cancel_delayed_work_sync(&kd->hold_work);
 	mutex_lock(&kd->core.lock);
 	list_for_each_entry_safe(pf, next, &kd->holds, hold_link) {
-		kvp_quarantine_end_locked(&kd->core, &pf->hold);
+		u32 n = kvp_quarantine_end_locked(&kd->core, &pf->hold);
+
+		trace_kvpool_quarantine_end(&kd->core, pf->c.id, n);
 		list_move(&pf->hold_link, &done);
 	}
 	mutex_unlock(&kd->core.lock);
