@@ -24,6 +24,9 @@ pkgs=(
 	xz-utils		# 6.12 ships its modules as .ko.xz
 	dwarves			# pahole: 6.12 module builds generate BTF
 	sparse			# SPARSE=1 builds (C=2 CHECK=sparse)
+	linux-perf		# selftests/kernel/trace_test: perf list
+				# 'kvpool:*' in the guest (the host's root)
+	bpftrace		# trace_test runs the docs' bpftrace one-liner
 	cppcheck		# tools/lint.sh on the userspace C
 	perl			# checkpatch.pl in tools/lint.sh
 	git			# tools/lint.sh reads the commits it checks
