@@ -60,8 +60,9 @@ pkgs=(
 	libssl-dev		# the debug kernel's sign-file and certs
 	debootstrap		# the 7.x lanes' trixie/sid build roots
 	debhelper dh-dkms dh-python python3-all-dev dpkg-dev
-				# tools/packaging/build-debs.sh: the Debian
-				# packages (debian/control's Build-Depends)
+	build-essential		# tools/packaging/build-debs.sh: the Debian
+				# packages (debian/control's Build-Depends;
+				# dpkg-buildpackage also wants build-essential)
 	lintian			# ... and their check
 	util-linux		# flock, dmesg (essential, listed for clarity)
 	coreutils		# timeout (essential, listed for clarity)
