@@ -102,6 +102,34 @@ def test_quota_by_cgroup_and_uid(pools):
     p.release(hs)
 
 
+def test_quota_by_cgroup_path(pools):
+    """A limit set on the cgroup's path (any uid) holds for a new client."""
+    pid = pools.create()
+    self_cgroup_id()  # mounts cgroup v2 when the guest has not
+    with open("/proc/self/cgroup") as f:
+        path = next(ln[3:].strip() for ln in f if ln.startswith("0::"))
+    tid = kvpool.tenant_set(pid, cgroup_path=path, any_uid=True,
+                            max_pages=3, label="bypath")
+    p = pools.open(pid)
+    assert p.stats().tenant_id == tid
+    t = {t.tenant_id: t for t in kvpool.tenant_list(pid)}[tid]
+    want = kvpool.TENANT_BY_PATH | kvpool.TENANT_ANY_UID | \
+        kvpool.TENANT_CONFIGURED
+    assert (t.flags, t.cgroup_id, t.max_pages) == (want, 0, 3)
+    assert len(t) == 12  # flags is by name only
+    h = p.alloc_rows(1)
+    with pytest.raises(kvpool.QuotaExceeded):
+        p.extend(h, L(4 * PT))
+    p.release(h)
+    with pytest.raises(kvpool.Error) as ei:
+        kvpool.tenant_set(pid, cgroup_path=path + "/", max_pages=1)
+    assert ei.value.errno == errno.EINVAL
+    assert kvpool.tenant_set(pid, cgroup_path=path, any_uid=True,
+                             remove=True) == tid
+    t = {t.tenant_id: t for t in kvpool.tenant_list(pid)}[tid]
+    assert t.flags == kvpool.TENANT_BY_PATH | kvpool.TENANT_ANY_UID
+
+
 def test_quota_by_tenant_id(pool):
     tid = pool.stats().tenant_id
     assert kvpool.tenant_set(pool.info.pool_id, tenant_id=tid,

@@ -54,6 +54,12 @@ PRESSURE_LOW: Final[int]
 PRESSURE_OVER_MAX: Final[int]
 PRESSURE_GUARANTEE: Final[int]
 LABEL_LEN: Final[int]
+TENANT_BY_ID: Final[int]
+TENANT_BY_PATH: Final[int]
+TENANT_ANY_UID: Final[int]
+TENANT_REMOVE: Final[int]
+TENANT_CONFIGURED: Final[int]
+CGROUP_PATH_MAX: Final[int]
 
 class Error(OSError):
     """A libkvpool call failed."""
@@ -243,6 +249,8 @@ class Tenant(tuple[Any, ...]):
     def ask_pages(self) -> int: ...
     @property
     def label(self) -> str: ...
+    @property
+    def flags(self) -> int: ...
 
 class Pool:
     """One client of a kvpool device."""
@@ -346,7 +354,8 @@ def pool_gpu(pool_id: int, /) -> str | None: ...
 def tenant_set(pool_id: int, cgroup_id: int = 0, uid: int = 0,
                tenant_id: int | None = None, max_pages: int = 0,
                min_pages: int = 0, max_rows: int = 0,
-               label: str = "") -> int: ...
+               label: str = "", cgroup_path: str | None = None,
+               any_uid: bool = False, remove: bool = False) -> int: ...
 def tenant_list(pool_id: int, /) -> list[Tenant]: ...
 def set_wmark(pool_id: int, low: int, high: int, /) -> None: ...
 def arena_create_host(pool_id: int, page_bytes: int, nr_chunks: int, /

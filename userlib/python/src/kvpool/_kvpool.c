@@ -130,6 +130,9 @@ static const struct kvp_field kvp_tenant_fields[] = {
 	KVP_FLD(kvpool_tenant_info, max_rows, "row limit (0: none)"),
 	KVP_FLD(kvpool_tenant_info, ask_pages, "pages its clients are asked"),
 	{ "label", "its label", offsetof(struct kvpool_tenant_info, label), 0 },
+	/* By name only: not part of the tuple, which predates it. */
+	KVP_FLD(kvpool_tenant_info, flags,
+		"TENANT_BY_PATH, TENANT_ANY_UID, TENANT_CONFIGURED"),
 };
 
 struct kvp_tuple {
@@ -856,33 +859,46 @@ PyDoc_STRVAR(kvp_tenant_set_doc,
 "           min_pages=0, max_rows=0, label=\"\") -> int\n\n"
 "Set the limits of a tenant of pool pool_id (root;\n"
 "kvpool_tenant_set) and return its id. The tenant is named by\n"
-"cgroup_id and uid (created if new) or, when tenant_id is not None, by\n"
-"its id (TENANT_BY_ID). 0 limits are none; an empty label keeps the\n"
-"current one. A label of 32 bytes or more (UTF-8) is a ValueError.");
+"cgroup_id and uid (created if new), when tenant_id is not None by\n"
+"its id (TENANT_BY_ID), or when cgroup_path is not None by that cgroup\n"
+"path (\"/system.slice/x.service\", as the host's /sys/fs/cgroup names\n"
+"it; created if new) and uid, or every uid with any_uid\n"
+"(kvpool_tenant_set_path): such limits cover the cgroups below it and\n"
+"survive a restart of the service. remove=True drops the tenant's\n"
+"limits instead (TENANT_REMOVE). 0 limits are none; an empty label\n"
+"keeps the current one. A label of 32 bytes or more (UTF-8) is a\n"
+"ValueError.");
 
 static PyObject *kvp_tenant_set(PyObject *mod, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "pool_id", "cgroup_id", "uid", "tenant_id",
 				  "max_pages", "min_pages", "max_rows",
-				  "label", NULL };
+				  "label", "cgroup_path", "any_uid", "remove",
+				  NULL };
 	struct kvpool_ctl_tenant t = { 0 };
+	const char *label = "", *path = NULL;
+	int any_uid = 0, remove = 0;
 	PyObject *tid = Py_None;
-	const char *label = "";
 	Py_ssize_t label_len = 0;
 	uint32_t pool_id;
 	int ret;
 
 	(void)mod;
 	if (!PyArg_ParseTupleAndKeywords(args, kw,
-					 "O&|O&O&OO&O&O&s#:tenant_set", kwlist,
-					 kvp_u32_conv, &pool_id,
+					 "O&|O&O&OO&O&O&s#zpp:tenant_set",
+					 kwlist, kvp_u32_conv, &pool_id,
 					 kvp_u64_conv, &t.cgroup_id,
 					 kvp_u32_conv, &t.uid, &tid,
 					 kvp_u32_conv, &t.max_pages,
 					 kvp_u32_conv, &t.min_pages,
 					 kvp_u32_conv, &t.max_rows,
-					 &label, &label_len))
+					 &label, &label_len, &path, &any_uid,
+					 &remove))
 		return NULL;
+	if (any_uid)
+		t.flags |= KVPOOL_TENANT_ANY_UID;
+	if (remove)
+		t.flags |= KVPOOL_TENANT_REMOVE;
 	if (tid != Py_None) {
 		if (!kvp_u32_conv(tid, &t.tenant_id))
 			return NULL;
@@ -895,7 +911,8 @@ static PyObject *kvp_tenant_set(PyObject *mod, PyObject *args, PyObject *kw)
 	}
 	memcpy(t.label, label, label_len);
 	Py_BEGIN_ALLOW_THREADS
-	ret = kvpool_tenant_set(pool_id, &t);
+	ret = path ? kvpool_tenant_set_path(pool_id, path, &t) :
+		     kvpool_tenant_set(pool_id, &t);
 	Py_END_ALLOW_THREADS
 	if (ret < 0)
 		return kvp_error(ret, NULL);
@@ -1078,6 +1095,12 @@ static const struct kvp_const kvp_consts[] = {
 	KVP_CONST(PRESSURE_OVER_MAX),
 	KVP_CONST(PRESSURE_GUARANTEE),
 	KVP_CONST(LABEL_LEN),
+	KVP_CONST(TENANT_BY_ID),
+	KVP_CONST(TENANT_BY_PATH),
+	KVP_CONST(TENANT_ANY_UID),
+	KVP_CONST(TENANT_REMOVE),
+	KVP_CONST(TENANT_CONFIGURED),
+	KVP_CONST(CGROUP_PATH_MAX),
 };
 
 PyDoc_STRVAR(kvp_error_doc,
