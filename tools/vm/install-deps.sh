@@ -46,6 +46,7 @@ pkgs=(
 	python3-prometheus-client
 				# the OpenMetrics parser that checks kvpoolctl
 				# metrics (make -C tools check, kvpoolctl_test)
+	tmux			# drives kvpoolctl top in kvpoolctl_test
 	python3-pytest		# runs userlib/python/tests (make check, and
 				# selftests/kernel/python_test in the VM)
 	gcc make libc6-dev	# module and kselftest builds
