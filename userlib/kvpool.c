@@ -790,8 +790,13 @@ int kvpool_pci_parse(const char *s, uint32_t *domain, uint32_t *devid)
 	return 0;
 }
 
-KVP_PUBLIC
-int kvpool_tenant_set(unsigned int pool_id, struct kvpool_ctl_tenant *t)
+/*
+ * CTL_TENANT_SET of *@t, with the path @cgroup_path when not NULL. Only
+ * the first release's 80 bytes of *@t are read and written: the caller's
+ * struct may be that size, and a path travels beside it.
+ */
+static int kvp_tenant_set(unsigned int pool_id, struct kvpool_ctl_tenant *t,
+			  const char *cgroup_path)
 {
 	struct kvpool_ctl_tenant arg = {
 		.size = sizeof(arg),
@@ -803,51 +808,38 @@ int kvpool_tenant_set(unsigned int pool_id, struct kvpool_ctl_tenant *t)
 		.max_pages = t->max_pages,
 		.min_pages = t->min_pages,
 		.max_rows = t->max_rows,
+		.cgroup_path = kvp_ptr(cgroup_path),
 	};
 	int ret;
 
 	/* As kvpool_pool_create(): a later version may give it a meaning. */
 	if (t->__reserved)
 		return -EINVAL;
+	if (cgroup_path)
+		arg.flags |= KVPOOL_TENANT_BY_PATH;
 	memcpy(arg.label, t->label, sizeof(arg.label));
 
 	ret = kvp_control(KVPOOL_CTL_TENANT_SET, &arg);
 	if (ret)
 		return ret;
-	/*
-	 * The caller's struct may be the first release's: nothing past it.
-	 * A path is given to the kernel only by kvpool_tenant_set_path().
-	 */
 	memcpy(t, &arg, offsetof(struct kvpool_ctl_tenant, cgroup_path));
 	/* At most 4096 tenants a pool: fits an int. */
 	return (int)arg.tenant_id;
 }
 
 KVP_PUBLIC
+int kvpool_tenant_set(unsigned int pool_id, struct kvpool_ctl_tenant *t)
+{
+	return kvp_tenant_set(pool_id, t, NULL);
+}
+
+KVP_PUBLIC
 int kvpool_tenant_set_path(unsigned int pool_id, const char *cgroup_path,
 			   struct kvpool_ctl_tenant *t)
 {
-	struct kvpool_ctl_tenant arg = {
-		.size = sizeof(arg),
-		.flags = t->flags | KVPOOL_TENANT_BY_PATH,
-		.pool_id = pool_id,
-		.cgroup_id = t->cgroup_id,
-		.uid = t->uid,
-		.max_pages = t->max_pages,
-		.min_pages = t->min_pages,
-		.max_rows = t->max_rows,
-		.cgroup_path = kvp_ptr(cgroup_path),
-	};
-	int ret;
-
-	if (!cgroup_path || t->__reserved)
+	if (!cgroup_path)
 		return -EINVAL;
-	memcpy(arg.label, t->label, sizeof(arg.label));
-	ret = kvp_control(KVPOOL_CTL_TENANT_SET, &arg);
-	if (ret)
-		return ret;
-	memcpy(t, &arg, offsetof(struct kvpool_ctl_tenant, cgroup_path));
-	return (int)arg.tenant_id;
+	return kvp_tenant_set(pool_id, t, cgroup_path);
 }
 
 KVP_PUBLIC
