@@ -3556,83 +3556,122 @@ static int tenant_set_call(unsigned int id, struct kvpool_ctl_tenant *t,
 	return ret;
 }
 
+/* The options of tenant set and remove; TOPT_ID is remove's only. */
+enum {
+	TOPT_CGROUP = 256, TOPT_CGROUP_ID, TOPT_UID, TOPT_ID, TOPT_MAX,
+	TOPT_MIN, TOPT_MAX_ROWS, TOPT_LABEL
+};
+
+/* How a tenant set or remove names the tenant, as its options gave it. */
+struct tenant_name {
+	const char *cgroup;	/* --cgroup */
+	bool cgroup_id;		/* --cgroup-id, in kvpool_ctl_tenant */
+	bool uid;		/* --uid, likewise */
+	bool id;		/* --id, likewise */
+};
+
+/*
+ * Option @c (with @arg) if it is one that names the tenant: into @t and
+ * @n. Returns EXIT_OK, EXIT_USAGE for a bad value, or -1 when @c is not
+ * one of them.
+ */
+static int tenant_name_opt(int c, const char *arg,
+			   struct kvpool_ctl_tenant *t, struct tenant_name *n)
+{
+	switch (c) {
+	case TOPT_CGROUP:
+		n->cgroup = arg;
+		return EXIT_OK;
+	case TOPT_CGROUP_ID:
+		if (!parse_u64(arg, &t->cgroup_id)) {
+			err_msg("--cgroup-id: not a number: '%s'", arg);
+			return EXIT_USAGE;
+		}
+		n->cgroup_id = true;
+		return EXIT_OK;
+	case TOPT_UID:
+		if (!parse_uid(arg, &t->uid)) {
+			err_msg("--uid: no such user: '%s'", arg);
+			return EXIT_USAGE;
+		}
+		n->uid = true;
+		return EXIT_OK;
+	case TOPT_ID:
+		if (!parse_u32(arg, &t->tenant_id)) {
+			err_msg("--id: not a tenant id: '%s'", arg);
+			return EXIT_USAGE;
+		}
+		n->id = true;
+		t->flags |= KVPOOL_TENANT_BY_ID;
+		return EXIT_OK;
+	}
+	return -1;
+}
+
+/*
+ * The pool argument and, for --cgroup, the path as the kernel names it
+ * (*@rel, malloc()ed) and every uid unless --uid was given. Exactly one
+ * way of naming it, and --uid only where it means something, else a
+ * usage error naming @what. The return value is an exit code.
+ */
+static int tenant_name_end(int argc, char **argv, const char *what,
+			   const struct tenant_name *n,
+			   struct kvpool_ctl_tenant *t, unsigned int *id,
+			   char **rel)
+{
+	*rel = NULL;
+	if (argc - optind != 1 || !!n->cgroup + n->cgroup_id + n->id != 1 ||
+	    (n->cgroup_id && !n->uid) || (n->id && n->uid)) {
+		err_msg("%s needs POOL and one of --cgroup PATH [--uid UID], --cgroup-id N --uid UID%s",
+			what, t->flags & KVPOOL_TENANT_REMOVE ? ", --id ID" : "");
+		return usage_of(usage_tenant, stderr);
+	}
+	if (!parse_pool(argv[optind], id))
+		return bad_pool(argv[optind]);
+	if (!n->cgroup)
+		return EXIT_OK;
+	if (!n->uid)
+		t->flags |= KVPOOL_TENANT_ANY_UID;
+	return cgroup_rel_of(n->cgroup, rel);
+}
+
 static int tenant_remove(int argc, char **argv)
 {
-	enum { OPT_CGROUP = 256, OPT_CGROUP_ID, OPT_UID, OPT_ID };
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },
-		{ "cgroup", required_argument, NULL, OPT_CGROUP },
-		{ "cgroup-id", required_argument, NULL, OPT_CGROUP_ID },
-		{ "uid", required_argument, NULL, OPT_UID },
-		{ "id", required_argument, NULL, OPT_ID },
+		{ "cgroup", required_argument, NULL, TOPT_CGROUP },
+		{ "cgroup-id", required_argument, NULL, TOPT_CGROUP_ID },
+		{ "uid", required_argument, NULL, TOPT_UID },
+		{ "id", required_argument, NULL, TOPT_ID },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct kvpool_ctl_tenant t = { .flags = KVPOOL_TENANT_REMOVE };
-	bool have_cg_id = false, have_uid = false, have_id = false;
-	const char *cgroup = NULL;
-	char *rel = NULL;
+	struct tenant_name n = { 0 };
+	char *rel;
 	unsigned int id;
 	int c, ret;
 
 	optind = 0;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'h':
+		if (c == 'h')
 			return usage_of(usage_tenant, stdout);
-		case OPT_CGROUP:
-			cgroup = optarg;
-			break;
-		case OPT_CGROUP_ID:
-			if (!parse_u64(optarg, &t.cgroup_id)) {
-				err_msg("--cgroup-id: not a number: '%s'",
-					optarg);
-				return EXIT_USAGE;
-			}
-			have_cg_id = true;
-			break;
-		case OPT_UID:
-			if (!parse_uid(optarg, &t.uid)) {
-				err_msg("--uid: no such user: '%s'", optarg);
-				return EXIT_USAGE;
-			}
-			have_uid = true;
-			break;
-		case OPT_ID:
-			if (!parse_u32(optarg, &t.tenant_id)) {
-				err_msg("--id: not a tenant id: '%s'", optarg);
-				return EXIT_USAGE;
-			}
-			have_id = true;
-			break;
-		default:
+		ret = tenant_name_opt(c, optarg, &t, &n);
+		if (ret < 0)
 			return usage_of(usage_tenant, stderr);
-		}
-	}
-	if (argc - optind != 1 || !!cgroup + have_cg_id + have_id != 1 ||
-	    (have_cg_id && !have_uid) || (have_id && have_uid)) {
-		err_msg("tenant remove needs POOL and one of --cgroup PATH [--uid UID], --cgroup-id N --uid UID, --id ID");
-		return usage_of(usage_tenant, stderr);
-	}
-	if (!parse_pool(argv[optind], &id))
-		return bad_pool(argv[optind]);
-	if (have_id)
-		t.flags |= KVPOOL_TENANT_BY_ID;
-	if (cgroup) {
-		ret = cgroup_rel_of(cgroup, &rel);
 		if (ret)
 			return ret;
-		if (!have_uid)
-			t.flags |= KVPOOL_TENANT_ANY_UID;
 	}
+	ret = tenant_name_end(argc, argv, "tenant remove", &n, &t, &id, &rel);
+	if (ret)
+		return ret;
 	ret = tenant_set_call(id, &t, rel, "tenant remove");
+	free(rel);
 	if (ret == -ENOENT) {
 		err_msg("tenant remove: pool %u has no tenant with limits set so named%s",
-			id, cgroup && !have_uid ?
+			id, n.cgroup && !n.uid ?
 			" (for every uid; give --uid for one user's)" : "");
-		free(rel);
 		return EXIT_FAIL;
 	}
-	free(rel);
 	if (ret == -E2BIG || ret == -ENAMETOOLONG)
 		return EXIT_FAIL;	/* said */
 	if (ret < 0)
@@ -3643,24 +3682,22 @@ static int tenant_remove(int argc, char **argv)
 
 static int tenant_set(int argc, char **argv)
 {
-	enum { OPT_CGROUP = 256, OPT_CGROUP_ID, OPT_UID, OPT_MAX, OPT_MIN,
-	       OPT_MAX_ROWS, OPT_LABEL };
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },
-		{ "cgroup", required_argument, NULL, OPT_CGROUP },
-		{ "cgroup-id", required_argument, NULL, OPT_CGROUP_ID },
-		{ "uid", required_argument, NULL, OPT_UID },
-		{ "max", required_argument, NULL, OPT_MAX },
-		{ "min", required_argument, NULL, OPT_MIN },
-		{ "max-rows", required_argument, NULL, OPT_MAX_ROWS },
-		{ "label", required_argument, NULL, OPT_LABEL },
+		{ "cgroup", required_argument, NULL, TOPT_CGROUP },
+		{ "cgroup-id", required_argument, NULL, TOPT_CGROUP_ID },
+		{ "uid", required_argument, NULL, TOPT_UID },
+		{ "max", required_argument, NULL, TOPT_MAX },
+		{ "min", required_argument, NULL, TOPT_MIN },
+		{ "max-rows", required_argument, NULL, TOPT_MAX_ROWS },
+		{ "label", required_argument, NULL, TOPT_LABEL },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct kvpool_ctl_tenant t = { 0 };
-	const char *cgroup = NULL;
-	bool have_id = false, have_uid = false;
+	struct tenant_name n = { 0 };
 	unsigned int id, *field;
-	char *rel = NULL;
+	const char *name;
+	char *rel;
 	int c, ret;
 
 	optind = 0;
@@ -3668,25 +3705,7 @@ static int tenant_set(int argc, char **argv)
 		switch (c) {
 		case 'h':
 			return usage_of(usage_tenant, stdout);
-		case OPT_CGROUP:
-			cgroup = optarg;
-			continue;
-		case OPT_CGROUP_ID:
-			if (!parse_u64(optarg, &t.cgroup_id)) {
-				err_msg("--cgroup-id: not a number: '%s'",
-					optarg);
-				return EXIT_USAGE;
-			}
-			have_id = true;
-			continue;
-		case OPT_UID:
-			if (!parse_uid(optarg, &t.uid)) {
-				err_msg("--uid: no such user: '%s'", optarg);
-				return EXIT_USAGE;
-			}
-			have_uid = true;
-			continue;
-		case OPT_LABEL:
+		case TOPT_LABEL:
 			if (strlen(optarg) >= sizeof(t.label)) {
 				err_msg("--label: '%s' is longer than %zu bytes",
 					optarg, sizeof(t.label) - 1);
@@ -3694,36 +3713,34 @@ static int tenant_set(int argc, char **argv)
 			}
 			memcpy(t.label, optarg, strlen(optarg));
 			continue;
-		case OPT_MAX:
+		case TOPT_MAX:
 			field = &t.max_pages;
+			name = "max";
 			break;
-		case OPT_MIN:
+		case TOPT_MIN:
 			field = &t.min_pages;
+			name = "min";
 			break;
-		case OPT_MAX_ROWS:
+		case TOPT_MAX_ROWS:
 			field = &t.max_rows;
+			name = "max-rows";
 			break;
-		default:
+		case TOPT_ID:
 			return usage_of(usage_tenant, stderr);
+		default:
+			ret = tenant_name_opt(c, optarg, &t, &n);
+			if (ret < 0)
+				return usage_of(usage_tenant, stderr);
+			if (ret)
+				return ret;
+			continue;
 		}
-		if (!parse_count_opt(opts[c - OPT_CGROUP + 1].name, optarg,
-				     field))
+		if (!parse_count_opt(name, optarg, field))
 			return EXIT_USAGE;
 	}
-	if (argc - optind != 1 || !cgroup == !have_id ||
-	    (have_id && !have_uid)) {
-		err_msg("tenant set needs POOL and --cgroup PATH or --cgroup-id N (one of them), --uid with --cgroup-id");
-		return usage_of(usage_tenant, stderr);
-	}
-	if (!parse_pool(argv[optind], &id))
-		return bad_pool(argv[optind]);
-	if (cgroup) {
-		ret = cgroup_rel_of(cgroup, &rel);
-		if (ret)
-			return ret;
-		if (!have_uid)
-			t.flags |= KVPOOL_TENANT_ANY_UID;
-	}
+	ret = tenant_name_end(argc, argv, "tenant set", &n, &t, &id, &rel);
+	if (ret)
+		return ret;
 
 	ret = tenant_set_call(id, &t, rel, "tenant set");
 	if (ret == -EINVAL) {
