@@ -843,24 +843,6 @@ int kvpool_tenant_set_path(unsigned int pool_id, const char *cgroup_path,
 }
 
 KVP_PUBLIC
-int kvpool_tenant_list(unsigned int pool_id, struct kvpool_tenant_info *out,
-		       unsigned int count)
-{
-	struct kvpool_ctl_tenant_list arg = {
-		.size = sizeof(arg),
-		.pool_id = pool_id,
-		.count = out ? count : 0,
-		/* Checked even when count is 0: always the real length. */
-		.entry_len = sizeof(*out),
-		.tenants = kvp_ptr(out),
-	};
-	int ret;
-
-	ret = kvp_control(KVPOOL_CTL_TENANT_LIST, &arg);
-	return ret ? ret : (int)arg.out_nr_tenants;
-}
-
-KVP_PUBLIC
 int kvpool_tenant_list_paths(unsigned int pool_id,
 			     struct kvpool_tenant_info *out,
 			     unsigned int count, char *paths,
@@ -870,6 +852,7 @@ int kvpool_tenant_list_paths(unsigned int pool_id,
 		.size = sizeof(arg),
 		.pool_id = pool_id,
 		.count = out ? count : 0,
+		/* Checked even when count is 0: always the real length. */
 		.entry_len = sizeof(*out),
 		.tenants = kvp_ptr(out),
 		/* The kernel uses at most 1 MiB + 1 of it. */
@@ -895,6 +878,14 @@ int kvpool_tenant_list_paths(unsigned int pool_id,
 	if (paths_need)
 		*paths_need = arg.out_paths_len;
 	return (int)arg.out_nr_tenants;
+}
+
+KVP_PUBLIC
+int kvpool_tenant_list(unsigned int pool_id, struct kvpool_tenant_info *out,
+		       unsigned int count)
+{
+	/* With no paths buffer the struct's tail is 0: any module takes it. */
+	return kvpool_tenant_list_paths(pool_id, out, count, NULL, 0, NULL);
 }
 
 KVP_PUBLIC
