@@ -11,7 +11,10 @@
  *
  * Only numbers, no strings: the same header builds on every kernel the
  * module supports, before and after __assign_str() lost its source
- * argument (6.10).
+ * argument (6.10). The fields are declared with C's own types, not u32
+ * and u64: bpftrace turns an event's format file into a C struct, and
+ * without BTF or kernel headers (a kernel built without
+ * CONFIG_DEBUG_INFO_BTF) it knows no kernel typedefs.
  *
  * Not a stable ABI: fields may be added, renamed or dropped between
  * releases, as with the kernel's own tracepoints.
@@ -109,17 +112,17 @@ TRACE_EVENT(kvpool_row_alloc,
 		     const struct kvpool_handle *h, u32 short_rows, int err,
 		     const struct kvp_lock_ns *l),
 	    TP_ARGS(c, count, h, short_rows, err, l),
-	    TP_STRUCT__entry(__field(u32, pool)
-			     __field(u32, client)
-			     __field(u32, tenant)
-			     __field(u32, count)
-			     __field(u32, row)
-			     __field(u32, short_rows)
-			     __field(u32, client_rows)
-			     __field(u32, free_rows)
+	    TP_STRUCT__entry(__field(unsigned int, pool)
+			     __field(unsigned int, client)
+			     __field(unsigned int, tenant)
+			     __field(unsigned int, count)
+			     __field(unsigned int, row)
+			     __field(unsigned int, short_rows)
+			     __field(unsigned int, client_rows)
+			     __field(unsigned int, free_rows)
 			     __field(int, err)
-			     __field(u64, wait_ns)
-			     __field(u64, hold_ns)),
+			     __field(unsigned long long, wait_ns)
+			     __field(unsigned long long, hold_ns)),
 	    TP_fast_assign(KVP_TP_WHO_ASSIGN(c);
 			   __entry->count = count;
 			   __entry->row = err ? KVP_NIL : h[0].req_pool_idx;
@@ -141,21 +144,21 @@ TRACE_EVENT(kvpool_extend,
 		     const struct kvp_extend_result *res, int err,
 		     const struct kvp_lock_ns *l),
 	    TP_ARGS(c, count, e, res, err, l),
-	    TP_STRUCT__entry(__field(u32, pool)
-			     __field(u32, client)
-			     __field(u32, tenant)
-			     __field(u32, count)
-			     __field(u32, row)
-			     __field(u32, new_len)
-			     __field(u32, pages)
-			     __field(u32, shortfall)
-			     __field(u32, error_index)
-			     __field(u32, client_pages)
-			     __field(u32, tenant_pages)
-			     __field(u32, free_pages)
+	    TP_STRUCT__entry(__field(unsigned int, pool)
+			     __field(unsigned int, client)
+			     __field(unsigned int, tenant)
+			     __field(unsigned int, count)
+			     __field(unsigned int, row)
+			     __field(unsigned int, new_len)
+			     __field(unsigned int, pages)
+			     __field(unsigned int, shortfall)
+			     __field(unsigned int, error_index)
+			     __field(unsigned int, client_pages)
+			     __field(unsigned int, tenant_pages)
+			     __field(unsigned int, free_pages)
 			     __field(int, err)
-			     __field(u64, wait_ns)
-			     __field(u64, hold_ns)),
+			     __field(unsigned long long, wait_ns)
+			     __field(unsigned long long, hold_ns)),
 	    TP_fast_assign(KVP_TP_WHO_ASSIGN(c);
 			   __entry->count = count;
 			   __entry->row = e[0].handle.req_pool_idx;
@@ -190,20 +193,20 @@ DECLARE_EVENT_CLASS(kvpool_batch,
 			     u32 flags, u32 pages, u32 error_index, int err,
 			     const struct kvp_lock_ns *l),
 		    TP_ARGS(c, count, row, flags, pages, error_index, err, l),
-		    TP_STRUCT__entry(__field(u32, pool)
-				     __field(u32, client)
-				     __field(u32, tenant)
-				     __field(u32, count)
-				     __field(u32, row)
-				     __field(u32, flags)
-				     __field(u32, pages)
-				     __field(u32, error_index)
-				     __field(u32, client_pages)
-				     __field(u32, cache_pages)
-				     __field(u32, free_pages)
+		    TP_STRUCT__entry(__field(unsigned int, pool)
+				     __field(unsigned int, client)
+				     __field(unsigned int, tenant)
+				     __field(unsigned int, count)
+				     __field(unsigned int, row)
+				     __field(unsigned int, flags)
+				     __field(unsigned int, pages)
+				     __field(unsigned int, error_index)
+				     __field(unsigned int, client_pages)
+				     __field(unsigned int, cache_pages)
+				     __field(unsigned int, free_pages)
 				     __field(int, err)
-				     __field(u64, wait_ns)
-				     __field(u64, hold_ns)),
+				     __field(unsigned long long, wait_ns)
+				     __field(unsigned long long, hold_ns)),
 		    TP_fast_assign(KVP_TP_WHO_ASSIGN(c);
 				   __entry->count = count;
 				   __entry->row = row;
@@ -242,16 +245,16 @@ TRACE_EVENT(kvpool_export,
 	    TP_PROTO(const struct kvp_client *c, const struct kvpool_export *x,
 		     u32 xidx, u32 pages, int err),
 	    TP_ARGS(c, x, xidx, pages, err),
-	    TP_STRUCT__entry(__field(u32, pool)
-			     __field(u32, client)
-			     __field(u32, tenant)
-			     __field(u32, row)
-			     __field(u32, flags)
-			     __field(u64, session)
-			     __field(u32, export_row)
-			     __field(u32, pages)
-			     __field(u32, client_pages)
-			     __field(u32, export_pages)
+	    TP_STRUCT__entry(__field(unsigned int, pool)
+			     __field(unsigned int, client)
+			     __field(unsigned int, tenant)
+			     __field(unsigned int, row)
+			     __field(unsigned int, flags)
+			     __field(unsigned long long, session)
+			     __field(unsigned int, export_row)
+			     __field(unsigned int, pages)
+			     __field(unsigned int, client_pages)
+			     __field(unsigned int, export_pages)
 			     __field(int, fd)
 			     __field(int, err)),
 	    TP_fast_assign(KVP_TP_WHO_ASSIGN(c);
@@ -276,14 +279,14 @@ TRACE_EVENT(kvpool_import,
 	    TP_PROTO(const struct kvp_client *c, u32 xidx,
 		     const struct kvpool_handle *h, u32 pages, int err),
 	    TP_ARGS(c, xidx, h, pages, err),
-	    TP_STRUCT__entry(__field(u32, pool)
-			     __field(u32, client)
-			     __field(u32, tenant)
-			     __field(u32, export_row)
-			     __field(u32, row)
-			     __field(u32, pages)
-			     __field(u32, client_pages)
-			     __field(u32, tenant_pages)
+	    TP_STRUCT__entry(__field(unsigned int, pool)
+			     __field(unsigned int, client)
+			     __field(unsigned int, tenant)
+			     __field(unsigned int, export_row)
+			     __field(unsigned int, row)
+			     __field(unsigned int, pages)
+			     __field(unsigned int, client_pages)
+			     __field(unsigned int, tenant_pages)
 			     __field(int, err)),
 	    TP_fast_assign(KVP_TP_WHO_ASSIGN(c);
 			   __entry->export_row = xidx;
@@ -305,10 +308,10 @@ TRACE_EVENT(kvpool_import,
 TRACE_EVENT(kvpool_export_drop,
 	    TP_PROTO(const struct kvp_pool *pool, u32 xidx, u32 pages),
 	    TP_ARGS(pool, xidx, pages),
-	    TP_STRUCT__entry(__field(u32, pool)
-			     __field(u32, export_row)
-			     __field(u32, pages)
-			     __field(u32, free_pages)),
+	    TP_STRUCT__entry(__field(unsigned int, pool)
+			     __field(unsigned int, export_row)
+			     __field(unsigned int, pages)
+			     __field(unsigned int, free_pages)),
 	    TP_fast_assign(__entry->pool = pool->id;
 			   __entry->export_row = xidx;
 			   __entry->pages = pages;
@@ -326,15 +329,15 @@ TRACE_EVENT(kvpool_reclaim,
 	    TP_PROTO(const struct kvp_pool *pool, u32 client,
 		     const struct kvp_trace_held *held, u32 quarantined),
 	    TP_ARGS(pool, client, held, quarantined),
-	    TP_STRUCT__entry(__field(u32, pool)
-			     __field(u32, client)
-			     __field(u32, tenant)
-			     __field(u32, rows)
-			     __field(u32, slots)
-			     __field(u32, pages)
-			     __field(u32, cache_pages)
-			     __field(u32, quarantined)
-			     __field(u32, free_pages)),
+	    TP_STRUCT__entry(__field(unsigned int, pool)
+			     __field(unsigned int, client)
+			     __field(unsigned int, tenant)
+			     __field(unsigned int, rows)
+			     __field(unsigned int, slots)
+			     __field(unsigned int, pages)
+			     __field(unsigned int, cache_pages)
+			     __field(unsigned int, quarantined)
+			     __field(unsigned int, free_pages)),
 	    TP_fast_assign(__entry->pool = pool->id;
 			   __entry->client = client;
 			   __entry->tenant = held->tenant;
@@ -354,10 +357,10 @@ TRACE_EVENT(kvpool_reclaim,
 TRACE_EVENT(kvpool_quarantine_end,
 	    TP_PROTO(const struct kvp_pool *pool, u32 client, u32 pages),
 	    TP_ARGS(pool, client, pages),
-	    TP_STRUCT__entry(__field(u32, pool)
-			     __field(u32, client)
-			     __field(u32, pages)
-			     __field(u32, free_pages)),
+	    TP_STRUCT__entry(__field(unsigned int, pool)
+			     __field(unsigned int, client)
+			     __field(unsigned int, pages)
+			     __field(unsigned int, free_pages)),
 	    TP_fast_assign(__entry->pool = pool->id;
 			   __entry->client = client;
 			   __entry->pages = pages;
@@ -381,18 +384,18 @@ TRACE_EVENT_CONDITION(kvpool_refuse,
 			       u32 shortfall),
 		      TP_ARGS(c, op, err, shortfall),
 		      TP_CONDITION(err == -ENOSPC || err == -EDQUOT),
-		      TP_STRUCT__entry(__field(u32, pool)
-				       __field(u32, client)
-				       __field(u32, tenant)
-				       __field(u32, op)
+		      TP_STRUCT__entry(__field(unsigned int, pool)
+				       __field(unsigned int, client)
+				       __field(unsigned int, tenant)
+				       __field(unsigned int, op)
 				       __field(int, err)
-				       __field(u32, shortfall)
-				       __field(u32, free_pages)
-				       __field(u32, free_rows)
-				       __field(u32, tenant_pages)
-				       __field(u32, tenant_max_pages)
-				       __field(u32, tenant_rows)
-				       __field(u32, tenant_max_rows)),
+				       __field(unsigned int, shortfall)
+				       __field(unsigned int, free_pages)
+				       __field(unsigned int, free_rows)
+				       __field(unsigned int, tenant_pages)
+				       __field(unsigned int, tenant_max_pages)
+				       __field(unsigned int, tenant_rows)
+				       __field(unsigned int, tenant_max_rows)),
 		      TP_fast_assign(KVP_TP_WHO_ASSIGN(c);
 				     __entry->op = op;
 				     __entry->err = err;
@@ -425,10 +428,10 @@ TRACE_EVENT_CONDITION(kvpool_refuse,
 TRACE_EVENT(kvpool_pressure_raise,
 	    TP_PROTO(u32 pool, u32 client, u32 op, u32 seq),
 	    TP_ARGS(pool, client, op, seq),
-	    TP_STRUCT__entry(__field(u32, pool)
-			     __field(u32, client)
-			     __field(u32, op)
-			     __field(u32, seq)),
+	    TP_STRUCT__entry(__field(unsigned int, pool)
+			     __field(unsigned int, client)
+			     __field(unsigned int, op)
+			     __field(unsigned int, seq)),
 	    TP_fast_assign(__entry->pool = pool;
 			   __entry->client = client;
 			   __entry->op = op;
@@ -446,16 +449,16 @@ TRACE_EVENT(kvpool_pressure,
 	    TP_PROTO(const struct kvp_client *c, u32 ask, u32 reasons,
 		     bool poll),
 	    TP_ARGS(c, ask, reasons, poll),
-	    TP_STRUCT__entry(__field(u32, pool)
-			     __field(u32, client)
-			     __field(u32, tenant)
-			     __field(u32, ask)
-			     __field(u32, reasons)
-			     __field(u32, free_pages)
-			     __field(u32, low_wmark)
-			     __field(u32, high_wmark)
-			     __field(u32, cache_pages)
-			     __field(bool, poll)),
+	    TP_STRUCT__entry(__field(unsigned int, pool)
+			     __field(unsigned int, client)
+			     __field(unsigned int, tenant)
+			     __field(unsigned int, ask)
+			     __field(unsigned int, reasons)
+			     __field(unsigned int, free_pages)
+			     __field(unsigned int, low_wmark)
+			     __field(unsigned int, high_wmark)
+			     __field(unsigned int, cache_pages)
+			     __field(unsigned char, poll)),
 	    TP_fast_assign(KVP_TP_WHO_ASSIGN(c);
 			   __entry->ask = ask;
 			   __entry->reasons = reasons;
