@@ -184,8 +184,8 @@ struct kvp_quarantine {
  * @rows: rows its clients hold, parked included
  * @nr_clients: its clients, the length of @clients
  * @configured: the administrator set limits: kept with no clients
- * @cgroup_seen: its cgroup was seen alive by kvp_tenant_prune_locked(),
- *               so that it can be seen to die
+ * @cgroup_seen: its cgroup was seen alive (kvp_tenant_seen_locked(),
+ *               kvp_tenant_prune_locked()), so that it can be seen to die
  * @label: the administrator's name for it, NUL-terminated
  *
  * Protected by &kvp_pool.lock.
@@ -453,6 +453,8 @@ u32 kvp_tenant_list_locked(struct kvp_pool *pool,
 			   char *paths, u32 paths_len, u32 *paths_used);
 void kvp_tenant_prune_locked(struct kvp_pool *pool,
 			     bool (*alive)(u64 cgroup_id));
+void kvp_tenant_seen_locked(struct kvp_pool *pool, u32 id,
+			    bool (*alive)(u64 cgroup_id));
 int kvp_set_wmark_locked(struct kvp_pool *pool, u32 low, u32 high);
 u32 kvp_pressure_locked(struct kvp_client *c, u32 *reasons);
 

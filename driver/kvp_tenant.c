@@ -283,9 +283,10 @@ static void kvp_tenant_unconfigure(struct kvp_pool *pool,
  * clients and holds nothing it is dropped, rather than listed forever.
  * Only a cgroup seen alive here before can be seen to die: an id that
  * never named a cgroup (one configured ahead, or made up) is left alone,
- * as an administrator set it. The driver calls this before and after
- * each CTL_TENANT_SET, so a live cgroup is seen as soon as it is named.
- * Path tenants are kept: a path can come back.
+ * as an administrator set it (kvp_tenant_seen_locked() looks once, when
+ * CTL_TENANT_SET names it). The driver walks at CTL_TENANT_LIST, and when
+ * a full table refuses a CTL_TENANT_SET or an open: a lookup per tenant is
+ * too dear for every SET. Path tenants are kept: a path can come back.
  *
  * Context: @pool->lock held.
  */
@@ -305,6 +306,29 @@ void kvp_tenant_prune_locked(struct kvp_pool *pool,
 			 !t->rows)
 			kvp_tenant_unconfigure(pool, t);
 	}
+}
+
+/**
+ * kvp_tenant_seen_locked() - look once at the cgroup of a tenant just set
+ * @pool: the pool
+ * @id: the tenant CTL_TENANT_SET configured
+ * @alive: whether a cgroup id names a live cgroup
+ *
+ * A tenant configured by cgroup id whose cgroup lives now is marked, so
+ * that a later kvp_tenant_prune_locked() can tell that cgroup's end from
+ * an id that never named one.
+ *
+ * Context: @pool->lock held.
+ */
+void kvp_tenant_seen_locked(struct kvp_pool *pool, u32 id,
+			    bool (*alive)(u64 cgroup_id))
+{
+	struct kvp_tenant *t;
+
+	lockdep_assert_held(&pool->lock);
+	t = xa_load(&pool->tenants, id);
+	if (t && t->configured && !t->path && alive(t->cgroup_id))
+		t->cgroup_seen = true;
 }
 
 /*

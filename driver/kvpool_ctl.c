@@ -114,12 +114,12 @@ static int kvp_ctl_on_pool(u32 id, int (*fn)(struct kvp_pool *, void *),
 }
 
 /*
- * Whether a cgroup id still names a cgroup, for kvp_tenant_prune_locked().
- * cgroup_get_from_id() only finds cgroups inside the caller's cgroup
- * namespace: from inside another one, every id counts as alive, or live
- * tenants outside it would be dropped.
+ * Whether a cgroup id still names a cgroup, for kvp_tenant_prune_locked()
+ * and kvp_tenant_seen_locked(). cgroup_get_from_id() only finds cgroups
+ * inside the caller's cgroup namespace: from inside another one, every id
+ * counts as alive, or live tenants outside it would be dropped.
  */
-static bool kvp_cgroup_alive(u64 id)
+bool kvp_cgroup_alive(u64 id)
 {
 #ifdef CONFIG_CGROUPS
 	struct cgroup *cg;
@@ -144,10 +144,18 @@ static int kvp_tenant_set_fn(struct kvp_pool *pool, void *arg)
 	struct kvp_set_arg *sa = arg;
 	int ret;
 
-	/* Before, to make room; after, to see the cgroup just named. */
-	kvp_tenant_prune_locked(pool, kvp_cgroup_alive);
 	ret = kvp_tenant_set_locked(pool, sa->cmd, sa->path);
-	kvp_tenant_prune_locked(pool, kvp_cgroup_alive);
+	/*
+	 * Only a full table is worth a walk (a lookup per tenant): it may
+	 * hold tenants of dead cgroups, and dropping them makes room.
+	 */
+	if (ret == -EMFILE) {
+		kvp_tenant_prune_locked(pool, kvp_cgroup_alive);
+		ret = kvp_tenant_set_locked(pool, sa->cmd, sa->path);
+	}
+	if (!ret && !(sa->cmd->flags & KVPOOL_TENANT_REMOVE))
+		kvp_tenant_seen_locked(pool, sa->cmd->tenant_id,
+				       kvp_cgroup_alive);
 	return ret;
 }
 

@@ -284,5 +284,6 @@ extern const struct attribute_group *kvp_pool_groups[];
 
 /* kvpool_ctl.c: /dev/kvpool-control */
 extern struct miscdevice kvp_ctl_misc;
+bool kvp_cgroup_alive(u64 id);
 
 #endif /* _KVPOOL_DRV_H */

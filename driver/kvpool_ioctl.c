@@ -1071,6 +1071,12 @@ static int kvp_pool_open(struct inode *inode, struct file *file)
 	ret = kd->dead ? -ENODEV :
 	      kvp_client_attach_tenant_locked(&kd->core, &pf->c, cgid, uid,
 					      path);
+	/* A full tenant table may hold dead cgroups' tenants: make room. */
+	if (ret == -EMFILE) {
+		kvp_tenant_prune_locked(&kd->core, kvp_cgroup_alive);
+		ret = kvp_client_attach_tenant_locked(&kd->core, &pf->c, cgid,
+						      uid, path);
+	}
 	mutex_unlock(&kd->core.lock);
 	if (ret)
 		goto out_users;

@@ -12,7 +12,8 @@
  *   ancestor's tenant and cannot pass its limit;
  * - a tenant configured on a uid beats the any-uid tenant of the same path;
  * - a tenant configured by cgroup id whose cgroup is gone, with nothing
- *   held, is no longer listed;
+ *   held, is no longer listed, and gives its place in a full table to a
+ *   new tenant;
  * - KVPOOL_TENANT_REMOVE drops a configuration without taking anything;
  * - CTL_TENANT_SET's validation (each errno, nothing changed) and
  *   CTL_TENANT_LIST's paths buffer;
@@ -364,6 +365,61 @@ TEST_F(tpath, dead_id_tenant_pruned)
 	EXPECT_EQ(NULL, entry(ti, nr, id));
 	EXPECT_EQ(before, nr);
 	EXPECT_EQ(before, kt_sysfs_val(e->pool.id, "nr_tenants"));
+	expect_verify_clean(_metadata, e);
+}
+
+/*
+ * A full table (4096 tenants) makes room by dropping the tenants of dead
+ * cgroups, for a CTL_TENANT_SET and for an open alike; made-up ids and
+ * live cgroups' tenants stay, and then a full table refuses (EMFILE).
+ */
+TEST_F_TIMEOUT(tpath, full_table_drops_dead, 120)
+{
+	struct kt_tenv *e = &self->e;
+	struct kt_agent *a = &e->ag[0];
+	struct kvpool_ctl_tenant t;
+	char dead[2][200];
+	__u32 i, id;
+	int k, ret = 0, slot = -1;
+	__u64 cg;
+
+	for (k = 0; k < 2; k++) {
+		snprintf(dead[k], sizeof(dead[k]), "%s/dead%d", self->base, k);
+		ASSERT_EQ(0, mkdir(dead[k], 0755));
+		ASSERT_EQ(0, kt_cgroup_id(dead[k], &cg));
+		ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, cg,
+					      UID_A, 7, 0, 0, &id));
+	}
+	for (i = kt_sysfs_val(e->pool.id, "nr_tenants"); i < 4096; i++) {
+		kt_tenant_init(&t, e->pool.id, 1000000 + i, UID_B, 5, 0, 0,
+			       NULL);
+		ret = kt_tenant_set(e->pool.ctl, &t);
+		if (ret)
+			break;
+	}
+	ASSERT_EQ(0, ret) TH_LOG("TENANT_SET of tenant %u", i);
+	ASSERT_EQ(4096, kt_sysfs_val(e->pool.id, "nr_tenants"));
+
+	kt_tenant_init(&t, e->pool.id, 3000000, UID_B, 5, 0, 0, NULL);
+	EXPECT_EQ(EMFILE, kt_tenant_set(e->pool.ctl, &t));
+	kt_agent_start(_metadata, &e->pool, a, self->worker, UID_B, false);
+	EXPECT_EQ(EMFILE, ag_open(a, e->pool.id, &slot));
+	EXPECT_EQ(4096, kt_sysfs_val(e->pool.id, "nr_tenants"));
+
+	/* One cgroup gone: the SET takes its tenant's place... */
+	ASSERT_EQ(0, rmdir(dead[0]));
+	kt_tenant_init(&t, e->pool.id, 3000000, UID_B, 5, 0, 0, NULL);
+	EXPECT_EQ(0, kt_tenant_set(e->pool.ctl, &t));
+	EXPECT_EQ(4096, kt_sysfs_val(e->pool.id, "nr_tenants"));
+	/* ...and the other's, the open's new tenant. */
+	ASSERT_EQ(0, rmdir(dead[1]));
+	EXPECT_EQ(0, ag_open(a, e->pool.id, &slot));
+	EXPECT_EQ(4096, kt_sysfs_val(e->pool.id, "nr_tenants"));
+	/* Full again: setting an existing tenant works, a new one not. */
+	kt_tenant_init(&t, e->pool.id, 3000000, UID_B, 6, 0, 0, NULL);
+	EXPECT_EQ(0, kt_tenant_set(e->pool.ctl, &t));
+	kt_tenant_init(&t, e->pool.id, 3000001, UID_B, 5, 0, 0, NULL);
+	EXPECT_EQ(EMFILE, kt_tenant_set(e->pool.ctl, &t));
 	expect_verify_clean(_metadata, e);
 }
 
