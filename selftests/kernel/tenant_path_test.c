@@ -390,13 +390,8 @@ TEST_F_TIMEOUT(tpath, full_table_drops_dead, 120)
 		ASSERT_EQ(0, kt_tenant_limits(e->pool.ctl, e->pool.id, cg,
 					      UID_A, 7, 0, 0, &id));
 	}
-	for (i = kt_sysfs_val(e->pool.id, "nr_tenants"); i < 4096; i++) {
-		kt_tenant_init(&t, e->pool.id, 1000000 + i, UID_B, 5, 0, 0,
-			       NULL);
-		ret = kt_tenant_set(e->pool.ctl, &t);
-		if (ret)
-			break;
-	}
+	ret = kt_tenant_fill(e->pool.ctl, e->pool.id, 1000000, UID_B, 5,
+			     kt_sysfs_val(e->pool.id, "nr_tenants"), 4096, &i);
 	ASSERT_EQ(0, ret) TH_LOG("TENANT_SET of tenant %u", i);
 	ASSERT_EQ(4096, kt_sysfs_val(e->pool.id, "nr_tenants"));
 

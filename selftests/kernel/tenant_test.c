@@ -1643,13 +1643,8 @@ TEST_F(tenant, tenant_table_full)
 	b = kt_tenv_agent(_metadata, e, 1, 1, UID_B);
 	ASSERT_EQ(0, ag_open(b, e->pool.id, &sl));	/* B exists */
 	n0 = kt_sysfs_val(e->pool.id, "nr_tenants");
-	for (i = n0; i < 4096; i++) {
-		kt_tenant_init(&t, e->pool.id, 1000000 + i, 5000, 0, 0, 0,
-			       NULL);
-		ret = kt_tenant_set(e->pool.ctl, &t);
-		if (ret)
-			break;
-	}
+	ret = kt_tenant_fill(e->pool.ctl, e->pool.id, 1000000, 5000, 0, n0,
+			     4096, &i);
 	ASSERT_EQ(0, ret) TH_LOG("TENANT_SET of tenant %u", i);
 	EXPECT_EQ(4096, kt_sysfs_val(e->pool.id, "nr_tenants"));
 	kt_tenant_init(&t, e->pool.id, 1000000 + i, 5000, 0, 0, 0, NULL);

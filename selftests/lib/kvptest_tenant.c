@@ -45,6 +45,25 @@ int kt_tenant_set(int ctl, struct kvpool_ctl_tenant *t)
 	return kt_ioctl(ctl, KVPOOL_CTL_TENANT_SET, t);
 }
 
+/*
+ * Configure tenants (first + n, uid), n from @from up to @upto, with
+ * max_pages @max: 0, or the errno of the first refused and *@at its n.
+ */
+int kt_tenant_fill(int ctl, __u32 pool, __u64 first, __u32 uid, __u32 max,
+		   __u32 from, __u32 upto, __u32 *at)
+{
+	struct kvpool_ctl_tenant t;
+	int ret = 0;
+
+	for (*at = from; *at < upto; (*at)++) {
+		kt_tenant_init(&t, pool, first + *at, uid, max, 0, 0, NULL);
+		ret = kt_tenant_set(ctl, &t);
+		if (ret)
+			break;
+	}
+	return ret;
+}
+
 /* Set the limits of the tenant (cgroup_id, uid); *id gets its id. */
 int kt_tenant_limits(int ctl, __u32 pool, __u64 cgroup_id,
 		     __u32 uid, __u32 max_pages,

@@ -51,6 +51,10 @@ void kt_tenant_init(struct kvpool_ctl_tenant *t, __u32 pool,
 
 int kt_tenant_set(int ctl, struct kvpool_ctl_tenant *t);
 
+/* Tenants (first + n, uid) for n in [from, upto): 0 or the errno at *at. */
+int kt_tenant_fill(int ctl, __u32 pool, __u64 first, __u32 uid, __u32 max,
+		   __u32 from, __u32 upto, __u32 *at);
+
 /* Set the limits of the tenant (cgroup_id, uid); *id gets its id. */
 int kt_tenant_limits(int ctl, __u32 pool, __u64 cgroup_id,
 		     __u32 uid, __u32 max_pages,
