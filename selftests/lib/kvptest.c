@@ -761,6 +761,21 @@ int kt_pool_wait(struct kt_pool *p, pid_t pid)
 	return status;
 }
 
+pid_t kt_pool_trywait(struct kt_pool *p, pid_t pid, int *status)
+{
+	pid_t got;
+	int i;
+
+	do
+		got = waitpid(pid, status, WNOHANG);
+	while (got < 0 && errno == EINTR);
+	if (got == pid)
+		for (i = 0; i < KT_MAX_PIDS; i++)
+			if (p->pids[i] == pid)
+				p->pids[i] = -1;
+	return got;
+}
+
 /* Child side of a pipe handshake: write one byte, or exit. */
 void kt_child_signal(int wfd, char c)
 {

@@ -334,6 +334,12 @@ pid_t kt_pool_fork(struct __test_metadata *_metadata,
 int kt_pool_wait(struct kt_pool *p, pid_t pid);
 
 /*
+ * kt_pool_wait() without blocking: @pid if the child was reaped (its
+ * status in *@status), 0 if it is still running, -1 with errno on error.
+ */
+pid_t kt_pool_trywait(struct kt_pool *p, pid_t pid, int *status);
+
+/*
  * A child's wait status says it exited 0 (CHILD_CHECK()'s success). A
  * function, not a macro: its argument, often a kt_pool_wait() call, is
  * evaluated once.
