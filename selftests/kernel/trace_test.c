@@ -11,7 +11,9 @@
  * from the pool, EDQUOT from a tenant's limit) must show up both in the
  * op's event and as kvpool_refuse with the shortfall. With the events
  * disabled nothing is written. `perf list 'kvpool:*'` (Debian's
- * linux-perf) must name every event, as tracefs does.
+ * linux-perf) must name every event, as tracefs does. Two more instances
+ * keep the events enabled for the whole run, so that no test makes the
+ * kernel patch its text (hold_events()).
  *
  * tracefs is mounted at /sys/kernel/tracing when it is not; a kernel
  * without it fails the test, it does not skip it.
@@ -57,15 +59,6 @@ static int tracefs_ready(void)
 	return stat(TRACEFS "/instances", &st) ? errno : 0;
 }
 
-FIXTURE(trace) {
-	struct kt_pool pool;
-	int fd;
-	__u32 client;	/* INFO's out_client_id of @fd */
-	__u32 tenant;	/* STATS' out_tenant_id of @fd */
-	char inst[128];	/* this test's trace instance */
-	char *buf;	/* its "trace" file, read by read_trace() */
-};
-
 /* Path of @file in the test's instance. */
 static void inst_path(char *out, size_t len, const char *inst,
 		      const char *file)
@@ -80,6 +73,122 @@ static int inst_write(const char *inst, const char *file, const char *s)
 	inst_path(path, sizeof(path), inst, file);
 	return kt_write_text(path, s);
 }
+
+/*
+ * Two instances of the run's own keep every kvpool event enabled from
+ * before the first test to after the last: "kvpool-hold0-PID" and
+ * "kvpool-hold1-PID", PID being the harness's. Each test still enables and
+ * disables the events in an instance of its own, but a tracepoint with two
+ * other probes never changes its static key or static call (both change on
+ * going from 0 to 1 probe, the static call again from 1 to 2): the kernel
+ * patches no text of the module while the tests run. record-cmd is also
+ * off for the run (a top-level option, which an instance copies when it is
+ * made): enabling an event then never registers the scheduler's
+ * sched_switch and sched_wakeup probes, which only name the tasks in the
+ * "trace" file, and no test reads names. It is turned back on at the end
+ * if it was on. Under QEMU's TCG the 6.12 PREEMPT_RT kernel has died on an
+ * int3 in __schedule() while that text was being patched; what these tests
+ * check is what kvpool's events record, not the kernel's text patching.
+ * The holders do not record (tracing_on 0) and keep a 4 KiB buffer a CPU.
+ */
+#define HOLDERS		2
+#define RECORD_CMD	TRACEFS "/options/record-cmd"
+static pid_t hold_owner;
+static bool record_cmd_was_on;
+
+static void hold_path(char *out, size_t len, int i, pid_t pid)
+{
+	snprintf(out, len, TRACEFS "/instances/kvpool-hold%d-%d", i, pid);
+}
+
+/* Holders left by a run that did not get to remove them. */
+static void hold_remove_stale(void)
+{
+	char path[sizeof(TRACEFS "/instances/") + NAME_MAX];
+	struct dirent *d;
+	int i, pid;
+	DIR *dir;
+
+	dir = opendir(TRACEFS "/instances");
+	if (!dir)
+		return;
+	while ((d = readdir(dir))) {
+		if (sscanf(d->d_name, "kvpool-hold%d-%d", &i, &pid) != 2)
+			continue;
+		if (!kill(pid, 0) || errno != ESRCH)
+			continue;
+		snprintf(path, sizeof(path), TRACEFS "/instances/%s",
+			 d->d_name);
+		if (rmdir(path))
+			fprintf(stderr, "# trace_test: rmdir %s: %s\n", path,
+				strerror(errno));
+	}
+	closedir(dir);
+}
+
+/*
+ * Before main(): a failure here is printed, not fatal, and the tests run
+ * anyway: they assert what they need of tracefs themselves.
+ */
+static void __attribute__((constructor)) hold_events(void)
+{
+	char path[256], flag[8];
+	int i, err;
+
+	if (tracefs_ready())
+		return;
+	hold_remove_stale();
+	hold_owner = getpid();
+	if (!kt_read_text(RECORD_CMD, flag, sizeof(flag)) &&
+	    !strcmp(flag, "1\n")) {
+		err = kt_write_text(RECORD_CMD, "0");
+		if (err)
+			fprintf(stderr, "# trace_test: %s: %s\n", RECORD_CMD,
+				strerror(err));
+		record_cmd_was_on = !err;
+	}
+	for (i = 0; i < HOLDERS; i++) {
+		hold_path(path, sizeof(path), i, hold_owner);
+		err = mkdir(path, 0700) ? errno : 0;
+		if (!err)
+			err = inst_write(path, "tracing_on", "0");
+		if (!err)
+			err = inst_write(path, "buffer_size_kb", "4");
+		if (!err)
+			err = inst_write(path, "events/kvpool/enable", "1");
+		if (err)
+			fprintf(stderr, "# trace_test: holder %s: %s\n", path,
+				strerror(err));
+	}
+}
+
+static void __attribute__((destructor)) hold_release(void)
+{
+	char path[256];
+	int i;
+
+	/* Only the harness itself: its forked tests leave with _exit(). */
+	if (!hold_owner || getpid() != hold_owner)
+		return;
+	for (i = 0; i < HOLDERS; i++) {
+		hold_path(path, sizeof(path), i, hold_owner);
+		inst_write(path, "events/kvpool/enable", "0");
+		if (rmdir(path) && errno != ENOENT)
+			fprintf(stderr, "# trace_test: rmdir %s: %s\n", path,
+				strerror(errno));
+	}
+	if (record_cmd_was_on)
+		kt_write_text(RECORD_CMD, "1");
+}
+
+FIXTURE(trace) {
+	struct kt_pool pool;
+	int fd;
+	__u32 client;	/* INFO's out_client_id of @fd */
+	__u32 tenant;	/* STATS' out_tenant_id of @fd */
+	char inst[128];	/* this test's trace instance */
+	char *buf;	/* its "trace" file, read by read_trace() */
+};
 
 FIXTURE_SETUP(trace)
 {
