@@ -748,31 +748,36 @@ pid_t kt_pool_fork(struct __test_metadata *_metadata,
 	return -1;
 }
 
-/* Reap a child started with kt_pool_fork(); returns its wait status. */
-int kt_pool_wait(struct kt_pool *p, pid_t pid)
+/* The teardown no longer needs to kill @pid: it was reaped. */
+static void kt_pool_forget(struct kt_pool *p, pid_t pid)
 {
-	int status = -1, i;
+	int i;
 
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
 	for (i = 0; i < KT_MAX_PIDS; i++)
 		if (p->pids[i] == pid)
 			p->pids[i] = -1;
+}
+
+/* Reap a child started with kt_pool_fork(); returns its wait status. */
+int kt_pool_wait(struct kt_pool *p, pid_t pid)
+{
+	int status = -1;
+
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	kt_pool_forget(p, pid);
 	return status;
 }
 
 pid_t kt_pool_trywait(struct kt_pool *p, pid_t pid, int *status)
 {
 	pid_t got;
-	int i;
 
 	do
 		got = waitpid(pid, status, WNOHANG);
 	while (got < 0 && errno == EINTR);
 	if (got == pid)
-		for (i = 0; i < KT_MAX_PIDS; i++)
-			if (p->pids[i] == pid)
-				p->pids[i] = -1;
+		kt_pool_forget(p, pid);
 	return got;
 }
 
