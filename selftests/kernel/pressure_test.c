@@ -38,10 +38,25 @@
 #define UID_2		1002
 #define UID_3		1003
 
-/* A poll() that must not return before this did not block. */
+/*
+ * No assertion here is on how fast anything is: a loaded machine (TCG,
+ * KASAN, a CI run beside it) can stall a process for seconds.
+ *
+ * A poll() that is still asleep after BLOCKED_MS has not returned for
+ * nothing; a loaded machine can only make that check pass more easily.
+ */
 #define BLOCKED_MS	300
-/* A wake-up must come well within this. */
-#define PROMPT_MS	5000
+/*
+ * A poll() that must be woken sleeps with this timeout: it returning 0
+ * (timed out) rather than POLLPRI is the lost wake-up, however long the
+ * wake-up took to come. Shorter than the harness's 30 s a test.
+ */
+#define LONG_POLL_MS	10000
+/*
+ * How long past a poll()'s own timeout the test waits for its agent to
+ * answer: a guard against a hung agent, not a bound on the wake-up.
+ */
+#define REPLY_MS	10000
 
 FIXTURE(pressure) {
 	struct kt_tenv e;
@@ -106,24 +121,24 @@ static __u32 ag_tid(struct kt_agent *a, int slot)
 /* Start a long poll() in an agent and check that it blocks. */
 #define START_BLOCKED_POLL(a, slot) do {				\
 	int __r, __ev;							\
-	ASSERT_EQ(0, ag_poll_start((a), (slot), 10 * PROMPT_MS));	\
+	ASSERT_EQ(0, ag_poll_start((a), (slot), LONG_POLL_MS));	\
 	ASSERT_EQ(ETIMEDOUT, ag_poll_wait((a), BLOCKED_MS, &__r, &__ev, \
 					  NULL))			\
 		TH_LOG("%s's poll() returned %d (events %#x) with nothing asked", \
 		       #a, __r, __ev);					\
 } while (0)
 
-/* ... and that it comes back with POLLPRI, promptly. */
+/* ... and that it comes back with POLLPRI, not at its timeout. */
 #define EXPECT_WOKEN(a) do {						\
-	long long __t0 = kt_now_ms();					\
 	int __r = -1, __ev = -1;					\
 	long __spent = -1;						\
-	EXPECT_EQ(0, ag_poll_wait((a), PROMPT_MS, &__r, &__ev, &__spent)) \
-		TH_LOG("%s's poll() not woken within %d ms", #a, PROMPT_MS); \
-	EXPECT_EQ(1, __r);						\
+	EXPECT_EQ(0, ag_poll_wait((a), LONG_POLL_MS + REPLY_MS, &__r,	\
+				  &__ev, &__spent))			\
+		TH_LOG("%s's poll() never came back", #a);		\
+	EXPECT_EQ(1, __r)						\
+		TH_LOG("%s's poll() returned %d after %ld ms: not woken", \
+		       #a, __r, __spent);				\
 	EXPECT_EQ(POLLPRI, __ev);					\
-	EXPECT_GT(5 * PROMPT_MS, __spent);				\
-	EXPECT_GT(PROMPT_MS, kt_now_ms() - __t0);			\
 } while (0)
 
 /* New pools start at nr_pages / 32 and nr_pages / 16. */
@@ -381,18 +396,16 @@ TEST_F(pressure, poll_wakes_on_low_crossing)
 
 	/* Nothing asked: the timeout runs out. */
 	ASSERT_EQ(0, ag_poll_start(c1, 0, 400));
-	ASSERT_EQ(0, ag_poll_wait(c1, PROMPT_MS, &r, &ev, &spent));
-	EXPECT_EQ(0, r);
-	EXPECT_LE(350, spent);
+	ASSERT_EQ(0, ag_poll_wait(c1, 400 + REPLY_MS, &r, &ev, &spent));
+	EXPECT_EQ(0, r) TH_LOG("events %#x after %ld ms", ev, spent);
 
 	START_BLOCKED_POLL(c1, 0);
 	ASSERT_EQ(0, ag_poll_start(z, 0, 1500));
 	hog(_metadata, e, NR_PAGES - 40 - 20);	/* 20 free: crossed */
 	EXPECT_WOKEN(c1);
 	/* z has nothing to give: it sleeps until its timeout. */
-	ASSERT_EQ(0, ag_poll_wait(z, PROMPT_MS, &r, &ev, &spent));
-	EXPECT_EQ(0, r) TH_LOG("events %#x", ev);
-	EXPECT_LE(1400, spent);
+	ASSERT_EQ(0, ag_poll_wait(z, 1500 + REPLY_MS, &r, &ev, &spent));
+	EXPECT_EQ(0, r) TH_LOG("events %#x after %ld ms", ev, spent);
 
 	/* Asked for all 40 (44 wanted); giving them clears it. */
 	EXPECT_ASK(c1, 0, 40, KVPOOL_PRESSURE_LOW);
@@ -637,7 +650,7 @@ static void *epoll_thread(void *p)
 	memset(&ev, 0, sizeof(ev));
 	t0 = kt_now_ms();
 	__atomic_store_n(&a->started, 1, __ATOMIC_RELEASE);
-	a->ret = epoll_wait(ep, &ev, 1, 10 * PROMPT_MS);
+	a->ret = epoll_wait(ep, &ev, 1, LONG_POLL_MS);
 	a->events = ev.events;
 	a->spent = kt_now_ms() - t0;
 	close(ep);
@@ -668,9 +681,10 @@ TEST_F(pressure, epoll_thread_wakes_on_low_crossing)
 	ASSERT_EQ(0, ag_alloc1(z, 0, &hh));
 	ASSERT_EQ(0, ag_grow(z, 0, hh, NR_PAGES - 40 - 20));	/* 20 free */
 	ASSERT_EQ(0, pthread_join(th, NULL));
-	EXPECT_EQ(1, arg.ret);
+	/* 0 would be the timeout: the crossing woke nobody. */
+	EXPECT_EQ(1, arg.ret) TH_LOG("epoll_wait: %d after %lld ms",
+				     arg.ret, arg.spent);
 	EXPECT_EQ(EPOLLPRI, arg.events);
-	EXPECT_GT(PROMPT_MS, arg.spent - BLOCKED_MS);
 }
 
 /*
@@ -720,12 +734,11 @@ TEST_F(pressure, poll_wakes_when_own_cache_appears)
  *  - a2, another client of A, takes 20 pages (@by_import: imports a row of
  *    20): A holds 60 > 50, so a1's ask is GUARANTEE's share of B's unmet
  *    100 among the tenants above their min: all of its 40.
- * The poll must come back with POLLPRI within WAKE_MS. It runs with a
- * 10 s timeout (poll(-1) in the reproducer) so that a lost wake-up fails
- * the test, saying so, instead of hanging it.
+ * The poll must come back with POLLPRI, not at its timeout. It runs with
+ * LONG_POLL_MS (poll(-1) in the reproducer) so that a lost wake-up fails
+ * the test, saying so, instead of hanging it; how soon the wake-up came
+ * is logged, not checked.
  */
-#define WAKE_MS		2000
-#define LONG_POLL_MS	10000
 
 struct poll_arg {
 	int fd;
@@ -770,7 +783,6 @@ static void lost_wakeup(struct __test_metadata *_metadata,
 	struct kt_agent *a1, *a2, *b;
 	struct kvpool_pressure p;
 	__u32 ids[40], sh = 0, nr = 0, ask, tid_a;
-	bool woken;
 	pthread_t th;
 	int xfd = -1;
 
@@ -828,16 +840,13 @@ static void lost_wakeup(struct __test_metadata *_metadata,
 		ASSERT_EQ(0, ag_alloc1(a2, 0, &ha));
 		ASSERT_EQ(0, ag_grow(a2, 0, ha, 20));
 	}
-	woken = poll_done_within(&arg, WAKE_MS);
 	/* Not woken: the long poll still ends, at its timeout. */
 	pthread_join(th, NULL);
-	EXPECT_TRUE(woken)
-		TH_LOG("poll() not woken within %d ms by A's %s past its min: it returned %d after %lld ms (its timeout: %d ms)",
-		       WAKE_MS, by_import ? "import" : "extend", arg.ret,
-		       arg.spent, LONG_POLL_MS);
-	EXPECT_EQ(1, arg.ret) TH_LOG("poll: %s", strerror(arg.err));
+	EXPECT_EQ(1, arg.ret)
+		TH_LOG("poll() not woken by A's %s past its min: it returned %d (%s) after %lld ms (its timeout: %d ms)",
+		       by_import ? "import" : "extend", arg.ret,
+		       strerror(arg.err), arg.spent, LONG_POLL_MS);
 	EXPECT_EQ(POLLPRI, arg.revents);
-	EXPECT_GT(BLOCKED_MS + WAKE_MS + 1000, arg.spent);
 
 	/* And PRESSURE says why: all of a1's 40 for B's unmet 100. */
 	EXPECT_ASK(a1, 0, 40, KVPOOL_PRESSURE_GUARANTEE);
