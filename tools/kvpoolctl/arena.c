@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kvpoolctl arena create and show.
+ *
+ * Copyright (C) 2026 The kvpool authors
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "kvpoolctl.h"
+
+const char usage_arena[] =
+"arena create POOL {--host|--cuda} --page-bytes N [--chunks N]\n"
+"arena show [--json] POOL\n"
+"    A pool's arena is the memory its page ids name: page i is bytes\n"
+"    [i * page-bytes, (i + 1) * page-bytes) of it, in every process that\n"
+"    maps it (libkvpool's kvpool_arena_map()).\n"
+"    create: give POOL its arena, once: it stays until the pool is\n"
+"    destroyed. Needs root.\n"
+"    --host            host memory: sealed memfds, allocated page by page\n"
+"                      as processes touch it\n"
+"    --cuda            memory of the pool's GPU (a pool created with\n"
+"                      --gpu), allocated at once with the CUDA driver\n"
+"                      (libcuda.so.1, or $KVPOOL_LIBCUDA); chunks are\n"
+"                      multiples of its allocation granularity too\n"
+"    --page-bytes N    bytes of one page: every layer's K and V of the\n"
+"                      pool's page-tokens tokens, 1..4G\n"
+"    --chunks N        files the arena is made of, 1..256 (default 1)\n"
+"    Numbers take a K, M or G suffix (x1024, x1024^2, x1024^3).\n"
+"    show: the arena's kind (and for cuda the GPU), page size, length\n"
+"    and chunks. Opens\n"
+"    /dev/kvpoolN, as info does.\n"
+"    -j, --json   one JSON object\n";
+
+/* ---- arena ---- */
+
+/* The rules CTL_ARENA_SET and the chunk plan hold a host arena to. */
+static void arena_rules(void)
+{
+	fprintf(stderr, "rules: --page-bytes 1..4G; --chunks 1..%d, each a multiple of the page and of the CPU page (%ld bytes), none past the pool's pages\n",
+		KVPOOL_ARENA_MAX_CHUNKS, sysconf(_SC_PAGESIZE));
+}
+
+/*
+ * The CUDA kind: the plan needs the GPU's granularity, which only the
+ * driver knows, so the library plans and says what went wrong in words.
+ */
+static int arena_create_cuda(unsigned int id, unsigned long long page_bytes,
+			     unsigned int chunks)
+{
+	uint32_t idx;
+	int ret;
+
+	ret = kvpool_arena_create_cuda(id, page_bytes, chunks, &idx);
+	if (!ret)
+		return EXIT_OK;
+	switch (-ret) {
+	case ELIBACC:
+		err_msg("arena create: %s", kvpool_arena_error());
+		return EXIT_NO_DRIVER;
+	case EEXIST:
+		err_msg("arena create: pool %u has an arena already; it is set once, until the pool is destroyed (kvpoolctl arena show %u)",
+			id, id);
+		return EXIT_FAIL;
+	case ENODEV:
+	case ENOENT:
+	case EPERM:
+	case EACCES:
+		return ctl_error(ret, "arena create", id, "arenas");
+	}
+	if (idx != KVPOOL_NO_INDEX && idx < chunks)
+		err_msg("arena create: chunk %u: %s", idx,
+			kvpool_arena_error());
+	else
+		err_msg("arena create: %s", kvpool_arena_error());
+	return EXIT_FAIL;
+}
+
+static int arena_create(int argc, char **argv)
+{
+	enum { OPT_HOST = 256, OPT_CUDA, OPT_PAGE_BYTES, OPT_CHUNKS };
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "host", no_argument, NULL, OPT_HOST },
+		{ "cuda", no_argument, NULL, OPT_CUDA },
+		{ "page-bytes", required_argument, NULL, OPT_PAGE_BYTES },
+		{ "chunks", required_argument, NULL, OPT_CHUNKS },
+		{ NULL, 0, NULL, 0 },
+	};
+	uint64_t bytes[KVPOOL_ARENA_MAX_CHUNKS], off = 0;
+	unsigned long long page_bytes = 0;
+	unsigned int id, chunks = 1, i;
+	bool host = false, cuda = false, have_bytes = false;
+	struct kvpool_info in;
+	uint32_t idx;
+	int c, ret;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			return usage_of(usage_arena, stdout);
+		case OPT_HOST:
+			host = true;
+			break;
+		case OPT_CUDA:
+			cuda = true;
+			break;
+		case OPT_PAGE_BYTES:
+			ret = parse_scaled(optarg, ULLONG_MAX, &page_bytes);
+			if (ret != NUM_OK) {
+				bad_number("page-bytes", optarg, ret,
+					   ULLONG_MAX);
+				return EXIT_USAGE;
+			}
+			have_bytes = true;
+			break;
+		case OPT_CHUNKS:
+			if (!parse_count_opt("chunks", optarg, &chunks))
+				return EXIT_USAGE;
+			break;
+		default:
+			return usage_of(usage_arena, stderr);
+		}
+	}
+	if (argc - optind != 1 || host == cuda || !have_bytes) {
+		err_msg("arena create needs POOL, one kind (--host or --cuda) and --page-bytes");
+		return usage_of(usage_arena, stderr);
+	}
+	if (!parse_pool(argv[optind], &id))
+		return bad_pool(argv[optind]);
+	if (cuda)
+		return arena_create_cuda(id, page_bytes, chunks);
+
+	/* The plan first, from sysfs: its refusal says what to change. */
+	ret = kvpool_pool_status(id, &in, NULL);
+	if (ret)
+		return pool_error(ret, "arena create", (int)id);
+	ret = kvpool_arena_plan_host(in.out_nr_pages, page_bytes, chunks,
+				     bytes);
+	if (ret == -EINVAL) {
+		err_msg("arena create: pool %u's %u pages of %llu bytes do not split into %u chunk%s",
+			id, in.out_nr_pages, page_bytes, chunks,
+			chunks == 1 ? "" : "s");
+		arena_rules();
+		return EXIT_FAIL;
+	}
+	if (ret)
+		return pool_error(ret, "arena create", (int)id);
+
+	ret = kvpool_arena_create_host(id, page_bytes, chunks, &idx);
+	if (!ret)
+		return EXIT_OK;
+	if (ret == -EEXIST) {
+		err_msg("arena create: pool %u has an arena already; it is set once, until the pool is destroyed (kvpoolctl arena show %u)",
+			id, id);
+		return EXIT_FAIL;
+	}
+	if (idx != KVPOOL_NO_INDEX && idx < chunks) {
+		for (i = 0; i < idx; i++)
+			off += bytes[i];
+		err_msg("arena create: chunk %u (offset %llu, %llu bytes): %s",
+			idx, (unsigned long long)off,
+			(unsigned long long)bytes[idx], kvpool_strerror(ret));
+		return EXIT_FAIL;
+	}
+	if (ret == -EINVAL) {
+		err_msg("arena create: the kernel refused --page-bytes %llu in %u chunk%s",
+			page_bytes, chunks, chunks == 1 ? "" : "s");
+		arena_rules();
+		return EXIT_FAIL;
+	}
+	return ctl_error(ret, "arena create", id, "arenas");
+}
+
+/*
+ * Every chunk of @kp's arena of @nr chunks into @out, in batches: the
+ * kernel tells a chunk's place only with a descriptor of it, closed here
+ * at once. Returns 0 or -errno.
+ */
+static int fetch_chunks(struct kvpool *kp, __u32 nr,
+			struct kvpool_arena_fd *out)
+{
+	__u32 first, n, i;
+	int ret;
+
+	for (first = 0; first < nr; first += n) {
+		n = nr - first < 16 ? nr - first : 16;
+		ret = kvpool_arena_fds(kp, first, n, out + first, NULL);
+		if (ret < 0)
+			return ret;
+		for (i = first; i < first + n; i++) {
+			close(out[i].out_fd);
+			out[i].out_fd = -1;
+		}
+	}
+	return 0;
+}
+
+static void print_arena_json(unsigned int id, const struct kvpool_arena *a,
+			     const struct kvpool_arena_fd *c, __u32 nr_pages,
+			     const char *gpu)
+{
+	__u32 i;
+
+	printf("{\n  \"pool_id\": %u,\n", id);
+	printf("  \"kind\": \"%s\",\n", arena_kind(a->out_kind));
+	/* null: the pool names no GPU. */
+	printf("  \"gpu\": ");
+	json_string_or_null(gpu);
+	printf(",\n");
+	printf("  \"page_bytes\": %llu,\n",
+	       (unsigned long long)a->out_page_bytes);
+	printf("  \"bytes\": %llu,\n", (unsigned long long)a->out_bytes);
+	printf("  \"nr_pages\": %u,\n", nr_pages);
+	printf("  \"chunks\": [");
+	for (i = 0; i < a->out_nr_chunks; i++)
+		printf("%s\n    { \"index\": %u, \"offset\": %llu, \"bytes\": %llu }",
+		       i ? "," : "", i, (unsigned long long)c[i].out_offset,
+		       (unsigned long long)c[i].out_bytes);
+	printf("%s]\n}\n", a->out_nr_chunks ? "\n  " : "");
+}
+
+static void print_arena(unsigned int id, const struct kvpool_arena *a,
+			const struct kvpool_arena_fd *c, __u32 nr_pages,
+			const char *gpu)
+{
+	__u32 i;
+
+	if (a->out_kind == KVPOOL_ARENA_NONE) {
+		printf("pool %u has no arena (kvpoolctl arena create --help)\n",
+		       id);
+		return;
+	}
+	printf("pool %u arena: %s\n", id, arena_kind(a->out_kind));
+	if (a->out_kind == KVPOOL_ARENA_CUDA)
+		printf("  gpu         %s\n", *gpu ? gpu : "- (none named)");
+	printf("  page bytes  %llu\n", (unsigned long long)a->out_page_bytes);
+	printf("  bytes       %llu (%llu pages; the pool's ids are 0..%u)\n",
+	       (unsigned long long)a->out_bytes,
+	       (unsigned long long)(a->out_bytes / a->out_page_bytes),
+	       nr_pages - 1);
+	printf("  chunks      %u\n", a->out_nr_chunks);
+	printf("  %5s  %14s  %14s\n", "CHUNK", "OFFSET", "BYTES");
+	for (i = 0; i < a->out_nr_chunks; i++)
+		printf("  %5u  %14llu  %14llu\n", i,
+		       (unsigned long long)c[i].out_offset,
+		       (unsigned long long)c[i].out_bytes);
+}
+
+static int arena_show(int argc, char **argv)
+{
+	struct kvpool_arena_fd *chunks = NULL;
+	char gpu[PCI_NAME_LEN];
+	struct kvpool_arena a;
+	struct kvpool_info in;
+	struct kvpool *kp;
+	bool json = false, done;
+	unsigned int id;
+	int ret;
+
+	ret = parse_one_pool(argc, argv, usage_arena, &json, &id, &done);
+	if (done)
+		return ret;
+
+	ret = open_pool(id, &kp);
+	if (ret)
+		return ret;
+	kvpool_info(kp, &in);
+	ret = kvpool_arena_info(kp, &a);
+	if (!ret && a.out_kind != KVPOOL_ARENA_NONE) {
+		chunks = calloc(a.out_nr_chunks ? a.out_nr_chunks : 1,
+				sizeof(*chunks));
+		ret = chunks ? fetch_chunks(kp, a.out_nr_chunks, chunks) :
+			       -ENOMEM;
+	}
+	kvpool_close(kp);
+	if (ret) {
+		free(chunks);
+		return ctl_error(ret, "arena show", id, "arenas");
+	}
+
+	if (a.out_kind == KVPOOL_ARENA_NONE)
+		a.out_nr_chunks = 0;
+	pool_gpu_name(id, gpu, sizeof(gpu));
+	if (json)
+		print_arena_json(id, &a, chunks, in.out_nr_pages, gpu);
+	else
+		print_arena(id, &a, chunks, in.out_nr_pages, gpu);
+	free(chunks);
+	return EXIT_OK;
+}
+
+int cmd_arena(int argc, char **argv)
+{
+	static const struct subcommand sub[] = {
+		{ "create", arena_create }, { "show", arena_show },
+	};
+
+	return run_subcommand(argc, argv, usage_arena, sub, ARRAY_SIZE(sub));
+}
