@@ -40,6 +40,17 @@
 #define KVP_PATH_BYTES_MAX	(1024U * 1024)	/* a pool's tenant paths */
 #define KVP_MAP_LEVELS		5	/* the free map of 2^27 pages */
 
+/*
+ * The KVPOOL_FEAT_* whose ops the core implements, the one list of them:
+ * the driver's INFO reports these and the two of its own (the arena and
+ * tenants named by path: kvp_info_ioctl()), kvpool-replay's core backend
+ * these alone. A feature of a new core op is added here.
+ */
+#define KVP_CORE_FEATURES						\
+	(KVPOOL_FEAT_ROWS | KVPOOL_FEAT_EXTEND | KVPOOL_FEAT_SLOTS |	\
+	 KVPOOL_FEAT_VERIFY | KVPOOL_FEAT_PREFIX_CACHE | KVPOOL_FEAT_SWA | \
+	 KVPOOL_FEAT_EXPORT | KVPOOL_FEAT_QUOTA | KVPOOL_FEAT_PRESSURE)
+
 /**
  * struct kvp_page - one page of the pool
  * @next: in a prefix cache: its index in the owning client's

@@ -351,11 +351,8 @@ static int kvp_info_ioctl(struct kvp_ucmd *ucmd)
 	/* Geometry never changes after creation: no lock needed. */
 	cmd->out_abi_version = KVPOOL_ABI_VERSION;
 	cmd->out_pool_id = pool->id;
-	cmd->out_features = KVPOOL_FEAT_ROWS | KVPOOL_FEAT_EXTEND |
-			    KVPOOL_FEAT_SLOTS | KVPOOL_FEAT_VERIFY |
-			    KVPOOL_FEAT_PREFIX_CACHE | KVPOOL_FEAT_SWA |
-			    KVPOOL_FEAT_EXPORT | KVPOOL_FEAT_QUOTA |
-			    KVPOOL_FEAT_PRESSURE | KVPOOL_FEAT_ARENA |
+	/* The core's ops, and the driver's own: files and cgroup paths. */
+	cmd->out_features = KVP_CORE_FEATURES | KVPOOL_FEAT_ARENA |
 			    KVPOOL_FEAT_TENANT_PATH;
 	cmd->out_nr_pages = pool->nr_pages;
 	cmd->out_page_tokens = pool->page_tokens;

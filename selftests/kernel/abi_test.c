@@ -1388,21 +1388,20 @@ TEST_F(info, enotty)
 {
 	const unsigned long cmds[] = {
 		_IO(KVPOOL_TYPE, 0x7f),
-		/* 0x00..0x13 are pool ops; 0x14..0x1f are kept for later. */
-		_IO(KVPOOL_TYPE, KVPOOL_CMD_ARENA + 1),
-		_IO(KVPOOL_TYPE, 0x14),
-		_IO(KVPOOL_TYPE, 0x1e),
-		_IO(KVPOOL_TYPE, 0x1f),
-		/* Control ops (0x20..0x25) are not pool ops. */
+		/* Past the last pool op, the block is kept for later. */
+		_IO(KVPOOL_TYPE, KT_POOL_CMD_END),
+		_IO(KVPOOL_TYPE, KT_CTL_CMD_BASE - 2),
+		_IO(KVPOOL_TYPE, KT_CTL_CMD_BASE - 1),
+		/* Control ops are not pool ops; nor is what follows them. */
 		_IO(KVPOOL_TYPE, KVPOOL_CMD_CTL_CREATE),
+		_IO(KVPOOL_TYPE, KVPOOL_CMD_CTL_TENANT_SET),
 		_IO(KVPOOL_TYPE, KVPOOL_CMD_CTL_SET_WMARK),
 		_IO(KVPOOL_TYPE, KVPOOL_CMD_CTL_ARENA_SET),
-		_IO(KVPOOL_TYPE, 0x22),
-		_IO(KVPOOL_TYPE, 0x26),
-		/* 0x30..0x3f are kept; nothing above is ours. */
-		_IO(KVPOOL_TYPE, 0x30),
-		_IO(KVPOOL_TYPE, 0x3f),
-		_IO(KVPOOL_TYPE, 0x40),
+		_IO(KVPOOL_TYPE, KT_CTL_CMD_END),
+		/* The last block is kept; nothing above it is ours. */
+		_IO(KVPOOL_TYPE, KT_KEPT_CMD_BASE),
+		_IO(KVPOOL_TYPE, KT_CMD_LIMIT - 1),
+		_IO(KVPOOL_TYPE, KT_CMD_LIMIT),
 		_IO(KVPOOL_TYPE, 0xff),
 		/* The development series' numbers: type 0xb7, ops from 0x80. */
 		_IO(KVPOOL_TYPE, 0x80),

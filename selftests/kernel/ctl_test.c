@@ -923,16 +923,17 @@ TEST_F(ctl, enotty_without_cap_sys_admin)
 		CHILD_CHECK(c >= 0);
 		*(__u32 *)buf = 64;
 		/*
-		 * 0x20..0x25 are control ops; 0x26 is the first unknown, 0x1f
-		 * a pool op number kept for later.
+		 * The first unknown control number, a pool op number kept
+		 * for later and the control block's last.
 		 */
+		CHILD_CHECK(kt_ioctl(c, _IO(KVPOOL_TYPE, KT_CTL_CMD_END),
+				     buf) == ENOTTY);
 		CHILD_CHECK(kt_ioctl(c, _IO(KVPOOL_TYPE,
-					    KVPOOL_CMD_CTL_ARENA_SET + 1),
-				      buf) == ENOTTY);
-		CHILD_CHECK(kt_ioctl(c, _IO(KVPOOL_TYPE, 0x1f), buf) ==
-			    ENOTTY);
-		CHILD_CHECK(kt_ioctl(c, _IO(KVPOOL_TYPE, 0x2f), buf) ==
-			    ENOTTY);
+					    KT_CTL_CMD_BASE - 1),
+				     buf) == ENOTTY);
+		CHILD_CHECK(kt_ioctl(c, _IO(KVPOOL_TYPE,
+					    KT_KEPT_CMD_BASE - 1),
+				     buf) == ENOTTY);
 		/* The development series' CTL_CREATE: type 0xb7, 0xa0. */
 		CHILD_CHECK(kt_ioctl(c, _IO(0xb7, 0xa0), buf) == ENOTTY);
 		CHILD_CHECK(kt_info(c, &info) == ENOTTY);
@@ -997,13 +998,15 @@ TEST_F(ctl, wrong_device_enotty)
 	EXPECT_EQ(ENOTTY, kt_info(self->ctl, &info));
 	EXPECT_EQ(ENOTTY, kt_stats(self->ctl, &st));
 	*(__u32 *)buf = 64;
-	/* 0x20..0x25 are control ops; 0x26 is the first unknown. */
-	EXPECT_EQ(ENOTTY, kt_ioctl(self->ctl, _IO(KVPOOL_TYPE,
-						  KVPOOL_CMD_CTL_ARENA_SET + 1),
-				    buf));
-	EXPECT_EQ(ENOTTY, kt_ioctl(self->ctl, _IO(KVPOOL_TYPE, 0x1f), buf));
-	EXPECT_EQ(ENOTTY, kt_ioctl(self->ctl, _IO(KVPOOL_TYPE, 0x2f), buf));
-	EXPECT_EQ(ENOTTY, kt_ioctl(self->ctl, _IO(KVPOOL_TYPE, 0x3f), buf));
+	/* Past the last control op, and the numbers kept for later. */
+	EXPECT_EQ(ENOTTY, kt_ioctl(self->ctl, _IO(KVPOOL_TYPE, KT_CTL_CMD_END),
+				   buf));
+	EXPECT_EQ(ENOTTY, kt_ioctl(self->ctl,
+				   _IO(KVPOOL_TYPE, KT_CTL_CMD_BASE - 1), buf));
+	EXPECT_EQ(ENOTTY, kt_ioctl(self->ctl,
+				   _IO(KVPOOL_TYPE, KT_KEPT_CMD_BASE - 1), buf));
+	EXPECT_EQ(ENOTTY, kt_ioctl(self->ctl, _IO(KVPOOL_TYPE, KT_CMD_LIMIT - 1),
+				   buf));
 	EXPECT_EQ(ENOTTY, kt_ioctl(self->ctl, _IO(0xb7, 0xa0), buf));
 	EXPECT_EQ(ENOTTY, kt_ioctl(self->ctl,
 				   _IOWR(KVPOOL_TYPE, KVPOOL_CMD_CTL_CREATE,

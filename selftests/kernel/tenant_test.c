@@ -1369,12 +1369,14 @@ TEST_F(tenant, control_without_cap_sys_admin)
 		EXPECT_EQ(EPERM, ag_ioctl0(a, cs, KVPOOL_CTL_SET_WMARK, &w,
 					   sizeof(w)));
 		/*
-		 * Not a control op: ENOTTY for everyone. 0x26 is the first
-		 * control number kept for later; 0xa0 was CTL_CREATE's
-		 * before the numbers moved, and type 0xb7 the old type.
+		 * Not a control op: ENOTTY for everyone. KT_CTL_CMD_END is
+		 * the first control number kept for later; 0xa0 was
+		 * CTL_CREATE's before the numbers moved, and type 0xb7 the
+		 * old type.
 		 */
-		EXPECT_EQ(ENOTTY, ag_ioctl0(a, cs, _IO(KVPOOL_TYPE, 0x26), &w,
-					    sizeof(w)));
+		EXPECT_EQ(ENOTTY, ag_ioctl0(a, cs,
+					    _IO(KVPOOL_TYPE, KT_CTL_CMD_END),
+					    &w, sizeof(w)));
 		EXPECT_EQ(ENOTTY, ag_ioctl0(a, cs, _IO(KVPOOL_TYPE, 0xa0), &w,
 					    sizeof(w)));
 		EXPECT_EQ(ENOTTY, ag_ioctl0(a, cs, _IO(KVPOOL_TYPE, 0xaf), &w,

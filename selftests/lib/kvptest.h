@@ -77,6 +77,32 @@
 #define KT_BAD_IDX		0xffffffffu
 #define KT_ERR_NONE		0xffffffffu	/* out_error_index "not an entry" */
 
+/*
+ * The numbers of type KVPOOL_TYPE, as uapi/linux/kvpool.h lays them out:
+ * pool ops in [KT_POOL_CMD_BASE, KT_CTL_CMD_BASE), control ops in
+ * [KT_CTL_CMD_BASE, KT_KEPT_CMD_BASE), then a block kept for later up to
+ * KT_CMD_LIMIT; nothing at or above it is the module's.
+ *
+ * KT_POOL_CMD_END and KT_CTL_CMD_END are one past the last command each
+ * block defines: the first unknown number, ENOTTY until a release takes
+ * it. The header has no count, so they name its last KVPOOL_CMD_* of
+ * each block; tools/doc-check.sh fails if a later one is added without
+ * moving them, and the asserts below if a block overflows. Tests take
+ * unknown numbers from these, never as literals.
+ */
+#define KT_POOL_CMD_BASE	0x00
+#define KT_CTL_CMD_BASE		0x20
+#define KT_KEPT_CMD_BASE	0x30
+#define KT_CMD_LIMIT		0x40
+#define KT_POOL_CMD_END		(KVPOOL_CMD_ARENA + 1)
+#define KT_CTL_CMD_END		(KVPOOL_CMD_CTL_ARENA_SET + 1)
+_Static_assert(KT_POOL_CMD_END <= KT_CTL_CMD_BASE,
+	       "the pool ops ran into the control block");
+_Static_assert(KVPOOL_CMD_CTL_CREATE == KT_CTL_CMD_BASE,
+	       "the control block moved");
+_Static_assert(KT_CTL_CMD_END <= KT_KEPT_CMD_BASE,
+	       "the control ops ran into the kept block");
+
 #ifndef __maybe_unused
 #define __maybe_unused __attribute__((unused))
 #endif

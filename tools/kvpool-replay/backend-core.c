@@ -5,7 +5,7 @@
  * process. Every op takes pool->lock around one *_locked call, as the
  * driver does around its ioctls, and answers as libkvpool would: the
  * driver's checks before the core is called (kvp_check_batch() of
- * driver/kvpool_main.c), libkvpool's choice of which entry an error
+ * driver/kvpool_ioctl.c), libkvpool's choice of which entry an error
  * blames (kvp_error_index() of userlib/kvpool.c), a shortfall on ENOSPC
  * and EDQUOT alone, the driver's feature bits.
  *
@@ -148,18 +148,14 @@ static int c_info(void *cl, struct kvpool_info *info)
 	info->out_abi_version = KVPOOL_ABI_VERSION;
 	info->out_pool_id = pool.id;
 	/*
-	 * Everything the core implements, as the driver's INFO reports it
-	 * (kvp_info_ioctl() in driver/kvpool_main.c): the replay's ops
-	 * table uses only some of it, but a caller testing a bit must see
-	 * the core, not this backend's subset. Spelt out, not taken from
-	 * RP_CORE_FEATURES: that is what kvpool-replay.c checks this
-	 * answer against.
+	 * Everything the core implements, from the one list the driver's
+	 * INFO takes it from too (KVP_CORE_FEATURES, driver/kvp_core.h);
+	 * the driver adds the bits of what only it has (the arena, tenants
+	 * named by path). The replay's ops table uses only some of it, but
+	 * a caller testing a bit must see the core, not this backend's
+	 * subset.
 	 */
-	info->out_features = KVPOOL_FEAT_ROWS | KVPOOL_FEAT_EXTEND |
-			     KVPOOL_FEAT_SLOTS | KVPOOL_FEAT_VERIFY |
-			     KVPOOL_FEAT_PREFIX_CACHE | KVPOOL_FEAT_SWA |
-			     KVPOOL_FEAT_EXPORT | KVPOOL_FEAT_QUOTA |
-			     KVPOOL_FEAT_PRESSURE;
+	info->out_features = KVP_CORE_FEATURES;
 	info->out_nr_pages = pool.nr_pages;
 	info->out_page_tokens = pool.page_tokens;
 	info->out_nr_rows = pool.nr_rows;

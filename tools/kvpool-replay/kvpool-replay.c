@@ -679,14 +679,6 @@ static void client_init(struct rp_client *c, u32 idx)
 	     KVPOOL_FEAT_SLOTS))
 		fail(c, "the pool lacks features (0x%llx)",
 		     (unsigned long long)info.out_features);
-	/*
-	 * The in-process core implements every op of the header, and says
-	 * so as the driver does: all nine KVPOOL_FEAT_* bits, no other.
-	 */
-	if (o.ops == &rp_core_ops && info.out_features != RP_CORE_FEATURES)
-		fail(c, "the core backend reports features 0x%llx, want 0x%llx",
-		     (unsigned long long)info.out_features,
-		     (unsigned long long)RP_CORE_FEATURES);
 	c->nr_pages = info.out_nr_pages;
 	c->pt = info.out_page_tokens;
 	c->nr_rows = info.out_nr_rows;

@@ -79,12 +79,6 @@ struct rp_ops {
 			  unsigned int pages_cap, struct kvpool_row_query *q);
 };
 
-/* Every KVPOOL_FEAT_* of the header: what the core backend reports. */
-#define RP_CORE_FEATURES						\
-	(KVPOOL_FEAT_ROWS | KVPOOL_FEAT_EXTEND | KVPOOL_FEAT_SLOTS |	\
-	 KVPOOL_FEAT_VERIFY | KVPOOL_FEAT_PREFIX_CACHE | KVPOOL_FEAT_SWA | \
-	 KVPOOL_FEAT_EXPORT | KVPOOL_FEAT_QUOTA | KVPOOL_FEAT_PRESSURE)
-
 extern const struct rp_ops rp_kernel_ops;
 extern const struct rp_ops rp_core_ops;
 
