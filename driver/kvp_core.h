@@ -3,10 +3,10 @@
  * kvpool core: the page pool and the row ownership state machine.
  *
  * Kernel-agnostic: it builds into kvpool.ko and, against the userspace
- * shim of selftests/unit, into the unit test, the fuzzer and
- * kvpool-replay's core backend (driver/core.mk). It takes no locks of its
- * own; every function whose name ends in _locked must be called with
- * pool->lock held, and asserts it.
+ * shim driver/user/kvp_os_user.c, into the unit test, the fuzzer,
+ * kvpool-replay's core backend and kvpool-bench (driver/core.mk). It
+ * takes no locks of its own; every function whose name ends in _locked
+ * must be called with pool->lock held, and asserts it.
  *
  * Functions validate everything against the pool's state before changing
  * anything, so an error return means nothing changed: no page, row, cache

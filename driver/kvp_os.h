@@ -3,10 +3,10 @@
  * The kernel services the kvpool core uses: mutexes and lockdep
  * assertions, bit operations, kvmalloc-family allocations, xarrays, lists,
  * hash_64, min/max, and one logging hook. The core calls them by their
- * kernel names; the userspace unit test supplies its own malloc-backed,
- * failure-injecting versions of exactly these in
- * selftests/unit/kvp_os_user.h, as the kernel's tools/testing/radix-tree
- * does.
+ * kernel names; outside the kernel (the unit test, the fuzzer, the
+ * replay and bench tools) the shim driver/user/kvp_os_user.h supplies
+ * malloc-backed, failure-injecting versions of exactly these, as the
+ * kernel's tools/testing/radix-tree does.
  */
 #ifndef _KVP_OS_H
 #define _KVP_OS_H
@@ -37,7 +37,7 @@
 
 #else
 
-#include "kvp_os_user.h"
+#include "user/kvp_os_user.h"
 
 #endif
 

@@ -33,7 +33,8 @@ fi
 # maintainer would read the patch. Userspace diffs are left out: the
 # kernel's rules (negative errnos, kernel types) do not apply there. A
 # commit that touches no kernel code is checked as a message alone
-# (NOT_UNIFIED_DIFF). MAINTAINERS: this tree has none.
+# (NOT_UNIFIED_DIFF). driver/user is the core's userspace shim, not
+# kernel code: left out too. MAINTAINERS: this tree has none.
 git_base=9af2a4b
 git_range=$git_base..HEAD
 if ! git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
@@ -62,7 +63,8 @@ else
 		{
 			git show --format=email -s "$c"
 			echo ---
-			git diff "$c^" "$c" -- driver uapi Kbuild
+			git diff "$c^" "$c" -- driver uapi Kbuild \
+				':!driver/user'
 		} >"$patch"
 		out=$(perl "$ksrc/scripts/checkpatch.pl" --strict --no-tree \
 			--terse --show-types --no-signoff \
@@ -85,13 +87,13 @@ fi
 # Userspace C: the core as the unit test builds it (-U__KERNEL__: its
 # kernel configuration is sparse's and W=1's), the library, the tools,
 # the fake CUDA driver and its test, the GPU check.
-user=(driver/kvp_[a-z]*.c selftests/unit/*.c userlib/kvpool.c
+user=(driver/kvp_[a-z]*.c driver/user/*.c selftests/unit/*.c userlib/kvpool.c
       tools/kvpoolctl/*.c tools/kvpool-demo/*.c tools/kvpool-replay/*.c
       tools/kvpool-sim/*.c tools/lib/*.c selftests/lib/fakecuda/*.c
       tools/gpu-check/*.c)
 if out=$(cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 		--std=c11 --inline-suppr -U__KERNEL__ -Iuapi -Idriver \
-		-Iselftests/unit -Iuserlib -Itools/lib "${user[@]}" 2>&1) && [[ -z $out ]]; then
+		-Idriver/user -Iuserlib -Itools/lib "${user[@]}" 2>&1) && [[ -z $out ]]; then
 	echo "PASS lint: cppcheck (${#user[@]} files)"
 else
 	echo "$out"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * libFuzzer target over the kvpool core (driver/core.mk), compiled in
- * userspace against selftests/unit/kvp_os_user.{h,c} exactly as the unit
+ * userspace against driver/user/kvp_os_user.{h,c} exactly as the unit
  * test is, with ASan and UBSan on.
  *
  * One input is one small pool and a sequence of operations on it by 3 or

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * kvpool-bench, core side: the driver's core linked in with the
- * userspace shim of selftests/unit, one pool and one client in this
+ * userspace shim of driver/user, one pool and one client in this
  * process. Each op is one *_locked call under pool->lock (the shim's
  * lock, a flag), with the entries built as libkvpool builds them and the
  * new page ids copied out as the driver copies them to userspace: what

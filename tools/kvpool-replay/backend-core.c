@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * kvpool-replay, core backend: the driver's core linked in, with the
- * userspace shim of selftests/unit/kvp_os_user.c, one pool in this
+ * userspace shim driver/user/kvp_os_user.c, one pool in this
  * process. Every op takes pool->lock around one *_locked call, as the
  * driver does around its ioctls, and answers as libkvpool would: the
  * driver's checks before the core is called (kvp_check_batch() of

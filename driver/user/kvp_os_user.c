@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Userspace implementation of kvp_os_user.h for the core's unit test. */
+/*
+ * Userspace implementation of kvp_os_user.h: what the core is linked
+ * with outside the kernel (the unit test, the fuzzer, kvpool-replay's
+ * core backend, kvpool-bench's core side).
+ */
 #include <stdarg.h>
 
 #include "kvp_os_user.h"

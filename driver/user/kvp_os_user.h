@@ -5,6 +5,12 @@
  * allocations are counted so a test can prove nothing leaked, the Nth
  * allocation can be made to fail, and the pool lock is a flag the core
  * asserts, so a call without the lock aborts the test.
+ *
+ * It lives beside the core, not under selftests/, because programs link
+ * it too (tools/kvpool-replay, tools/kvpool-bench): what they build
+ * against belongs to the core's tree. driver/kvp_os.h includes it by its
+ * path from there, so no -I is needed; driver/core.mk names its files
+ * (KVP_USER_SRC_PATHS, KVP_USER_HDR_PATHS). Kbuild never builds it.
  */
 #ifndef _KVP_OS_USER_H
 #define _KVP_OS_USER_H
