@@ -87,7 +87,7 @@ fi
 # Userspace C: the core as the unit test builds it (-U__KERNEL__: its
 # kernel configuration is sparse's and W=1's), the library, the tools,
 # the fake CUDA driver and its test, the GPU check.
-user=(driver/kvp_[a-z]*.c driver/user/*.c selftests/unit/*.c userlib/kvpool.c
+user=(driver/kvp_[a-z]*.c driver/user/*.c selftests/unit/*.c userlib/*.c
       tools/kvpoolctl/*.c tools/kvpool-demo/*.c tools/kvpool-replay/*.c
       tools/kvpool-sim/*.c tools/lib/*.c selftests/lib/fakecuda/*.c
       tools/gpu-check/*.c)

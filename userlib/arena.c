@@ -1,0 +1,424 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * libkvpool: a pool's arena, the memory behind its page ids. Asking the
+ * pool what it is and for its chunks' descriptors, mapping and unmapping
+ * it (a CUDA one through cuda.c), page and layer addresses, handing the
+ * pool an arena (CTL_ARENA_SET), planning chunks and making a host arena
+ * of sealed memfds; and kvpool_arena_error()'s text, which cuda.c writes
+ * too.
+ *
+ * Copyright (C) 2026 The kvpool authors
+ */
+#include "lib.h"
+
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+
+static int kvp_arena(struct kvpool *kp, struct kvpool_arena *arg)
+{
+	arg->size = sizeof(*arg);
+	return kvp_ioctl(kp->fd, KVPOOL_ARENA, arg);
+}
+
+KVP_PUBLIC
+int kvpool_arena_info(struct kvpool *kp, struct kvpool_arena *out)
+{
+	struct kvpool_arena arg = { 0 };
+	int ret;
+
+	ret = kvp_arena(kp, &arg);
+	if (ret)
+		return ret;
+	*out = arg;
+	return 0;
+}
+
+KVP_PUBLIC
+int kvpool_arena_fds(struct kvpool *kp, uint32_t first_chunk, uint32_t count,
+		     struct kvpool_arena_fd *fds, struct kvpool_arena *info)
+{
+	struct kvpool_arena arg = {
+		.flags = KVPOOL_ARENA_FDS,
+		.first_chunk = first_chunk,
+		.count = count,
+		.fd_entry_len = sizeof(*fds),
+		.fds = kvp_ptr(fds),
+	};
+	int ret;
+
+	ret = kvp_arena(kp, &arg);
+	if (ret)
+		return ret;
+	if (info)
+		*info = arg;
+	/* At most KVPOOL_ARENA_MAX_CHUNKS: fits an int. */
+	return (int)count;
+}
+
+static void kvp_close_fds(const struct kvpool_arena_fd *fds, uint32_t from,
+			  uint32_t to)
+{
+	for (; from < to; from++)
+		close(fds[from].out_fd);
+}
+
+/*
+ * Map the @n chunks of @fds at @base, closing each descriptor as soon as
+ * it is mapped, and every one of them on failure. A chunk must start where
+ * the last one ended (*@next) and end within the @bytes reserved: mapping
+ * MAP_FIXED anywhere else would replace someone else's memory.
+ */
+static int kvp_map_chunks(char *base, uint64_t bytes,
+			  const struct kvpool_arena_fd *fds, uint32_t n,
+			  uint64_t *next)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		const struct kvpool_arena_fd *c = &fds[i];
+		void *p;
+
+		if (c->out_fd < 0 || c->out_offset != *next || !c->out_bytes ||
+		    c->out_bytes > bytes - *next) {
+			kvp_close_fds(fds, i, n);
+			return -EIO;
+		}
+		p = mmap(base + c->out_offset, (size_t)c->out_bytes,
+			 PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+			 c->out_fd, 0);
+		if (p == MAP_FAILED) {
+			int err = -errno;
+
+			kvp_close_fds(fds, i, n);
+			return err;
+		}
+		close(c->out_fd);
+		*next += c->out_bytes;
+	}
+	return 0;
+}
+
+/* The text kvpool_arena_error() returns: this thread's last failure. */
+static __thread char kvp_arena_err[KVP_ARENA_ERR_LEN];
+
+void kvp_arena_clear(void)
+{
+	kvp_arena_err[0] = '\0';
+}
+
+void kvp_arena_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(kvp_arena_err, sizeof(kvp_arena_err), fmt, ap);
+	va_end(ap);
+}
+
+/* A failure that left no text of its own gets kvpool_strerror()'s. */
+int kvp_arena_done(int ret)
+{
+	if (ret && !kvp_arena_err[0])
+		kvp_arena_fail("%s", kvpool_strerror(ret));
+	return ret;
+}
+
+KVP_PUBLIC
+const char *kvpool_arena_error(void)
+{
+	return kvp_arena_err;
+}
+
+KVP_PUBLIC
+int kvpool_arena_map(struct kvpool *kp, struct kvpool_arena_view *v)
+{
+	struct kvpool_arena_fd fds[KVP_ARENA_FD_BATCH];
+	struct kvpool_arena a, b;
+	uint64_t next = 0;
+	uint32_t first, n;
+	char *base;
+	int ret;
+
+	memset(v, 0, sizeof(*v));
+	kvp_arena_clear();
+	ret = kvpool_arena_info(kp, &a);
+	if (ret)
+		return kvp_arena_done(ret);
+	if (a.out_kind == KVPOOL_ARENA_NONE)
+		return kvp_arena_done(-ENODATA);
+	/* Host memory maps with mmap(2), CUDA's with the driver's calls. */
+	if (a.out_kind != KVPOOL_ARENA_HOST && a.out_kind != KVPOOL_ARENA_CUDA)
+		return kvp_arena_done(-EOPNOTSUPP);
+	if (!a.out_nr_chunks || !a.out_page_bytes || !a.out_bytes ||
+	    a.out_bytes / a.out_page_bytes < kp->info.out_nr_pages)
+		return kvp_arena_done(-EIO);
+	if (a.out_bytes > SIZE_MAX)
+		return kvp_arena_done(-ENOMEM);
+
+	if (a.out_kind == KVPOOL_ARENA_CUDA) {
+		ret = kvp_cu_map(kp, &a, v);
+		if (ret)
+			return kvp_arena_done(ret);
+		goto done;
+	}
+
+	/* One range for all chunks: page i is base + i * page_bytes. */
+	base = mmap(NULL, (size_t)a.out_bytes, PROT_NONE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (base == MAP_FAILED)
+		return -errno;
+
+	for (first = 0; first < a.out_nr_chunks; first += n) {
+		n = a.out_nr_chunks - first;
+		if (n > KVP_ARENA_FD_BATCH)
+			n = KVP_ARENA_FD_BATCH;
+		ret = kvpool_arena_fds(kp, first, n, fds, &b);
+		if (ret < 0)
+			goto fail;
+		/* An arena is set once and never changes: a kernel bug. */
+		if (b.out_kind != a.out_kind || b.out_bytes != a.out_bytes ||
+		    b.out_nr_chunks != a.out_nr_chunks ||
+		    b.out_page_bytes != a.out_page_bytes) {
+			kvp_close_fds(fds, 0, n);
+			ret = -EIO;
+			goto fail;
+		}
+		ret = kvp_map_chunks(base, a.out_bytes, fds, n, &next);
+		if (ret)
+			goto fail;
+	}
+	/* The chunks must fill the range: no PROT_NONE hole inside it. */
+	if (next != a.out_bytes) {
+		ret = -EIO;
+		goto fail;
+	}
+
+	v->base = base;
+done:
+	v->bytes = a.out_bytes;
+	v->page_bytes = a.out_page_bytes;
+	v->kind = a.out_kind;
+	v->nr_pages = kp->info.out_nr_pages;
+	v->nr_chunks = a.out_nr_chunks;
+	return 0;
+
+fail:
+	/* Chunks mapped so far go with the reservation. */
+	munmap(base, (size_t)a.out_bytes);
+	return kvp_arena_done(ret);
+}
+
+KVP_PUBLIC
+int kvpool_arena_unmap(struct kvpool_arena_view *v)
+{
+	int ret = 0;
+
+	kvp_arena_clear();
+	if (v->base && v->kind == KVPOOL_ARENA_CUDA)
+		ret = kvp_cu_unmap(v);
+	else if (v->base && munmap(v->base, (size_t)v->bytes))
+		ret = -errno;
+	if (ret)
+		return kvp_arena_done(ret);
+	memset(v, 0, sizeof(*v));
+	return 0;
+}
+
+KVP_PUBLIC
+void *kvpool_layer_addr(const struct kvpool_arena_view *v, uint32_t nr_layers,
+			enum kvpool_layout layout, uint32_t layer,
+			uint32_t page)
+{
+	uint64_t slice, off;
+
+	if (!v->base || !v->page_bytes || !nr_layers ||
+	    v->page_bytes % nr_layers || layer >= nr_layers ||
+	    page >= v->nr_pages)
+		return NULL;
+	slice = v->page_bytes / nr_layers;
+	switch (layout) {
+	case KVPOOL_LAYOUT_PAGE_MAJOR:
+		off = (uint64_t)page * v->page_bytes + layer * slice;
+		break;
+	case KVPOOL_LAYOUT_LAYER_MAJOR:
+		/* slice * total is at most bytes: no overflow. */
+		off = layer * (slice * (v->bytes / v->page_bytes)) +
+		      (uint64_t)page * slice;
+		break;
+	default:
+		return NULL;
+	}
+	return (char *)v->base + off;
+}
+
+/*
+ * Which chunk to blame for @ret from CTL_ARENA_SET: as kvp_error_index(),
+ * only an errno that can be about one chunk, for a count the kernel looked
+ * at the chunks of, and an index inside them, is believed.
+ */
+static __u32 kvp_chunk_index(int ret, uint32_t nr_chunks, __u32 index)
+{
+	if (ret != -EINVAL && ret != -EBADF && ret != -E2BIG)
+		return KVPOOL_NO_INDEX;
+	if (!nr_chunks || nr_chunks > KVPOOL_ARENA_MAX_CHUNKS)
+		return KVPOOL_NO_INDEX;
+	return index < nr_chunks ? index : KVPOOL_NO_INDEX;
+}
+
+KVP_PUBLIC
+int kvpool_arena_set(unsigned int pool_id, uint32_t kind, uint64_t page_bytes,
+		     const struct kvpool_arena_chunk *chunks,
+		     uint32_t nr_chunks, uint32_t *error_index)
+{
+	struct kvpool_ctl_arena_set arg = {
+		.size = sizeof(arg),
+		.pool_id = pool_id,
+		.kind = kind,
+		.page_bytes = page_bytes,
+		.nr_chunks = nr_chunks,
+		.chunk_entry_len = sizeof(*chunks),
+		.chunks = kvp_ptr(chunks),
+	};
+	int ret;
+
+	ret = kvp_control(KVPOOL_CTL_ARENA_SET, &arg);
+	if (error_index)
+		*error_index = kvp_chunk_index(ret, nr_chunks,
+					       arg.out_error_index);
+	return ret;
+}
+
+static uint64_t kvp_gcd(uint64_t a, uint64_t b)
+{
+	while (b) {
+		uint64_t t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/*
+ * Chunk lengths for @nr_pages pages of @page_bytes in @nr_chunks chunks,
+ * in units of lcm(@page_bytes, @align) (@align at most 2^32): all of the
+ * same number of units but the last, which takes the rest.
+ */
+int kvp_plan(uint32_t nr_pages, uint64_t page_bytes, uint32_t nr_chunks,
+	     uint64_t align, uint64_t *chunk_bytes)
+{
+	uint64_t unit, unit_pages, units, each;
+	uint32_t i;
+
+	if (!nr_pages || !page_bytes || page_bytes > (1ULL << 32) ||
+	    !nr_chunks || nr_chunks > KVPOOL_ARENA_MAX_CHUNKS || !align ||
+	    align > (1ULL << 32))
+		return -EINVAL;
+	/* The smallest length that is a multiple of both: no overflow, the
+	 * two are at most 2^32. */
+	unit = page_bytes / kvp_gcd(page_bytes, align) * align;
+	unit_pages = unit / page_bytes;
+	units = (nr_pages + unit_pages - 1) / unit_pages;
+	/* Each chunk at least one unit, and none wholly past the pages. */
+	if (nr_chunks > units)
+		return -EINVAL;
+	if (units > INT64_MAX / unit)
+		return -EOVERFLOW;	/* ftruncate(2) takes an off_t */
+	each = units / nr_chunks;
+	for (i = 0; i + 1 < nr_chunks; i++)
+		chunk_bytes[i] = each * unit;
+	chunk_bytes[i] = (units - each * (nr_chunks - 1)) * unit;
+	return 0;
+}
+
+KVP_PUBLIC
+int kvpool_arena_plan_host(uint32_t nr_pages, uint64_t page_bytes,
+			   uint32_t nr_chunks, uint64_t *chunk_bytes)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+
+	if (ps <= 0)
+		return -EINVAL;
+	return kvp_plan(nr_pages, page_bytes, nr_chunks, (uint64_t)ps,
+			chunk_bytes);
+}
+
+/* A sealed memfd of @bytes for chunk @index of pool @pool_id, or -errno. */
+static int kvp_host_chunk(unsigned int pool_id, uint32_t index, uint64_t bytes)
+{
+	char name[64];
+	int fd, err;
+
+	/* The name shows in /proc/PID/maps of every process that maps it. */
+	snprintf(name, sizeof(name), "kvpool%u-arena-%u", pool_id, index);
+	if ((uint64_t)(off_t)bytes != bytes)
+		return -EFBIG;
+	fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	/*
+	 * Shrink and grow sealed, as the kernel wants, so no client can cut
+	 * the memory from under another's mapping; and F_SEAL_SEAL, so none
+	 * can add F_SEAL_WRITE and break everyone's writable mappings.
+	 */
+	if (ftruncate(fd, (off_t)bytes) ||
+	    fcntl(fd, F_ADD_SEALS,
+		  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* What an arena_create_*() does first: no text, no chunk, the pool. */
+int kvp_create_start(unsigned int pool_id, uint32_t *error_index,
+		     struct kvpool_info *info)
+{
+	kvp_arena_clear();
+	if (error_index)
+		*error_index = KVPOOL_NO_INDEX;
+	return kvp_arena_done(kvpool_pool_status(pool_id, info, NULL));
+}
+
+KVP_PUBLIC
+int kvpool_arena_create_host(unsigned int pool_id, uint64_t page_bytes,
+			     uint32_t nr_chunks, uint32_t *error_index)
+{
+	struct kvpool_arena_chunk chunks[KVPOOL_ARENA_MAX_CHUNKS];
+	uint64_t bytes[KVPOOL_ARENA_MAX_CHUNKS];
+	struct kvpool_info info;
+	uint32_t i, made;
+	int ret;
+
+	ret = kvp_create_start(pool_id, error_index, &info);
+	if (ret)
+		return ret;
+	ret = kvpool_arena_plan_host(info.out_nr_pages, page_bytes, nr_chunks,
+				     bytes);
+	if (ret)
+		return kvp_arena_done(ret);
+
+	memset(chunks, 0, sizeof(chunks));
+	for (made = 0; made < nr_chunks; made++) {
+		int fd = kvp_host_chunk(pool_id, made, bytes[made]);
+
+		if (fd < 0) {
+			ret = fd;
+			goto out;
+		}
+		chunks[made].fd = fd;
+		chunks[made].bytes = bytes[made];
+	}
+	ret = kvpool_arena_set(pool_id, KVPOOL_ARENA_HOST, page_bytes, chunks,
+			       nr_chunks, error_index);
+out:
+	/* The pool holds its own references now, or nothing was given. */
+	for (i = 0; i < made; i++)
+		close(chunks[i].fd);
+	return kvp_arena_done(ret);
+}

@@ -1,0 +1,460 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * libkvpool: CUDA arenas, mapped and made with the CUDA driver API's
+ * virtual memory calls, the driver dlopen()ed at first use.
+ *
+ * Copyright (C) 2026 The kvpool authors
+ */
+#include "lib.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Types and names only: nothing links libcuda (see kvp_cu_load()). */
+#include <cuda.h>
+
+/*
+ * The driver API is reached through dlopen(): the library must load, and
+ * its host arenas work, on machines with no NVIDIA driver at all. The
+ * names looked up are those cuda.h renames its functions to (cuMemMap is
+ * itself, cuDevicePrimaryCtxRelease is cuDevicePrimaryCtxRelease_v2):
+ * the plain names can be legacy entry points with other signatures.
+ */
+#define KVP_CU_STR(x)	#x
+#define KVP_CU_NAME(x)	KVP_CU_STR(x)
+
+#define KVP_CU_CALLS(X)							\
+	X(cuInit) X(cuGetErrorName) X(cuGetErrorString)			\
+	X(cuDeviceGetByPCIBusId) X(cuDeviceGetPCIBusId)			\
+	X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)	\
+	X(cuCtxGetCurrent) X(cuCtxSetCurrent)				\
+	X(cuMemGetAllocationGranularity) X(cuMemCreate) X(cuMemRelease)	\
+	X(cuMemExportToShareableHandle)					\
+	X(cuMemImportFromShareableHandle)				\
+	X(cuMemGetAllocationPropertiesFromHandle)			\
+	X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemMap)		\
+	X(cuMemUnmap) X(cuMemSetAccess)
+
+static struct {
+#define KVP_CU_FIELD(f) __typeof__(&f) f;
+	KVP_CU_CALLS(KVP_CU_FIELD)
+#undef KVP_CU_FIELD
+} kvp_cu;
+
+static pthread_once_t kvp_cu_once = PTHREAD_ONCE_INIT;
+/* Set once by kvp_cu_load(): why there is no driver, "" if there is. */
+static char kvp_cu_missing[256];
+
+static void kvp_cu_load(void)
+{
+	/* secure_getenv(): a setuid program must not load the caller's. */
+	const char *path = secure_getenv("KVPOOL_LIBCUDA");
+	const char *err;
+	void *dl;
+
+	if (!path || !*path)
+		path = "libcuda.so.1";
+	dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!dl) {
+		err = dlerror();
+		if (!err || strstr(err, "No such file"))
+			snprintf(kvp_cu_missing, sizeof(kvp_cu_missing),
+				 "no CUDA driver (%s not found)", path);
+		else
+			snprintf(kvp_cu_missing, sizeof(kvp_cu_missing),
+				 "no CUDA driver (%s)", err);
+		return;
+	}
+#define KVP_CU_LOOKUP(f)						\
+	kvp_cu.f = (__typeof__(&f))dlsym(dl, KVP_CU_NAME(f));		\
+	if (!kvp_cu.f) {						\
+		snprintf(kvp_cu_missing, sizeof(kvp_cu_missing),	\
+			 "no CUDA driver (%s has no %s)", path,		\
+			 KVP_CU_NAME(f));				\
+		memset(&kvp_cu, 0, sizeof(kvp_cu));			\
+		dlclose(dl);						\
+		return;							\
+	}
+	KVP_CU_CALLS(KVP_CU_LOOKUP)
+#undef KVP_CU_LOOKUP
+	/* Never closed: its code may run until the process ends. */
+}
+
+/* 0 once the driver is loaded, else -ELIBACC with the reason as text. */
+static int kvp_cu_ready(void)
+{
+	pthread_once(&kvp_cu_once, kvp_cu_load);
+	if (kvp_cu_missing[0]) {
+		kvp_arena_fail("%s", kvp_cu_missing);
+		return -ELIBACC;
+	}
+	return 0;
+}
+
+/*
+ * 0 for CUDA_SUCCESS, else the errno a caller gets (-ENOMEM for the
+ * driver's out of memory, -EIO for the rest), with "@what: NAME: text".
+ */
+static int kvp_cu_check(CUresult r, const char *what)
+{
+	const char *name = NULL, *text = NULL;
+
+	if (r == CUDA_SUCCESS)
+		return 0;
+	if (kvp_cu.cuGetErrorName(r, &name) != CUDA_SUCCESS || !name)
+		name = "unknown CUDA error";
+	if (kvp_cu.cuGetErrorString(r, &text) != CUDA_SUCCESS || !text)
+		text = "no description";
+	kvp_arena_fail("%s: %s: %s", what, name, text);
+	return r == CUDA_ERROR_OUT_OF_MEMORY ? -ENOMEM : -EIO;
+}
+
+#define KVP_CU(call, fn)	kvp_cu_check(kvp_cu.fn call, #fn)
+
+/* "DDDD:BB:DD.F" of a kvpool_pci_parse() domain and devid. */
+static void kvp_pci_name(char *buf, size_t size, uint32_t domain,
+			 uint32_t devid)
+{
+	snprintf(buf, size, "%04x:%02x:%02x.%x", domain, devid >> 8 & 0xff,
+		 devid >> 3 & 0x1f, devid & 7);
+}
+
+/* What the CUDA side of an arena needs to know of the pool's GPU. */
+struct kvp_cu_gpu {
+	CUdevice dev;
+	char bdf[16];
+	size_t gran;
+	bool retained;		/* its primary context, by us */
+};
+
+/*
+ * Load the driver, find pool @pool_id's GPU in it, make sure this thread
+ * has a current context (the device's primary one, retained, if it had
+ * none) and read the granularity of the allocations @prop describes.
+ * @none is the errno for a pool with no GPU.
+ */
+static int kvp_cu_open(unsigned int pool_id, int none, struct kvp_cu_gpu *g,
+		       CUmemAllocationProp *prop)
+{
+	uint32_t domain, devid;
+	CUcontext ctx = NULL;
+	int ret;
+
+	memset(g, 0, sizeof(*g));
+	ret = kvpool_pool_gpu(pool_id, &domain, &devid);
+	if (ret < 0)
+		return ret;
+	if (!ret) {
+		kvp_arena_fail("pool %u has no GPU (create it with one: kvpoolctl create --gpu)",
+			       pool_id);
+		return none;
+	}
+	kvp_pci_name(g->bdf, sizeof(g->bdf), domain, devid);
+	ret = kvp_cu_ready();
+	if (ret)
+		return ret;
+	ret = KVP_CU((0), cuInit);
+	if (!ret)
+		ret = KVP_CU((&g->dev, g->bdf), cuDeviceGetByPCIBusId);
+	if (!ret)
+		ret = KVP_CU((&ctx), cuCtxGetCurrent);
+	if (ret)
+		return ret;
+	if (!ctx) {
+		ret = KVP_CU((&ctx, g->dev), cuDevicePrimaryCtxRetain);
+		if (ret)
+			return ret;
+		g->retained = true;
+		ret = KVP_CU((ctx), cuCtxSetCurrent);
+		if (ret)
+			goto fail;
+	}
+
+	memset(prop, 0, sizeof(*prop));
+	prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop->location.id = g->dev;
+	prop->requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+	ret = KVP_CU((&g->gran, prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+		     cuMemGetAllocationGranularity);
+	if (!ret && (!g->gran || g->gran > (1ULL << 32))) {
+		kvp_arena_fail("CUDA device %d (%s) has a granularity of %zu bytes",
+			       (int)g->dev, g->bdf, g->gran);
+		ret = -EIO;
+	}
+	if (!ret)
+		return 0;
+fail:
+	if (g->retained) {
+		kvp_cu.cuCtxSetCurrent(NULL);
+		kvp_cu.cuDevicePrimaryCtxRelease(g->dev);
+	}
+	return ret;
+}
+
+/* Chunk @c of @fds imported and mapped at @base + its offset. */
+static int kvp_cu_map_chunk(const struct kvp_cu_gpu *g, CUdeviceptr base,
+			    const struct kvpool_arena_fd *c, uint32_t index)
+{
+	CUmemGenericAllocationHandle h;
+	CUmemAllocationProp prop;
+	char other[16] = "?";
+	int ret;
+
+	ret = KVP_CU((&h, (void *)(uintptr_t)c->out_fd,
+		      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+		     cuMemImportFromShareableHandle);
+	/* The handle holds the memory now: the descriptor is no use. */
+	close(c->out_fd);
+	if (ret)
+		return ret;
+	memset(&prop, 0, sizeof(prop));
+	ret = KVP_CU((&prop, h), cuMemGetAllocationPropertiesFromHandle);
+	if (!ret && (prop.location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+		     prop.location.id != g->dev)) {
+		kvp_cu.cuDeviceGetPCIBusId(other, sizeof(other),
+					   prop.location.id);
+		kvp_arena_fail("chunk %u is on CUDA device %d (%s), the pool's GPU is device %d (%s)",
+			       index, prop.location.id, other, (int)g->dev,
+			       g->bdf);
+		ret = -EXDEV;
+	}
+	if (!ret)
+		ret = KVP_CU((base + c->out_offset, (size_t)c->out_bytes, 0, h,
+			      0), cuMemMap);
+	/* A mapping keeps its memory; the handle is not needed for it. */
+	kvp_cu.cuMemRelease(h);
+	return ret;
+}
+
+static void kvp_cu_close(struct kvp_cu_gpu *g)
+{
+	CUcontext cur = NULL;
+	CUcontext ctx = NULL;
+
+	if (!g->retained)
+		return;
+	/* Not leave this thread in a context we are letting go of. */
+	if (kvp_cu.cuCtxGetCurrent(&cur) == CUDA_SUCCESS &&
+	    kvp_cu.cuDevicePrimaryCtxRetain(&ctx, g->dev) == CUDA_SUCCESS) {
+		if (cur == ctx)
+			kvp_cu.cuCtxSetCurrent(NULL);
+		kvp_cu.cuDevicePrimaryCtxRelease(g->dev);
+	}
+	kvp_cu.cuDevicePrimaryCtxRelease(g->dev);
+	g->retained = false;
+}
+
+/* The view's __resv, for a CUDA arena: what unmap must give back. */
+#define KVP_VIEW_RETAINED	0	/* 1: a primary context retained */
+#define KVP_VIEW_DEVICE		1	/* its CUdevice */
+
+int kvp_cu_map(struct kvpool *kp, const struct kvpool_arena *a,
+	       struct kvpool_arena_view *v)
+{
+	struct kvpool_arena_fd fds[KVP_ARENA_FD_BATCH];
+	CUmemAllocationProp prop;
+	CUmemAccessDesc access;
+	struct kvpool_arena b;
+	struct kvp_cu_gpu g;
+	uint64_t next = 0;
+	CUdeviceptr base;
+	uint32_t first, n, i;
+	int ret;
+
+	ret = kvp_cu_open(kp->info.out_pool_id, -ENODEV, &g, &prop);
+	if (ret)
+		return ret;
+	if (a->out_bytes % g.gran) {
+		kvp_arena_fail("the arena's %llu bytes are no multiple of CUDA device %d's granularity, %zu",
+			       (unsigned long long)a->out_bytes, (int)g.dev,
+			       g.gran);
+		ret = -EINVAL;
+		goto out_ctx;
+	}
+	ret = KVP_CU((&base, (size_t)a->out_bytes, g.gran, 0, 0),
+		     cuMemAddressReserve);
+	if (ret)
+		goto out_ctx;
+
+	for (first = 0; first < a->out_nr_chunks; first += n) {
+		n = a->out_nr_chunks - first;
+		if (n > KVP_ARENA_FD_BATCH)
+			n = KVP_ARENA_FD_BATCH;
+		ret = kvpool_arena_fds(kp, first, n, fds, &b);
+		if (ret < 0)
+			goto out_unmap;
+		ret = 0;
+		if (b.out_kind != a->out_kind || b.out_bytes != a->out_bytes ||
+		    b.out_nr_chunks != a->out_nr_chunks ||
+		    b.out_page_bytes != a->out_page_bytes)
+			ret = -EIO;
+		for (i = 0; i < n; i++) {
+			const struct kvpool_arena_fd *c = &fds[i];
+
+			if (ret) {
+				close(c->out_fd);
+				continue;
+			}
+			if (c->out_fd < 0 || c->out_offset != next ||
+			    !c->out_bytes ||
+			    c->out_bytes > a->out_bytes - next) {
+				close(c->out_fd);
+				ret = -EIO;
+				continue;
+			}
+			if (c->out_offset % g.gran || c->out_bytes % g.gran) {
+				kvp_arena_fail("chunk %u (%llu bytes at %llu) is no multiple of CUDA device %d's granularity, %zu",
+					       first + i,
+					       (unsigned long long)c->out_bytes,
+					       (unsigned long long)c->out_offset,
+					       (int)g.dev, g.gran);
+				close(c->out_fd);
+				ret = -EINVAL;
+				continue;
+			}
+			ret = kvp_cu_map_chunk(&g, base, c, first + i);
+			if (!ret)
+				next += c->out_bytes;
+		}
+		if (ret)
+			goto out_unmap;
+	}
+	if (next != a->out_bytes) {
+		ret = -EIO;
+		goto out_unmap;
+	}
+
+	memset(&access, 0, sizeof(access));
+	access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	access.location.id = g.dev;
+	access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	ret = KVP_CU((base, (size_t)a->out_bytes, &access, 1), cuMemSetAccess);
+	if (ret)
+		goto out_unmap;
+
+	v->base = (void *)(uintptr_t)base;
+	v->__resv[KVP_VIEW_RETAINED] = g.retained;
+	v->__resv[KVP_VIEW_DEVICE] = (uint32_t)g.dev;
+	return 0;
+
+out_unmap:
+	/* The chunks mapped so far lie end to end from base. */
+	if (next)
+		kvp_cu.cuMemUnmap(base, (size_t)next);
+	kvp_cu.cuMemAddressFree(base, (size_t)a->out_bytes);
+out_ctx:
+	kvp_cu_close(&g);
+	return ret;
+}
+
+int kvp_cu_unmap(struct kvpool_arena_view *v)
+{
+	CUdeviceptr base = (CUdeviceptr)(uintptr_t)v->base;
+	struct kvp_cu_gpu g = { 0 };
+	int ret;
+
+	/* Mapped by this library, so the driver was loaded. */
+	ret = kvp_cu_ready();
+	if (!ret)
+		ret = KVP_CU((base, (size_t)v->bytes), cuMemUnmap);
+	if (!ret)
+		ret = KVP_CU((base, (size_t)v->bytes), cuMemAddressFree);
+	if (ret)
+		return ret;
+	if (v->__resv[KVP_VIEW_RETAINED]) {
+		g.dev = (CUdevice)v->__resv[KVP_VIEW_DEVICE];
+		g.retained = true;
+		kvp_cu_close(&g);
+	}
+	return 0;
+}
+
+/* One CUDA allocation of @bytes as @prop says, exported as a descriptor. */
+static int kvp_cu_chunk(const CUmemAllocationProp *prop, uint64_t bytes,
+			uint32_t index, int *fd)
+{
+	CUmemGenericAllocationHandle h;
+	int ret;
+
+	*fd = -1;
+	ret = KVP_CU((&h, (size_t)bytes, prop, 0), cuMemCreate);
+	if (ret) {
+		/* Which one: the text is worth more with it. */
+		char what[KVP_ARENA_ERR_LEN];
+
+		snprintf(what, sizeof(what), "%s", kvpool_arena_error());
+		kvp_arena_fail("chunk %u: %s", index, what);
+		return ret;
+	}
+	ret = KVP_CU((fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+		     cuMemExportToShareableHandle);
+	/* The descriptor holds the memory now, or nothing does. */
+	kvp_cu.cuMemRelease(h);
+	if (ret) {
+		*fd = -1;
+		return ret;
+	}
+	/* Not for a program this one runs, as the library's own files. */
+	if (fcntl(*fd, F_SETFD, FD_CLOEXEC)) {
+		ret = -errno;
+		close(*fd);
+		*fd = -1;
+	}
+	return ret;
+}
+
+KVP_PUBLIC
+int kvpool_arena_create_cuda(unsigned int pool_id, uint64_t page_bytes,
+			     uint32_t nr_chunks, uint32_t *error_index)
+{
+	struct kvpool_arena_chunk chunks[KVPOOL_ARENA_MAX_CHUNKS];
+	uint64_t bytes[KVPOOL_ARENA_MAX_CHUNKS];
+	CUmemAllocationProp prop;
+	struct kvpool_info info;
+	struct kvp_cu_gpu g;
+	uint32_t i, made = 0;
+	int ret;
+
+	ret = kvp_create_start(pool_id, error_index, &info);
+	if (ret)
+		return ret;
+	ret = kvp_cu_open(pool_id, -EINVAL, &g, &prop);
+	if (ret)
+		return kvp_arena_done(ret);
+	ret = kvp_plan(info.out_nr_pages, page_bytes, nr_chunks, g.gran, bytes);
+	if (ret) {
+		kvp_arena_fail("no plan of %u chunks for %u pages of %llu bytes in units of CUDA device %d's granularity, %zu: %s",
+			       nr_chunks, info.out_nr_pages,
+			       (unsigned long long)page_bytes, (int)g.dev,
+			       g.gran, kvpool_strerror(ret));
+		goto out;
+	}
+
+	memset(chunks, 0, sizeof(chunks));
+	for (made = 0; made < nr_chunks; made++) {
+		int fd;
+
+		ret = kvp_cu_chunk(&prop, bytes[made], made, &fd);
+		if (ret)
+			goto out;
+		chunks[made].fd = fd;
+		chunks[made].bytes = bytes[made];
+	}
+	ret = kvpool_arena_set(pool_id, KVPOOL_ARENA_CUDA, page_bytes, chunks,
+			       nr_chunks, error_index);
+	if (ret)
+		kvp_arena_fail("KVPOOL_CTL_ARENA_SET: %s", kvpool_strerror(ret));
+out:
+	/* The pool holds its own references now, or nothing was given. */
+	for (i = 0; i < made; i++)
+		close(chunks[i].fd);
+	kvp_cu_close(&g);
+	return kvp_arena_done(ret);
+}
