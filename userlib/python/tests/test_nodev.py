@@ -177,3 +177,39 @@ def test_send_fd_bad_fd():
     finally:
         a.close()
         b.close()
+
+
+def _callables():
+    """Every public function, method and class of the package, and the
+    context managers' methods: the ones a user's inspect.signature(),
+    help() or IDE asks about."""
+    out = []
+    for name in kvpool.__all__:
+        obj = getattr(kvpool, name)
+        if isinstance(obj, type) and issubclass(obj, OSError):
+            continue        # OSError's own constructor
+        if callable(obj):
+            out.append((name, obj))
+    for cls in (kvpool.Pool, kvpool.Arena):
+        for name, obj in vars(cls).items():
+            if callable(obj) and (not name.startswith("_") or name in (
+                    "__enter__", "__exit__", "__dlpack__",
+                    "__dlpack_device__")):
+                out.append((cls.__name__ + "." + name, obj))
+    return out
+
+
+def test_signatures():
+    # The C methods' docstrings carry __text_signature__ ("name($self,
+    # ...)\n--\n\n"); without it inspect.signature() raises ValueError.
+    import inspect
+    names = [name for name, obj in _callables() if inspect.signature(obj)]
+    assert len(names) > 50 and "Pool.extend" in names
+    sig = inspect.signature
+    assert str(sig(kvpool.Pool.extend)) == \
+        "(self, /, handles, new_lens, pages=None, nr_new=None)"
+    assert str(sig(kvpool.Pool)) == "(path='/dev/kvpool0')"
+    assert str(sig(kvpool.Pool.from_fd)) == "(fd, /)"
+    assert str(sig(kvpool.Pool.trim)) == "(self, handles, /)"
+    assert str(sig(kvpool.Arena.__exit__)) == "(self, exc_type, exc, tb, /)"
+    assert str(sig(kvpool.strerror)) == "(err, /)"

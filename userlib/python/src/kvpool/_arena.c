@@ -119,7 +119,7 @@ static void kvp_arena_dealloc(kvp_arena *self)
 }
 
 PyDoc_STRVAR(kvp_arena_close_doc,
-"close() -> None\n\n"
+"close($self, /)\n--\n\n"
 "Unmap the arena (kvpool_arena_unmap). BufferError while a view of it\n"
 "(memoryview, numpy array, DLPack tensor) is alive. Closing twice is\n"
 "harmless.");
@@ -144,6 +144,10 @@ static PyObject *kvp_arena_close(kvp_arena *self, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(kvp_arena_enter_doc,
+"__enter__($self, /)\n--\n\n"
+"The Arena itself; ValueError if it is unmapped.");
+
 static PyObject *kvp_arena_enter(kvp_arena *self, PyObject *unused)
 {
 	(void)unused;
@@ -151,6 +155,10 @@ static PyObject *kvp_arena_enter(kvp_arena *self, PyObject *unused)
 		return NULL;
 	return Py_NewRef(self);
 }
+
+PyDoc_STRVAR(kvp_arena_exit_doc,
+"__exit__($self, exc_type, exc, tb, /)\n--\n\n"
+"close(); returns False, so that an exception goes on.");
 
 static PyObject *kvp_arena_exit(kvp_arena *self, PyObject *args)
 {
@@ -224,7 +232,7 @@ static int kvp_arena_page_arg(kvp_arena *self, PyObject *arg, uint32_t *page)
 }
 
 PyDoc_STRVAR(kvp_arena_page_doc,
-"page(i) -> memoryview\n\n"
+"page($self, i, /)\n--\n\n"
 "Page id i's page_bytes bytes, writable (host arenas). The view keeps\n"
 "the arena mapped while it lives. IndexError past nr_pages.");
 
@@ -239,7 +247,7 @@ static PyObject *kvp_arena_page(kvp_arena *self, PyObject *arg)
 }
 
 PyDoc_STRVAR(kvp_arena_page_ptr_doc,
-"page_ptr(i) -> int\n\n"
+"page_ptr($self, i, /)\n--\n\n"
 "The address of page id i (kvpool_page_addr): a CPU address for a host\n"
 "arena, a device address (CUdeviceptr) for a CUDA one.");
 
@@ -279,11 +287,12 @@ static int kvp_arena_layer_args(kvp_arena *self, PyObject *args,
 }
 
 PyDoc_STRVAR(kvp_arena_layer_doc,
-"layer(nr_layers, layer, page, layout=LAYOUT_PAGE_MAJOR) -> memoryview\n\n"
+"layer($self, /, nr_layers, layer, page, layout=0)\n--\n\n"
 "Layer layer's slice (page_bytes // nr_layers bytes) of page id page,\n"
-"for an engine of nr_layers layers laid out as layout\n"
-"(kvpool_layer_addr), writable (host arenas). ValueError for a slice\n"
-"that does not exist.");
+"for an engine of nr_layers layers laid out as layout (the default, 0,\n"
+"is LAYOUT_PAGE_MAJOR) (kvpool_layer_addr), writable (host arenas). ValueError for a slice\n"
+"that does not exist.\n\n"
+"Returns memoryview.");
 
 static PyObject *kvp_arena_layer(kvp_arena *self, PyObject *args,
 				 PyObject *kw)
@@ -299,7 +308,7 @@ static PyObject *kvp_arena_layer(kvp_arena *self, PyObject *args,
 }
 
 PyDoc_STRVAR(kvp_arena_layer_ptr_doc,
-"layer_ptr(nr_layers, layer, page, layout=LAYOUT_PAGE_MAJOR) -> int\n\n"
+"layer_ptr($self, /, nr_layers, layer, page, layout=0)\n--\n\n"
 "The address of layer(...)'s slice (kvpool_layer_addr): CPU or device,\n"
 "as page_ptr().");
 
@@ -317,9 +326,10 @@ static PyObject *kvp_arena_layer_ptr(kvp_arena *self, PyObject *args,
 }
 
 PyDoc_STRVAR(kvp_arena_numpy_doc,
-"numpy(dtype='uint8') -> numpy.ndarray\n\n"
+"numpy($self, /, dtype='uint8')\n--\n\n"
 "The whole host arena as a writable 1-D numpy array of dtype\n"
-"(numpy.frombuffer), without a copy; it keeps the arena mapped.");
+"(numpy.frombuffer), without a copy; it keeps the arena mapped.\n\n"
+"Returns numpy.ndarray.");
 
 static PyObject *kvp_arena_numpy(kvp_arena *self, PyObject *args,
 				 PyObject *kw)
@@ -355,9 +365,10 @@ static struct kvp_dl_device kvp_arena_dl_device(kvp_arena *self)
 }
 
 PyDoc_STRVAR(kvp_arena_dlpack_device_doc,
-"__dlpack_device__() -> (int, int)\n\n"
+"__dlpack_device__($self, /)\n--\n\n"
 "DLPack's device of the arena: (1, 0) (kDLCPU) for a host arena,\n"
-"(2, ordinal) (kDLCUDA, the CUDA device) for a CUDA one.");
+"(2, ordinal) (kDLCUDA, the CUDA device) for a CUDA one.\n\n"
+"Returns (int, int).");
 
 static PyObject *kvp_arena_dlpack_device(kvp_arena *self, PyObject *unused)
 {
@@ -399,14 +410,15 @@ static void kvp_dl_capsule_free(PyObject *cap)
 }
 
 PyDoc_STRVAR(kvp_arena_dlpack_doc,
-"__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None)\n"
-"    -> PyCapsule\n\n"
+"__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, "
+"copy=None)\n--\n\n"
 "The arena as a DLPack tensor of nbytes uint8, without a copy, in a\n"
 "legacy \"dltensor\" capsule (DLManagedTensor), for numpy.from_dlpack,\n"
 "torch.from_dlpack, CuPy. The tensor keeps the arena mapped until its\n"
 "consumer frees it. stream is accepted and ignored (the arena has no\n"
 "pending work); copy=True, or a dl_device other than\n"
-"__dlpack_device__(), is a BufferError.");
+"__dlpack_device__(), is a BufferError.\n\n"
+"Returns PyCapsule.");
 
 static PyObject *kvp_arena_dlpack(kvp_arena *self, PyObject *args,
 				  PyObject *kw)
@@ -568,8 +580,10 @@ static PyGetSetDef kvp_arena_getset[] = {
 
 static PyMethodDef kvp_arena_methods[] = {
 	KVP_M("close", close, METH_NOARGS),
-	{ "__enter__", KVP_METH(kvp_arena_enter), METH_NOARGS, NULL },
-	{ "__exit__", KVP_METH(kvp_arena_exit), METH_VARARGS, NULL },
+	{ "__enter__", KVP_METH(kvp_arena_enter), METH_NOARGS,
+	  kvp_arena_enter_doc },
+	{ "__exit__", KVP_METH(kvp_arena_exit), METH_VARARGS,
+	  kvp_arena_exit_doc },
 	KVP_M("page", page, METH_O),
 	KVP_M("page_ptr", page_ptr, METH_O),
 	KVP_M("layer", layer, KVP_KW),

@@ -559,7 +559,7 @@ static int kvp_fd_conv(PyObject *o, void *out)
 /* ---- module functions -------------------------------------------------- */
 
 PyDoc_STRVAR(kvp_send_fd_doc,
-"send_fd(sock, fd) -> None\n\n"
+"send_fd($module, sock, fd, /)\n--\n\n"
 "Send descriptor fd over the connected Unix socket sock (a socket or\n"
 "its fileno) as SCM_RIGHTS, with one byte of data (kvpool_send_fd).\n"
 "Never raises SIGPIPE. fd stays open here.");
@@ -581,7 +581,7 @@ static PyObject *kvp_send_fd(PyObject *mod, PyObject *args)
 }
 
 PyDoc_STRVAR(kvp_recv_fd_doc,
-"recv_fd(sock) -> int\n\n"
+"recv_fd($module, sock, /)\n--\n\n"
 "Receive one descriptor sent with send_fd() on sock (a socket or its\n"
 "fileno), close-on-exec (kvpool_recv_fd). ECONNRESET: the peer closed\n"
 "first; EBADMSG: a message without a descriptor.");
@@ -602,7 +602,7 @@ static PyObject *kvp_recv_fd(PyObject *mod, PyObject *arg)
 }
 
 PyDoc_STRVAR(kvp_strerror_doc,
-"strerror(err) -> str\n\n"
+"strerror($module, err, /)\n--\n\n"
 "What errno err (positive or negative) means from a kvpool call\n"
 "(kvpool_strerror).");
 
@@ -617,7 +617,7 @@ static PyObject *kvp_strerror(PyObject *mod, PyObject *arg)
 }
 
 PyDoc_STRVAR(kvp_version_doc,
-"version() -> str\n\n"
+"version($module, /)\n--\n\n"
 "libkvpool's version, \"MAJOR.MINOR.PATCH\" (kvpool_version).");
 
 static PyObject *kvp_version(PyObject *mod, PyObject *unused)
@@ -638,7 +638,7 @@ static PyObject *kvp_handle_half(PyObject *arg, bool gen)
 }
 
 PyDoc_STRVAR(kvp_handle_idx_doc,
-"handle_idx(handle) -> int\n\n"
+"handle_idx($module, handle, /)\n--\n\n"
 "The req_pool_idx of a handle int (its low 32 bits).");
 
 static PyObject *kvp_handle_idx(PyObject *mod, PyObject *arg)
@@ -648,7 +648,7 @@ static PyObject *kvp_handle_idx(PyObject *mod, PyObject *arg)
 }
 
 PyDoc_STRVAR(kvp_handle_gen_doc,
-"handle_gen(handle) -> int\n\n"
+"handle_gen($module, handle, /)\n--\n\n"
 "The generation of a handle int (its high 32 bits).");
 
 static PyObject *kvp_handle_gen(PyObject *mod, PyObject *arg)
@@ -658,8 +658,8 @@ static PyObject *kvp_handle_gen(PyObject *mod, PyObject *arg)
 }
 
 PyDoc_STRVAR(kvp_pool_create_doc,
-"pool_create(nr_pages, page_tokens, nr_rows, row_tokens,\n"
-"            reserve_zero=True, gpu=None) -> int\n\n"
+"pool_create($module, /, nr_pages, page_tokens, nr_rows, row_tokens, "
+"reserve_zero=True, gpu=None)\n--\n\n"
 "Create a pool through /dev/kvpool-control (root; kvpool_pool_create)\n"
 "and return its id N, as in /dev/kvpoolN. reserve_zero: page 0 and row\n"
 "0 are reserved (CREATE_RESERVE_ZERO). gpu: the PCI address, as lspci\n"
@@ -703,7 +703,7 @@ static PyObject *kvp_pool_create(PyObject *mod, PyObject *args, PyObject *kw)
 }
 
 PyDoc_STRVAR(kvp_pool_destroy_doc,
-"pool_destroy(pool_id) -> None\n\n"
+"pool_destroy($module, pool_id, /)\n--\n\n"
 "Destroy pool pool_id (root; kvpool_pool_destroy). EBUSY: it has\n"
 "clients; ENODEV: no such pool.");
 
@@ -724,7 +724,7 @@ static PyObject *kvp_pool_destroy(PyObject *mod, PyObject *arg)
 }
 
 PyDoc_STRVAR(kvp_pool_list_doc,
-"pool_list() -> list[int]\n\n"
+"pool_list($module, /)\n--\n\n"
 "The ids of the pools that exist, ascending, from sysfs\n"
 "(kvpool_pool_list). ENODEV: the module is not loaded.");
 
@@ -797,11 +797,12 @@ static PyObject *kvp_pool_list(PyObject *mod, PyObject *unused)
 }
 
 PyDoc_STRVAR(kvp_pool_status_doc,
-"pool_status(pool_id) -> (Info, Stats)\n\n"
+"pool_status($module, pool_id, /)\n--\n\n"
 "Pool pool_id's geometry and counts from sysfs, without becoming a\n"
 "client (kvpool_pool_status): Info has pool_id, nr_pages, page_tokens,\n"
 "nr_rows, row_tokens and create_flags (the rest 0); Stats the pool's\n"
-"counts (client_* and tenant_* 0). ENODEV: no such pool.");
+"counts (client_* and tenant_* 0). ENODEV: no such pool.\n\n"
+"Returns (Info, Stats).");
 
 static PyObject *kvp_pool_status(PyObject *mod, PyObject *arg)
 {
@@ -829,7 +830,7 @@ static PyObject *kvp_pool_status(PyObject *mod, PyObject *arg)
 }
 
 PyDoc_STRVAR(kvp_pool_gpu_doc,
-"pool_gpu(pool_id) -> str | None\n\n"
+"pool_gpu($module, pool_id, /)\n--\n\n"
 "The PCI address (\"DDDD:BB:dd.f\") of the GPU pool pool_id was created\n"
 "for, or None if it names none (kvpool_pool_gpu).");
 
@@ -855,8 +856,9 @@ static PyObject *kvp_pool_gpu(PyObject *mod, PyObject *arg)
 }
 
 PyDoc_STRVAR(kvp_tenant_set_doc,
-"tenant_set(pool_id, cgroup_id=0, uid=0, tenant_id=None, max_pages=0,\n"
-"           min_pages=0, max_rows=0, label=\"\") -> int\n\n"
+"tenant_set($module, /, pool_id, cgroup_id=0, uid=0, tenant_id=None, "
+"max_pages=0, min_pages=0, max_rows=0, label='', cgroup_path=None, "
+"any_uid=False, remove=False)\n--\n\n"
 "Set the limits of a tenant of pool pool_id (root;\n"
 "kvpool_tenant_set) and return its id. The tenant is named by\n"
 "cgroup_id and uid (created if new), when tenant_id is not None by\n"
@@ -920,8 +922,9 @@ static PyObject *kvp_tenant_set(PyObject *mod, PyObject *args, PyObject *kw)
 }
 
 PyDoc_STRVAR(kvp_tenant_list_doc,
-"tenant_list(pool_id) -> list[Tenant]\n\n"
-"The tenants of pool pool_id (root; kvpool_tenant_list).");
+"tenant_list($module, pool_id, /)\n--\n\n"
+"The tenants of pool pool_id (root; kvpool_tenant_list).\n\n"
+"Returns list[Tenant].");
 
 static int kvp_tenant_list_fn(unsigned int id, void *out, unsigned int cap)
 {
@@ -945,7 +948,7 @@ static PyObject *kvp_tenant_list(PyObject *mod, PyObject *arg)
 }
 
 PyDoc_STRVAR(kvp_set_wmark_doc,
-"set_wmark(pool_id, low, high) -> None\n\n"
+"set_wmark($module, pool_id, low, high, /)\n--\n\n"
 "Set pool pool_id's pressure watermarks (root; kvpool_set_wmark):\n"
 "below low free pages clients are asked to give pages back (0: never),\n"
 "enough to restore high. EINVAL: high below low or above the pages.");
@@ -990,7 +993,7 @@ static PyObject *kvp_arena_create(PyObject *args, const char *fmt,
 }
 
 PyDoc_STRVAR(kvp_arena_create_host_doc,
-"arena_create_host(pool_id, page_bytes, nr_chunks) -> None\n\n"
+"arena_create_host($module, pool_id, page_bytes, nr_chunks, /)\n--\n\n"
 "Give pool pool_id a host arena (sealed memfds) of page_bytes pages in\n"
 "nr_chunks chunks (root; kvpool_arena_create_host). EEXIST: it has one.\n"
 "The error's strerror is kvpool_arena_error()'s, .index the chunk the\n"
@@ -1004,7 +1007,7 @@ static PyObject *kvp_arena_create_host(PyObject *mod, PyObject *args)
 }
 
 PyDoc_STRVAR(kvp_arena_create_cuda_doc,
-"arena_create_cuda(pool_id, page_bytes, nr_chunks) -> None\n\n"
+"arena_create_cuda($module, pool_id, page_bytes, nr_chunks, /)\n--\n\n"
 "Give pool pool_id, created with a GPU, a CUDA arena of page_bytes\n"
 "pages in nr_chunks chunks, made with the CUDA driver (root;\n"
 "kvpool_arena_create_cuda). ELIBACC: no CUDA driver. The error's\n"
@@ -1018,7 +1021,7 @@ static PyObject *kvp_arena_create_cuda(PyObject *mod, PyObject *args)
 }
 
 PyDoc_STRVAR(kvp_c_decode_steps_doc,
-"_c_decode_steps(pool, handles, lens, iters) -> int\n\n"
+"_c_decode_steps($module, pool, handles, lens, iters, /)\n--\n\n"
 "For the benchmark: run iters decode steps in C straight on libkvpool\n"
 "and return the nanoseconds they took (CLOCK_MONOTONIC). Each step\n"
 "packs extend entries (new_len = lens[i] + 1), calls kvpool_extend()\n"

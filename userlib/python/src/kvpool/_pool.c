@@ -189,7 +189,7 @@ static void kvp_pool_dealloc(kvp_pool *self)
 }
 
 PyDoc_STRVAR(kvp_pool_from_fd_doc,
-"Pool.from_fd(fd) -> Pool\n\n"
+"from_fd($type, fd, /)\n--\n\n"
 "A Pool on a pool device the caller opened or received (kvpool_open_fd).\n"
 "On success the Pool owns fd and closes it; on failure fd stays the\n"
 "caller's.");
@@ -221,7 +221,7 @@ static PyObject *kvp_pool_from_fd(PyTypeObject *type, PyObject *arg)
 }
 
 PyDoc_STRVAR(kvp_pool_close_doc,
-"close() -> None\n\n"
+"close($self, /)\n--\n\n"
 "Close the pool's file (kvpool_close). If no other reference to it\n"
 "exists, the kernel frees every row, slot and page this client held.\n"
 "Closing twice is harmless. While another thread is inside a call on\n"
@@ -235,6 +235,10 @@ static PyObject *kvp_pool_close(kvp_pool *self, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(kvp_pool_enter_doc,
+"__enter__($self, /)\n--\n\n"
+"The Pool itself; ValueError if it is closed.");
+
 static PyObject *kvp_pool_enter(kvp_pool *self, PyObject *unused)
 {
 	(void)unused;
@@ -242,6 +246,10 @@ static PyObject *kvp_pool_enter(kvp_pool *self, PyObject *unused)
 		return NULL;
 	return Py_NewRef(self);
 }
+
+PyDoc_STRVAR(kvp_pool_exit_doc,
+"__exit__($self, exc_type, exc, tb, /)\n--\n\n"
+"close(); returns False, so that an exception goes on.");
 
 static PyObject *kvp_pool_exit(kvp_pool *self, PyObject *args)
 {
@@ -252,7 +260,7 @@ static PyObject *kvp_pool_exit(kvp_pool *self, PyObject *args)
 }
 
 PyDoc_STRVAR(kvp_pool_fileno_doc,
-"fileno() -> int\n\n"
+"fileno($self, /)\n--\n\n"
 "The pool's file descriptor (kvpool_fd), for select/poll/asyncio:\n"
 "pressure is POLLPRI.");
 
@@ -303,9 +311,10 @@ static PyObject *kvp_pool_answer(kvp_pool *self, enum kvp_tuple_id id)
 }
 
 PyDoc_STRVAR(kvp_pool_stats_doc,
-"stats() -> Stats\n\n"
+"stats($self, /)\n--\n\n"
 "One consistent snapshot of the pool's counts, this client's (client_*)\n"
-"and its tenant's (tenant_*) (kvpool_stats).");
+"and its tenant's (tenant_*) (kvpool_stats).\n\n"
+"Returns Stats.");
 
 static PyObject *kvp_pool_stats(kvp_pool *self, PyObject *unused)
 {
@@ -402,7 +411,7 @@ static PyObject *kvp_pages_array(kvp_pool *self, Py_ssize_t n)
 }
 
 PyDoc_STRVAR(kvp_pool_alloc_rows_doc,
-"alloc_rows(n, out=None) -> array | int\n\n"
+"alloc_rows($self, /, n, out=None)\n--\n\n"
 "Take n rows (1..info.max_batch) for new requests (kvpool_alloc_rows);\n"
 "each is empty. out=None: a new uint64 array of their handles; else\n"
 "out, a writable buffer of at least n 8-byte integers, gets them and n\n"
@@ -461,7 +470,7 @@ out:
 }
 
 PyDoc_STRVAR(kvp_pool_alloc_row_doc,
-"alloc_row() -> int\n\n"
+"alloc_row($self, /)\n--\n\n"
 "Take one row (kvpool_alloc_rows of 1) and return its handle.");
 
 static PyObject *kvp_pool_alloc_row(kvp_pool *self, PyObject *unused)
@@ -482,7 +491,7 @@ static PyObject *kvp_pool_alloc_row(kvp_pool *self, PyObject *unused)
 }
 
 PyDoc_STRVAR(kvp_pool_extend_doc,
-"extend(handles, new_lens, pages=None, nr_new=None) -> array | int\n\n"
+"extend($self, /, handles, new_lens, pages=None, nr_new=None)\n--\n\n"
 "Grow the allocated length of each row to its new_len with one\n"
 "KVPOOL_EXTEND (kvpool_extend): a decode batch. handles: 8-byte\n"
 "integers; new_lens: 4-byte integers, one per handle (negative ones\n"
@@ -620,7 +629,7 @@ out:
 }
 
 PyDoc_STRVAR(kvp_pool_commit_doc,
-"commit(handles, lens) -> None\n\n"
+"commit($self, /, handles, lens)\n--\n\n"
 "Move each row's committed length forward to its len (tokens whose KV\n"
 "was computed; never past the allocated length) with one KVPOOL_COMMIT\n"
 "(kvpool_commit). Arrays as for extend(). All or nothing.");
@@ -633,7 +642,7 @@ static PyObject *kvp_pool_commit(kvp_pool *self, PyObject *const *args,
 }
 
 PyDoc_STRVAR(kvp_pool_donate_doc,
-"donate(handles, lens) -> int\n\n"
+"donate($self, /, handles, lens)\n--\n\n"
 "Move each row's full pages in [protected, len) into this client's\n"
 "prefix cache (kvpool_donate); the row keeps mapping them, borrowed.\n"
 "Returns the pages moved. All or nothing.");
@@ -646,7 +655,7 @@ static PyObject *kvp_pool_donate(kvp_pool *self, PyObject *const *args,
 }
 
 PyDoc_STRVAR(kvp_pool_swa_free_doc,
-"swa_free(handles, lens) -> int\n\n"
+"swa_free($self, /, handles, lens)\n--\n\n"
 "Sliding-window attention: free each row's pages wholly below its len,\n"
 "the window's left edge (kvpool_swa_free). Returns the pages freed.\n"
 "All or nothing.");
@@ -688,7 +697,7 @@ static PyObject *kvp_pool_array_op(kvp_pool *self, PyObject *o,
 }
 
 PyDoc_STRVAR(kvp_pool_trim_doc,
-"trim(handles) -> int\n\n"
+"trim($self, handles, /)\n--\n\n"
 "Free each row's speculative tail: every page from ceil(committed /\n"
 "page_tokens) on (kvpool_trim). Returns the pages freed. All or\n"
 "nothing.");
@@ -699,7 +708,7 @@ static PyObject *kvp_pool_trim(kvp_pool *self, PyObject *arg)
 }
 
 PyDoc_STRVAR(kvp_pool_release_doc,
-"release(handles, donate=False) -> int\n\n"
+"release($self, /, handles, donate=False)\n--\n\n"
 "Release rows: their pages and the rows go back to the pool and the\n"
 "handles are dead (kvpool_release). donate=True: each row's full\n"
 "committed pages go to the prefix cache first\n"
@@ -730,7 +739,7 @@ static int kvp_cache_evict(struct kvpool *kp, const struct kvpool_handle *p,
 }
 
 PyDoc_STRVAR(kvp_pool_cache_evict_doc,
-"cache_evict(pages) -> int\n\n"
+"cache_evict($self, pages, /)\n--\n\n"
 "Free pages (4-byte integers) of this client's prefix cache\n"
 "(kvpool_cache_evict). Returns the pages freed. All or nothing: EBUSY\n"
 "(pinned), ENOENT (not cached) or EINVAL (twice), .index the page.");
@@ -741,7 +750,7 @@ static PyObject *kvp_pool_cache_evict(kvp_pool *self, PyObject *arg)
 }
 
 PyDoc_STRVAR(kvp_pool_attach_prefix_doc,
-"attach_prefix(handle, pages) -> None\n\n"
+"attach_prefix($self, handle, pages, /)\n--\n\n"
 "Map pages (4-byte integers) of this client's prefix cache, in order,\n"
 "at the start of the empty row handle (kvpool_attach_prefix); its\n"
 "lengths become len(pages) * page_tokens.");
@@ -771,7 +780,7 @@ static PyObject *kvp_pool_attach_prefix(kvp_pool *self, PyObject *args)
 /* ---- slots, queries, export -------------------------------------------- */
 
 PyDoc_STRVAR(kvp_pool_to_slot_doc,
-"to_slot(handle, session_id) -> int\n\n"
+"to_slot($self, handle, session_id, /)\n--\n\n"
 "Park the held row in this client's session slot session_id (a u64 of\n"
 "the caller's choosing) with its pages and lengths (kvpool_to_slot);\n"
 "handle is dead afterwards. Returns the pages the slot holds. EEXIST:\n"
@@ -795,10 +804,11 @@ static PyObject *kvp_pool_to_slot(kvp_pool *self, PyObject *args)
 }
 
 PyDoc_STRVAR(kvp_pool_from_slot_doc,
-"from_slot(session_id) -> (handle, nr_pages)\n\n"
+"from_slot($self, session_id, /)\n--\n\n"
 "Give the row parked in slot session_id back to a new request, as it\n"
 "was (kvpool_from_slot): its new handle (same req_pool_idx, next\n"
-"generation) and its pages. The slot is gone afterwards.");
+"generation) and its pages. The slot is gone afterwards.\n\n"
+"Returns (handle, nr_pages).");
 
 static PyObject *kvp_pool_from_slot(kvp_pool *self, PyObject *arg)
 {
@@ -818,7 +828,7 @@ static PyObject *kvp_pool_from_slot(kvp_pool *self, PyObject *arg)
 }
 
 PyDoc_STRVAR(kvp_pool_slot_release_doc,
-"slot_release(session_id) -> int\n\n"
+"slot_release($self, session_id, /)\n--\n\n"
 "Free slot session_id, its row and pages (kvpool_slot_release).\n"
 "Returns the pages freed.");
 
@@ -903,12 +913,13 @@ static PyObject *kvp_pool_query(kvp_pool *self, const struct kvpool_handle *h,
 }
 
 PyDoc_STRVAR(kvp_pool_row_query_doc,
-"row_query(handle, pages=None) -> RowInfo\n\n"
+"row_query($self, /, handle, pages=None)\n--\n\n"
 "The held row's state and lengths (kvpool_row_query). pages=None:\n"
 "RowInfo.pages is a new uint32 array of its whole page list (freed\n"
 "positions are PAGE_NONE); pages, a writable buffer of 4-byte\n"
 "integers: its first len(pages) ids go there (RowInfo.nr_pages is the\n"
-"full list's length) and RowInfo.pages is None.");
+"full list's length) and RowInfo.pages is None.\n\n"
+"Returns RowInfo.");
 
 static PyObject *kvp_pool_row_query(kvp_pool *self, PyObject *args,
 				    PyObject *kw)
@@ -924,9 +935,10 @@ static PyObject *kvp_pool_row_query(kvp_pool *self, PyObject *args,
 }
 
 PyDoc_STRVAR(kvp_pool_slot_query_doc,
-"slot_query(session_id, pages=None) -> RowInfo\n\n"
+"slot_query($self, /, session_id, pages=None)\n--\n\n"
 "row_query() for the row parked in slot session_id\n"
-"(kvpool_slot_query); RowInfo.req_pool_idx names the row.");
+"(kvpool_slot_query); RowInfo.req_pool_idx names the row.\n\n"
+"Returns RowInfo.");
 
 static PyObject *kvp_pool_slot_query(kvp_pool *self, PyObject *args,
 				     PyObject *kw)
@@ -942,9 +954,10 @@ static PyObject *kvp_pool_slot_query(kvp_pool *self, PyObject *args,
 }
 
 PyDoc_STRVAR(kvp_pool_verify_doc,
-"verify() -> Verify\n\n"
+"verify($self, /)\n--\n\n"
 "Check every invariant of the whole pool (kvpool_verify; root, a\n"
-"debugging aid). Verify.violations is 0 if the pool is sound.");
+"debugging aid). Verify.violations is 0 if the pool is sound.\n\n"
+"Returns Verify.");
 
 static PyObject *kvp_pool_verify(kvp_pool *self, PyObject *unused)
 {
@@ -971,7 +984,7 @@ static PyObject *kvp_pool_export_fd(kvp_pool *self,
 }
 
 PyDoc_STRVAR(kvp_pool_export_doc,
-"export(handle) -> int\n\n"
+"export($self, handle, /)\n--\n\n"
 "Turn the held row into a new close-on-exec file descriptor\n"
 "(kvpool_export), for import_row() in another client, e.g. over\n"
 "send_fd(); handle is dead afterwards. The caller closes the fd.");
@@ -986,7 +999,7 @@ static PyObject *kvp_pool_export(kvp_pool *self, PyObject *arg)
 }
 
 PyDoc_STRVAR(kvp_pool_export_slot_doc,
-"export_slot(session_id) -> int\n\n"
+"export_slot($self, session_id, /)\n--\n\n"
 "export() of the row parked in slot session_id (kvpool_export_slot);\n"
 "the slot goes.");
 
@@ -1000,10 +1013,11 @@ static PyObject *kvp_pool_export_slot(kvp_pool *self, PyObject *arg)
 }
 
 PyDoc_STRVAR(kvp_pool_import_row_doc,
-"import_row(fd) -> (handle, nr_pages)\n\n"
+"import_row($self, fd, /)\n--\n\n"
 "Take the row exported as fd (an int or an object with fileno()) into\n"
 "this client (kvpool_import): its new handle and the pages it owns. fd\n"
-"stays open. EALREADY: imported before; EXDEV: another pool's.");
+"stays open. EALREADY: imported before; EXDEV: another pool's.\n\n"
+"Returns (handle, nr_pages).");
 
 static PyObject *kvp_pool_import_row(kvp_pool *self, PyObject *arg)
 {
@@ -1025,9 +1039,10 @@ static PyObject *kvp_pool_import_row(kvp_pool *self, PyObject *arg)
 /* ---- pressure ---------------------------------------------------------- */
 
 PyDoc_STRVAR(kvp_pool_pressure_doc,
-"pressure() -> Pressure\n\n"
+"pressure($self, /)\n--\n\n"
 "How many prefix-cache pages the kernel asks this client to evict now,\n"
-"and why (kvpool_pressure). Pressure.asked (= ask_pages) 0: none.");
+"and why (kvpool_pressure). Pressure.asked (= ask_pages) 0: none.\n\n"
+"Returns Pressure.");
 
 static PyObject *kvp_pool_pressure(kvp_pool *self, PyObject *unused)
 {
@@ -1047,12 +1062,13 @@ static double kvp_now(void)
 #define KVP_WAIT_SLICE_MS	1000
 
 PyDoc_STRVAR(kvp_pool_wait_pressure_doc,
-"wait_pressure(timeout=None) -> bool\n\n"
+"wait_pressure($self, /, timeout=None)\n--\n\n"
 "Wait up to timeout seconds (a float; None: for ever; 0: do not wait)\n"
 "until the kernel asks this client to give pages back\n"
 "(kvpool_wait_pressure, poll for POLLPRI). True if pages are asked\n"
 "(pressure() says how many), False on timeout. The GIL is released;\n"
-"signals are handled while waiting (KeyboardInterrupt comes through).");
+"signals are handled while waiting (KeyboardInterrupt comes through).\n\n"
+"Returns bool.");
 
 static PyObject *kvp_pool_wait_pressure(kvp_pool *self, PyObject *args,
 					PyObject *kw)
@@ -1106,8 +1122,9 @@ static PyObject *kvp_pool_wait_pressure(kvp_pool *self, PyObject *args,
 /* ---- arena ------------------------------------------------------------- */
 
 PyDoc_STRVAR(kvp_pool_arena_info_doc,
-"arena_info() -> ArenaInfo\n\n"
-"The pool's arena (kvpool_arena_info): kind ARENA_NONE if it has none.");
+"arena_info($self, /)\n--\n\n"
+"The pool's arena (kvpool_arena_info): kind ARENA_NONE if it has none.\n\n"
+"Returns ArenaInfo.");
 
 static PyObject *kvp_pool_arena_info(kvp_pool *self, PyObject *unused)
 {
@@ -1116,11 +1133,12 @@ static PyObject *kvp_pool_arena_info(kvp_pool *self, PyObject *unused)
 }
 
 PyDoc_STRVAR(kvp_pool_map_arena_doc,
-"map_arena() -> Arena\n\n"
+"map_arena($self, /)\n--\n\n"
 "Map the pool's whole arena into this process (kvpool_arena_map): host\n"
 "memory, or for a CUDA arena the GPU's address space. The Arena stays\n"
 "valid after this Pool is closed. ENODATA: no arena; the error's\n"
-"strerror is kvpool_arena_error()'s.");
+"strerror is kvpool_arena_error()'s.\n\n"
+"Returns Arena.");
 
 static PyObject *kvp_pool_map_arena(kvp_pool *self, PyObject *unused)
 {
@@ -1249,8 +1267,10 @@ static PyObject *kvp_pool_repr(kvp_pool *self)
 static PyMethodDef kvp_pool_methods[] = {
 	KVP_M(from_fd, KVP_CLASS),
 	KVP_M(close, METH_NOARGS),
-	{ "__enter__", KVP_METH(kvp_pool_enter), METH_NOARGS, NULL },
-	{ "__exit__", KVP_METH(kvp_pool_exit), METH_VARARGS, NULL },
+	{ "__enter__", KVP_METH(kvp_pool_enter), METH_NOARGS,
+	  kvp_pool_enter_doc },
+	{ "__exit__", KVP_METH(kvp_pool_exit), METH_VARARGS,
+	  kvp_pool_exit_doc },
 	KVP_M(fileno, METH_NOARGS),
 	KVP_M(stats, METH_NOARGS),
 	KVP_M(alloc_rows, KVP_KW),
@@ -1289,7 +1309,7 @@ static PyGetSetDef kvp_pool_getset[] = {
 };
 
 PyDoc_STRVAR(kvp_pool_doc,
-"Pool(path=\"/dev/kvpool0\")\n\n"
+"Pool(path='/dev/kvpool0')\n--\n\n"
 "One client of a kvpool device: one open file, one struct kvpool\n"
 "(kvpool_open). A context manager; close() or garbage collection\n"
 "closes it, and the kernel frees what it held when the last reference\n"
