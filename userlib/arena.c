@@ -67,14 +67,15 @@ static void kvp_close_fds(const struct kvpool_arena_fd *fds, uint32_t from,
 }
 
 /*
- * Map the @n chunks of @fds at @base, closing each descriptor as soon as
- * it is mapped, and every one of them on failure. A chunk must start where
- * the last one ended (*@next) and end within the @bytes reserved: mapping
- * MAP_FIXED anywhere else would replace someone else's memory.
+ * Map the @n chunks of @fds, the first of them chunk @first, at @base,
+ * closing each descriptor as soon as it is mapped, and every one of them
+ * on failure. A chunk must start where the last one ended (*@next) and
+ * end within the @bytes reserved: mapping MAP_FIXED anywhere else would
+ * replace someone else's memory.
  */
 static int kvp_map_chunks(char *base, uint64_t bytes,
-			  const struct kvpool_arena_fd *fds, uint32_t n,
-			  uint64_t *next)
+			  const struct kvpool_arena_fd *fds, uint32_t first,
+			  uint32_t n, uint64_t *next)
 {
 	uint32_t i;
 
@@ -93,6 +94,15 @@ static int kvp_map_chunks(char *base, uint64_t bytes,
 		if (p == MAP_FAILED) {
 			int err = -errno;
 
+			/*
+			 * mmap(2)'s errno, not the kernel's: kvpool_strerror()
+			 * would word it as a kvpool ioctl's.
+			 */
+			kvp_arena_fail("mapping chunk %u (%llu bytes at %llu): mmap: %s",
+				       first + i,
+				       (unsigned long long)c->out_bytes,
+				       (unsigned long long)c->out_offset,
+				       strerror(-err));
 			kvp_close_fds(fds, i, n);
 			return err;
 		}
@@ -169,8 +179,12 @@ int kvpool_arena_map(struct kvpool *kp, struct kvpool_arena_view *v)
 	/* One range for all chunks: page i is base + i * page_bytes. */
 	base = mmap(NULL, (size_t)a.out_bytes, PROT_NONE,
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (base == MAP_FAILED)
-		return -errno;
+	if (base == MAP_FAILED) {
+		ret = -errno;
+		kvp_arena_fail("reserving %llu bytes of address space for the arena: mmap: %s",
+			       (unsigned long long)a.out_bytes, strerror(-ret));
+		return ret;
+	}
 
 	for (first = 0; first < a.out_nr_chunks; first += n) {
 		n = a.out_nr_chunks - first;
@@ -187,7 +201,7 @@ int kvpool_arena_map(struct kvpool *kp, struct kvpool_arena_view *v)
 			ret = -EIO;
 			goto fail;
 		}
-		ret = kvp_map_chunks(base, a.out_bytes, fds, n, &next);
+		ret = kvp_map_chunks(base, a.out_bytes, fds, first, n, &next);
 		if (ret)
 			goto fail;
 	}
@@ -220,8 +234,12 @@ int kvpool_arena_unmap(struct kvpool_arena_view *v)
 	kvp_arena_clear();
 	if (v->base && v->kind == KVPOOL_ARENA_CUDA)
 		ret = kvp_cu_unmap(v);
-	else if (v->base && munmap(v->base, (size_t)v->bytes))
+	else if (v->base && munmap(v->base, (size_t)v->bytes)) {
 		ret = -errno;
+		kvp_arena_fail("unmapping the arena's %llu bytes at %p: munmap: %s",
+			       (unsigned long long)v->bytes, v->base,
+			       strerror(-ret));
+	}
 	if (ret)
 		return kvp_arena_done(ret);
 	memset(v, 0, sizeof(*v));

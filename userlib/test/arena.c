@@ -15,7 +15,9 @@
  *   <linux/kvpool.h> says the kernel does, with memfds of its own. The
  *   mapping is the memfds' memory, in batches, every descriptor closed,
  *   and it outlives kvpool_close(); a bad answer leaves nothing mapped
- *   and nothing open. What the real kernel answers is the VM tests' job.
+ *   and nothing open. An mmap(2) that fails (the reservation, a chunk)
+ *   or a munmap(2) has kvpool_arena_error() name the call and its errno.
+ *   What the real kernel answers is the VM tests' job.
  * - kvpool_arena_create_host() over a fake sysfs (the pool's nr_pages) and
  *   a fake control device, whose KVPOOL_CTL_ARENA_SET the same stand-in
  *   checks as the header says the kernel does: sealed memfds of exactly
@@ -88,6 +90,7 @@ static struct {
 	int chunk_fd[FAKE_MAX_CHUNKS];
 	uint64_t chunk_bytes[FAKE_MAX_CHUNKS];
 	uint32_t bad_chunk;		/* given a wrong offset, or ~0 */
+	uint64_t extra_bytes;		/* told beyond the chunks' bytes */
 	unsigned int fds_calls;		/* KVPOOL_ARENA_FDS answered */
 	uint32_t max_count;		/* the largest batch asked */
 	int bad_request;		/* a request the header forbids */
@@ -132,7 +135,7 @@ static int fake_arena(struct kvpool_arena *a)
 	a->out_kind = fake.kind;
 	a->out_nr_chunks = fake.kind ? fake.nr_chunks : 0;
 	a->out_page_bytes = fake.kind ? fake.page_bytes : 0;
-	a->out_bytes = fake.kind ? fake_bytes() : 0;
+	a->out_bytes = fake.kind ? fake_bytes() + fake.extra_bytes : 0;
 	if (!(a->flags & KVPOOL_ARENA_FDS)) {
 		if (a->first_chunk || a->count || a->fd_entry_len || a->fds)
 			fake.bad_request = 1;
@@ -568,8 +571,8 @@ static void test_map(void)
 	struct kvpool_arena a;
 	struct kvpool *kp;
 	uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
-	char buf[8];
-	int fds, i;
+	char buf[8], path[64];
+	int fds, i, ro;
 
 	/* The pool's pages, as KVPOOL_INFO tells them at open. */
 	fake.nr_pages = 3 * (FAKE_MAX_CHUNKS - 1) + 4;
@@ -648,6 +651,52 @@ static void test_map(void)
 		EXPECT_FALSE(mapped("kvpool-test-")) TH_LOG("chunks left");
 	}
 	fake_clear();
+
+	/*
+	 * mmap(2) failing: the text says which mmap and mmap's errno, not
+	 * kvpool_strerror()'s words for the kernel's, and nothing is left.
+	 * An arena larger than any address space (2^60 bytes) cannot be
+	 * reserved; a chunk whose descriptor is read-only cannot be mapped
+	 * writable (chunk 17, in the second batch). A base no page starts
+	 * at cannot be unmapped, and the view stays as it was.
+	 */
+	fake_set(KVPOOL_ARENA_HOST, ps, FAKE_MAX_CHUNKS, 3, 5);
+	fake.extra_bytes = 1ULL << 60;
+	fds = count_fds();
+	memset(&v, 0xff, sizeof(v));
+	EXPECT_EQ(-ENOMEM, kvpool_arena_map(kp, &v)) TH_LOG("2^60 bytes");
+	EXPECT_TRUE(all_zero(&v, sizeof(v)));
+	EXPECT_TRUE(strstr(kvpool_arena_error(), "reserving ") &&
+		    strstr(kvpool_arena_error(), "mmap: ") &&
+		    strstr(kvpool_arena_error(), strerror(ENOMEM)))
+		TH_LOG("reserve: '%s'", kvpool_arena_error());
+	EXPECT_EQ(fds, count_fds()) TH_LOG("descriptors left");
+	fake.extra_bytes = 0;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fake.chunk_fd[17]);
+	ro = open(path, O_RDONLY | O_CLOEXEC);
+	if (ro < 0)
+		kvp_expect_die(path);
+	close(fake.chunk_fd[17]);
+	fake.chunk_fd[17] = ro;
+	EXPECT_EQ(-EACCES, kvpool_arena_map(kp, &v)) TH_LOG("read-only chunk");
+	EXPECT_TRUE(all_zero(&v, sizeof(v)));
+	EXPECT_TRUE(strstr(kvpool_arena_error(), "chunk 17 ") &&
+		    strstr(kvpool_arena_error(), "mmap: ") &&
+		    strstr(kvpool_arena_error(), strerror(EACCES)))
+		TH_LOG("chunk: '%s'", kvpool_arena_error());
+	EXPECT_EQ(fds, count_fds()) TH_LOG("descriptors left");
+	EXPECT_FALSE(mapped("kvpool-test-")) TH_LOG("chunks left");
+	fake_clear();
+	v = (struct kvpool_arena_view){
+		.base = (char *)&fake + 1, .bytes = ps, .page_bytes = ps,
+		.kind = KVPOOL_ARENA_HOST, .nr_pages = 1, .nr_chunks = 1,
+	};
+	EXPECT_EQ(-EINVAL, kvpool_arena_unmap(&v)) TH_LOG("unaligned base");
+	EXPECT_TRUE(strstr(kvpool_arena_error(), "munmap: ") &&
+		    strstr(kvpool_arena_error(), strerror(EINVAL)))
+		TH_LOG("unmap: '%s'", kvpool_arena_error());
+	EXPECT_TRUE(v.base == (char *)&fake + 1 && v.bytes == ps)
+		TH_LOG("unmap changed the view");
 
 	/* Fewer bytes than the pool has pages; a kind it cannot map. */
 	fake_set(KVPOOL_ARENA_HOST, ps, 2, 3, 3);
