@@ -14,7 +14,7 @@
  * timing rig, never a test double of the ABI's rules.
  *
  *   make -C userlib/python/bench
- *   LD_PRELOAD=userlib/python/bench/libnullpool.so LD_LIBRARY_PATH=userlib \
+ *   LD_PRELOAD=userlib/python/bench/libnullpool.so \
  *	python3 -m kvpool.bench --path /dev/null
  */
 #define _GNU_SOURCE

@@ -8,9 +8,30 @@ kvpool.Error, an OSError (NoSpace for ENOSPC, QuotaExceeded for EDQUOT).
 See docs/python.md in the kvpool tree.
 """
 
+try:
+    from kvpool import _kvpool
+except ImportError as e:
+    # The bare loader message ("libkvpool.so.1: cannot open shared
+    # object file") says neither which package wants the library nor
+    # what provides it. A wheel built in the kvpool tree has libkvpool
+    # linked in; one built against an installed libkvpool (pkg-config,
+    # a distribution's python3-kvpool) needs that library at run time.
+    if "libkvpool" in str(e):
+        raise ImportError(
+            "kvpool: the C extension kvpool._kvpool needs libkvpool.so.1, "
+            "which is not installed: install libkvpool1 (Debian: apt "
+            "install libkvpool1; from the kvpool tree: make -C userlib "
+            "install), or install a kvpool wheel built in the kvpool tree "
+            "(pip install ./userlib/python), which has libkvpool linked "
+            "in. The loader said: %s" % e, name=e.name, path=e.path) from e
+    raise ImportError(
+        "kvpool: the C extension kvpool._kvpool does not load (%s): "
+        "install the kvpool package with pip (pip install "
+        "./userlib/python in the kvpool tree) rather than importing it "
+        "from its sources" % e, name=e.name, path=e.path) from e
+
 from kvpool._kvpool import *  # noqa: F401,F403 (the C half is the API)
 from kvpool._kvpool import __version__  # noqa: F401
-from kvpool import _kvpool
 
 __all__ = [name for name in dir(_kvpool) if not name.startswith("_")]
 
