@@ -2,8 +2,9 @@
 /*
  * The kvpool driver's private header: the pool device, the ioctl
  * plumbing and the globals that its files (kvpool_main.c, kvpool_ioctl.c,
- * kvpool_exportfd.c, kvpool_arena.c, kvpool_quarantine.c, kvpool_sysfs.c,
- * kvpool_ctl.c) share.
+ * kvpool_uarray.c, kvpool_file.c, kvpool_exportfd.c, kvpool_arena.c,
+ * kvpool_quarantine.c, kvpool_sysfs.c, kvpool_ctl.c, kvpool_trace.c)
+ * share.
  *
  * Locking, outermost first:
  *   kvp_pools_lock	publishing a pool in the table and taking it out;
@@ -186,6 +187,7 @@ int kvp_pool_destroy_locked(u32 id);
 /* Per-call state of an ioctl: the user's struct and our copy of it. */
 struct kvp_ucmd {
 	struct kvp_client *client;	/* NULL for control ops */
+	const void *data;		/* the op's kvp_ioctl_op.data */
 	void __user *ubuffer;
 	u32 user_size;
 	u32 op_size;
@@ -223,13 +225,16 @@ struct kvp_ioctl_op {
 	unsigned int ioctl_num;
 	unsigned int flags;	/* KVP_OP_* */
 	int (*execute)(struct kvp_ucmd *ucmd);
+	/* for a handler several ops share: which one it runs as */
+	const void *data;
 };
 
 /*
  * The op-table entry of KVPOOL_@_name, at its number less @_base. @_last
  * is the last field of the op's first release, the shortest size accepted.
+ * @_data reaches the handler as ucmd->data.
  */
-#define KVP_OP(_base, _name, _fn, _struct, _last, _flags)		\
+#define KVP_OP_DATA(_base, _name, _fn, _struct, _last, _flags, _data)	\
 	[KVPOOL_CMD_##_name - (_base)] = {				\
 		.size = sizeof(_struct) +				\
 			BUILD_BUG_ON_ZERO(sizeof(union kvp_ucmd_buffer) < \
@@ -238,7 +243,10 @@ struct kvp_ioctl_op {
 		.ioctl_num = KVPOOL_##_name,				\
 		.flags = _flags,					\
 		.execute = _fn,						\
+		.data = _data,						\
 	}
+#define KVP_OP(_base, _name, _fn, _struct, _last, _flags)		\
+	KVP_OP_DATA(_base, _name, _fn, _struct, _last, _flags, NULL)
 
 /*
  * kvpool_ioctl.c: the dispatcher and the pool ioctls. KVP_STACK_ARRAY is
@@ -250,6 +258,13 @@ long kvp_dispatch(struct kvp_client *c, const struct kvp_ioctl_op *ops,
 		  unsigned int nr_ops, unsigned int base,
 		  unsigned int cmd, unsigned long arg);
 int kvp_respond(struct kvp_ucmd *ucmd);
+long kvp_pool_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
+
+/* kvpool_uarray.c: structs and arrays in and out, the scratch buffer */
+int kvp_copy_in(void *dst, const void __user *src, size_t bytes,
+		size_t ksize);
+int kvp_copy_out(void __user *dst, const void *src, size_t bytes,
+		 size_t ksize);
 int kvp_check_len(u32 len, size_t ksize);
 void *kvp_read_array(u64 uptr, u32 count, u32 len, size_t ksize,
 		     u32 *error_index);
@@ -260,6 +275,8 @@ bool kvp_scratch_get(struct kvp_client *c, void **buf, size_t *size);
 void kvp_scratch_put(struct kvp_client *c, size_t want);
 int kvp_write_array(u64 uptr, const void *src, u32 count, u32 len,
 		    size_t ksize, bool zero_tail);
+
+/* kvpool_file.c: the pool device's file operations */
 extern const struct file_operations kvp_pool_fops;
 
 /* kvpool_exportfd.c: export files */

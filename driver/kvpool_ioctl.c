@@ -1,114 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * kvpool driver: the ioctl dispatcher, arrays of caller-sized elements,
- * and the pool device's file operations and ioctls. Each op copies its
- * arguments in, checks their shape, takes the pool lock around one core
- * call (kvp_core.h) and copies the answer out.
+ * kvpool driver: the ioctl dispatcher and the pool device's ioctls. Each
+ * op copies its arguments in (kvpool_uarray.c), checks their shape,
+ * takes the pool lock around one core call (kvp_core.h) and copies the
+ * answer out. The batch ops that share struct kvpool_batch are one table,
+ * kvp_batch_ops[].
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/build_bug.h>
 #include <linux/capability.h>
-#include <linux/cgroup.h>
-#include <linux/cred.h>
-#include <linux/file.h>
 #include <linux/fs.h>
-#include <linux/kernfs.h>
-#include <linux/module.h>
 #include <linux/nospec.h>
-#include <linux/poll.h>
 #include <linux/sched.h>
-#include <linux/seq_file.h>
 #include <linux/uaccess.h>
 #include <linux/wait.h>
 
 #include "kvpool_drv.h"
 #include "kvpool_trace.h"
-
-/*
- * Structs, and arrays of at most this many bytes, of 4- or 8-byte words,
- * move between user and kernel one word at a time in a single
- * user-access section, as iovec arrays do (copy_iovec_from_user()),
- * rather than through copy_{from,to}_user(): an ioctl's struct is tens
- * of bytes and a decode step's arrays a few KiB, where the string copy
- * gains little natively, and costs a lot where it is emulated (rep movsb
- * under QEMU's TCG; docs/PERFORMANCE.md).
- */
-#define KVP_WORDWISE_MAX	(64 * 1024)
-
-static bool kvp_wordwise(size_t bytes, size_t word)
-{
-	return bytes <= KVP_WORDWISE_MAX && !(bytes % word);
-}
-
-/* copy_from_user() of @bytes, a multiple of @word (4 or 8), word by word. */
-static int kvp_read_words(void *dst, const void __user *src, size_t bytes,
-			  size_t word)
-{
-	size_t i;
-
-	if (!user_read_access_begin(src, bytes))
-		return -EFAULT;
-	if (word == sizeof(u64)) {
-		for (i = 0; i < bytes / sizeof(u64); i++)
-			unsafe_get_user(((u64 *)dst)[i],
-					(const u64 __user *)src + i, efault);
-	} else {
-		for (i = 0; i < bytes / sizeof(u32); i++)
-			unsafe_get_user(((u32 *)dst)[i],
-					(const u32 __user *)src + i, efault);
-	}
-	user_read_access_end();
-	return 0;
-efault:
-	user_read_access_end();
-	return -EFAULT;
-}
-
-/* copy_to_user() of @bytes, a multiple of @word (4 or 8), word by word. */
-static int kvp_write_words(void __user *dst, const void *src, size_t bytes,
-			   size_t word)
-{
-	size_t i;
-
-	if (!user_write_access_begin(dst, bytes))
-		return -EFAULT;
-	if (word == sizeof(u64)) {
-		for (i = 0; i < bytes / sizeof(u64); i++)
-			unsafe_put_user(((const u64 *)src)[i],
-					(u64 __user *)dst + i, efault);
-	} else {
-		for (i = 0; i < bytes / sizeof(u32); i++)
-			unsafe_put_user(((const u32 *)src)[i],
-					(u32 __user *)dst + i, efault);
-	}
-	user_write_access_end();
-	return 0;
-efault:
-	user_write_access_end();
-	return -EFAULT;
-}
-
-/* A whole array in, by words when kvp_wordwise() says so. */
-static int kvp_copy_in(void *dst, const void __user *src, size_t bytes,
-		       size_t ksize)
-{
-	size_t word = ksize % sizeof(u64) ? sizeof(u32) : sizeof(u64);
-
-	if (kvp_wordwise(bytes, word))
-		return kvp_read_words(dst, src, bytes, word);
-	return copy_from_user(dst, src, bytes) ? -EFAULT : 0;
-}
-
-/* A whole array out, by words when kvp_wordwise() says so. */
-static int kvp_copy_out(void __user *dst, const void *src, size_t bytes,
-			size_t ksize)
-{
-	size_t word = ksize % sizeof(u64) ? sizeof(u32) : sizeof(u64);
-
-	if (kvp_wordwise(bytes, word))
-		return kvp_write_words(dst, src, bytes, word);
-	return copy_to_user(dst, src, bytes) ? -EFAULT : 0;
-}
 
 /*
  * Copies the user's struct in (checking size and unknown tail), runs the
@@ -164,6 +73,7 @@ long kvp_dispatch(struct kvp_client *c, const struct kvp_ioctl_op *ops,
 		return ret;
 	ucmd.cmd = &buf;
 	ucmd.op_size = op->size;
+	ucmd.data = op->data;
 	ret = op->execute(&ucmd);
 	if (ret == -EFAULT || (!ret && ucmd.responded))
 		return ret;
@@ -185,147 +95,6 @@ int kvp_respond(struct kvp_ucmd *ucmd)
 			 min(ucmd->user_size, ucmd->op_size)))
 		return -EFAULT;
 	ucmd->responded = true;
-	return 0;
-}
-
-/*
- * An element length: at least what this header's element has (shorter
- * ones were never released), at most a page, like the structs.
- */
-int kvp_check_len(u32 len, size_t ksize)
-{
-	if (len < ksize)
-		return -EINVAL;
-	if (len > PAGE_SIZE)
-		return -E2BIG;
-	return 0;
-}
-
-/*
- * Reads @count elements of @len bytes at @uptr into an array of
- * @ksize-byte ones: @buf when they fit its @buf_size bytes, else a new
- * one; bytes of an element past @ksize must be zero (E2BIG, and
- * *@error_index names it). Returns the array (kvp_array_free() it) or an
- * ERR_PTR.
- */
-void *kvp_read_array_buf(u64 uptr, u32 count, u32 len, size_t ksize,
-			 u32 *error_index, void *buf, size_t buf_size)
-{
-	void __user *u = u64_to_user_ptr(uptr);
-	char *p = buf;
-	u32 i;
-	int ret = 0;
-
-	if ((size_t)count * ksize > buf_size) {
-		p = kvmalloc_array(count, ksize, GFP_KERNEL_ACCOUNT);
-		if (!p)
-			return ERR_PTR(-ENOMEM);
-	}
-	if (len == ksize) {
-		ret = kvp_copy_in(p, u, (size_t)count * ksize, ksize);
-		goto out;
-	}
-	for (i = 0; i < count; i++) {
-		ret = copy_struct_from_user(p + i * ksize, ksize,
-					    u + (size_t)i * len, len);
-		if (ret) {
-			if (ret == -E2BIG && error_index)
-				*error_index = i;
-			break;
-		}
-		if (!(i % 1024))
-			cond_resched();
-	}
-out:
-	if (ret) {
-		kvp_array_free(p, buf);
-		return ERR_PTR(ret);
-	}
-	return p;
-}
-
-void *kvp_read_array(u64 uptr, u32 count, u32 len, size_t ksize,
-		     u32 *error_index)
-{
-	return kvp_read_array_buf(uptr, count, len, ksize, error_index,
-				  NULL, 0);
-}
-
-/* Frees what kvp_read_array_buf() returned, unless it is the caller's @buf. */
-void kvp_array_free(void *p, const void *buf)
-{
-	if (p != buf)
-		kvfree(p);
-}
-
-/*
- * Takes @c's scratch buffer (struct kvp_scratch) for this call: true,
- * with *@buf and *@size its memory (NULL and 0 before its first growth);
- * false, *@buf NULL and *@size 0, when another call of the file holds it.
- * A true is given back with kvp_scratch_put().
- */
-bool kvp_scratch_get(struct kvp_client *c, void **buf, size_t *size)
-{
-	struct kvp_scratch *s = &container_of(c, struct kvp_pool_file,
-					      c)->scratch;
-
-	*buf = NULL;
-	*size = 0;
-	if (!mutex_trylock(&s->lock))
-		return false;
-	*buf = s->buf;
-	*size = s->size;
-	return true;
-}
-
-/*
- * Gives @c's scratch buffer back after a call that needed @want bytes of
- * it, growing it to fit the next such call unless that is above
- * KVP_SCRATCH_MAX (a failed growth keeps the old one).
- */
-void kvp_scratch_put(struct kvp_client *c, size_t want)
-{
-	struct kvp_scratch *s = &container_of(c, struct kvp_pool_file,
-					      c)->scratch;
-	void *buf;
-
-	if (want > s->size && want <= KVP_SCRATCH_MAX) {
-		want = max_t(size_t, roundup_pow_of_two(want), PAGE_SIZE);
-		buf = kvmalloc(want, GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
-		if (buf) {
-			kvfree(s->buf);
-			s->buf = buf;
-			s->size = want;
-		}
-	}
-	mutex_unlock(&s->lock);
-}
-
-/*
- * Writes @count @ksize-byte elements to the caller's array of @len-byte
- * ones; with @zero_tail, the bytes of each past @ksize are zeroed (an
- * element the kernel alone writes), else left as the caller gave them
- * (an element it read: the tail was checked zero).
- */
-int kvp_write_array(u64 uptr, const void *src, u32 count, u32 len,
-		    size_t ksize, bool zero_tail)
-{
-	void __user *u = u64_to_user_ptr(uptr);
-	const char *p = src;
-	u32 i;
-
-	if (len == ksize)
-		return kvp_copy_out(u, p, (size_t)count * ksize, ksize);
-	for (i = 0; i < count; i++) {
-		void __user *e = u + (size_t)i * len;
-
-		if (copy_to_user(e, p + i * ksize, ksize))
-			return -EFAULT;
-		if (zero_tail && clear_user(e + ksize, len - ksize))
-			return -EFAULT;
-		if (!(i % 1024))
-			cond_resched();
-	}
 	return 0;
 }
 
@@ -537,96 +306,124 @@ out_scratch:
 	return ret;
 }
 
-enum kvp_batch_op {
-	KVP_BATCH_COMMIT,
-	KVP_BATCH_TRIM,
-	KVP_BATCH_RELEASE,
-	KVP_BATCH_DONATE,
-	KVP_BATCH_SWA_FREE,
-	KVP_BATCH_CACHE_EVICT,
-};
-
-/* The ops that share struct kvpool_batch: entry size and allowed flags. */
-static const struct {
+/*
+ * The ops that share struct kvpool_batch, one row each in
+ * kvp_batch_ops[] (by command number): the size of an entry, the flags
+ * the op takes, its core call and its event. @run is called under the
+ * pool lock with the entries read in; it fills cmd->out_*. @traced and
+ * @trace are the event's trace_*_enabled() and trace_*() (one event
+ * class, so one type), or NULL for an op without one: the lock is timed
+ * only when the event is on.
+ */
+struct kvp_batch_op {
 	size_t entry_size;
 	u32 flags;
-} kvp_batch_ops[] = {
-	[KVP_BATCH_COMMIT] = { sizeof(struct kvpool_len_entry), 0 },
-	[KVP_BATCH_TRIM] = { sizeof(struct kvpool_handle), 0 },
-	[KVP_BATCH_RELEASE] = { sizeof(struct kvpool_handle),
-				KVPOOL_RELEASE_DONATE },
-	[KVP_BATCH_DONATE] = { sizeof(struct kvpool_len_entry), 0 },
-	[KVP_BATCH_SWA_FREE] = { sizeof(struct kvpool_len_entry), 0 },
-	[KVP_BATCH_CACHE_EVICT] = { sizeof(u32), 0 },
+	int (*run)(struct kvp_client *c, const void *e,
+		   struct kvpool_batch *cmd);
+	bool (*traced)(void);
+	void (*trace)(const struct kvp_client *c, u32 count, u32 row,
+		      u32 flags, u32 pages, u32 error_index, int err,
+		      const struct kvp_lock_ns *l);
 };
 
-/* Whether @op has an event, and it is enabled: then its lock is timed. */
-static bool kvp_batch_traced(enum kvp_batch_op op)
-{
-	switch (op) {
-	case KVP_BATCH_COMMIT:
-		return false;
-	case KVP_BATCH_TRIM:
-		return trace_kvpool_trim_enabled();
-	case KVP_BATCH_RELEASE:
-		return trace_kvpool_release_enabled();
-	case KVP_BATCH_DONATE:
-		return trace_kvpool_donate_enabled();
-	case KVP_BATCH_SWA_FREE:
-		return trace_kvpool_swa_free_enabled();
-	case KVP_BATCH_CACHE_EVICT:
-		return trace_kvpool_cache_evict_enabled();
-	}
-	return false;
-}
-
 /*
- * The event of batch op @op, under the pool lock. @e holds the entries:
- * each starts with a handle, except CACHE_EVICT's, which are page ids.
+ * The event's @row is the first u32 of the first entry: a handle's
+ * req_pool_idx (struct kvpool_len_entry starts with its handle), or
+ * CACHE_EVICT's page id.
  */
-static void kvp_batch_trace(struct kvp_client *c,
-			    const struct kvpool_batch *cmd,
-			    enum kvp_batch_op op, const void *e, int ret,
-			    const struct kvp_lock_ns *lt)
-{
-	const struct kvpool_handle *h = e;
-	const u32 *id = e;
+static_assert(offsetof(struct kvpool_handle, req_pool_idx) == 0);
+static_assert(offsetof(struct kvpool_len_entry, handle) == 0);
 
-	switch (op) {
-	case KVP_BATCH_COMMIT:
-		break;
-	case KVP_BATCH_TRIM:
-		trace_kvpool_trim(c, cmd->count, h->req_pool_idx, cmd->flags,
-				  cmd->out_nr_pages, cmd->out_error_index, ret,
-				  lt);
-		break;
-	case KVP_BATCH_RELEASE:
-		trace_kvpool_release(c, cmd->count, h->req_pool_idx,
-				     cmd->flags, cmd->out_nr_pages,
-				     cmd->out_error_index, ret, lt);
-		break;
-	case KVP_BATCH_DONATE:
-		trace_kvpool_donate(c, cmd->count, h->req_pool_idx,
-				    cmd->flags, cmd->out_nr_pages,
-				    cmd->out_error_index, ret, lt);
-		break;
-	case KVP_BATCH_SWA_FREE:
-		trace_kvpool_swa_free(c, cmd->count, h->req_pool_idx,
-				      cmd->flags, cmd->out_nr_pages,
-				      cmd->out_error_index, ret, lt);
-		break;
-	case KVP_BATCH_CACHE_EVICT:
-		trace_kvpool_cache_evict(c, cmd->count, *id, cmd->flags,
-					 cmd->out_nr_pages,
-					 cmd->out_error_index, ret, lt);
-		break;
-	}
+static int kvp_commit_run(struct kvp_client *c, const void *e,
+			  struct kvpool_batch *cmd)
+{
+	return kvp_commit_locked(c, e, cmd->count, &cmd->out_error_index);
 }
 
-static int kvp_batch(struct kvp_client *c, struct kvpool_batch *cmd,
-		     enum kvp_batch_op op)
+static int kvp_trim_run(struct kvp_client *c, const void *e,
+			struct kvpool_batch *cmd)
 {
-	size_t size = kvp_batch_ops[op].entry_size;
+	return kvp_trim_locked(c, e, cmd->count, &cmd->out_nr_pages,
+			       &cmd->out_error_index);
+}
+
+static int kvp_release_run(struct kvp_client *c, const void *e,
+			   struct kvpool_batch *cmd)
+{
+	return kvp_release_locked(c, e, cmd->count, cmd->flags,
+				  &cmd->out_nr_pages, &cmd->out_error_index);
+}
+
+static int kvp_donate_run(struct kvp_client *c, const void *e,
+			  struct kvpool_batch *cmd)
+{
+	return kvp_donate_locked(c, e, cmd->count, &cmd->out_nr_pages,
+				 &cmd->out_error_index);
+}
+
+static int kvp_swa_free_run(struct kvp_client *c, const void *e,
+			    struct kvpool_batch *cmd)
+{
+	return kvp_swa_free_locked(c, e, cmd->count, &cmd->out_nr_pages,
+				   &cmd->out_error_index);
+}
+
+static int kvp_cache_evict_run(struct kvp_client *c, const void *e,
+			       struct kvpool_batch *cmd)
+{
+	int ret = kvp_cache_evict_locked(c, e, cmd->count,
+					 &cmd->out_error_index);
+
+	if (!ret)
+		cmd->out_nr_pages = cmd->count;
+	return ret;
+}
+
+static const struct kvp_batch_op kvp_batch_ops[] = {
+	[KVPOOL_CMD_COMMIT] = {
+		.entry_size = sizeof(struct kvpool_len_entry),
+		.run = kvp_commit_run,
+	},
+	[KVPOOL_CMD_TRIM] = {
+		.entry_size = sizeof(struct kvpool_handle),
+		.run = kvp_trim_run,
+		.traced = trace_kvpool_trim_enabled,
+		.trace = trace_kvpool_trim,
+	},
+	[KVPOOL_CMD_RELEASE] = {
+		.entry_size = sizeof(struct kvpool_handle),
+		.flags = KVPOOL_RELEASE_DONATE,
+		.run = kvp_release_run,
+		.traced = trace_kvpool_release_enabled,
+		.trace = trace_kvpool_release,
+	},
+	[KVPOOL_CMD_DONATE] = {
+		.entry_size = sizeof(struct kvpool_len_entry),
+		.run = kvp_donate_run,
+		.traced = trace_kvpool_donate_enabled,
+		.trace = trace_kvpool_donate,
+	},
+	[KVPOOL_CMD_SWA_FREE] = {
+		.entry_size = sizeof(struct kvpool_len_entry),
+		.run = kvp_swa_free_run,
+		.traced = trace_kvpool_swa_free_enabled,
+		.trace = trace_kvpool_swa_free,
+	},
+	[KVPOOL_CMD_CACHE_EVICT] = {
+		.entry_size = sizeof(u32),
+		.run = kvp_cache_evict_run,
+		.traced = trace_kvpool_cache_evict_enabled,
+		.trace = trace_kvpool_cache_evict,
+	},
+};
+
+/* Every op of kvp_batch_ops[]: its row is the op table's data. */
+static int kvp_batch_ioctl(struct kvp_ucmd *ucmd)
+{
+	const struct kvp_batch_op *op = ucmd->data;
+	struct kvp_client *c = ucmd->client;
+	struct kvpool_batch *cmd = ucmd->cmd;
+	size_t size = op->entry_size;
 	u64 ebuf[KVP_STACK_ARRAY / sizeof(u64)];
 	void *e, *ebp, *sb;
 	struct kvp_lock_ns lt;
@@ -636,8 +433,7 @@ static int kvp_batch(struct kvp_client *c, struct kvpool_batch *cmd,
 
 	cmd->out_error_index = ~0U;
 	cmd->out_nr_pages = 0;
-	ret = kvp_check_batch(c, cmd->flags & ~kvp_batch_ops[op].flags,
-			      cmd->count);
+	ret = kvp_check_batch(c, cmd->flags & ~op->flags, cmd->count);
 	if (!ret)
 		ret = kvp_check_len(cmd->entry_len, size);
 	if (ret)
@@ -652,73 +448,17 @@ static int kvp_batch(struct kvp_client *c, struct kvpool_batch *cmd,
 		goto out_scratch;
 	}
 
-	kvp_lock_timed(c->pool, &lt, kvp_batch_traced(op));
-	switch (op) {
-	case KVP_BATCH_COMMIT:
-		ret = kvp_commit_locked(c, e, cmd->count,
-					&cmd->out_error_index);
-		break;
-	case KVP_BATCH_TRIM:
-		ret = kvp_trim_locked(c, e, cmd->count, &cmd->out_nr_pages,
-				      &cmd->out_error_index);
-		break;
-	case KVP_BATCH_RELEASE:
-		ret = kvp_release_locked(c, e, cmd->count, cmd->flags,
-					 &cmd->out_nr_pages,
-					 &cmd->out_error_index);
-		break;
-	case KVP_BATCH_DONATE:
-		ret = kvp_donate_locked(c, e, cmd->count, &cmd->out_nr_pages,
-					&cmd->out_error_index);
-		break;
-	case KVP_BATCH_SWA_FREE:
-		ret = kvp_swa_free_locked(c, e, cmd->count, &cmd->out_nr_pages,
-					  &cmd->out_error_index);
-		break;
-	case KVP_BATCH_CACHE_EVICT:
-		ret = kvp_cache_evict_locked(c, e, cmd->count,
-					     &cmd->out_error_index);
-		if (!ret)
-			cmd->out_nr_pages = cmd->count;
-		break;
-	}
-	kvp_batch_trace(c, cmd, op, e, ret, &lt);
+	kvp_lock_timed(c->pool, &lt, op->traced && op->traced());
+	ret = op->run(c, e, cmd);
+	if (op->trace)
+		op->trace(c, cmd->count, *(const u32 *)e, cmd->flags,
+			  cmd->out_nr_pages, cmd->out_error_index, ret, &lt);
 	mutex_unlock(&c->pool->lock);
 	kvp_array_free(e, ebp);
 out_scratch:
 	if (scratch)
 		kvp_scratch_put(c, ret ? 0 : (size_t)cmd->count * size);
 	return ret;
-}
-
-static int kvp_commit_ioctl(struct kvp_ucmd *ucmd)
-{
-	return kvp_batch(ucmd->client, ucmd->cmd, KVP_BATCH_COMMIT);
-}
-
-static int kvp_trim_ioctl(struct kvp_ucmd *ucmd)
-{
-	return kvp_batch(ucmd->client, ucmd->cmd, KVP_BATCH_TRIM);
-}
-
-static int kvp_release_ioctl(struct kvp_ucmd *ucmd)
-{
-	return kvp_batch(ucmd->client, ucmd->cmd, KVP_BATCH_RELEASE);
-}
-
-static int kvp_donate_ioctl(struct kvp_ucmd *ucmd)
-{
-	return kvp_batch(ucmd->client, ucmd->cmd, KVP_BATCH_DONATE);
-}
-
-static int kvp_swa_free_ioctl(struct kvp_ucmd *ucmd)
-{
-	return kvp_batch(ucmd->client, ucmd->cmd, KVP_BATCH_SWA_FREE);
-}
-
-static int kvp_cache_evict_ioctl(struct kvp_ucmd *ucmd)
-{
-	return kvp_batch(ucmd->client, ucmd->cmd, KVP_BATCH_CACHE_EVICT);
 }
 
 static int kvp_attach_prefix_ioctl(struct kvp_ucmd *ucmd)
@@ -917,6 +657,10 @@ static int kvp_pressure_ioctl(struct kvp_ucmd *ucmd)
 
 #define KVP_POOL_OP(_name, _fn, _struct, _last, _flags)			\
 	KVP_OP(KVPOOL_CMD_INFO, _name, _fn, _struct, _last, _flags)
+#define KVP_POOL_BATCH_OP(_name)					\
+	KVP_OP_DATA(KVPOOL_CMD_INFO, _name, kvp_batch_ioctl,		\
+		    struct kvpool_batch, out_nr_pages, 0,		\
+		    &kvp_batch_ops[KVPOOL_CMD_##_name])
 
 static const struct kvp_ioctl_op kvp_pool_ops[] = {
 	KVP_POOL_OP(INFO, kvp_info_ioctl, struct kvpool_info,
@@ -927,12 +671,9 @@ static const struct kvp_ioctl_op kvp_pool_ops[] = {
 		    struct kvpool_row_alloc, __reserved, 0),
 	KVP_POOL_OP(EXTEND, kvp_extend_ioctl, struct kvpool_extend,
 		    __reserved, 0),
-	KVP_POOL_OP(COMMIT, kvp_commit_ioctl, struct kvpool_batch,
-		    out_nr_pages, 0),
-	KVP_POOL_OP(TRIM, kvp_trim_ioctl, struct kvpool_batch,
-		    out_nr_pages, 0),
-	KVP_POOL_OP(RELEASE, kvp_release_ioctl, struct kvpool_batch,
-		    out_nr_pages, 0),
+	KVP_POOL_BATCH_OP(COMMIT),
+	KVP_POOL_BATCH_OP(TRIM),
+	KVP_POOL_BATCH_OP(RELEASE),
 	KVP_POOL_OP(TO_SLOT, kvp_to_slot_ioctl, struct kvpool_slot,
 		    __reserved, 0),
 	KVP_POOL_OP(FROM_SLOT, kvp_from_slot_ioctl, struct kvpool_slot,
@@ -944,14 +685,11 @@ static const struct kvp_ioctl_op kvp_pool_ops[] = {
 	/* O(pool) under the pool lock: not for every client to repeat. */
 	KVP_POOL_OP(VERIFY, kvp_verify_ioctl, struct kvpool_verify,
 		    __reserved, KVP_OP_ADMIN),
-	KVP_POOL_OP(DONATE, kvp_donate_ioctl, struct kvpool_batch,
-		    out_nr_pages, 0),
+	KVP_POOL_BATCH_OP(DONATE),
 	KVP_POOL_OP(ATTACH_PREFIX, kvp_attach_prefix_ioctl,
 		    struct kvpool_attach, pages, 0),
-	KVP_POOL_OP(CACHE_EVICT, kvp_cache_evict_ioctl,
-		    struct kvpool_batch, out_nr_pages, 0),
-	KVP_POOL_OP(SWA_FREE, kvp_swa_free_ioctl, struct kvpool_batch,
-		    out_nr_pages, 0),
+	KVP_POOL_BATCH_OP(CACHE_EVICT),
+	KVP_POOL_BATCH_OP(SWA_FREE),
 	KVP_POOL_OP(EXPORT, kvp_export_ioctl, struct kvpool_export,
 		    out_nr_pages, 0),
 	KVP_POOL_OP(IMPORT, kvp_import_ioctl, struct kvpool_import,
@@ -961,8 +699,7 @@ static const struct kvp_ioctl_op kvp_pool_ops[] = {
 	KVP_POOL_OP(ARENA, kvp_arena_ioctl, struct kvpool_arena, fds, 0),
 };
 
-static long kvp_pool_ioctl(struct file *file, unsigned int cmd,
-			   unsigned long arg)
+long kvp_pool_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct kvp_client *c = file->private_data;
 	u32 seq = READ_ONCE(c->pool->pressure_seq), now;
@@ -979,152 +716,3 @@ static long kvp_pool_ioctl(struct file *file, unsigned int cmd,
 	}
 	return ret;
 }
-
-static __poll_t kvp_pool_poll(struct file *file, poll_table *wait)
-{
-	struct kvp_client *c = file->private_data;
-	u32 ask, why;
-
-	poll_wait(file, &kvp_dev_of(c->pool)->wq, wait);
-	mutex_lock(&c->pool->lock);
-	ask = kvp_pressure_locked(c, &why);
-	trace_kvpool_pressure(c, ask, why, true);
-	mutex_unlock(&c->pool->lock);
-	return ask ? EPOLLPRI : 0;
-}
-
-/*
- * The opener's cgroup v2 id and, in @buf, the path kvp_tenant_match()
- * walks: its cgroup's, or, when that is too long for @buf, that of its
- * nearest ancestor whose path fits. A configured path is shorter than
- * that, so no descendant of one escapes it by a long name. Returns @buf,
- * or NULL when not even the root's path could be had (match by id only).
- */
-static char *kvp_opener_cgroup(char *buf, u64 *cgid)
-{
-	char *path = NULL;
-#ifdef CONFIG_CGROUPS
-	struct cgroup *cg;
-	int len;
-
-	/* The css_set, and the cgroups in it, stay while RCU is held. */
-	rcu_read_lock();
-	cg = task_dfl_cgroup(current);
-	*cgid = cgroup_id(cg);
-	for (; cg; cg = cgroup_parent(cg)) {
-		/* Older kernels give the full length, newer ones -E2BIG. */
-		len = kernfs_path(cg->kn, buf, KVPOOL_CGROUP_PATH_MAX);
-		if (len >= 0 && len < KVPOOL_CGROUP_PATH_MAX) {
-			path = buf;
-			break;
-		}
-	}
-	rcu_read_unlock();
-#else
-	*cgid = 0;
-#endif
-	return path;
-}
-
-static int kvp_pool_open(struct inode *inode, struct file *file)
-{
-	struct kvp_dev *kd = container_of(inode->i_cdev, struct kvp_dev, cdev);
-	struct kvp_pool_file *pf;
-	char *buf, *path;
-	u64 cgid = 0;
-	u32 uid;
-	int ret;
-
-	/*
-	 * A failing init frees the module: nothing may stay open on it.
-	 * Pairs with the release at the end of kvpool_init().
-	 */
-	if (!smp_load_acquire(&kvp_live))
-		return -ENODEV;
-
-	/*
-	 * The tenant is the opener's, fixed now: a client cannot change it
-	 * by moving cgroups or passing the file on. Failing to read the path
-	 * fails the open: joining another tenant instead would let a client
-	 * out of its limits.
-	 */
-	buf = kmalloc(KVPOOL_CGROUP_PATH_MAX, GFP_KERNEL);
-	if (!buf)
-		return -ENOMEM;
-	path = kvp_opener_cgroup(buf, &cgid);
-	uid = from_kuid(&init_user_ns, current_euid());
-
-	pf = kzalloc(sizeof(*pf), GFP_KERNEL_ACCOUNT);
-	if (!pf) {
-		kfree(buf);
-		return -ENOMEM;
-	}
-	ret = kvp_users_init(&pf->users);
-	if (ret)
-		goto out_free;
-	mutex_init(&pf->scratch.lock);
-	/* No global lock is held here: this waits for this pool only. */
-	mutex_lock(&kd->core.lock);
-	ret = kd->dead ? -ENODEV :
-	      kvp_client_attach_tenant_locked(&kd->core, &pf->c, cgid, uid,
-					      path);
-	/* A full tenant table may hold dead cgroups' tenants: make room. */
-	if (ret == -EMFILE) {
-		kvp_tenant_prune_locked(&kd->core, kvp_cgroup_alive);
-		ret = kvp_client_attach_tenant_locked(&kd->core, &pf->c, cgid,
-						      uid, path);
-	}
-	mutex_unlock(&kd->core.lock);
-	if (ret)
-		goto out_users;
-	kfree(buf);
-	file->private_data = &pf->c;
-	return nonseekable_open(inode, file);
-
-out_users:
-	mutex_destroy(&pf->scratch.lock);
-	kvp_users_fini(&pf->users);
-out_free:
-	kfree(pf);
-	kfree(buf);
-	return ret;
-}
-
-/*
- * The last reference to the file is gone: give back all it held, at once
- * or after a quarantine. The file's cdev reference keeps the device alive
- * until after this returns; a quarantine needs none (kvpool_drv.h).
- */
-static int kvp_pool_release(struct inode *inode, struct file *file)
-{
-	struct kvp_client *c = file->private_data;
-
-	kvp_pool_file_release(container_of(c, struct kvp_pool_file, c));
-	return 0;
-}
-
-static void kvp_pool_show_fdinfo(struct seq_file *m, struct file *file)
-{
-	struct kvp_client *c = file->private_data;
-	struct kvp_pool *pool = c->pool;
-
-	mutex_lock(&pool->lock);
-	seq_printf(m, "kvpool-pool:\t%u\n", pool->id);
-	seq_printf(m, "kvpool-client-id:\t%u\n", c->id);
-	seq_printf(m, "kvpool-tenant:\t%u\n", c->tenant->id);
-	seq_printf(m, "kvpool-rows:\t%u\n", c->nr_rows);
-	seq_printf(m, "kvpool-slots:\t%u\n", c->nr_slots);
-	seq_printf(m, "kvpool-pages:\t%u\n", c->nr_pages);
-	seq_printf(m, "kvpool-cache-pages:\t%u\n", c->nr_cache_pages);
-	mutex_unlock(&pool->lock);
-}
-
-const struct file_operations kvp_pool_fops = {
-	.owner = THIS_MODULE,
-	.open = kvp_pool_open,
-	.release = kvp_pool_release,
-	.unlocked_ioctl = kvp_pool_ioctl,
-	.compat_ioctl = compat_ptr_ioctl,
-	.show_fdinfo = kvp_pool_show_fdinfo,
-	.poll = kvp_pool_poll,
-};

@@ -20,10 +20,14 @@
  * The pool's state machine lives in the core (kvp_core.h). The driver
  * copies arguments in and out, checks their shape and takes the locks
  * (kvpool_drv.h says which, in what order, and how a pool's memory
- * lives): kvpool_ioctl.c has the pool device's file operations,
- * kvpool_exportfd.c export files, kvpool_sysfs.c the pool figures and
- * kvpool_ctl.c the control device. This file has the module: its
- * parameters, the pool table, and pool creation and destruction.
+ * lives): kvpool_ioctl.c has the dispatcher and the pool ioctls,
+ * kvpool_uarray.c the copies of structs and arrays in and out,
+ * kvpool_file.c the pool device's file operations, kvpool_exportfd.c
+ * export files, kvpool_arena.c the pool's memory, kvpool_quarantine.c a
+ * dead client's pages, kvpool_sysfs.c the pool figures, kvpool_ctl.c the
+ * control device and kvpool_trace.[ch] the tracepoints. This file has
+ * the module: its parameters, the pool table, and pool creation and
+ * destruction.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
