@@ -7,9 +7,11 @@
 #   entries of docs/ABI/testing/sysfs-class-kvpool name the same files;
 #   so do the module's parameters (and version) and
 #   docs/ABI/testing/sysfs-module-kvpool;
-# - ioctls: every ioctl of uapi/linux/kvpool.h is named in
-#   docs/userspace-api/kvpool.rst, and every KVPOOL_* name the docs use
-#   exists in the header;
+# - ops: every KVPOOL_CMD_* of uapi/linux/kvpool.h reaches every place
+#   docs/process/adding-an-op.rst lists (its table of ops says which
+#   libkvpool, Python, kvpoolctl and fuzzer names go with each); one
+#   table of checks below, one PASS or FAIL line each. Every KVPOOL_*
+#   name the docs use exists in the header;
 # - kernel-doc: scripts/kernel-doc -none has nothing to say about the uapi
 #   header and driver/*.h; every kernel-doc directive in docs/ renders
 #   (kernel-doc -rst, no warnings); every struct, enum and DOC section the
@@ -143,19 +145,176 @@ compare "module files of driver/*.c" "$(module_names)" \
 
 # ---- ioctls and names ----
 
-ioctls=$(perl -ne 'print "$1\n" if /^#define\s+(KVPOOL_\w+)\s+_IO[RW]*\(/' \
-	 "$uapi" | sort -u)
-if [[ -z $ioctls ]]; then
-	fail "ioctls: found none in $uapi"
-elif [[ ! -r $api_rst ]]; then
-	fail "ioctls: $api_rst missing"
+# ---- ops: every command in every place ----
+
+op_rst=docs/process/adding-an-op.rst
+
+# C of files $@ without comments, #define bodies joined to one line.
+c_code() {
+	perl -0777 -ne '
+		s{/\*.*?\*/}{ }gs;
+		s{//[^\n]*}{}g;
+		s{\\\n}{ }g;
+		print;
+	' "$@"
+}
+
+# The header's commands (KVPOOL_CMD_INFO -> INFO), in its order.
+cmds=$(perl -ne 'print "$1\n" if /^\s*KVPOOL_CMD_(\w+)\b/' "$uapi")
+
+# The op table of $op_rst: the rows between the rules that follow its
+# ".. doc-check:" comment, as "OP LIB PY CTL FUZZ" (cells of names
+# joined by commas, n/a where the place does not apply).
+op_table() {
+	[[ -r $op_rst ]] || return 0
+	perl -ne '
+		$on = 1 if /^\.\. doc-check:/;
+		next unless $on;
+		if (/^=+(\s+=+)+\s*$/) { last if ++$rules == 3; next; }
+		next unless $rules == 2;
+		my @f = split;
+		print "@f\n" if @f == 5;
+	' "$op_rst"
+}
+declare -A t_lib=() t_py=() t_ctl=() t_fz=()
+while read -r op lib py ctl fz; do
+	[[ -n $op ]] || continue
+	t_lib[$op]=$lib t_py[$op]=$py t_ctl[$op]=$ctl t_fz[$op]=$fz
+done < <(op_table)
+
+drv_code=$(c_code driver/*.c)
+lib_code=$(c_code userlib/*.c)
+py_code=$(c_code userlib/python/src/kvpool/*.c)
+ctl_code=$(c_code tools/kvpoolctl/*.c)
+fz_ops=$(perl -ne 'print "$1\n" if /^\s*X\((\w+),/' selftests/fuzz/fuzz_core.c)
+abi_ops=$(perl -ne 'print "$1\n" if /^\s*OP\w*\(\w+,\s*(KVPOOL_\w+)/' \
+	  selftests/kernel/abi_test.c)
+syz=$(cat tools/syzkaller/kvpool.txt)
+lib_hdr=$(c_code userlib/kvpool.h)
+lib_map=$(cat userlib/libkvpool.map)
+
+# The names of cell $1 (n/a: none), one a line.
+cell() { [[ $1 == n/a ]] || tr , '\n' <<<"$1"; }
+
+# Each check: OP on $1; prints what is missing, one line each.
+ck_row() {
+	[[ -n ${t_lib[$1]:-} ]] || echo "  $op_rst: no row for $1"
+}
+ck_dispatch() {
+	grep -qE "\bKVP_\w*OP\w*\(\s*$1\b" <<<"$drv_code" ||
+		echo "  driver/*.c: no op-table row KVP_*OP*($1"
+}
+ck_ioctl() {
+	grep -qE "^#define\s+KVPOOL_$1\s+_IO\(KVPOOL_TYPE,\s*KVPOOL_CMD_$1\)" \
+		"$uapi" || echo "  $uapi: no KVPOOL_$1 from KVPOOL_CMD_$1"
+}
+ck_api_doc() {
+	grep -qw -- "KVPOOL_$1" "$api_rst" 2>/dev/null ||
+		echo "  $api_rst: KVPOOL_$1 not named"
+}
+ck_abi_test() {
+	grep -qx -- "KVPOOL_$1" <<<"$abi_ops" ||
+		echo "  selftests/kernel/abi_test.c: no OP() row for KVPOOL_$1"
+}
+ck_syzkaller() {
+	grep -qF -- "ioctl\$KVPOOL_$1(" <<<"$syz" ||
+		echo "  tools/syzkaller/kvpool.txt: no ioctl\$KVPOOL_$1"
+}
+ck_libkvpool() {
+	local f
+	grep -qw -- "KVPOOL_$1" <<<"$lib_code" ||
+		echo "  userlib/*.c: KVPOOL_$1 is never issued"
+	for f in $(cell "${t_lib[$1]:-n/a}"); do
+		# Defined, or a versioned alias's default (.symver).
+		grep -qE "^\w[^;]*\b$f\(|\.symver \w+, *$f@" <<<"$lib_code" ||
+			echo "  userlib/*.c: $f ($1) not defined"
+		grep -qE "\b$f\(" <<<"$lib_hdr" ||
+			echo "  userlib/kvpool.h: $f ($1) not declared"
+		grep -qE "^\s*$f;" <<<"$lib_map" ||
+			echo "  userlib/libkvpool.map: $f ($1) not exported"
+		[[ -r userlib/man/$f.3 ]] ||
+			echo "  userlib/man/$f.3 ($1): missing"
+	done
+}
+# $1: OP, $2: its cell, $3: the code, $4: where.
+ck_calls() {
+	local f
+	for f in $(cell "$2"); do
+		grep -qE "\b$f\b" <<<"$3" || echo "  $4: $f ($1) not called"
+	done
+}
+ck_python() {
+	ck_calls "$1" "${t_py[$1]:-n/a}" "$py_code" \
+		userlib/python/src/kvpool/*.c
+}
+ck_kvpoolctl() {
+	ck_calls "$1" "${t_ctl[$1]:-n/a}" "$ctl_code" tools/kvpoolctl/*.c
+}
+ck_fuzzer() {
+	local x
+	for x in $(cell "${t_fz[$1]:-n/a}"); do
+		grep -qx -- "$x" <<<"$fz_ops" ||
+			echo "  selftests/fuzz/fuzz_core.c: no FZ_OPS row $x ($1)"
+	done
+}
+
+# The checks, one line each: what, then the function of one op.
+op_checks=(
+	"a row of the op table of $op_rst|ck_row"
+	"an op-table row in driver/*.c|ck_dispatch"
+	"KVPOOL_<OP> in $uapi|ck_ioctl"
+	"named in $api_rst|ck_api_doc"
+	"an OP() row in selftests/kernel/abi_test.c|ck_abi_test"
+	"an ioctl\$ in tools/syzkaller/kvpool.txt|ck_syzkaller"
+	"libkvpool: issued, its calls declared, exported, in man|ck_libkvpool"
+	"the Python binding calls its column|ck_python"
+	"kvpoolctl calls its column|ck_kvpoolctl"
+	"the fuzzer has its column's FZ_OPS rows|ck_fuzzer"
+)
+nr_cmds=$(grep -c . <<<"$cmds")
+if [[ -z $cmds ]]; then
+	fail "ops: found no KVPOOL_CMD_* in $uapi"
+elif [[ ! -r $op_rst ]]; then
+	fail "ops: $op_rst missing"
 else
-	out=$(for i in $ioctls; do
-		grep -qw -- "$i" "$api_rst" || echo "  not in $api_rst: $i"
+	for c in "${op_checks[@]}"; do
+		what=${c%|*} fn=${c##*|}
+		out=$(for op in $cmds; do "$fn" "$op"; done)
+		verdict "$out" "ops: $what: not for every command" \
+			"ops: $what ($nr_cmds commands)"
+	done
+	# The table names no command the header lacks.
+	out=$(for op in "${!t_lib[@]}"; do
+		grep -qx -- "$op" <<<"$cmds" ||
+			echo "  $op_rst: row $op: no KVPOOL_CMD_$op in $uapi"
 	      done)
-	verdict "$out" "ioctls: not all of $uapi are in $api_rst" \
-		"ioctls ($(wc -w <<<"$ioctls"), all in $api_rst)"
+	verdict "$out" "ops: the op table has rows for no command" \
+		"ops: the op table has no row of a command the header lacks"
 fi
+
+# The test library's first unknown numbers name the last command of each
+# block (pool ops below KVPOOL_CMD_CTL_CREATE, control ops from it).
+kvptest=selftests/lib/kvptest.h
+last_pool=$(perl -ne '
+	$ctl = 1 if /^\s*KVPOOL_CMD_CTL_CREATE\b/;
+	$l = $1 if !$ctl && /^\s*(KVPOOL_CMD_\w+)\b/;
+	END { print $l }' "$uapi")
+last_ctl=$(perl -ne '$l = $1 if /^\s*(KVPOOL_CMD_CTL_\w+)\b/;
+	END { print $l }' "$uapi")
+out=""
+grep -qE "^#define\s+KT_POOL_CMD_END\s+\($last_pool \+ 1\)" "$kvptest" ||
+	out+="  $kvptest: KT_POOL_CMD_END is not ($last_pool + 1)"$'\n'
+grep -qE "^#define\s+KT_CTL_CMD_END\s+\($last_ctl \+ 1\)" "$kvptest" ||
+	out+="  $kvptest: KT_CTL_CMD_END is not ($last_ctl + 1)"$'\n'
+verdict "$out" "ops: the tests' first unknown numbers are not past the last commands" \
+	"ops: KT_POOL_CMD_END, KT_CTL_CMD_END follow $last_pool, $last_ctl"
+
+# The ABI version the tools' checks expect is the header's.
+abi=$(perl -ne 'print "$1\n" if /^#define\s+KVPOOL_ABI_VERSION\s+(\d+)/' "$uapi")
+out=$(grep -HnoE '\(kvpool ABI [0-9]+\)' tools/Makefile tools/*/Makefile \
+	2>/dev/null | grep -v "(kvpool ABI $abi)" | sed 's/^/  /')
+verdict "$out" "ops: a tool's check expects another ABI version than $abi" \
+	"ops: the tools' (kvpool ABI N) strings are the header's $abi"
 
 # Names such as KVPOOL_FEAT_* (a prefix) are not names: skipped. An
 # environment variable a script of the tree reads ($NAME or ${NAME) is

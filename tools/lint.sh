@@ -119,7 +119,8 @@ else
 	rc=1
 fi
 
-# The docs against the code: ABI entries, ioctl list, kernel-doc.
+# The docs against the code: ABI entries, every op's places
+# (docs/process/adding-an-op.rst), kernel-doc.
 if out=$(tools/doc-check.sh 2>&1); then
 	echo "$out" | grep -E '^(PASS|FAIL)' | sed 's/^PASS doc-check/PASS lint: doc-check/'
 else
