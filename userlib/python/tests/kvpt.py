@@ -100,6 +100,7 @@ class Child:
 
     def read(self, timeout=120):
         """The child's next JSON line; fails if it dies or says nothing."""
+        assert self.p.stdout is not None  # made with stdout=PIPE
         fd = self.p.stdout.fileno()
         end = time.monotonic() + timeout
         while b"\n" not in self.buf:
@@ -120,6 +121,7 @@ class Child:
 
     def finish(self):
         if self.p.poll() is None:
+            assert self.p.stdin is not None  # made with stdin=PIPE
             self.p.stdin.close()
         return self.p.wait(60)
 

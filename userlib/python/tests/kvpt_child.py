@@ -14,7 +14,9 @@ import os
 import socket
 import sys
 
-sys.modules["numpy"] = None  # import numpy raises ImportError
+# import numpy raises ImportError (None there is the documented way; the
+# type checkers know sys.modules as modules only).
+sys.modules["numpy"] = None  # type: ignore[assignment]
 import kvpool  # noqa: E402 - after numpy is blocked
 
 
@@ -47,6 +49,7 @@ def main(argv):
         xfd = kvpool.recv_fd(sock)
         h, n = p.import_row(xfd)
         q = p.row_query(h)
+        assert q.pages is not None  # row_query() without a pages buffer
         os.close(xfd)
         say(idx=kvpool.handle_idx(h), nr_pages=n,
             pages=[int(x) for x in q.pages],

@@ -81,7 +81,7 @@ def test_handle_helpers_refuse_non_handles():
     with pytest.raises((ValueError, OverflowError)):
         kvpool.handle_idx(1 << 64)
     with pytest.raises(TypeError):
-        kvpool.handle_gen("1")
+        kvpool.handle_gen("1")  # type: ignore[arg-type]
 
 
 def test_strerror():
@@ -123,9 +123,9 @@ def test_from_fd_not_a_pool_keeps_fd():
 
 def test_pool_argument_types():
     with pytest.raises(TypeError):
-        kvpool.Pool(12)
+        kvpool.Pool(12)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        kvpool.Pool.from_fd("3")
+        kvpool.Pool.from_fd("3")  # type: ignore[arg-type]
 
 
 def test_send_recv_fd_socketpair():
@@ -213,3 +213,4 @@ def test_signatures():
     assert str(sig(kvpool.Pool.trim)) == "(self, handles, /)"
     assert str(sig(kvpool.Arena.__exit__)) == "(self, exc_type, exc, tb, /)"
     assert str(sig(kvpool.strerror)) == "(err, /)"
+    assert str(sig(kvpool.handle)) == "(idx: int, gen: int = 0) -> int"

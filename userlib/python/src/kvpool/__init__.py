@@ -36,7 +36,7 @@ from kvpool._kvpool import __version__  # noqa: F401
 __all__ = [name for name in dir(_kvpool) if not name.startswith("_")]
 
 
-def handle(idx, gen=0):
+def handle(idx: int, gen: int = 0) -> int:
     """The handle int of row idx at generation gen: gen << 32 | idx."""
     if not 0 <= idx < 1 << 32 or not 0 <= gen < 1 << 32:
         raise ValueError("idx and gen are 32-bit unsigned")

@@ -30,7 +30,7 @@ binding's cost; userlib/python/bench/nullpool.c is a stand-in device
 that lets both sides run natively, with the kernel's share taken out:
 
     make -C userlib/python/bench
-    LD_PRELOAD=userlib/python/bench/libnullpool.so LD_LIBRARY_PATH=userlib \
+    LD_PRELOAD=userlib/python/bench/libnullpool.so \
         python3 -m kvpool.bench --path /dev/null --steps 256
 """
 
@@ -38,14 +38,22 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Callable, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 import kvpool
 from kvpool import _kvpool
 
+_Handles = npt.NDArray[np.uint64]
+_Lens = npt.NDArray[np.int32]
+# A side of the comparison: runs a round's steps, returns nanoseconds.
+_Run = Callable[[kvpool.Pool, _Handles, _Lens], int]
 
-def _round(pool, nrows, steps, start_len, run):
+
+def _round(pool: kvpool.Pool, nrows: int, steps: int, start_len: int,
+           run: _Run) -> float:
     """Fresh rows of start_len tokens, run(pool, handles, lens) timing
     its steps (nanoseconds), the rows released: microseconds a step."""
     handles = pool.alloc_rows(nrows)
@@ -60,14 +68,14 @@ def _round(pool, nrows, steps, start_len, run):
     return ns / steps / 1000.0
 
 
-def _steps_c(steps):
-    def run(pool, handles, lens):
+def _steps_c(steps: int) -> _Run:
+    def run(pool: kvpool.Pool, handles: _Handles, lens: _Lens) -> int:
         return _kvpool._c_decode_steps(pool, handles, lens, steps)
     return run
 
 
-def _steps_py(steps, buf):
-    def run(pool, handles, lens):
+def _steps_py(steps: int, buf: npt.NDArray[np.uint32]) -> _Run:
+    def run(pool: kvpool.Pool, handles: _Handles, lens: _Lens) -> int:
         # Every step's lengths made beforehand: the loop times the binding.
         table = [lens + (s + 1) for s in range(steps)]
         extend = pool.extend
@@ -80,8 +88,8 @@ def _steps_py(steps, buf):
     return run
 
 
-def _steps_py_inc(steps, buf):
-    def run(pool, handles, lens):
+def _steps_py_inc(steps: int, buf: npt.NDArray[np.uint32]) -> _Run:
+    def run(pool: kvpool.Pool, handles: _Handles, lens: _Lens) -> int:
         extend = pool.extend
         commit = pool.commit
         add = np.add
@@ -94,9 +102,9 @@ def _steps_py_inc(steps, buf):
     return run
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m kvpool.bench",
-                                 description=__doc__.split("\n")[0])
+                                 description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--path", default=kvpool.DEFAULT_PATH)
     ap.add_argument("--rows", type=int, default=256)
     ap.add_argument("--steps", type=int, default=64,
@@ -120,7 +128,7 @@ def main(argv=None):
         # One untimed round each: page faults, lazy imports, caches.
         for run in sides:
             _round(pool, a.rows, a.steps, a.start_len, run)
-        times = ([], [], [])
+        times: tuple[list[float], ...] = ([], [], [])
         c, py, inc = times
         for r in range(a.rounds):
             order = (0, 1, 2) if r % 2 == 0 else (2, 1, 0)

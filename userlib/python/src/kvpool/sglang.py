@@ -26,18 +26,37 @@ The module imports neither SGLang nor torch: it reads the attributes
 SGLang's objects have (``batch.reqs``, ``req.kv`` ...). ``req_to_token``
 is a torch tensor when torch can be imported and a numpy array
 otherwise.
+
+The types of SGLang's objects are the Protocols below: what this module
+reads and writes of them, so that SGLang's own classes fit without
+SGLang being imported.
 """
 
+import importlib
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol, TypeAlias
+
 import numpy as np
+import numpy.typing as npt
 
 import kvpool
 
+# torch is optional and used here only as SGLang uses it, through its
+# tensors' methods: it is Any to the type checkers, so that checking
+# code that uses this module does not need torch (a 3 GB download).
+torch: Any
 try:
-    import torch
+    torch = importlib.import_module("torch")
 except ImportError:  # the binding's own tests run without torch
     torch = None
 
+# req_to_token and the index tensors: torch tensors, or numpy arrays
+# without torch.
+Tensor: TypeAlias = Any
+_Ints: TypeAlias = npt.NDArray[np.int64]
+
 __all__ = [
+    "KvInfo", "Session", "Req", "TreeCache", "Batch",
     "KvRecord", "ReqToTokenPool", "KVPoolTokenAllocator", "StreamingSessions",
     "alloc_for_extend", "alloc_for_decode", "release_kv_cache",
     "release_kv_cache_batch", "retract", "token_indices",
@@ -46,56 +65,142 @@ __all__ = [
 _NO_HANDLE = 0
 
 
+class KvInfo(Protocol):
+    """What this module uses of SGLang's ``ReqKvInfo`` (KvRecord has it)."""
+
+    req_pool_idx: int | None
+    cache_protected_len: int
+    kv_committed_len: int
+    kv_allocated_len: int
+
+    @property
+    def holds_kv(self) -> bool: ...
+
+    @property
+    def is_kv_released(self) -> bool: ...
+
+    def mark_kv_released(self) -> None: ...
+
+
+class Session(Protocol):
+    """What this module uses of SGLang's ``Session``."""
+
+    session_id: str
+    streaming: bool
+
+    def finish_req(self, req: Any) -> None: ...
+
+
+class Req(Protocol):
+    """What this module uses of SGLang's ``Req``; it also reads, where
+    they exist, ``owned_kv_len()``, ``refresh_fill_ids()``,
+    ``skip_radix_cache_insert`` and ``aborted``."""
+
+    rid: str
+    kv: KvInfo
+    lock: Any
+    session: Session | None
+    finished_len: int | None
+    output_ids: list[int]
+    origin_input_ids: list[int]
+
+
+class TreeCache(Protocol):
+    """What this module uses of SGLang's tree cache (the radix tree);
+    ``token_to_kv_pool_allocator`` is read where it exists."""
+
+    @property
+    def req_to_token_pool(self) -> "ReqToTokenPool": ...
+
+    def unlock(self, lock: Any, /) -> Any: ...
+
+    def on_release(self, req: Any, /, *, checkpointed: bool) -> Any: ...
+
+    def claim_kv_row(self, req: Any, /) -> bool: ...
+
+    def checkpoint(self, req: Any, /, *, up_to: int) -> Any: ...
+
+    def prefix_device_indices(self, req: Any, /) -> Iterable[int]: ...
+
+    def maybe_hand_to_session(self, req: Any, /) -> Any: ...
+
+
+class Batch(Protocol):
+    """What this module uses of SGLang's ``ScheduleBatch``."""
+
+    @property
+    def req_to_token_pool(self) -> "ReqToTokenPool": ...
+
+    @property
+    def tree_cache(self) -> TreeCache: ...
+
+    @property
+    def reqs(self) -> Sequence[Req]: ...
+
+    @property
+    def prefix_lens(self) -> Iterable[int]: ...
+
+    @property
+    def seq_lens_cpu(self) -> Any: ...
+
+    @property
+    def req_pool_indices(self) -> Any: ...
+
+    @property
+    def device(self) -> Any: ...
+
+
 class KvRecord:
     """The fields of SGLang's ``ReqKvInfo`` that this module uses, for
     callers that do not import SGLang (SGLang's own record works too)."""
 
-    def __init__(self):
-        self.req_pool_idx = None
+    def __init__(self) -> None:
+        self.req_pool_idx: int | None = None
         self.cache_protected_len = 0
         self.cache_inserted_len = 0
         self.kv_committed_len = 0
         self.kv_allocated_len = 0
-        self.component_evicted_seqlens = {}
+        self.component_evicted_seqlens: dict[str, int] = {}
 
     @property
-    def holds_kv(self):
+    def holds_kv(self) -> bool:
         return self.req_pool_idx is not None
 
     @property
-    def max_evicted_seqlen(self):
+    def max_evicted_seqlen(self) -> int:
         return max(self.component_evicted_seqlens.values(), default=0)
 
     @property
-    def is_kv_released(self):
+    def is_kv_released(self) -> bool:
         return self.kv_allocated_len == 0 and self.max_evicted_seqlen == 0
 
-    def mark_kv_released(self):
+    def mark_kv_released(self) -> None:
         self.kv_allocated_len = 0
         self.component_evicted_seqlens.clear()
 
 
-def _i32(values):
+def _i32(values: npt.ArrayLike) -> npt.NDArray[np.int32]:
     return np.ascontiguousarray(values, dtype=np.int32)
 
 
-def _u64(values):
+def _u64(values: npt.ArrayLike) -> npt.NDArray[np.uint64]:
     return np.ascontiguousarray(values, dtype=np.uint64)
 
 
-def _as_list(values):
+def _as_list(values: Any) -> list[int]:
     if torch is not None and isinstance(values, torch.Tensor):
-        return values.tolist()
+        return list(values.tolist())
     return [int(v) for v in values]
 
 
-def _index_tensor(values, device):
+def _index_tensor(values: npt.ArrayLike, device: Any) -> Tensor:
     if torch is None:
         return np.asarray(values, dtype=np.int64)
     return torch.as_tensor(np.asarray(values, dtype=np.int64)).to(device)
 
 
-def token_indices(pages, page_size, start, end, first_page=0):
+def token_indices(pages: npt.ArrayLike, page_size: int, start: int,
+                  end: int, first_page: int = 0) -> _Ints:
     """The token indices of row positions [start, end) when the row's pages,
     from page number first_page on, are ``pages``: SGLang's
     ``page * page_size + offset``."""
@@ -114,9 +219,13 @@ class ReqToTokenPool:
     generations, which the kernel moves on every take of the row.
     """
 
-    def __init__(self, size, max_context_len, device="cpu",
-                 enable_memory_saver=False, *, pool=None,
-                 path=kvpool.DEFAULT_PATH):
+    req_to_token: Tensor
+    req_generation: Tensor
+
+    def __init__(self, size: int, max_context_len: int, device: Any = "cpu",
+                 enable_memory_saver: bool = False, *,
+                 pool: kvpool.Pool | None = None,
+                 path: str = kvpool.DEFAULT_PATH) -> None:
         self.pool = pool if pool is not None else kvpool.Pool(path)
         info = self.pool.info
         if info.nr_rows < size + 1 or info.row_tokens < max_context_len:
@@ -140,21 +249,21 @@ class ReqToTokenPool:
             self.req_generation = np.zeros(self._alloc_size, dtype=np.int64)
         self.handles = np.zeros(self._alloc_size, dtype=np.uint64)
 
-    def write(self, indices, values):
+    def write(self, indices: Any, values: Any) -> None:
         self.req_to_token[indices] = values
 
-    def available_size(self):
+    def available_size(self) -> int:
         # Free rows of the pool, which other processes may share: what a
         # ROW_ALLOC could get now.
         return self.pool.stats().free_rows
 
-    def handle(self, idx):
+    def handle(self, idx: int) -> int:
         h = int(self.handles[idx])
         if h == _NO_HANDLE:
             raise KeyError("row %d is not held here" % idx)
         return h
 
-    def _bind(self, handle):
+    def _bind(self, handle: int) -> int:
         idx = kvpool.handle_idx(handle)
         if idx >= self._alloc_size:
             # A shared pool may have more rows than this table: give it
@@ -166,10 +275,10 @@ class ReqToTokenPool:
         self.req_generation[idx] = kvpool.handle_gen(handle)
         return idx
 
-    def _unbind(self, idx):
+    def _unbind(self, idx: int) -> None:
         self.handles[idx] = _NO_HANDLE
 
-    def alloc_rows(self, need_size):
+    def alloc_rows(self, need_size: int) -> list[int] | None:
         """Take need_size rows in one ROW_ALLOC; None if there are not
         enough (nothing is taken then)."""
         if need_size == 0:
@@ -180,7 +289,7 @@ class ReqToTokenPool:
             return None
         return [self._bind(int(h)) for h in hs]
 
-    def alloc(self, reqs):
+    def alloc(self, reqs: Sequence[Req]) -> list[int] | None:
         reusing = [r for r in reqs if r.kv.holds_kv]
         assert all(r.kv.kv_allocated_len > 0 for r in reusing), \
             "a reused row must carry allocated KV"
@@ -191,27 +300,28 @@ class ReqToTokenPool:
         for r in reqs:
             if not r.kv.holds_kv:
                 r.kv.req_pool_idx = next(it)
-        return [r.kv.req_pool_idx for r in reqs]
+        return [_row(r.kv) for r in reqs]
 
-    def free_rows(self, indices):
+    def free_rows(self, indices: Iterable[int]) -> int:
         """RELEASE the rows (and every page they own) in one call."""
-        indices = list(indices)
-        if not indices:
+        idxs = list(indices)
+        if not idxs:
             return 0
-        freed = self.pool.release(_u64([self.handle(i) for i in indices]))
-        for i in indices:
+        freed = self.pool.release(_u64([self.handle(i) for i in idxs]))
+        for i in idxs:
             self._unbind(i)
         return freed
 
-    def free(self, req):
+    def free(self, req: Req) -> None:
         assert req.kv.holds_kv, "request must have req_pool_idx"
-        self.free_rows([req.kv.req_pool_idx])
+        self.free_rows([_row(req.kv)])
         req.kv.req_pool_idx = None
 
-    def row_tokens(self, idx, end):
+    def row_tokens(self, idx: int, end: int) -> _Ints:
         """Token indices of row idx's positions [0, end), from the kernel's
         page list (what req_to_token must hold)."""
         q = self.pool.row_query(self.handle(idx))
+        assert q.pages is not None  # row_query() without a pages buffer
         return token_indices(q.pages, self.page_size, 0, end)
 
 
@@ -220,15 +330,15 @@ class KVPoolTokenAllocator:
     capacity, answered by the pool; and ``free`` for what the radix tree
     evicts, which is CACHE_EVICT of those pages."""
 
-    def __init__(self, pool):
+    def __init__(self, pool: kvpool.Pool) -> None:
         self.pool = pool
         self.page_size = pool.info.page_tokens
         self.size = (pool.info.nr_pages - 1) * self.page_size
 
-    def available_size(self):
+    def available_size(self) -> int:
         return self.pool.stats().free_pages * self.page_size
 
-    def free(self, indices):
+    def free(self, indices: Any) -> int:
         pages = np.unique(np.asarray(_as_list(indices), dtype=np.int64)
                           // self.page_size)
         if len(pages) == 0:
@@ -236,7 +346,14 @@ class KVPoolTokenAllocator:
         return self.pool.cache_evict(_i32(pages))
 
 
-def _oom(what, need, tree_cache):
+def _row(kv: KvInfo) -> int:
+    """The row of a record that holds one (an error of the caller's
+    bookkeeping otherwise)."""
+    assert kv.req_pool_idx is not None, "the request holds no row"
+    return kv.req_pool_idx
+
+
+def _oom(what: str, need: int, tree_cache: TreeCache) -> RuntimeError:
     alloc = getattr(tree_cache, "token_to_kv_pool_allocator", None)
     avail = alloc.available_size() if alloc is not None else "?"
     return RuntimeError("%s out of memory. Try to lower your batch size.\n"
@@ -244,7 +361,9 @@ def _oom(what, need, tree_cache):
                         % (what, need, avail))
 
 
-def _extend_rows(rtp, idxs, old_lens, new_lens, tree_cache, what):
+def _extend_rows(rtp: ReqToTokenPool, idxs: Sequence[int],
+                 old_lens: Sequence[int], new_lens: Sequence[int],
+                 tree_cache: TreeCache, what: str) -> Tensor:
     """One EXTEND of rows idxs to new_lens, one COMMIT, and req_to_token
     filled for positions [old_len, new_len); the new token indices in
     order (SGLang's out_cache_loc)."""
@@ -258,7 +377,7 @@ def _extend_rows(rtp, idxs, old_lens, new_lens, tree_cache, what):
                    tree_cache) from None
     rtp.pool.commit(handles, lens)
     ps = rtp.page_size
-    out = []
+    out: list[_Ints] = []
     at = 0
     for i, idx in enumerate(idxs):
         old, new = int(old_lens[i]), int(new_lens[i])
@@ -285,7 +404,7 @@ def _extend_rows(rtp, idxs, old_lens, new_lens, tree_cache, what):
     return _index_tensor(flat, rtp.device)
 
 
-def alloc_for_extend(batch):
+def alloc_for_extend(batch: Batch) -> tuple[Tensor, Tensor, Tensor]:
     """SGLang's ``alloc_for_extend``: rows for the batch's new requests,
     their matched prefixes attached, every row extended to its
     ``seq_lens_cpu`` and committed; returns ``(out_cache_loc,
@@ -312,9 +431,9 @@ def alloc_for_extend(batch):
             loc = np.asarray(_as_list(tree.prefix_device_indices(r)),
                              dtype=np.int64)
             assert plen % ps == 0 and len(loc) >= plen
-            rtp.pool.attach_prefix(rtp.handle(r.kv.req_pool_idx),
+            rtp.pool.attach_prefix(rtp.handle(_row(r.kv)),
                                    _i32(loc[:plen:ps] // ps))
-            rtp.write((r.kv.req_pool_idx, slice(0, plen)),
+            rtp.write((_row(r.kv), slice(0, plen)),
                       _index_tensor(loc[:plen], rtp.device).to(torch.int32)
                       if torch is not None else loc[:plen])
         out = _extend_rows(rtp, idxs, prefix_lens, seq_lens, tree,
@@ -322,7 +441,7 @@ def alloc_for_extend(batch):
     except BaseException:
         # All or nothing, as the kernel is: give back the rows this call
         # took (and the pins of their attached prefixes).
-        taken = [r.kv.req_pool_idx for r, new in zip(reqs, fresh) if new]
+        taken = [_row(r.kv) for r, new in zip(reqs, fresh) if new]
         rtp.free_rows(taken)
         for r, new in zip(reqs, fresh):
             if new:
@@ -332,14 +451,14 @@ def alloc_for_extend(batch):
         r.kv.kv_allocated_len = n
         r.kv.kv_committed_len = n
         tree.maybe_hand_to_session(r)
-    cpu = np.asarray(idxs, dtype=np.int64)
+    cpu: Tensor = np.asarray(idxs, dtype=np.int64)
     if torch is not None:
         cpu = torch.as_tensor(cpu)
         return out, cpu.to(batch.device), cpu
     return out, cpu, cpu
 
 
-def alloc_for_decode(batch, token_per_req):
+def alloc_for_decode(batch: Batch, token_per_req: int) -> Tensor:
     """SGLang's ``alloc_for_decode``: every row of the batch one EXTEND by
     token_per_req tokens and one COMMIT; returns out_cache_loc."""
     rtp = batch.req_to_token_pool
@@ -353,26 +472,29 @@ def alloc_for_decode(batch, token_per_req):
     return out
 
 
-def _owned_len(req):
-    f = getattr(req, "owned_kv_len", None)
+def _owned_len(req: Req) -> int:
+    f: Callable[[], int] | None = getattr(req, "owned_kv_len", None)
     return f() if f is not None else req.kv.kv_committed_len
 
 
-def _forget(rtp, req, tree_cache, checkpointed):
+def _forget(rtp: ReqToTokenPool, req: Req, tree_cache: TreeCache,
+            checkpointed: bool) -> None:
     tree_cache.unlock(req.lock)
     req.lock = None
     tree_cache.on_release(req, checkpointed=checkpointed)
-    rtp._unbind(req.kv.req_pool_idx)
+    rtp._unbind(_row(req.kv))
     req.kv.req_pool_idx = None
     req.kv.mark_kv_released()
 
 
-def release_kv_cache_batch(reqs, tree_cache, *, checkpoint):
+def release_kv_cache_batch(reqs: Iterable[Req], tree_cache: TreeCache, *,
+                           checkpoint: bool) -> int:
     """``release_kv_cache`` for a list of requests in one RELEASE (two when
     some donate and some do not, and one DONATE for a request whose
     insert stops short of its committed length)."""
     rtp = tree_cache.req_to_token_pool
-    give = {True: [], False: []}        # donate flag -> [(req, inserted)]
+    # donate flag -> [(req, inserted)]
+    give: dict[bool, list[tuple[Req, bool]]] = {True: [], False: []}
     for req in reqs:
         assert (not req.kv.holds_kv) == req.kv.is_kv_released
         if not req.kv.holds_kv:
@@ -385,7 +507,8 @@ def release_kv_cache_batch(reqs, tree_cache, *, checkpoint):
         donate = ins
         if ins:
             upto = _owned_len(req)
-            refresh = getattr(req, "refresh_fill_ids", None)
+            refresh: Callable[[], object] | None = getattr(
+                req, "refresh_fill_ids", None)
             if refresh is not None:
                 refresh()
             # The tree keys [protected, upto) of the row as it is in
@@ -393,7 +516,7 @@ def release_kv_cache_batch(reqs, tree_cache, *, checkpoint):
             # cache in the RELEASE below.
             tree_cache.checkpoint(req, up_to=upto)
             if upto < req.kv.kv_committed_len:
-                h = rtp.handle(req.kv.req_pool_idx)
+                h = rtp.handle(_row(req.kv))
                 rtp.pool.donate(_u64([h]), _i32([upto]))
                 donate = False
         give[donate].append((req, ins))
@@ -401,31 +524,32 @@ def release_kv_cache_batch(reqs, tree_cache, *, checkpoint):
     for donate, group in give.items():
         if not group:
             continue
-        hs = _u64([rtp.handle(r.kv.req_pool_idx) for r, _ in group])
+        hs = _u64([rtp.handle(_row(r.kv)) for r, _ in group])
         freed += rtp.pool.release(hs, donate=donate)
         for r, ins in group:
             _forget(rtp, r, tree_cache, checkpointed=ins)
     return freed
 
 
-def release_kv_cache(req, tree_cache, *, checkpoint):
+def release_kv_cache(req: Req, tree_cache: TreeCache, *,
+                     checkpoint: bool) -> None:
     """SGLang's ``release_kv_cache``: the request's row given back in one
     RELEASE, its inserted prefix donated to the prefix cache when
     ``checkpoint``; a streaming session's turn goes to its slot."""
     release_kv_cache_batch([req], tree_cache, checkpoint=checkpoint)
 
 
-def retract(req, tree_cache):
+def retract(req: Req, tree_cache: TreeCache) -> None:
     """A retraction: the row released without donating anything."""
     release_kv_cache(req, tree_cache, checkpoint=False)
 
 
 class _Slot:
-    def __init__(self, kv, sid):
+    def __init__(self, kv: KvInfo, sid: int) -> None:
         self.kv = kv
         self.sid = sid
         self.parked = False
-        self.lock = None
+        self.lock: Any = None
 
 
 class StreamingSessions:
@@ -440,39 +564,49 @@ class StreamingSessions:
     session ids are mapped to the kernel's 64-bit ones here.
     """
 
-    def __init__(self, req_to_token_pool, tree_cache=None):
+    def __init__(self, req_to_token_pool: ReqToTokenPool,
+                 tree_cache: TreeCache | None = None) -> None:
         self.rtp = req_to_token_pool
         self.cache = tree_cache
-        self.slots = {}
+        self.slots: dict[str, _Slot] = {}
         self._next_sid = 1
 
     @staticmethod
-    def _streaming(req):
-        return (req is not None and req.session is not None
-                and req.session.streaming)
-
-    def borrowed_slot(self, req):
-        if not self._streaming(req):
+    def _session(req: Req | None) -> Session | None:
+        """req's session if it is a streaming one."""
+        if req is None or req.session is None or not req.session.streaming:
             return None
-        s = self.slots.get(req.session.session_id)
+        return req.session
+
+    @classmethod
+    def _streaming(cls, req: Req | None) -> bool:
+        return cls._session(req) is not None
+
+    def borrowed_slot(self, req: Req | None) -> _Slot | None:
+        sess = self._session(req)
+        if sess is None or req is None:
+            return None
+        s = self.slots.get(sess.session_id)
         return s if s is not None and s.kv is req.kv else None
 
-    def take(self, req):
-        if not self._streaming(req) or self.borrowed_slot(req) is not None:
+    def take(self, req: Req) -> None:
+        sess = self._session(req)
+        if sess is None or self.borrowed_slot(req) is not None:
             return
-        sid = req.session.session_id
+        sid = sess.session_id
         assert sid not in self.slots, f"{sid=} already has a slot"
         s = _Slot(req.kv, self._next_sid)
         self._next_sid += 1
         s.lock, req.lock = req.lock, None
         self.slots[sid] = s
 
-    def lend(self, req, key_len):
+    def lend(self, req: Req, key_len: int) -> int | None:
         """The next turn borrows the slot's record; the prefix length it
         starts from (None if the session has no parked record)."""
-        if not self._streaming(req):
+        sess = self._session(req)
+        if sess is None:
             return None
-        s = self.slots.get(req.session.session_id)
+        s = self.slots.get(sess.session_id)
         if s is None or not s.parked:
             return None
         h, _ = self.rtp.pool.from_slot(s.sid)
@@ -490,13 +624,14 @@ class StreamingSessions:
         s.kv.kv_committed_len = min(s.kv.kv_committed_len, plen)
         return plen
 
-    def try_cache_finished_req(self, req):
-        if not self._streaming(req):
+    def try_cache_finished_req(self, req: Req) -> bool:
+        sess = self._session(req)
+        if sess is None:
             return False
         s = self.borrowed_slot(req)
         assert s is not None, f"streaming {req.rid=} does not run on its slot"
         if getattr(req, "aborted", False):
-            del self.slots[req.session.session_id]
+            del self.slots[sess.session_id]
             req.lock, s.lock = s.lock, None
             return False
         fin = req.finished_len if req.finished_len is not None \
@@ -506,18 +641,18 @@ class StreamingSessions:
         if target < kv.kv_allocated_len:
             assert target >= kv.kv_committed_len, \
                 "a turn's finish below its committed KV is not supported"
-            self.rtp.pool.trim(_u64([self.rtp.handle(kv.req_pool_idx)]))
+            self.rtp.pool.trim(_u64([self.rtp.handle(_row(kv))]))
             kv.kv_allocated_len = kv.kv_committed_len
         req.output_ids = req.output_ids[:fin]
-        self.rtp.pool.to_slot(self.rtp.handle(kv.req_pool_idx), s.sid)
-        self.rtp._unbind(kv.req_pool_idx)
+        self.rtp.pool.to_slot(self.rtp.handle(_row(kv)), s.sid)
+        self.rtp._unbind(_row(kv))
         s.parked = True
         req.kv = type(kv)()
         kv.kv_committed_len = min(target, kv.kv_allocated_len)
-        req.session.finish_req(req)
+        sess.finish_req(req)
         return True
 
-    def release_session(self, session_id):
+    def release_session(self, session_id: str) -> int:
         s = self.slots.pop(session_id, None)
         if s is None:
             return 0
@@ -529,8 +664,8 @@ class StreamingSessions:
             freed = self.rtp.pool.slot_release(s.sid)
         else:
             freed = self.rtp.pool.release(
-                _u64([self.rtp.handle(s.kv.req_pool_idx)]))
-            self.rtp._unbind(s.kv.req_pool_idx)
+                _u64([self.rtp.handle(_row(s.kv))]))
+            self.rtp._unbind(_row(s.kv))
         s.kv.req_pool_idx = None
         s.kv.mark_kv_released()
         return freed
