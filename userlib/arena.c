@@ -18,23 +18,20 @@
 #include <unistd.h>
 #include <sys/mman.h>
 
-static int kvp_arena(struct kvpool *kp, struct kvpool_arena *arg)
+/* KVPOOL_ARENA of @arg, the answer copied to @out if not NULL. */
+static int kvp_arena(struct kvpool *kp, struct kvpool_arena *arg,
+		     struct kvpool_arena *out)
 {
 	arg->size = sizeof(*arg);
-	return kvp_ioctl(kp->fd, KVPOOL_ARENA, arg);
+	return kvp_ioctl_out(kp->fd, KVPOOL_ARENA, arg, out, sizeof(*arg));
 }
 
 KVP_PUBLIC
 int kvpool_arena_info(struct kvpool *kp, struct kvpool_arena *out)
 {
 	struct kvpool_arena arg = { 0 };
-	int ret;
 
-	ret = kvp_arena(kp, &arg);
-	if (ret)
-		return ret;
-	*out = arg;
-	return 0;
+	return kvp_arena(kp, &arg, out);
 }
 
 KVP_PUBLIC
@@ -48,68 +45,85 @@ int kvpool_arena_fds(struct kvpool *kp, uint32_t first_chunk, uint32_t count,
 		.fd_entry_len = sizeof(*fds),
 		.fds = kvp_ptr(fds),
 	};
-	int ret;
+	int ret = kvp_arena(kp, &arg, info);
 
-	ret = kvp_arena(kp, &arg);
-	if (ret)
-		return ret;
-	if (info)
-		*info = arg;
 	/* At most KVPOOL_ARENA_MAX_CHUNKS: fits an int. */
-	return (int)count;
-}
-
-static void kvp_close_fds(const struct kvpool_arena_fd *fds, uint32_t from,
-			  uint32_t to)
-{
-	for (; from < to; from++)
-		close(fds[from].out_fd);
+	return ret ? ret : (int)count;
 }
 
 /*
- * Map the @n chunks of @fds, the first of them chunk @first, at @base,
- * closing each descriptor as soon as it is mapped, and every one of them
- * on failure. A chunk must start where the last one ended (*@next) and
- * end within the @bytes reserved: mapping MAP_FIXED anywhere else would
- * replace someone else's memory.
+ * Every chunk of arena @a, asked for in batches of KVP_ARENA_FD_BATCH
+ * descriptors, checked and handed to @map in order; host and CUDA arenas
+ * differ only in @map. A chunk must start where the last one ended
+ * (*@next, from 0) and end within the arena: mapped MAP_FIXED (or by
+ * cuMemMap()) anywhere else it would replace someone else's memory. The
+ * chunks must fill the arena, with no hole. On failure every descriptor
+ * not handed to @map is closed, and the chunks mapped so far lie end to
+ * end from the start, *@next bytes of them.
  */
-static int kvp_map_chunks(char *base, uint64_t bytes,
-			  const struct kvpool_arena_fd *fds, uint32_t first,
-			  uint32_t n, uint64_t *next)
+int kvp_arena_walk(struct kvpool *kp, const struct kvpool_arena *a,
+		   kvp_chunk_map_fn map, void *ctx, uint64_t *next)
 {
-	uint32_t i;
+	struct kvpool_arena_fd fds[KVP_ARENA_FD_BATCH];
+	struct kvpool_arena b;
+	uint32_t first, n, i;
+	int ret;
 
-	for (i = 0; i < n; i++) {
-		const struct kvpool_arena_fd *c = &fds[i];
-		void *p;
+	for (first = 0; first < a->out_nr_chunks; first += n) {
+		n = a->out_nr_chunks - first;
+		if (n > KVP_ARENA_FD_BATCH)
+			n = KVP_ARENA_FD_BATCH;
+		ret = kvpool_arena_fds(kp, first, n, fds, &b);
+		if (ret < 0)
+			return ret;
+		/* An arena is set once and never changes: a kernel bug. */
+		ret = 0;
+		if (b.out_kind != a->out_kind || b.out_bytes != a->out_bytes ||
+		    b.out_nr_chunks != a->out_nr_chunks ||
+		    b.out_page_bytes != a->out_page_bytes)
+			ret = -EIO;
+		for (i = 0; i < n; i++) {
+			const struct kvpool_arena_fd *c = &fds[i];
 
-		if (c->out_fd < 0 || c->out_offset != *next || !c->out_bytes ||
-		    c->out_bytes > bytes - *next) {
-			kvp_close_fds(fds, i, n);
-			return -EIO;
+			if (!ret && (c->out_fd < 0 || c->out_offset != *next ||
+				     !c->out_bytes ||
+				     c->out_bytes > a->out_bytes - *next))
+				ret = -EIO;
+			if (ret) {
+				close(c->out_fd);
+				continue;
+			}
+			ret = map(ctx, c, first + i);
+			if (!ret)
+				*next += c->out_bytes;
 		}
-		p = mmap(base + c->out_offset, (size_t)c->out_bytes,
-			 PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
-			 c->out_fd, 0);
-		if (p == MAP_FAILED) {
-			int err = -errno;
-
-			/*
-			 * mmap(2)'s errno, not the kernel's: kvpool_strerror()
-			 * would word it as a kvpool ioctl's.
-			 */
-			kvp_arena_fail("mapping chunk %u (%llu bytes at %llu): mmap: %s",
-				       first + i,
-				       (unsigned long long)c->out_bytes,
-				       (unsigned long long)c->out_offset,
-				       strerror(-err));
-			kvp_close_fds(fds, i, n);
-			return err;
-		}
-		close(c->out_fd);
-		*next += c->out_bytes;
+		if (ret)
+			return ret;
 	}
-	return 0;
+	return *next == a->out_bytes ? 0 : -EIO;
+}
+
+/* A host arena's chunk @c mapped into the reservation at @ctx. */
+static int kvp_host_map_chunk(void *ctx, const struct kvpool_arena_fd *c,
+			      uint32_t index)
+{
+	void *p = mmap((char *)ctx + c->out_offset, (size_t)c->out_bytes,
+		       PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+		       c->out_fd, 0);
+	int err = p == MAP_FAILED ? -errno : 0;
+
+	/*
+	 * mmap(2)'s errno, not the kernel's: kvpool_strerror() would word
+	 * it as a kvpool ioctl's.
+	 */
+	if (err)
+		kvp_arena_fail("mapping chunk %u (%llu bytes at %llu): mmap: %s",
+			       index, (unsigned long long)c->out_bytes,
+			       (unsigned long long)c->out_offset,
+			       strerror(-err));
+	/* The mapping holds the file now, or nothing does. */
+	close(c->out_fd);
+	return err;
 }
 
 /* The text kvpool_arena_error() returns: this thread's last failure. */
@@ -146,10 +160,8 @@ const char *kvpool_arena_error(void)
 KVP_PUBLIC
 int kvpool_arena_map(struct kvpool *kp, struct kvpool_arena_view *v)
 {
-	struct kvpool_arena_fd fds[KVP_ARENA_FD_BATCH];
-	struct kvpool_arena a, b;
+	struct kvpool_arena a;
 	uint64_t next = 0;
-	uint32_t first, n;
 	char *base;
 	int ret;
 
@@ -186,30 +198,10 @@ int kvpool_arena_map(struct kvpool *kp, struct kvpool_arena_view *v)
 		return ret;
 	}
 
-	for (first = 0; first < a.out_nr_chunks; first += n) {
-		n = a.out_nr_chunks - first;
-		if (n > KVP_ARENA_FD_BATCH)
-			n = KVP_ARENA_FD_BATCH;
-		ret = kvpool_arena_fds(kp, first, n, fds, &b);
-		if (ret < 0)
-			goto fail;
-		/* An arena is set once and never changes: a kernel bug. */
-		if (b.out_kind != a.out_kind || b.out_bytes != a.out_bytes ||
-		    b.out_nr_chunks != a.out_nr_chunks ||
-		    b.out_page_bytes != a.out_page_bytes) {
-			kvp_close_fds(fds, 0, n);
-			ret = -EIO;
-			goto fail;
-		}
-		ret = kvp_map_chunks(base, a.out_bytes, fds, first, n, &next);
-		if (ret)
-			goto fail;
-	}
-	/* The chunks must fill the range: no PROT_NONE hole inside it. */
-	if (next != a.out_bytes) {
-		ret = -EIO;
+	/* No PROT_NONE hole left: the walk has the chunks fill the range. */
+	ret = kvp_arena_walk(kp, &a, kvp_host_map_chunk, base, &next);
+	if (ret)
 		goto fail;
-	}
 
 	v->base = base;
 done:

@@ -198,15 +198,34 @@ fail:
 	return ret;
 }
 
-/* Chunk @c of @fds imported and mapped at @base + its offset. */
-static int kvp_cu_map_chunk(const struct kvp_cu_gpu *g, CUdeviceptr base,
-			    const struct kvpool_arena_fd *c, uint32_t index)
+/* Where kvp_cu_map_chunk() maps: the pool's GPU and the reservation. */
+struct kvp_cu_target {
+	const struct kvp_cu_gpu *g;
+	CUdeviceptr base;
+};
+
+/*
+ * Chunk @c, chunk @index of the arena, imported and mapped at the
+ * reservation's start + its offset: a kvp_arena_walk() map function.
+ */
+static int kvp_cu_map_chunk(void *ctx, const struct kvpool_arena_fd *c,
+			    uint32_t index)
 {
+	const struct kvp_cu_target *t = ctx;
+	const struct kvp_cu_gpu *g = t->g;
 	CUmemGenericAllocationHandle h;
 	CUmemAllocationProp prop;
 	char other[16] = "?";
 	int ret;
 
+	if (c->out_offset % g->gran || c->out_bytes % g->gran) {
+		kvp_arena_fail("chunk %u (%llu bytes at %llu) is no multiple of CUDA device %d's granularity, %zu",
+			       index, (unsigned long long)c->out_bytes,
+			       (unsigned long long)c->out_offset, (int)g->dev,
+			       g->gran);
+		close(c->out_fd);
+		return -EINVAL;
+	}
 	ret = KVP_CU((&h, (void *)(uintptr_t)c->out_fd,
 		      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
 		     cuMemImportFromShareableHandle);
@@ -226,8 +245,8 @@ static int kvp_cu_map_chunk(const struct kvp_cu_gpu *g, CUdeviceptr base,
 		ret = -EXDEV;
 	}
 	if (!ret)
-		ret = KVP_CU((base + c->out_offset, (size_t)c->out_bytes, 0, h,
-			      0), cuMemMap);
+		ret = KVP_CU((t->base + c->out_offset, (size_t)c->out_bytes, 0,
+			      h, 0), cuMemMap);
 	/* A mapping keeps its memory; the handle is not needed for it. */
 	kvp_cu.cuMemRelease(h);
 	return ret;
@@ -258,14 +277,12 @@ static void kvp_cu_close(struct kvp_cu_gpu *g)
 int kvp_cu_map(struct kvpool *kp, const struct kvpool_arena *a,
 	       struct kvpool_arena_view *v)
 {
-	struct kvpool_arena_fd fds[KVP_ARENA_FD_BATCH];
 	CUmemAllocationProp prop;
 	CUmemAccessDesc access;
-	struct kvpool_arena b;
 	struct kvp_cu_gpu g;
+	struct kvp_cu_target t = { .g = &g };
 	uint64_t next = 0;
 	CUdeviceptr base;
-	uint32_t first, n, i;
 	int ret;
 
 	ret = kvp_cu_open(kp->info.out_pool_id, -ENODEV, &g, &prop);
@@ -283,53 +300,10 @@ int kvp_cu_map(struct kvpool *kp, const struct kvpool_arena *a,
 	if (ret)
 		goto out_ctx;
 
-	for (first = 0; first < a->out_nr_chunks; first += n) {
-		n = a->out_nr_chunks - first;
-		if (n > KVP_ARENA_FD_BATCH)
-			n = KVP_ARENA_FD_BATCH;
-		ret = kvpool_arena_fds(kp, first, n, fds, &b);
-		if (ret < 0)
-			goto out_unmap;
-		ret = 0;
-		if (b.out_kind != a->out_kind || b.out_bytes != a->out_bytes ||
-		    b.out_nr_chunks != a->out_nr_chunks ||
-		    b.out_page_bytes != a->out_page_bytes)
-			ret = -EIO;
-		for (i = 0; i < n; i++) {
-			const struct kvpool_arena_fd *c = &fds[i];
-
-			if (ret) {
-				close(c->out_fd);
-				continue;
-			}
-			if (c->out_fd < 0 || c->out_offset != next ||
-			    !c->out_bytes ||
-			    c->out_bytes > a->out_bytes - next) {
-				close(c->out_fd);
-				ret = -EIO;
-				continue;
-			}
-			if (c->out_offset % g.gran || c->out_bytes % g.gran) {
-				kvp_arena_fail("chunk %u (%llu bytes at %llu) is no multiple of CUDA device %d's granularity, %zu",
-					       first + i,
-					       (unsigned long long)c->out_bytes,
-					       (unsigned long long)c->out_offset,
-					       (int)g.dev, g.gran);
-				close(c->out_fd);
-				ret = -EINVAL;
-				continue;
-			}
-			ret = kvp_cu_map_chunk(&g, base, c, first + i);
-			if (!ret)
-				next += c->out_bytes;
-		}
-		if (ret)
-			goto out_unmap;
-	}
-	if (next != a->out_bytes) {
-		ret = -EIO;
+	t.base = base;
+	ret = kvp_arena_walk(kp, a, kvp_cu_map_chunk, &t, &next);
+	if (ret)
 		goto out_unmap;
-	}
 
 	memset(&access, 0, sizeof(access));
 	access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;

@@ -38,6 +38,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/ioctl.h>
 
 #include "kvpool.h"
@@ -70,6 +71,21 @@ static inline int kvp_ioctl(int fd, unsigned long cmd, void *arg)
 	if (ioctl(fd, cmd, arg) < 0)
 		return -errno;
 	return 0;
+}
+
+/*
+ * One ioctl whose struct @arg the kernel writes back, its first @len
+ * bytes then copied to @out if the caller asked for them (@out not NULL).
+ * Only on success: after a failure the caller's struct is left alone.
+ */
+static inline int kvp_ioctl_out(int fd, unsigned long cmd, void *arg,
+				void *out, size_t len)
+{
+	int ret = kvp_ioctl(fd, cmd, arg);
+
+	if (!ret && out)
+		memcpy(out, arg, len);
+	return ret;
 }
 
 /*
@@ -106,6 +122,15 @@ int kvp_plan(uint32_t nr_pages, uint64_t page_bytes, uint32_t nr_chunks,
 	     uint64_t align, uint64_t *chunk_bytes);
 int kvp_create_start(unsigned int pool_id, uint32_t *error_index,
 		     struct kvpool_info *info);
+
+/*
+ * Maps one chunk, at @c->out_offset of the arena, chunk @index; closes
+ * @c->out_fd whether or not it maps it. 0 or -errno, with the text set.
+ */
+typedef int (*kvp_chunk_map_fn)(void *ctx, const struct kvpool_arena_fd *c,
+				uint32_t index);
+int kvp_arena_walk(struct kvpool *kp, const struct kvpool_arena *a,
+		   kvp_chunk_map_fn map, void *ctx, uint64_t *next);
 
 /* cuda.c: a CUDA arena @a mapped into *@v, and unmapped. */
 int kvp_cu_map(struct kvpool *kp, const struct kvpool_arena *a,

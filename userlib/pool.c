@@ -125,13 +125,8 @@ static int kvp_stats(struct kvpool *kp, struct kvpool_stats *stats,
 		     size_t len)
 {
 	struct kvpool_stats arg = { .size = sizeof(arg) };
-	int ret;
 
-	ret = kvp_ioctl(kp->fd, KVPOOL_STATS, &arg);
-	if (ret)
-		return ret;
-	memcpy(stats, &arg, len);
-	return 0;
+	return kvp_ioctl_out(kp->fd, KVPOOL_STATS, &arg, stats, len);
 }
 
 KVP_PUBLIC
@@ -391,15 +386,10 @@ KVP_PUBLIC
 int kvpool_verify(struct kvpool *kp, struct kvpool_verify *v)
 {
 	struct kvpool_verify arg = { .size = sizeof(arg) };
-	int ret;
+	int ret = kvp_ioctl_out(kp->fd, KVPOOL_VERIFY, &arg, v, sizeof(arg));
 
-	ret = kvp_ioctl(kp->fd, KVPOOL_VERIFY, &arg);
-	if (ret)
-		return ret;
-	if (v)
-		*v = arg;
 	/* Bounded by nr_pages + nr_rows (< 2^29): fits an int. */
-	return (int)arg.out_violations;
+	return ret ? ret : (int)arg.out_violations;
 }
 
 /* EXPORT of a row or a slot: the new file descriptor, or -errno. */
@@ -546,15 +536,10 @@ KVP_PUBLIC
 int kvpool_pressure(struct kvpool *kp, struct kvpool_pressure *p)
 {
 	struct kvpool_pressure arg = { .size = sizeof(arg) };
-	int ret;
+	int ret = kvp_ioctl_out(kp->fd, KVPOOL_PRESSURE, &arg, p, sizeof(arg));
 
-	ret = kvp_ioctl(kp->fd, KVPOOL_PRESSURE, &arg);
-	if (ret)
-		return ret;
-	if (p)
-		*p = arg;
 	/* Never more than the client's cache pages (< 2^27): fits an int. */
-	return (int)arg.out_ask_pages;
+	return ret ? ret : (int)arg.out_ask_pages;
 }
 
 KVP_PUBLIC
