@@ -18,8 +18,13 @@
 #   none POOL            status --json as a user who cannot open POOL:
 #                        tenants [] (tenants_shown "none"), a note why
 #   metrics POOL PAGES HEX
-#                        metrics: parses; kvpool_pool_pages{pool} = PAGES;
-#                        a tenant sample labelled HEX; ends in "# EOF"
+#                        metrics: parses as Prometheus's text format (the
+#                        client's parser of it); kvpool_up 1;
+#                        kvpool_pool_pages{pool} = PAGES; a tenant sample
+#                        labelled HEX; no OpenMetrics-only line
+#   openmetrics POOL PAGES HEX
+#                        metrics --openmetrics: the same, parsed by the
+#                        OpenMetrics parser; units; ends in "# EOF"
 import json
 import os
 import sys
@@ -59,6 +64,58 @@ def check_labels(tenants, hexes):
             fail(f'no tenant labelled {want!r} (from {h}); labels {labels!r}')
 
 
+def check_metrics(raw, om, args):
+    """kvpoolctl metrics' output, in the text format or OpenMetrics."""
+    if om:
+        from prometheus_client.openmetrics.parser import \
+            text_string_to_metric_families
+    else:
+        from prometheus_client.parser import text_string_to_metric_families
+    text = raw.decode('utf-8', 'strict')
+    if om and not text.endswith('# EOF\n'):
+        fail('no "# EOF" line at the end')
+    # What node_exporter 1.5 and promtool refuse a whole file for.
+    for bad in ('# EOF', '# UNIT', ' info\n'):
+        if not om and bad in text:
+            fail(f'{bad.strip()!r} in the text format')
+    try:
+        fams = {f.name: f for f in text_string_to_metric_families(text)}
+    except ValueError as e:
+        fail(f'{"OpenMetrics" if om else "text format"} parser: {e}')
+    pool, pages, label = args[0], int(args[1]), expect(
+        bytes.fromhex(args[2]))
+    if [s.value for s in fams['kvpool_up'].samples] != [1]:
+        fail(f"kvpool_up: {fams['kvpool_up'].samples!r}, want 1")
+    got = [s.value for s in fams['kvpool_pool_pages'].samples
+           if s.labels['pool'] == pool]
+    if got != [pages]:
+        fail(f'kvpool_pool_pages{{pool="{pool}"}}: {got}, want {pages}')
+    info = fams['kvpool_pool' if om else 'kvpool_pool_info']
+    if info.type != ('info' if om else 'gauge') or \
+            [s.name for s in info.samples
+             if s.labels['pool'] == pool] != ['kvpool_pool_info']:
+        fail(f'kvpool_pool_info: {info.type} {info.samples!r}')
+    if om and fams['kvpool_pool_mem_bytes'].unit != 'bytes':
+        fail('kvpool_pool_mem_bytes has no unit bytes')
+    labels = [s.labels.get('label') for s in
+              fams['kvpool_tenant_pages'].samples
+              if s.labels['pool'] == pool]
+    if label not in labels:
+        fail(f'no kvpool_tenant_pages labelled {label!r}: {labels!r}')
+    # The pool's counters: counter families, samples named _total.
+    for c in ('clients_opened', 'refused_space', 'refused_quota',
+              'reclaimed_pages'):
+        f = fams.get('kvpool_pool_' + c)
+        if f is None or f.type != 'counter':
+            fail(f'kvpool_pool_{c}: not a counter family')
+        got = [s for s in f.samples if s.labels['pool'] == pool]
+        if len(got) != 1 or got[0].name != f'kvpool_pool_{c}_total':
+            fail(f'kvpool_pool_{c}: samples {got!r}')
+    for f in fams.values():
+        if f.type == 'counter' and f.name.startswith('kvpool_tenant'):
+            fail(f'{f.name}: tenants have no counters')
+
+
 def main():
     mode, args = sys.argv[1], []
     # @FILE: the arguments in FILE, one a line (long hex lists).
@@ -89,41 +146,8 @@ def main():
                 not p['tenants_note']:
             fail(f"no tenants: shown {p['tenants_shown']!r}, "
                  f"tenants {p['tenants']!r}, note {p['tenants_note']!r}")
-    elif mode == 'metrics':
-        from prometheus_client.openmetrics.parser import \
-            text_string_to_metric_families
-        text = raw.decode('utf-8', 'strict')
-        if not text.endswith('# EOF\n'):
-            fail('no "# EOF" line at the end')
-        try:
-            fams = {f.name: f for f in text_string_to_metric_families(text)}
-        except ValueError as e:
-            fail(f'OpenMetrics parser: {e}')
-        pool, pages, label = args[0], int(args[1]), expect(
-            bytes.fromhex(args[2]))
-        got = [s.value for s in fams['kvpool_pool_pages'].samples
-               if s.labels['pool'] == pool]
-        if got != [pages]:
-            fail(f'kvpool_pool_pages{{pool="{pool}"}}: {got}, want {pages}')
-        if fams['kvpool_pool_mem_bytes'].unit != 'bytes':
-            fail('kvpool_pool_mem_bytes has no unit bytes')
-        labels = [s.labels.get('label') for s in
-                  fams['kvpool_tenant_pages'].samples
-                  if s.labels['pool'] == pool]
-        if label not in labels:
-            fail(f'no kvpool_tenant_pages labelled {label!r}: {labels!r}')
-        # The pool's counters: counter families, samples named _total.
-        for c in ('clients_opened', 'refused_space', 'refused_quota',
-                  'reclaimed_pages'):
-            f = fams.get('kvpool_pool_' + c)
-            if f is None or f.type != 'counter':
-                fail(f'kvpool_pool_{c}: not a counter family')
-            got = [s for s in f.samples if s.labels['pool'] == pool]
-            if len(got) != 1 or got[0].name != f'kvpool_pool_{c}_total':
-                fail(f'kvpool_pool_{c}: samples {got!r}')
-        for f in fams.values():
-            if f.type == 'counter' and f.name.startswith('kvpool_tenant'):
-                fail(f'{f.name}: tenants have no counters')
+    elif mode in ('metrics', 'openmetrics'):
+        check_metrics(raw, mode == 'openmetrics', args)
     else:
         fail(f'unknown mode {mode}')
     print(f'kvpoolctl_check: {mode}: ok')

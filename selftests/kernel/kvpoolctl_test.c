@@ -107,7 +107,10 @@ TEST_F_TIMEOUT(ctl, json_every_byte, 120)
 				   self->pool.id, NR_LABELS + 1)) TH_LOG("%s", out);
 }
 
-/* metrics parses, says the pool's pages and a tenant's odd label; --output. */
+/*
+ * metrics parses, in the text format and OpenMetrics, says the pool's
+ * pages and a tenant's odd label; --output.
+ */
 TEST_F_TIMEOUT(ctl, metrics, 120)
 {
 	static const char label[] = "svc \"a\\b\"\nc\xff";
@@ -135,6 +138,10 @@ TEST_F_TIMEOUT(ctl, metrics, 120)
 	EXPECT_EQ(0, kt_run_output(out, sizeof(out),
 				   KVPOOLCTL " metrics --output %s/kvpool.prom && " CHECK " metrics %u 512 %s < %s/kvpool.prom",
 				   self->dir, self->pool.id, hex, self->dir))
+		TH_LOG("%s", out);
+	EXPECT_EQ(0, kt_run_output(out, sizeof(out),
+				   KVPOOLCTL " metrics --openmetrics %u | " CHECK " openmetrics %u 512 %s",
+				   self->pool.id, self->pool.id, hex))
 		TH_LOG("%s", out);
 	snprintf(path, sizeof(path), "%s/kvpool.prom.tmp", self->dir);
 	EXPECT_NE(0, stat(path, &st)) TH_LOG("%s left behind", path);
