@@ -44,9 +44,22 @@ pkgs=(
 				# --no-build-isolation uses these
 	python3-numpy		# the binding's tests, and its array forms
 	python3-prometheus-client
-				# the OpenMetrics parser that checks kvpoolctl
-				# metrics (make -C tools check, kvpoolctl_test)
+				# the text-format and OpenMetrics parsers that
+				# check kvpoolctl metrics (make -C tools check,
+				# kvpoolctl_test, metrics_test)
 	tmux			# drives kvpoolctl top in kvpoolctl_test
+	prometheus		# promtool: check metrics, check and test
+				# rules (tools/metrics/check.sh); a real
+				# scrape in selftests/kernel/metrics_test.
+				# On a host booted with systemd this enables
+				# and starts prometheus.service (:9090)
+	prometheus-node-exporter
+				# metrics_test: the textfile collector reads
+				# what kvpoolctl metrics --output writes
+	systemd			# systemd-analyze security --offline of the
+				# units; systemd-socket-activate in
+				# metrics_test
+	curl			# metrics_test's scrapes, on 127.0.0.1
 	python3-pytest		# runs userlib/python/tests (make check, and
 				# selftests/kernel/python_test in the VM)
 	gcc make libc6-dev	# module and kselftest builds
