@@ -164,16 +164,16 @@ enum {
 };
 
 static const struct colspec client_cols[CC_NR] = {
-	[CC_POOL]	= { "POOL", "pool_id", false, true, false },
-	[CC_CLIENT]	= { "CLIENT", "client_id", false, true, false },
-	[CC_TENANT]	= { "TENANT", "tenant_id", false, true, false },
-	[CC_PID]	= { "PID", "pid", false, true, false },
-	[CC_COMM]	= { "COMMAND", "comm", true, true, false },
-	[CC_FDS]	= { "FDS", "nr_fds", false, true, false },
-	[CC_ROWS]	= { "ROWS", "rows", false, true, false },
-	[CC_SLOTS]	= { "SLOTS", "slots", false, true, false },
-	[CC_PAGES]	= { "PAGES", "pages", false, true, true },
-	[CC_CACHE]	= { "CACHE", "cache_pages", false, true, true },
+	[CC_POOL]	= { "POOL", "pool_id", false, true, false, 0, NULL },
+	[CC_CLIENT]	= { "CLIENT", "client_id", false, true, false, 0, NULL },
+	[CC_TENANT]	= { "TENANT", "tenant_id", false, true, false, 0, NULL },
+	[CC_PID]	= { "PID", "pid", false, true, false, 0, NULL },
+	[CC_COMM]	= { "COMMAND", "comm", true, true, false, 100, NULL },
+	[CC_FDS]	= { "FDS", "nr_fds", false, true, false, 0, NULL },
+	[CC_ROWS]	= { "ROWS", "rows", false, true, false, 0, NULL },
+	[CC_SLOTS]	= { "SLOTS", "slots", false, true, false, 0, NULL },
+	[CC_PAGES]	= { "PAGES", "pages", false, true, true, 0, NULL },
+	[CC_CACHE]	= { "CACHE", "cache_pages", false, true, true, 0, NULL },
 };
 
 static void client_cells(const struct client_row *c, struct cell *x,
@@ -192,7 +192,7 @@ static void client_cells(const struct client_row *c, struct cell *x,
 }
 
 const char usage_clients[] =
-"clients [--json | --csv] [-o COLS] [--units pages|tokens|bytes] [POOL]\n"
+"clients [--json | --csv] [-r] [-n] [-o COLS] [--units pages|tokens|bytes] [POOL]\n"
 "    List the clients (open pool files) of every pool (or POOL) from\n"
 "    /proc/PID/fdinfo: pool, client id, tenant, the first process holding\n"
 "    it and how many descriptors do, its rows, slots, pages and cache\n"
@@ -200,7 +200,9 @@ const char usage_clients[] =
 "    -j, --json   one JSON object\n"
 "    --csv        comma-separated values, a line of column keys first\n"
 "    -o COLS      these columns, in this order (keys or headings)\n"
-"    --units U    page counts in pages (default), tokens or bytes\n";
+"    --units U    page counts in pages (default), tokens or bytes\n"
+"    -r, --raw    the text table unaligned and uncut, one space apart\n"
+"    -n, --noheadings  the text table without its heading line\n";
 
 int cmd_clients(int argc, char **argv)
 {

@@ -288,9 +288,15 @@ enum {
 	GC_NR
 };
 
-static const char *const gpu_heads[GC_NR] = {
-	"INDEX", "ADDRESS", "VENDOR:DEVICE", "RENDER", "DRIVER", "POOLS",
-	"SOURCE",
+/* Text only: --json has its own keys and types. */
+static const struct colspec gpu_cols[GC_NR] = {
+	[GC_INDEX]	= { "INDEX", "index", false, true, false, 0, NULL },
+	[GC_ADDR]	= { "ADDRESS", "address", true, true, false, 0, NULL },
+	[GC_IDS]	= { "VENDOR:DEVICE", "ids", true, true, false, 0, NULL },
+	[GC_RENDER]	= { "RENDER", "render", true, true, false, 100, NULL },
+	[GC_DRIVER]	= { "DRIVER", "driver", true, true, false, 100, NULL },
+	[GC_POOLS]	= { "POOLS", "pools", true, true, false, 100, NULL },
+	[GC_SOURCE]	= { "SOURCE", "source", true, true, false, 0, NULL },
 };
 
 #define GCELL	72	/* a render node or driver name < 64, pools < 72 */
@@ -326,31 +332,30 @@ static void gpu_cells(const struct gpu *g, size_t index,
 
 static void print_gpu_table(const struct gpu_list *l)
 {
-	char cell[GC_NR][GCELL];
-	int width[GC_NR];
+	char (*text)[GC_NR][GCELL];
+	struct outfmt o = { 0 };
+	struct cell *cells;
 	size_t i, j;
 
-	for (j = 0; j < GC_NR; j++)
-		width[j] = (int)strlen(gpu_heads[j]);
-	for (i = 0; i < l->nr; i++) {
-		gpu_cells(&l->v[i], i, cell);
-		for (j = 0; j < GC_NR; j++)
-			if ((int)strlen(cell[j]) > width[j])
-				width[j] = (int)strlen(cell[j]);
+	text = calloc(l->nr ? l->nr : 1, sizeof(*text));
+	cells = calloc(l->nr ? l->nr * GC_NR : 1, sizeof(*cells));
+	if (!text || !cells) {
+		free(text);
+		free(cells);
+		err_msg("out of memory");
+		return;
 	}
-	/* The last column is not padded: no blanks at the end of a line. */
-	width[GC_SOURCE] = 0;
 	for (j = 0; j < GC_NR; j++)
-		printf("%s%*s", j ? "  " : "", j ? -width[j] : width[j],
-		       gpu_heads[j]);
-	putchar('\n');
+		o.sel[o.nsel++] = (int)j;
 	for (i = 0; i < l->nr; i++) {
-		gpu_cells(&l->v[i], i, cell);
+		gpu_cells(&l->v[i], i, text[i]);
 		for (j = 0; j < GC_NR; j++)
-			printf("%s%*s", j ? "  " : "", j ? -width[j] : width[j],
-			       cell[j]);
-		putchar('\n');
+			cells[i * GC_NR + j] = (struct cell){ CK_STR, 0,
+							      text[i][j] };
 	}
+	put_table(gpu_cols, GC_NR, cells, l->nr, &o, 0);
+	free(text);
+	free(cells);
 }
 
 static void print_gpu_json(const struct gpu_list *l)

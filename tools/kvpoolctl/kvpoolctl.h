@@ -57,6 +57,16 @@ struct colspec {
 	bool left;
 	bool dflt;
 	bool pages;
+	/*
+	 * A name-like column (a cgroup, a label, a command) that text on
+	 * a terminal too narrow cuts with an ellipsis: this percentage of
+	 * the room before the ellipsis, the rest after it (100: cut at the
+	 * end; 33: a path keeps its last part, as systemd-cgtop cuts it).
+	 * 0: never cut.
+	 */
+	int ellipsize;
+	/* A heading over a run of columns ("pages"), or NULL. */
+	const char *group;
 };
 
 /*
@@ -77,6 +87,9 @@ enum { UNIT_PAGES, UNIT_TOKENS, UNIT_BYTES };
 /* How a table command writes its table. */
 struct outfmt {
 	bool json, csv;
+	bool raw;		/* text: no alignment, one space apart */
+	bool noheadings;	/* text: no heading line */
+	int width;		/* text: cells a line may take; 0: the terminal's */
 	int units;
 	const char *cols;	/* -o, or NULL: the default columns */
 	int sel[64];		/* the columns to write, in order */
@@ -106,6 +119,11 @@ enum {
 	TC_ID, TC_UID, TC_BY_PATH, TC_CONFIGURED, TC_CGROUP_ID, TC_CGROUP,
 	TC_LABEL, TC_PAGES, TC_CACHE, TC_ROWS, TC_CLIENTS, TC_MAX, TC_MIN,
 	TC_MAXROWS, TC_ASK, TC_NR
+};
+
+/* A cgroup's id as text, when its path was not found. */
+struct tenant_scratch {
+	char cgroup_id[24];
 };
 
 #define PCI_NAME_LEN	24	/* "ffffffff:ff:1f.7" and a NUL fit */
@@ -236,6 +254,8 @@ int select_columns(struct outfmt *o, const struct colspec *cols,
 		   size_t ncols);
 struct cell page_cell(unsigned long long pages, int kind,
 		      unsigned long long factor);
+size_t text_cells(const char *s);
+size_t text_fit(const char *s, size_t len, size_t cells);
 void put_table_to(FILE *f, const struct colspec *cols, size_t ncols,
 		  const struct cell *cells, size_t nrows,
 		  const struct outfmt *o, int indent);
@@ -245,6 +265,9 @@ void put_table(const struct colspec *cols, size_t ncols,
 void put_json_object(const struct colspec *cols, size_t ncols,
 		     const struct cell *row, int indent);
 extern const struct colspec tenant_cols[TC_NR];
+void tenant_cells(struct tenant_row *r, struct cell *c,
+		  unsigned long long factor, bool json,
+		  struct tenant_scratch *scr);
 void print_tenants_as(struct tenant_row *rows, size_t nr,
 		      const struct outfmt *o, unsigned long long factor,
 		      int indent);

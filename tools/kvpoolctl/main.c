@@ -21,6 +21,7 @@
  * file of its own, and kvpoolctl.h says what they share.
  */
 #include <getopt.h>
+#include <locale.h>
 #include <string.h>
 
 #include "kvpoolctl.h"
@@ -87,6 +88,12 @@ int main(int argc, char **argv)
 	const struct command *cmd;
 	int c;
 
+	/*
+	 * The locale's character set, for text tables' widths (wide
+	 * characters) and what libsmartcols takes as printable; only
+	 * LC_CTYPE: numbers keep their "." (OpenMetrics, JSON, top's rates).
+	 */
+	setlocale(LC_CTYPE, "");
 	/* '+': stop at the command; its options are its own. */
 	while ((c = getopt_long(argc, argv, "+hV", opts, NULL)) != -1) {
 		switch (c) {

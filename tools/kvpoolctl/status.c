@@ -11,7 +11,7 @@
 #include "kvpoolctl.h"
 
 const char usage_status[] =
-"status [--json | --csv] [-o COLS] [--units pages|tokens|bytes] [POOL]\n"
+"status [--json | --csv] [-r] [-n] [-o COLS] [--units pages|tokens|bytes] [POOL]\n"
 "    Show every pool (or POOL): pages (prefix-cache pages evictable and\n"
 "    pinned, pages of rows in flight as export files), rows, pressure\n"
 "    watermarks, tenants and clients, from sysfs, and a table of each\n"
@@ -23,7 +23,9 @@ const char usage_status[] =
 "    --csv        the pools as comma-separated values, a line of keys first\n"
 "    -o COLS      only these columns of the pools, by key (as --json's)\n"
 "    --units U    page counts in pages (default), tokens, or bytes (pools\n"
-"                 with an arena; opens the pool to ask its page size)\n";
+"                 with an arena; opens the pool to ask its page size)\n"
+"    -r, --raw    the text tables unaligned and uncut, one space apart\n"
+"    -n, --noheadings  the text tables without their heading lines\n";
 
 /* One table column: a heading and where in a struct pool_row its figure is. */
 struct column {
@@ -104,11 +106,12 @@ static void col_text(size_t col, const struct pool_row *r, char *buf,
 }
 
 /*
- * The pools as put_table() writes them, for -o and CSV: a column a
- * figure, under its JSON key (the group line is the default view's).
+ * The pools as put_table() writes them: a column a figure; for -o and
+ * CSV under its JSON key, else (@headings) under its heading, with the
+ * group line over them.
  */
 static void print_pool_cells(const struct pool_row *rows, size_t nr,
-			     struct outfmt *o)
+			     struct outfmt *o, bool headings)
 {
 	struct colspec cols[ARRAY_SIZE(columns)];
 	struct cell *cells;
@@ -124,9 +127,11 @@ static void print_pool_cells(const struct pool_row *rows, size_t nr,
 		return;
 	}
 	for (j = 0; j < n; j++)
-		cols[j] = (struct colspec){ columns[j].key, columns[j].key,
-					    columns[j].text, true,
-					    columns[j].pages };
+		cols[j] = (struct colspec){
+			headings ? columns[j].name : columns[j].key,
+			columns[j].key, columns[j].text, true,
+			columns[j].pages, 0,
+			headings ? columns[j].group : NULL };
 	for (i = 0; i < nr; i++) {
 		for (j = 0; j < n; j++) {
 			struct cell *c = &cells[i * n + j];
@@ -147,97 +152,6 @@ static void print_pool_cells(const struct pool_row *rows, size_t nr,
 	put_table(cols, n, cells, nr, o, 0);
 	free(cells);
 	free(text);
-}
-
-/*
- * The printf width of column @col, @w wide: text is left-aligned, and
- * not padded at the end of the line.
- */
-static int col_width(size_t col, int w)
-{
-	if (!columns[col].text)
-		return w;
-	return col + 1 < ARRAY_SIZE(columns) ? -w : 0;
-}
-
-static bool same_group(size_t a, size_t b)
-{
-	const char *x = columns[a].group, *y = columns[b].group;
-
-	return x == y || (x && y && !strcmp(x, y));
-}
-
-/* Columns are one space apart, two between groups. */
-static int col_gap(size_t i)
-{
-	if (!i)
-		return 0;
-	return same_group(i, i - 1) ? 1 : 2;
-}
-
-static void put_chars(int c, int n)
-{
-	while (n-- > 0)
-		putchar(c);
-}
-
-static void print_table(const struct pool_row *rows, size_t nr)
-{
-	int width[ARRAY_SIZE(columns)], pad = 0;
-	char buf[PCI_NAME_LEN];
-	size_t i, j;
-
-	for (i = 0; i < ARRAY_SIZE(columns); i++) {
-		width[i] = (int)strlen(columns[i].name);
-		for (j = 0; j < nr; j++) {
-			int w;
-
-			col_text(i, &rows[j], buf, sizeof(buf));
-			w = (int)strlen(buf);
-			if (w > width[i])
-				width[i] = w;
-		}
-	}
-
-	/*
-	 * The group line: "---- pages ----" over each run of columns; blanks
-	 * over the others are only written when a group follows them.
-	 */
-	for (i = 0; i < ARRAY_SIZE(columns); i = j) {
-		int span = width[i], label, left;
-
-		for (j = i + 1; j < ARRAY_SIZE(columns); j++) {
-			if (!same_group(i, j))
-				break;
-			span += 1 + width[j];
-		}
-		pad += col_gap(i);
-		if (!columns[i].group) {
-			pad += span;
-			continue;
-		}
-		label = (int)strlen(columns[i].group) + 2;
-		left = (span - label) / 2;
-		put_chars(' ', pad);
-		pad = 0;
-		put_chars('-', left);
-		printf(" %s ", columns[i].group);
-		put_chars('-', span - label - left);
-	}
-	putchar('\n');
-
-	for (i = 0; i < ARRAY_SIZE(columns); i++)
-		printf("%*s%*s", col_gap(i), "", col_width(i, width[i]),
-		       columns[i].name);
-	putchar('\n');
-	for (j = 0; j < nr; j++) {
-		for (i = 0; i < ARRAY_SIZE(columns); i++) {
-			col_text(i, &rows[j], buf, sizeof(buf));
-			printf("%*s%*s", col_gap(i), "",
-			       col_width(i, width[i]), buf);
-		}
-		putchar('\n');
-	}
 }
 
 /* The tenants of each pool, under the pools' table, as @o asks. */
@@ -357,7 +271,7 @@ int cmd_status(int argc, char **argv)
 	/* -o names the pools' columns; the tenants' tables show theirs. */
 	for (j = 0; j < ARRAY_SIZE(columns); j++)
 		pcols[j] = (struct colspec){ columns[j].key, columns[j].key,
-					     false, true, false };
+					     false, true, false, 0, NULL };
 	ret = select_columns(&o, pcols, ARRAY_SIZE(columns));
 	if (ret)
 		return ret;
@@ -370,9 +284,10 @@ int cmd_status(int argc, char **argv)
 		print_json(rows, nrows);
 	} else if (o.csv || o.cols) {
 		/* One table: the pools', machine-readable. */
-		print_pool_cells(rows, nrows, &o);
+		print_pool_cells(rows, nrows, &o, false);
 	} else if (nrows) {
-		print_table(rows, nrows);
+		/* Every column, under the headings of the groups. */
+		print_pool_cells(rows, nrows, &o, true);
 		o.cols = NULL;
 		select_columns(&o, tenant_cols, TC_NR);
 		print_tenants(rows, nrows, &o);

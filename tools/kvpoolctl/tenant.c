@@ -17,7 +17,7 @@ const char usage_tenant[] =
 "           [LIMITS] [--label NAME]\n"
 "tenant remove POOL (--cgroup PATH [--uid UID] | --cgroup-id N --uid UID |\n"
 "                    --id ID)\n"
-"tenant list [--json | --csv] [-o COLS] [--units pages|tokens|bytes] POOL\n"
+"tenant list [--json | --csv] [-r] [-n] [-o COLS] [--units pages|tokens|bytes] POOL\n"
 "    A client's tenant is chosen when it opens the pool, from its cgroup v2\n"
 "    and uid: one set on that cgroup's id and uid; else one set on the path\n"
 "    of that cgroup or its nearest ancestor (for the uid, then for every\n"
@@ -48,7 +48,9 @@ const char usage_tenant[] =
 "    -j, --json   one JSON object\n"
 "    --csv        comma-separated values, a line of column keys first\n"
 "    -o COLS      these columns, in this order (keys or headings)\n"
-"    --units U    page counts in pages (default), tokens or bytes\n";
+"    --units U    page counts in pages (default), tokens or bytes\n"
+"    -r, --raw    the text table unaligned and uncut, one space apart\n"
+"    -n, --noheadings  the text table without its heading line\n";
 
 /* --uid: a number or a user name. */
 static bool parse_uid(const char *s, unsigned int *uid)

@@ -33,6 +33,7 @@ pkgs=(
 	pkgconf			# userlib's install check builds with pkg-config
 	g++			# userlib's header check compiles it as C++
 	libdrm-dev		# kvpoolctl gpus finds DRM devices with libdrm
+	libsmartcols-dev	# kvpoolctl's text tables (util-linux's)
 	python3-pip		# tools/cuda-headers.sh fetches cuda.h's wheel
 				# with pip where there is no CUDA toolkit;
 				# Debian 12's python3 comes without pip
