@@ -6,8 +6,9 @@
 Every ```python block of each DOC becomes OUTDIR/<doc>_<line>.py (line:
 the block's first line in DOC): a comment naming the doc, then blank
 lines, so that each line of code sits on its line number in the doc and
-a checker's "file:line" is the doc's line. The blocks are checked as they are, each on its own: an example a
-reader copies must stand alone, imports included. OUTDIR is emptied of
+a checker's "file:line" is the doc's line. The blocks are checked as
+they are, each on its own: an example a reader copies must stand
+alone, imports included. OUTDIR is emptied of
 earlier .py files first, so that a block removed from a doc is not
 checked from a stale copy. Exits 1 if no DOC has a block (a doc moved
 or renamed would otherwise check nothing and pass).

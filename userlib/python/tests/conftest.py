@@ -18,11 +18,13 @@ KVPOOL_REPORT_STAMP, if set, is made once the counts are out:
 """
 
 import os
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
 import kvpool
-from kvpt import CTL_PATH, Child, free_identity, pool_path, wait_for
+from kvpt import CTL_PATH, Child, Pools
 
 # engine/ is the SGLang comparison (tools/engine-tests.sh runs it in its
 # own venv with SGLang): not a part of this suite, whatever its files are
@@ -30,7 +32,7 @@ from kvpt import CTL_PATH, Child, free_identity, pool_path, wait_for
 collect_ignore = ["engine"]
 
 
-def pytest_configure(config):
+def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "device: needs kvpool.ko loaded (runs in the test VM)")
     mode = os.environ.get("KVPOOL_REPORT")
@@ -41,23 +43,23 @@ def pytest_configure(config):
 class Reporter:
     """One result line per test, a whole-run count at the end."""
 
-    def __init__(self, mode):
+    def __init__(self, mode: str) -> None:
         if mode not in ("tap", "lines"):
             raise pytest.UsageError("KVPOOL_REPORT must be tap or lines")
         self.mode = mode
         self.fd = int(os.environ.get("KVPOOL_REPORT_FD", "1"))
         self.n = 0
         self.counts = dict(pass_=0, fail=0, skip=0, xfail=0, error=0)
-        self.state = {}
+        self.state: dict[str, list[str]] = {}
 
-    def out(self, line):
+    def out(self, line: str) -> None:
         os.write(self.fd, (line + "\n").encode())
 
-    def pytest_sessionstart(self, session):
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
         if self.mode == "tap":
             self.out("TAP version 13")
 
-    def emit(self, name, outcome, why=""):
+    def emit(self, name: str, outcome: str, why: str = "") -> None:
         self.n += 1
         key = {"passed": "pass_", "failed": "fail", "skipped": "skip",
                "xfail": "xfail", "error": "error"}[outcome]
@@ -79,13 +81,13 @@ class Reporter:
             self.out("%s python: %s%s" % (word, name,
                                           ": " + why if why else ""))
 
-    def pytest_collectreport(self, report):
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
             self.emit("collect:" + (report.nodeid or "session"), "error",
                       str(report.longrepr).splitlines()[-1]
                       if report.longrepr else "")
 
-    def pytest_runtest_logreport(self, report):
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         st = self.state.setdefault(report.nodeid, ["passed", ""])
         if report.failed:
             if st[0] != "failed":
@@ -105,12 +107,15 @@ class Reporter:
             # An xfail test that passed: a strict failure.
             st[:] = ["failed", "XPASS " + report.wasxfail]
 
-    def pytest_runtest_logfinish(self, nodeid, location):
+    def pytest_runtest_logfinish(self, nodeid: str,
+                                 location: tuple[str, int | None, str]
+                                 ) -> None:
         outcome, why = self.state.pop(nodeid, ["passed", ""])
         name = nodeid.split("/")[-1].replace(".py::", ".").replace("::", ".")
         self.emit(name, outcome, why)
 
-    def pytest_sessionfinish(self, session, exitstatus):
+    def pytest_sessionfinish(self, session: pytest.Session,
+                             exitstatus: int | pytest.ExitCode) -> None:
         c = self.counts
         if self.n == 0 or exitstatus not in (0, 1):
             # Interrupted, a usage error, nothing collected: a failure.
@@ -130,99 +135,8 @@ class Reporter:
             open(stamp, "w").close()
 
 
-# ---- pools the tests make ------------------------------------------------
-
-
-class Pools:
-    """Pools a test creates, and the clients it opens on them.
-
-    The teardown checks each pool as the C selftests' kt_pool_fini() does:
-    VERIFY while clients are still open, then every client closed, a fresh
-    client must see the whole pool free (after the quarantine, if any, has
-    drained), VERIFY again, and destroy.
-    """
-
-    def __init__(self):
-        self.ids = []
-        self.clients = []
-        self.arenas = []
-
-    def create(self, nr_pages=64, page_tokens=4, nr_rows=16, row_tokens=256,
-               reserve_zero=True, arena_page_bytes=None, **kw):
-        pid = kvpool.pool_create(nr_pages, page_tokens, nr_rows, row_tokens,
-                                 reserve_zero=reserve_zero, **kw)
-        self.ids.append(pid)
-        if arena_page_bytes:
-            kvpool.arena_create_host(pid, arena_page_bytes, 1)
-        return pid
-
-    def open(self, pool_id):
-        p = kvpool.Pool(pool_path(pool_id))
-        self.clients.append(p)
-        return p
-
-    def new(self, **kw):
-        """A new pool and one client of it."""
-        return self.open(self.create(**kw))
-
-    def map(self, p):
-        a = p.map_arena()
-        self.arenas.append(a)
-        return a
-
-    def finish(self):
-        problems = []
-        for pid in self.ids:
-            try:
-                with kvpool.Pool(pool_path(pid)) as p:
-                    v = p.verify()
-                    if v.violations:
-                        problems.append("pool %d: %d violations"
-                                        % (pid, v.violations))
-            except Exception as e:  # noqa: BLE001 - report them all
-                problems.append("pool %d: verify: %r" % (pid, e))
-        for a in self.arenas:
-            try:
-                a.close()
-            except Exception as e:  # noqa: BLE001
-                problems.append("arena close: %r" % e)
-        for p in self.clients:
-            p.close()
-        for pid in self.ids:
-            try:
-                with kvpool.Pool(pool_path(pid)) as p:
-                    info = p.info
-                    want = info.nr_pages - (1 if info.create_flags & 1
-                                            else 0)
-
-                    def back(p=p, want=want):
-                        s = p.stats()
-                        return s.free_pages == want and s.nr_clients == 1
-
-                    if not wait_for(back, 10.0):
-                        s = p.stats()
-                        problems.append(
-                            "pool %d not whole at the end: %d free of %d, "
-                            "%d in quarantine, %d clients"
-                            % (pid, s.free_pages, want, s.quarantine_pages,
-                               s.nr_clients))
-                    bad = free_identity(p.stats(), info)
-                    if bad:
-                        problems.append("pool %d: %s" % (pid, bad))
-                    if p.verify().violations:
-                        problems.append("pool %d: violations at the end"
-                                        % pid)
-            except Exception as e:  # noqa: BLE001
-                problems.append("pool %d: final check: %r" % (pid, e))
-            try:
-                kvpool.pool_destroy(pid)
-            except Exception as e:  # noqa: BLE001
-                problems.append("pool %d: destroy: %r" % (pid, e))
-        return problems
-
-
 @pytest.fixture
-def pools():
+def pools() -> Iterator[Pools]:
     if not os.path.exists(CTL_PATH):
         pytest.fail("%s is missing: is kvpool.ko loaded?" % CTL_PATH)
     ps = Pools()
@@ -232,18 +146,18 @@ def pools():
 
 
 @pytest.fixture
-def pool(pools):
+def pool(pools: Pools) -> kvpool.Pool:
     """A client of a fresh 64-page pool: 4 tokens a page, 16 rows of up
     to 256 tokens, page 0 and row 0 reserved."""
     return pools.new()
 
 
 @pytest.fixture
-def children():
+def children() -> Iterator[Callable[..., Child]]:
     """Start kvpt_child.py processes; any left running are killed."""
-    kids = []
+    kids: list[Child] = []
 
-    def start(*args, **kw):
+    def start(*args: Any, **kw: Any) -> Child:
         c = Child(*args, **kw)
         kids.append(c)
         return c

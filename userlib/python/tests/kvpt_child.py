@@ -20,12 +20,12 @@ sys.modules["numpy"] = None  # type: ignore[assignment]
 import kvpool  # noqa: E402 - after numpy is blocked
 
 
-def say(**kw):
+def say(**kw: object) -> None:
     sys.stdout.write(json.dumps(kw) + "\n")
     sys.stdout.flush()
 
 
-def hold(path, nr_pages):
+def hold(path: str, nr_pages: int) -> tuple[kvpool.Pool, int]:
     """A client holding one row of nr_pages pages."""
     p = kvpool.Pool(path)
     h = p.alloc_row()
@@ -34,7 +34,7 @@ def hold(path, nr_pages):
     return p, h
 
 
-def main(argv):
+def main(argv: list[str]) -> None:
     mode = argv[1]
     if mode in ("hold", "close-hold"):
         p, h = hold(argv[2], int(argv[3]))

@@ -5,12 +5,14 @@ each array argument takes, and that a refused one reaches no kernel
 
 import array
 import errno
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import pytest
 
 import kvpool
-from kvpt import L, snap
+from kvpt import Handles, L, snap
 
 pytestmark = pytest.mark.device
 
@@ -18,7 +20,7 @@ REFUSED = (TypeError, ValueError)
 
 
 @pytest.fixture
-def rows(pool):
+def rows(pool: kvpool.Pool) -> Iterator[tuple[kvpool.Pool, Handles]]:
     """Three held rows of 2, 1 and 0 pages (8, 4 and 0 tokens)."""
     hs = pool.alloc_rows(3)
     pool.extend(hs, L(8, 4, 0))
@@ -33,7 +35,8 @@ def rows(pool):
     lambda hs: array.array("q", [int(x) for x in hs]),
     lambda hs: memoryview(np.asarray(hs, np.uint64).tobytes()).cast("Q"),
 ], ids=["np.uint64", "np.int64", "array-Q", "array-q", "memoryview-Q"])
-def test_handle_arrays_accepted(pool, make):
+def test_handle_arrays_accepted(pool: kvpool.Pool,
+                                make: Callable[[Any], Any]) -> None:
     hs = pool.alloc_rows(2)
     pool.extend(make(hs), L(4, 8))
     assert pool.commit(make(hs), L(4, 4)) is None
@@ -48,7 +51,8 @@ def test_handle_arrays_accepted(pool, make):
     lambda n: array.array("i", n),
     lambda n: array.array("I", n),
 ], ids=["np.int32", "np.uint32", "array-i", "array-I"])
-def test_length_arrays_accepted(rows, make):
+def test_length_arrays_accepted(rows: tuple[kvpool.Pool, Handles],
+                                make: Callable[[Any], Any]) -> None:
     pool, hs = rows
     pool.extend(hs, make([8, 8, 8]))
     pool.commit(hs, make([8, 2, 0]))
@@ -56,7 +60,7 @@ def test_length_arrays_accepted(rows, make):
     assert (q.allocated_len, q.committed_len) == (8, 2)
 
 
-def bad_handle_arrays(hs):
+def bad_handle_arrays(hs: Handles) -> dict[str, Any]:
     a = np.asarray(hs, np.uint64)
     wide = np.zeros(2 * len(a), np.uint64)
     wide[::2] = a
@@ -75,7 +79,8 @@ def bad_handle_arrays(hs):
     ("array-I", TypeError), ("bytes", TypeError),
     ("strided", ValueError), ("2-d", ValueError),
 ])
-def test_bad_handle_arrays_refused(rows, kind, cls):
+def test_bad_handle_arrays_refused(rows: tuple[kvpool.Pool, Handles],
+                                   kind: str, cls: type[Exception]) -> None:
     pool, hs = rows
     bad = bad_handle_arrays(hs)[kind]
     before = snap(pool, hs)
@@ -89,13 +94,13 @@ def test_bad_handle_arrays_refused(rows, kind, cls):
     assert snap(pool, hs) == before
 
 
-def test_not_a_buffer_refused(rows):
+def test_not_a_buffer_refused(rows: tuple[kvpool.Pool, Handles]) -> None:
     pool, hs = rows
     before = snap(pool, hs)
     with pytest.raises(TypeError):
-        pool.release([int(h) for h in hs])
+        pool.release([int(h) for h in hs])  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        pool.commit(hs, "abc")
+        pool.commit(hs, "abc")  # type: ignore[arg-type]
     assert snap(pool, hs) == before
 
 
@@ -106,7 +111,8 @@ def test_not_a_buffer_refused(rows):
     (array.array("q", [12, 12, 12]), TypeError),
     (np.array([12, 0, 12, 0, 12, 0], np.int32)[::2], ValueError),
 ], ids=["np.int64", "np.int16", "np.float32", "array-q", "strided"])
-def test_bad_length_arrays_refused(rows, bad, cls):
+def test_bad_length_arrays_refused(rows: tuple[kvpool.Pool, Handles], bad: Any,
+                                   cls: type[Exception]) -> None:
     pool, hs = rows
     before = snap(pool, hs)
     with pytest.raises(cls):
@@ -116,7 +122,7 @@ def test_bad_length_arrays_refused(rows, bad, cls):
     assert snap(pool, hs) == before
 
 
-def test_more_than_max_batch_refused(pool):
+def test_more_than_max_batch_refused(pool: kvpool.Pool) -> None:
     hs = pool.alloc_rows(2)
     before = snap(pool, hs)
     n = pool.info.max_batch + 1
@@ -131,16 +137,16 @@ def test_more_than_max_batch_refused(pool):
     pool.release(hs)
 
 
-def test_dlpack_inputs(pool):
+def test_dlpack_inputs(pool: kvpool.Pool) -> None:
     """An input with only __dlpack__ (a torch CPU tensor's way in)."""
     class Tensor:
-        def __init__(self, a):
+        def __init__(self, a: Any) -> None:
             self.a = a
 
-        def __dlpack__(self, **kw):
+        def __dlpack__(self, **kw: Any) -> Any:
             return self.a.__dlpack__(**kw)
 
-        def __dlpack_device__(self):
+        def __dlpack_device__(self) -> Any:
             return self.a.__dlpack_device__()
 
     hs = pool.alloc_rows(2)
@@ -149,7 +155,7 @@ def test_dlpack_inputs(pool):
     assert pool.release(Tensor(hs.view(np.int64))) == 3
 
 
-def test_negative_lengths_refused(rows):
+def test_negative_lengths_refused(rows: tuple[kvpool.Pool, Handles]) -> None:
     pool, hs = rows
     before = snap(pool, hs)
     with pytest.raises(ValueError):
@@ -163,7 +169,7 @@ def test_negative_lengths_refused(rows):
     assert snap(pool, hs) == before
 
 
-def test_mismatched_lengths_refused(rows):
+def test_mismatched_lengths_refused(rows: tuple[kvpool.Pool, Handles]) -> None:
     pool, hs = rows
     before = snap(pool, hs)
     with pytest.raises(ValueError):
@@ -177,7 +183,7 @@ def test_mismatched_lengths_refused(rows):
     assert snap(pool, hs) == before
 
 
-def test_read_only_outputs_refused(rows):
+def test_read_only_outputs_refused(rows: tuple[kvpool.Pool, Handles]) -> None:
     pool, hs = rows
     before = snap(pool, hs)
     ro = np.zeros(16, np.uint32)
@@ -199,7 +205,8 @@ def test_read_only_outputs_refused(rows):
     assert snap(pool, hs) == before
 
 
-def test_bad_output_itemsizes_refused(rows):
+def test_bad_output_itemsizes_refused(
+        rows: tuple[kvpool.Pool, Handles]) -> None:
     pool, hs = rows
     before = snap(pool, hs)
     with pytest.raises(TypeError):
@@ -219,7 +226,7 @@ def test_bad_output_itemsizes_refused(rows):
     assert snap(pool, hs) == before
 
 
-def test_too_small_page_buffer(rows):
+def test_too_small_page_buffer(rows: tuple[kvpool.Pool, Handles]) -> None:
     """A pages buffer with room for fewer ids than the extend makes:
     ENOBUFS from the kernel, and nothing taken."""
     pool, hs = rows
@@ -230,7 +237,7 @@ def test_too_small_page_buffer(rows):
     assert snap(pool, hs) == before
 
 
-def test_returned_arrays_are_numpy(rows):
+def test_returned_arrays_are_numpy(rows: tuple[kvpool.Pool, Handles]) -> None:
     pool, hs = rows
     one = pool.alloc_rows(1)
     assert isinstance(one, np.ndarray) and one.dtype.itemsize == 8
@@ -243,7 +250,7 @@ def test_returned_arrays_are_numpy(rows):
     assert pool.stats().client_rows == 3
 
 
-def test_empty_batches(rows):
+def test_empty_batches(rows: tuple[kvpool.Pool, Handles]) -> None:
     pool, hs = rows
     before = snap(pool, hs)
     empty_h = np.zeros(0, np.uint64)

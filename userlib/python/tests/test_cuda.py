@@ -12,11 +12,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 
 import pytest
 
 import kvpool
-from kvpt import TOPDIR, pool_path
+from kvpt import Pools, TOPDIR, pool_path
 
 pytestmark = pytest.mark.device
 
@@ -26,7 +27,7 @@ PAGES, PB = 64, 64 << 10  # two 2 MiB granules
 KDLCUDA = 2
 
 
-def display_gpu():
+def display_gpu() -> str | None:
     base = "/sys/bus/pci/devices"
     for name in sorted(os.listdir(base)):
         with open(os.path.join(base, name, "class")) as f:
@@ -36,7 +37,7 @@ def display_gpu():
 
 
 @pytest.fixture
-def cuda_env(monkeypatch):
+def cuda_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     gpu = display_gpu()
     assert gpu, "no PCI display controller: vm-run.sh gives the guest one"
     assert os.path.exists(FAKECUDA), "build selftests/lib/fakecuda first"
@@ -49,7 +50,7 @@ def cuda_env(monkeypatch):
     shutil.rmtree(d, ignore_errors=True)
 
 
-def test_cuda_arena(pools, cuda_env):
+def test_cuda_arena(pools: Pools, cuda_env: str) -> None:
     pid = pools.create(nr_pages=PAGES, page_tokens=16, nr_rows=8,
                        row_tokens=PAGES * 16, gpu=cuda_env)
     assert kvpool.pool_gpu(pid) is not None
@@ -95,7 +96,7 @@ else:
 """
 
 
-def test_cuda_no_driver(pools, cuda_env):
+def test_cuda_no_driver(pools: Pools, cuda_env: str) -> None:
     """libkvpool loads the driver once a process: asked in a new one."""
     pid = pools.create(nr_pages=PAGES, page_tokens=16, nr_rows=8,
                        row_tokens=PAGES * 16, gpu=cuda_env)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import kvpool
-from kvpt import H, L, snap, wait_for
+from kvpt import H, L, Pools, snap, wait_for
 
 pytestmark = pytest.mark.device
 
@@ -17,7 +17,8 @@ PT = 4
 USABLE_PAGES, USABLE_ROWS = 63, 15
 
 
-def check_error(e, err, cls=kvpool.Error):
+def check_error(e: BaseException, err: int,
+                cls: type[kvpool.Error] = kvpool.Error) -> None:
     assert type(e) is cls, type(e)
     assert isinstance(e, kvpool.Error) and isinstance(e, OSError)
     assert e.errno == err
@@ -25,7 +26,7 @@ def check_error(e, err, cls=kvpool.Error):
     assert kvpool.strerror(err) in str(e)
 
 
-def test_nospace_rows(pool):
+def test_nospace_rows(pool: kvpool.Pool) -> None:
     keep = pool.alloc_rows(10)
     before = snap(pool, keep)
     with pytest.raises(kvpool.NoSpace) as ei:
@@ -36,7 +37,7 @@ def test_nospace_rows(pool):
     pool.release(keep)
 
 
-def test_nospace_pages(pool):
+def test_nospace_pages(pool: kvpool.Pool) -> None:
     hs = pool.alloc_rows(2)
     pool.extend(hs, L(40, 0))  # 10 pages
     before = snap(pool, hs)
@@ -53,7 +54,7 @@ def test_nospace_pages(pool):
     pool.release(hs)
 
 
-def self_cgroup_id():
+def self_cgroup_id() -> int:
     """The caller's cgroup v2 id (inode of its folder), mounting cgroup2
     at /sys/fs/cgroup if nothing is there (the VM's init mounts none)."""
     root = "/sys/fs/cgroup"
@@ -71,7 +72,7 @@ def self_cgroup_id():
     raise AssertionError("no cgroup v2 line in /proc/self/cgroup")
 
 
-def test_quota_by_cgroup_and_uid(pools):
+def test_quota_by_cgroup_and_uid(pools: Pools) -> None:
     pid = pools.create()
     cg = self_cgroup_id()
     tid = kvpool.tenant_set(pid, cgroup_id=cg, uid=os.getuid(), max_rows=2,
@@ -102,7 +103,7 @@ def test_quota_by_cgroup_and_uid(pools):
     p.release(hs)
 
 
-def test_quota_by_cgroup_path(pools):
+def test_quota_by_cgroup_path(pools: Pools) -> None:
     """A limit set on the cgroup's path (any uid) holds for a new client."""
     pid = pools.create()
     self_cgroup_id()  # mounts cgroup v2 when the guest has not
@@ -130,7 +131,7 @@ def test_quota_by_cgroup_path(pools):
     assert t.flags == kvpool.TENANT_BY_PATH | kvpool.TENANT_ANY_UID
 
 
-def test_quota_by_tenant_id(pool):
+def test_quota_by_tenant_id(pool: kvpool.Pool) -> None:
     tid = pool.stats().tenant_id
     assert kvpool.tenant_set(pool.info.pool_id, tenant_id=tid,
                              max_pages=3) == tid
@@ -142,7 +143,7 @@ def test_quota_by_tenant_id(pool):
     pool.release(h)
 
 
-def test_batch_error_index(pool):
+def test_batch_error_index(pool: kvpool.Pool) -> None:
     hs = pool.alloc_rows(5)
     pool.extend(hs, L(4, 4, 4, 4, 4))
     # Park row 3 and take it back: the same row under a newer generation,
@@ -172,7 +173,7 @@ def test_batch_error_index(pool):
     assert pool.stats().client_rows == 0
 
 
-def test_plain_errnos(pool):
+def test_plain_errnos(pool: kvpool.Pool) -> None:
     base = tuple(pool.stats())
     h = pool.alloc_row()
     never = (0x7FFF << 32) | kvpool.handle_idx(h)
@@ -209,7 +210,7 @@ def test_plain_errnos(pool):
     assert tuple(pool.stats()) == base
 
 
-def test_import_errors(pools):
+def test_import_errors(pools: Pools) -> None:
     pid = pools.create()
     other = pools.create(nr_pages=8, nr_rows=4, row_tokens=32)
     p = pools.open(pid)
@@ -242,7 +243,7 @@ def test_import_errors(pools):
     check_error(ei.value, errno.EBADF)
 
 
-def test_failed_op_then_recovers(pool):
+def test_failed_op_then_recovers(pool: kvpool.Pool) -> None:
     """After an error the client works as before (no state kept)."""
     with pytest.raises(kvpool.NoSpace):
         pool.alloc_rows(USABLE_ROWS + 1)

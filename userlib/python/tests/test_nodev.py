@@ -7,6 +7,7 @@ import os
 import re
 import socket
 import struct
+from typing import Any
 
 import pytest
 
@@ -14,7 +15,7 @@ import kvpool
 from kvpt import TOPDIR
 
 
-def uapi_defines():
+def uapi_defines() -> dict[str, int]:
     """KVPOOL_* constants of <linux/kvpool.h> that are plain numbers."""
     with open(os.path.join(TOPDIR, "uapi", "linux", "kvpool.h")) as f:
         text = f.read()
@@ -27,19 +28,19 @@ def uapi_defines():
     return out
 
 
-def test_import_is_the_installed_package():
+def test_import_is_the_installed_package() -> None:
     # The venv's installed wheel, not the source folder.
     assert "site-packages" in kvpool.__file__ or \
         "dist-packages" in kvpool.__file__, kvpool.__file__
 
 
-def test_version_is_the_tree_version():
+def test_version_is_the_tree_version() -> None:
     with open(os.path.join(TOPDIR, "VERSION")) as f:
         want = f.read().strip()
     assert kvpool.version() == want
 
 
-def test_constants_match_uapi():
+def test_constants_match_uapi() -> None:
     d = uapi_defines()
     want = [k for k in d if k.startswith(("FEAT_", "CREATE_", "PRESSURE_"))]
     want += ["ARENA_NONE", "ARENA_HOST", "ARENA_CUDA", "ABI_VERSION",
@@ -56,7 +57,7 @@ def test_constants_match_uapi():
     assert kvpool.CONTROL_PATH == "/dev/kvpool-control"
 
 
-def test_other_constants():
+def test_other_constants() -> None:
     assert kvpool.PAGE_NONE == 0xFFFFFFFF
     assert kvpool.DEFAULT_PATH == "/dev/kvpool0"
     assert (kvpool.ARENA_NONE, kvpool.ARENA_HOST, kvpool.ARENA_CUDA) == \
@@ -64,7 +65,7 @@ def test_other_constants():
     assert (kvpool.LAYOUT_PAGE_MAJOR, kvpool.LAYOUT_LAYER_MAJOR) == (0, 1)
 
 
-def test_handle_helpers():
+def test_handle_helpers() -> None:
     h = (5 << 32) | 7
     assert kvpool.handle_idx(h) == 7
     assert kvpool.handle_gen(h) == 5
@@ -77,28 +78,28 @@ def test_handle_helpers():
     assert kvpool.handle_gen(top) == 0xFFFFFFFF
 
 
-def test_handle_helpers_refuse_non_handles():
+def test_handle_helpers_refuse_non_handles() -> None:
     with pytest.raises((ValueError, OverflowError)):
         kvpool.handle_idx(1 << 64)
     with pytest.raises(TypeError):
         kvpool.handle_gen("1")  # type: ignore[arg-type]
 
 
-def test_strerror():
+def test_strerror() -> None:
     s = kvpool.strerror(errno.ESTALE)
     assert isinstance(s, str) and "stale" in s.lower()
     assert kvpool.strerror(-errno.ESTALE) == s
     assert kvpool.strerror(errno.ENOSPC) != s
 
 
-def test_error_classes():
+def test_error_classes() -> None:
     assert issubclass(kvpool.Error, OSError)
     assert issubclass(kvpool.NoSpace, kvpool.Error)
     assert issubclass(kvpool.QuotaExceeded, kvpool.Error)
     assert not issubclass(kvpool.NoSpace, kvpool.QuotaExceeded)
 
 
-def test_open_missing_device():
+def test_open_missing_device() -> None:
     with pytest.raises(kvpool.Error) as ei:
         kvpool.Pool("/nonexistent/kvpool0")
     e = ei.value
@@ -110,7 +111,7 @@ def test_open_missing_device():
     assert e.shortfall == 0
 
 
-def test_from_fd_not_a_pool_keeps_fd():
+def test_from_fd_not_a_pool_keeps_fd() -> None:
     fd = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
     try:
         with pytest.raises(kvpool.Error) as ei:
@@ -121,14 +122,14 @@ def test_from_fd_not_a_pool_keeps_fd():
         os.close(fd)
 
 
-def test_pool_argument_types():
+def test_pool_argument_types() -> None:
     with pytest.raises(TypeError):
         kvpool.Pool(12)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         kvpool.Pool.from_fd("3")  # type: ignore[arg-type]
 
 
-def test_send_recv_fd_socketpair():
+def test_send_recv_fd_socketpair() -> None:
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     r, w = os.pipe()
     try:
@@ -152,7 +153,7 @@ def test_send_recv_fd_socketpair():
         os.close(r)
 
 
-def test_recv_fd_without_fd_fails():
+def test_recv_fd_without_fd_fails() -> None:
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         a.send(b"x")
@@ -168,7 +169,7 @@ def test_recv_fd_without_fd_fails():
         b.close()
 
 
-def test_send_fd_bad_fd():
+def test_send_fd_bad_fd() -> None:
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         with pytest.raises(OSError) as ei:
@@ -179,7 +180,7 @@ def test_send_fd_bad_fd():
         b.close()
 
 
-def _callables():
+def _callables() -> list[tuple[str, Any]]:
     """Every public function, method and class of the package, and the
     context managers' methods: the ones a user's inspect.signature(),
     help() or IDE asks about."""
@@ -199,7 +200,7 @@ def _callables():
     return out
 
 
-def test_signatures():
+def test_signatures() -> None:
     # The C methods' docstrings carry __text_signature__ ("name($self,
     # ...)\n--\n\n"); without it inspect.signature() raises ValueError.
     import inspect

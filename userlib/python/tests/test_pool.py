@@ -8,12 +8,15 @@ import errno
 import gc
 import os
 import threading
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import pytest
 
 import kvpool
-from kvpt import AQ, H, L, free_identity, pool_path, wait_for, wait_in_poll
+from kvpt import (AQ, H, Handles, L, Pools, free_identity, pages_of, pool_path,
+                  wait_for, wait_in_poll)
 
 pytestmark = pytest.mark.device
 
@@ -22,15 +25,15 @@ USABLE_PAGES, USABLE_ROWS = NR_PAGES - 1, NR_ROWS - 1
 ROW_HELD, ROW_SLOT = 1, 2
 
 
-def check_ids(ids, n):
-    ids = [int(x) for x in ids]
+def check_ids(got: Iterable[Any], n: int) -> list[int]:
+    ids = [int(x) for x in got]
     assert len(ids) == n
     assert len(set(ids)) == n, ids
     assert all(0 < x < NR_PAGES for x in ids), ids
     return ids
 
 
-def full_row(pool, tokens):
+def full_row(pool: kvpool.Pool, tokens: int) -> tuple[Handles, list[int]]:
     """A new row of `tokens` tokens, all committed: (handles, page ids)."""
     h = pool.alloc_rows(1)
     ids = check_ids(pool.extend(h, L(tokens)), -(-tokens // PT))
@@ -38,14 +41,14 @@ def full_row(pool, tokens):
     return h, ids
 
 
-def test_default_pool_opens():
+def test_default_pool_opens() -> None:
     with kvpool.Pool() as p:
         assert p.info.pool_id == 0
         assert not p.closed
     assert p.closed
 
 
-def test_info(pool):
+def test_info(pool: kvpool.Pool) -> None:
     i = pool.info
     assert i.abi_version >= 2
     assert (i.nr_pages, i.page_tokens, i.nr_rows, i.row_tokens) == \
@@ -63,7 +66,7 @@ def test_info(pool):
         assert q.info.pool_id == i.pool_id
 
 
-def test_close_and_context(pools):
+def test_close_and_context(pools: Pools) -> None:
     pid = pools.create()
     p = kvpool.Pool(pool_path(pid))
     fd = p.fileno()
@@ -78,7 +81,7 @@ def test_close_and_context(pools):
             call()
 
 
-def test_from_fd_owns_fd(pools):
+def test_from_fd_owns_fd(pools: Pools) -> None:
     pid = pools.create()
     fd = os.open(pool_path(pid), os.O_RDWR | os.O_CLOEXEC)
     p = kvpool.Pool.from_fd(fd)
@@ -92,7 +95,7 @@ def test_from_fd_owns_fd(pools):
     del h
 
 
-def test_stats_fresh(pool):
+def test_stats_fresh(pool: kvpool.Pool) -> None:
     s = pool.stats()
     assert s.free_pages == USABLE_PAGES
     assert s.reserved_pages == 1
@@ -103,7 +106,7 @@ def test_stats_fresh(pool):
     assert free_identity(s, pool.info) is None
 
 
-def test_alloc_rows_release(pool):
+def test_alloc_rows_release(pool: kvpool.Pool) -> None:
     hs = pool.alloc_rows(3)
     assert len(hs) == 3 and hs.itemsize == 8
     idx = {kvpool.handle_idx(int(h)) for h in hs}
@@ -121,7 +124,7 @@ def test_alloc_rows_release(pool):
         pool.row_query(int(hs[0]))
 
 
-def test_alloc_row_and_out_buffer(pool):
+def test_alloc_row_and_out_buffer(pool: kvpool.Pool) -> None:
     h = pool.alloc_row()
     assert isinstance(h, int)
     out = array.array("Q", [0] * 5)
@@ -132,7 +135,7 @@ def test_alloc_row_and_out_buffer(pool):
     assert pool.release(AQ(h, *out[:4])) == 0
 
 
-def test_extend_returns_array(pool):
+def test_extend_returns_array(pool: kvpool.Pool) -> None:
     hs = pool.alloc_rows(2)
     nr_new = np.zeros(2, np.uint32)
     pages = pool.extend(hs, L(10, 5), nr_new=nr_new)
@@ -140,9 +143,9 @@ def test_extend_returns_array(pool):
     assert list(nr_new) == [3, 2]
     assert pages.itemsize == 4
     q0 = pool.row_query(int(hs[0]))
-    assert list(q0.pages) == ids[:3]
+    assert pages_of(q0) == ids[:3]
     assert (q0.allocated_len, q0.nr_pages) == (10, 3)
-    assert list(pool.row_query(int(hs[1])).pages) == ids[3:]
+    assert pages_of(pool.row_query(int(hs[1]))) == ids[3:]
     s = pool.stats()
     assert (s.row_pages, s.free_pages, s.client_pages) == \
         (5, USABLE_PAGES - 5, 5)
@@ -154,14 +157,14 @@ def test_extend_returns_array(pool):
     assert pool.stats().free_pages == USABLE_PAGES
 
 
-def test_extend_into_buffer(pool):
+def test_extend_into_buffer(pool: kvpool.Pool) -> None:
     hs = pool.alloc_rows(2)
     buf = np.full(8, 0xDEADBEEF, np.uint32)
     n = pool.extend(hs, L(4, 13), pages=buf)
     assert n == 5
     check_ids(buf[:5], 5)
     assert list(buf[5:]) == [0xDEADBEEF] * 3
-    assert list(pool.row_query(int(hs[1])).pages) == list(buf[1:5])
+    assert pages_of(pool.row_query(int(hs[1]))) == list(buf[1:5])
     # array.array('I') as the page buffer and 'i' lengths.
     pbuf = array.array("I", [0] * 4)
     nn = array.array("i", [0, 0])
@@ -171,7 +174,7 @@ def test_extend_into_buffer(pool):
     assert pool.release(hs) == 6
 
 
-def test_commit_trim(pool):
+def test_commit_trim(pool: kvpool.Pool) -> None:
     h = pool.alloc_rows(1)
     pool.extend(h, L(16))
     assert pool.commit(h, L(5)) is None
@@ -185,7 +188,7 @@ def test_commit_trim(pool):
     assert pool.release(h) == 2
 
 
-def test_release_donate_and_evict(pool):
+def test_release_donate_and_evict(pool: kvpool.Pool) -> None:
     h = pool.alloc_rows(1)
     ids = check_ids(pool.extend(h, L(10)), 3)
     pool.commit(h, L(8))
@@ -200,7 +203,7 @@ def test_release_donate_and_evict(pool):
     assert pool.stats().free_pages == USABLE_PAGES
 
 
-def test_donate_attach_prefix(pool):
+def test_donate_attach_prefix(pool: kvpool.Pool) -> None:
     a, ids = full_row(pool, 12)
     assert pool.donate(a, L(8)) == 2
     q = pool.row_query(int(a[0]))
@@ -213,7 +216,7 @@ def test_donate_attach_prefix(pool):
     prefix = np.array(ids[:2], np.uint32)
     assert pool.attach_prefix(b, prefix) is None
     q = pool.row_query(b)
-    assert list(q.pages) == ids[:2]
+    assert pages_of(q) == ids[:2]
     assert (q.allocated_len, q.committed_len, q.protected_len) == (8, 8, 8)
     assert pool.stats().cache_pinned == 2
     assert pool.release(H(b)) == 0
@@ -221,18 +224,18 @@ def test_donate_attach_prefix(pool):
     assert pool.stats().free_pages == USABLE_PAGES
 
 
-def test_swa_free(pool):
+def test_swa_free(pool: kvpool.Pool) -> None:
     h, ids = full_row(pool, 16)
     # Edge 9: pages wholly below token 9 are the first two.
     assert pool.swa_free(h, L(9)) == 2
     q = pool.row_query(int(h[0]))
     assert q.swa_evicted_len == 8
-    assert list(q.pages) == [kvpool.PAGE_NONE] * 2 + ids[2:]
+    assert pages_of(q) == [kvpool.PAGE_NONE] * 2 + ids[2:]
     assert pool.stats().row_pages == 2
     assert pool.release(h) == 2
 
 
-def test_slots(pool):
+def test_slots(pool: kvpool.Pool) -> None:
     sid = 0xDEADBEEF12345678
     h = pool.alloc_row()
     ids = check_ids(pool.extend(H(h), L(7)), 2)
@@ -245,14 +248,14 @@ def test_slots(pool):
         pool.row_query(h)
     q = pool.slot_query(sid)
     assert q.state == ROW_SLOT
-    assert list(q.pages) == ids
+    assert pages_of(q) == ids
     assert (q.allocated_len, q.committed_len) == (7, 6)
     h2, n = pool.from_slot(sid)
     assert n == 2
     assert kvpool.handle_idx(h2) == kvpool.handle_idx(h)
     assert kvpool.handle_gen(h2) != kvpool.handle_gen(h)
     q = pool.row_query(h2)
-    assert (q.state, q.committed_len, list(q.pages)) == (ROW_HELD, 6, ids)
+    assert (q.state, q.committed_len, pages_of(q)) == (ROW_HELD, 6, ids)
     assert pool.to_slot(h2, 7) == 2
     assert pool.slot_release(7) == 2
     s = pool.stats()
@@ -260,7 +263,7 @@ def test_slots(pool):
         (0, USABLE_PAGES, USABLE_ROWS)
 
 
-def test_row_query_into_buffer(pool):
+def test_row_query_into_buffer(pool: kvpool.Pool) -> None:
     h = pool.alloc_row()
     ids = check_ids(pool.extend(H(h), L(12)), 3)
     buf = np.zeros(2, np.uint32)
@@ -278,7 +281,7 @@ def test_row_query_into_buffer(pool):
     assert pool.slot_release(99) == 3
 
 
-def test_verify(pool):
+def test_verify(pool: kvpool.Pool) -> None:
     hs = pool.alloc_rows(2)
     pool.extend(hs, L(20, 3))
     v = pool.verify()
@@ -288,7 +291,7 @@ def test_verify(pool):
     pool.release(hs)
 
 
-def test_pool_admin(pools):
+def test_pool_admin(pools: Pools) -> None:
     pid = pools.create(nr_pages=32, page_tokens=2, nr_rows=4,
                        row_tokens=64, reserve_zero=False)
     assert pid in kvpool.pool_list()
@@ -305,13 +308,13 @@ def test_pool_admin(pools):
     assert pid in kvpool.pool_list()
 
 
-def test_destroy_missing_pool():
+def test_destroy_missing_pool() -> None:
     with pytest.raises(kvpool.Error) as ei:
         kvpool.pool_destroy(63 if 63 not in kvpool.pool_list() else 62)
     assert ei.value.errno == errno.ENODEV
 
 
-def test_garbage_collected_pool_gives_back(pools):
+def test_garbage_collected_pool_gives_back(pools: Pools) -> None:
     pid = pools.create()
     watch = pools.open(pid)
     p = kvpool.Pool(pool_path(pid))
@@ -325,12 +328,12 @@ def test_garbage_collected_pool_gives_back(pools):
         (1, 0, USABLE_PAGES)
 
 
-def test_threads_share_a_pool(pool):
+def test_threads_share_a_pool(pool: kvpool.Pool) -> None:
     """Four threads on one Pool at once (the binding's per-Pool scratch
     and the GIL dropped around every ioctl); then the pool is sound."""
-    errors = []
+    errors: list[str] = []
 
-    def work(n):
+    def work(n: int) -> None:
         try:
             for i in range(40):
                 hs = pool.alloc_rows(2)
@@ -354,10 +357,11 @@ def test_threads_share_a_pool(pool):
     assert pool.verify().violations == 0
 
 
-def test_close_refused_while_another_thread_calls(pool):
-    got, tid = [], []
+def test_close_refused_while_another_thread_calls(pool: kvpool.Pool) -> None:
+    got: list[bool] = []
+    tid: list[int] = []
 
-    def waiter():
+    def waiter() -> None:
         tid.append(threading.get_native_id())
         got.append(pool.wait_pressure(5))
 

@@ -6,11 +6,12 @@ import errno
 import select
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 
 import kvpool
-from kvpt import L
+from kvpt import L, PageIds
 
 pytestmark = pytest.mark.device
 
@@ -18,7 +19,7 @@ PRESSURE_LOW = 1  # KVPOOL_PRESSURE_LOW
 
 
 @pytest.fixture
-def squeezed(pool):
+def squeezed(pool: kvpool.Pool) -> Iterator[tuple[kvpool.Pool, PageIds]]:
     """3 evictable cache pages and 50 held ones: 10 of 63 pages free,
     above the new pool's low watermark (64 / 32 = 2)."""
     c = pool.alloc_rows(1)
@@ -32,7 +33,7 @@ def squeezed(pool):
     pool.release(hog)
 
 
-def test_no_pressure_above_low(squeezed):
+def test_no_pressure_above_low(squeezed: tuple[kvpool.Pool, PageIds]) -> None:
     pool, _ = squeezed
     pr = pool.pressure()
     assert pr.ask_pages == 0 and pr.reasons == 0
@@ -44,7 +45,7 @@ def test_no_pressure_above_low(squeezed):
     assert time.monotonic() - t0 >= 0.15
 
 
-def test_pressure_below_low(squeezed):
+def test_pressure_below_low(squeezed: tuple[kvpool.Pool, PageIds]) -> None:
     pool, cache = squeezed
     pid = pool.info.pool_id
     kvpool.set_wmark(pid, 20, 30)
@@ -62,7 +63,7 @@ def test_pressure_below_low(squeezed):
     assert pool.wait_pressure(0) is False
 
 
-def test_set_wmark_refuses_bad_marks(pool):
+def test_set_wmark_refuses_bad_marks(pool: kvpool.Pool) -> None:
     pid = pool.info.pool_id
     with pytest.raises(kvpool.Error) as ei:
         kvpool.set_wmark(pid, 10, 5)  # high below low
@@ -71,7 +72,7 @@ def test_set_wmark_refuses_bad_marks(pool):
     assert (pr.low_wmark, pr.high_wmark) == (2, 4)
 
 
-def test_poll_sees_pollpri(squeezed):
+def test_poll_sees_pollpri(squeezed: tuple[kvpool.Pool, PageIds]) -> None:
     pool, cache = squeezed
     fd = pool.fileno()
     po = select.poll()
@@ -84,7 +85,8 @@ def test_poll_sees_pollpri(squeezed):
     assert po.poll(0) == []
 
 
-def test_epoll_wakes_on_pressure(squeezed):
+def test_epoll_wakes_on_pressure(
+        squeezed: tuple[kvpool.Pool, PageIds]) -> None:
     pool, _ = squeezed
     ep = select.epoll()
     try:
@@ -102,7 +104,8 @@ def test_epoll_wakes_on_pressure(squeezed):
         ep.close()
 
 
-def test_wait_pressure_blocks_in_a_thread(squeezed):
+def test_wait_pressure_blocks_in_a_thread(
+        squeezed: tuple[kvpool.Pool, PageIds]) -> None:
     """wait_pressure drops the GIL: another thread raises the marks
     while it waits, and it comes back True."""
     pool, _ = squeezed

@@ -8,11 +8,12 @@ import os
 import signal
 import socket
 import time
+from collections.abc import Callable
 
 import pytest
 
 import kvpool
-from kvpt import H, L, pool_path, wait_for
+from kvpt import Child, H, L, Pools, pages_of, pool_path, wait_for
 
 pytestmark = pytest.mark.device
 
@@ -20,7 +21,8 @@ USABLE_PAGES = 63
 HELD = 5
 
 
-def test_export_import_across_processes(pools, children):
+def test_export_import_across_processes(
+        pools: Pools, children: Callable[..., Child]) -> None:
     pid = pools.create()
     p = pools.open(pid)
     h = p.alloc_row()
@@ -55,7 +57,7 @@ def test_export_import_across_processes(pools, children):
             os.close(back)
         assert n == 3
         q = p.row_query(h2)
-        assert list(q.pages) == ids and q.committed_len == 12
+        assert pages_of(q) == ids and q.committed_len == 12
         a.send(b"g")
         assert kid.finish() == 0
     assert wait_for(lambda: p.stats().nr_clients == 1, 10)
@@ -64,12 +66,12 @@ def test_export_import_across_processes(pools, children):
     assert p.release(H(h2)) == 3
 
 
-def test_import_object_with_fileno(pool):
+def test_import_object_with_fileno(pool: kvpool.Pool) -> None:
     class Holder:
-        def __init__(self, fd):
+        def __init__(self, fd: int) -> None:
             self.fd = fd
 
-        def fileno(self):
+        def fileno(self) -> int:
             return self.fd
 
     h = pool.alloc_row()
@@ -92,7 +94,7 @@ def test_import_object_with_fileno(pool):
     assert pool.release(H(h3)) == 2
 
 
-def test_unimported_export_comes_back(pool):
+def test_unimported_export_comes_back(pool: kvpool.Pool) -> None:
     h = pool.alloc_row()
     pool.extend(H(h), L(8))
     fd = pool.export(h)
@@ -102,7 +104,8 @@ def test_unimported_export_comes_back(pool):
     assert pool.stats().export_rows == 0
 
 
-def test_kill9_gives_pages_back(pools, children):
+def test_kill9_gives_pages_back(pools: Pools,
+                                children: Callable[..., Child]) -> None:
     pid = pools.create()
     p = pools.open(pid)
     kid = children("hold", pool_path(pid), HELD)
@@ -115,7 +118,8 @@ def test_kill9_gives_pages_back(pools, children):
     assert (s.nr_clients, s.held_rows, s.quarantine_pages) == (1, 0, 0)
 
 
-def test_kill9_arena_pool_quarantine(pools, children):
+def test_kill9_arena_pool_quarantine(pools: Pools,
+                                     children: Callable[..., Child]) -> None:
     pid = pools.create(arena_page_bytes=4096)
     p = pools.open(pid)
     # The child closes its client while it holds pages and lives on:
