@@ -3,10 +3,10 @@
 #
 # The binding's types, checked the way its users check theirs, on Python
 # 3.11 (the package's floor, Debian 12's):
-#   - mypy --strict and pyright over the docs' examples (every ```python
-#     block of README.md, docs/python.md and docs/sglang.md, extracted
-#     here, now, by doc_examples.py) and the package's Python
-#     (kvpool.sglang, kvpool.bench);
+#   - mypy --strict and pyright (strict) over the docs' examples (every
+#     ```python block of README.md, docs/python.md and docs/sglang.md,
+#     extracted here, now, by doc_examples.py), and both over the
+#     package's Python (kvpool.sglang, kvpool.bench);
 #   - the same two over the tests, whose "# type: ignore"s on the
 #     calls they make wrong on purpose must stay needed (mypy --strict
 #     says so if the stubs stop refusing them);
@@ -97,13 +97,16 @@ run_mypy "--strict, the docs' $nex examples and kvpool.sglang, kvpool.bench" \
 run_mypy "--strict over the tests" --strict \
 	--disable-error-code func-returns-value "${tests[@]}"
 
-# pyright (basedpyright in pyright's own "standard" mode, its default).
+# pyright (basedpyright, as pyright itself): "strict" over the docs'
+# examples, what a user copies; its default "standard" over the
+# package's own Python and the tests (strict would ask them, among
+# other things, not to call kvpool.sglang's module-private helpers).
 run_pyright() {
-	local what=$1 cfg=$work/pyright-$2.json
-	shift 2
+	local what=$1 mode=$2 cfg=$work/pyright-$3.json
+	shift 3
 	local out
-	printf '{ "pythonVersion": "3.11", "typeCheckingMode": "standard",\n  "extraPaths": ["%s", "%s"] }\n' \
-		"$work/site" "$pkg/tests" >"$cfg"
+	printf '{ "pythonVersion": "3.11", "typeCheckingMode": "%s",\n  "extraPaths": ["%s", "%s"] }\n' \
+		"$mode" "$work/site" "$pkg/tests" >"$cfg"
 	if out=$("$tv/bin/basedpyright" --pythonpath "$tv/bin/python" \
 		-p "$cfg" "$@" 2>&1); then
 		pass "types: pyright $what"
@@ -112,9 +115,9 @@ run_pyright() {
 		fail "types: pyright $what ($(grep -c ' - error' <<<"$out") errors)"
 	fi
 }
-run_pyright "the docs' $nex examples and kvpool.sglang, kvpool.bench" pkg \
-	"${ex[@]}" "${pkgpy[@]}"
-run_pyright "over the tests" tests "${tests[@]}"
+run_pyright "strict, the docs' $nex examples" strict examples "${ex[@]}"
+run_pyright "kvpool.sglang, kvpool.bench and the tests" standard pkg \
+	"${pkgpy[@]}" "${tests[@]}"
 
 # stubtest imports the package: the installed one, with the checkers'
 # interpreter (the same Python, /usr/bin/python3's).
