@@ -113,6 +113,9 @@ VERSION = version()
 args = extension_args()
 args["extra_compile_args"] = args.get("extra_compile_args", []) + [
     "-std=gnu11", "-Wall", "-Wextra", "-Werror",
+    # The extension's own kvp_* functions stay inside it, however it is
+    # linked: PyMODINIT_FUNC marks PyInit__kvpool for export.
+    "-fvisibility=hidden",
     # CPython's own headers are not clean under -Wextra's unused-parameter
     # and missing-field-initializers in every version.
     "-Wno-missing-field-initializers",

@@ -4,8 +4,8 @@
 # The wheel in a venv of its own, as a user installs it: nothing from
 # the system's site-packages, no libkvpool installed, no
 # LD_LIBRARY_PATH; pip offline (--no-index), from dist/.
-#   - the tree's wheel (libkvpool linked in): import kvpool works, and
-#     the extension needs no libkvpool.so;
+#   - the tree's wheel (libkvpool linked in): import kvpool works, the
+#     extension needs no libkvpool.so and exports none of its symbols;
 #   - a wheel built with KVPOOL_LINK=shared (as a distribution builds
 #     it), with libkvpool.so.1 nowhere the loader looks: the ImportError
 #     names the package to install.
@@ -55,6 +55,10 @@ elif [[ $out != *"$work/static/"* ]] ||
 	echo "$out" | indent
 	ldd "${out#* }" | indent
 	fail "venv: the venv's kvpool imported, with no libkvpool.so needed"
+elif nm -D --defined-only "${out#* }" | grep -E ' [TDBRW] (kvp|kvpool)_'; then
+	# The static copy's symbols (and the extension's own) are hidden:
+	# a call of the extension's never binds to another libkvpool.
+	fail "venv: the extension exports libkvpool's or its own symbols"
 else
 	pass "venv: import kvpool from the wheel, no libkvpool installed ($out)"
 fi
