@@ -215,3 +215,19 @@ def test_signatures() -> None:
     assert str(sig(kvpool.Arena.__exit__)) == "(self, exc_type, exc, tb, /)"
     assert str(sig(kvpool.strerror)) == "(err, /)"
     assert str(sig(kvpool.handle)) == "(idx: int, gen: int = 0) -> int"
+
+
+def test_import_from_the_sources_says_what_to_do() -> None:
+    # The package's sources hold no built extension: importing them
+    # (PYTHONPATH=src) must say to install the package, not only that
+    # kvpool._kvpool is missing.
+    import subprocess
+    import sys
+    env = dict(os.environ,
+               PYTHONPATH=os.path.join(TOPDIR, "userlib", "python", "src"))
+    r = subprocess.run([sys.executable, "-c", "import kvpool"], cwd="/",
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: kvpool: the C extension"), last
+    assert "pip install" in last, last

@@ -8,6 +8,17 @@ kvpool.Error, an OSError (NoSpace for ENOSPC, QuotaExceeded for EDQUOT).
 See docs/python.md in the kvpool tree.
 """
 
+
+def _version() -> str:
+    """This package's version, from its metadata (the extension that
+    would say it did not load)."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("kvpool")
+    except PackageNotFoundError:
+        return "(this package's version)"
+
+
 try:
     from kvpool import _kvpool
 except ImportError as e:
@@ -17,13 +28,14 @@ except ImportError as e:
     # linked in; one built against an installed libkvpool (pkg-config,
     # a distribution's python3-kvpool) needs that library at run time.
     if "libkvpool" in str(e):
+        # Missing, or older than this package (a version node it lacks).
         raise ImportError(
-            "kvpool: the C extension kvpool._kvpool needs libkvpool.so.1, "
-            "which is not installed: install libkvpool1 (Debian: apt "
-            "install libkvpool1; from the kvpool tree: make -C userlib "
-            "install), or install a kvpool wheel built in the kvpool tree "
-            "(pip install ./userlib/python), which has libkvpool linked "
-            "in. The loader said: %s" % e, name=e.name, path=e.path) from e
+            "kvpool: the C extension kvpool._kvpool cannot load "
+            "libkvpool.so.1 (%s): install libkvpool1 %s or later (Debian: "
+            "apt install libkvpool1; from the kvpool tree: make -C userlib "
+            "install), or a kvpool wheel built in the kvpool tree (pip "
+            "install ./userlib/python), which has libkvpool linked in"
+            % (e, _version()), name=e.name, path=e.path) from e
     raise ImportError(
         "kvpool: the C extension kvpool._kvpool does not load (%s): "
         "install the kvpool package with pip (pip install "
