@@ -81,7 +81,7 @@ int kvp_client_attach_locked(struct kvp_pool *pool, struct kvp_client *c)
 }
 
 /**
- * kvp_client_detach_hold_locked() - take a client out of its pool
+ * kvp_client_detach_quarantine_locked() - take a client out of its pool
  * @c: the client
  * @q: where the pages of its rows and slots go, or NULL to free them
  *
@@ -95,8 +95,8 @@ int kvp_client_attach_locked(struct kvp_pool *pool, struct kvp_client *c)
  *
  * Context: @c->pool->lock held. Cannot fail: it runs on the last close.
  */
-void kvp_client_detach_hold_locked(struct kvp_client *c,
-				   struct kvp_quarantine *q)
+void kvp_client_detach_quarantine_locked(struct kvp_client *c,
+					 struct kvp_quarantine *q)
 {
 	struct kvp_pool *pool = c->pool;
 	u32 b;
@@ -109,7 +109,7 @@ void kvp_client_detach_hold_locked(struct kvp_client *c,
 				      &c->slot_head[b], q);
 	/* O(what it holds), not O(nr_rows): any client can close at will. */
 	while (c->held_head != KVP_NIL)
-		kvp_row_free_hold(pool, &pool->rows[c->held_head], q);
+		kvp_row_free_quarantine(pool, &pool->rows[c->held_head], q);
 	/* Only its own rows borrow from its cache: all unpinned by now. */
 	while (c->nr_cache_pages)
 		kvp_cache_free(c, c->cache[c->nr_cache_pages - 1].page);
@@ -130,7 +130,7 @@ void kvp_client_detach_hold_locked(struct kvp_client *c,
  * kvp_client_detach_locked() - take a client out of its pool, freeing all
  * @c: the client
  *
- * kvp_client_detach_hold_locked() with every page freed at once: for a
+ * kvp_client_detach_quarantine_locked() with every page freed at once: for a
  * pool whose pages name no memory, and for the tests and tools that
  * build the core in userspace.
  *
@@ -138,7 +138,7 @@ void kvp_client_detach_hold_locked(struct kvp_client *c,
  */
 void kvp_client_detach_locked(struct kvp_client *c)
 {
-	kvp_client_detach_hold_locked(c, NULL);
+	kvp_client_detach_quarantine_locked(c, NULL);
 }
 
 /**

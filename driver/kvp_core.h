@@ -43,7 +43,7 @@
 /*
  * The KVPOOL_FEAT_* whose ops the core implements, the one list of them:
  * the driver's INFO reports these and the two of its own (the arena and
- * tenants named by path: kvp_info_ioctl()), kvpool-replay's core backend
+ * tenants named by path: kvpd_info_ioctl()), kvpool-replay's core backend
  * these alone. A feature of a new core op is added here.
  */
 #define KVP_CORE_FEATURES						\
@@ -156,7 +156,7 @@ struct kvp_cache_ent {
  * @head: the first, linked by &kvp_page.next (%KVP_NIL ends the list)
  * @nr: how many
  *
- * kvp_client_detach_hold_locked() puts here the pages of the rows and
+ * kvp_client_detach_quarantine_locked() puts here the pages of the rows and
  * slots a client still held when it closed, instead of freeing them: on
  * a pool with memory behind its pages, a process that did not release a
  * page may still be writing it (a GPU kernel it launched). They belong
@@ -388,8 +388,8 @@ int kvp_client_attach_tenant_locked(struct kvp_pool *pool,
 				    u32 uid, const char *path);
 int kvp_client_attach_locked(struct kvp_pool *pool, struct kvp_client *c);
 void kvp_client_detach_locked(struct kvp_client *c);
-void kvp_client_detach_hold_locked(struct kvp_client *c,
-				   struct kvp_quarantine *q);
+void kvp_client_detach_quarantine_locked(struct kvp_client *c,
+					 struct kvp_quarantine *q);
 u32 kvp_quarantine_end_locked(struct kvp_pool *pool,
 			      struct kvp_quarantine *q);
 

@@ -120,8 +120,8 @@ static size_t kvp_map_layout(struct kvp_pool *pool)
 }
 
 /* Page @id, which its row owned, goes to @q instead of the free stack. */
-static void kvp_page_hold(struct kvp_pool *pool, struct kvp_quarantine *q,
-			  u32 id)
+static void kvp_page_quarantine(struct kvp_pool *pool, struct kvp_quarantine *q,
+				u32 id)
 {
 	pool->pages[id].owner = KVP_OWNER_QUARANTINE;
 	pool->pages[id].next = q->nr ? q->head : KVP_NIL;
@@ -460,7 +460,7 @@ void kvp_held_take(struct kvp_client *c, int n)
 }
 
 /**
- * kvp_row_free_hold() - free a row, and free or hold back the pages it owns
+ * kvp_row_free_quarantine() - free a row, and free or quarantine its pages
  * @pool: the pool
  * @r: the row, in any state but free or reserved
  * @q: where its own pages go instead of the free stack, or NULL
@@ -474,8 +474,8 @@ void kvp_held_take(struct kvp_client *c, int n)
  * Return: the pages it owned, freed or held back (borrowed ones not
  * counted).
  */
-u32 kvp_row_free_hold(struct kvp_pool *pool, struct kvp_row *r,
-		      struct kvp_quarantine *q)
+u32 kvp_row_free_quarantine(struct kvp_pool *pool, struct kvp_row *r,
+			    struct kvp_quarantine *q)
 {
 	u32 idx = kvp_row_index(pool, r);
 	u32 freed = 0;
@@ -500,7 +500,7 @@ u32 kvp_row_free_hold(struct kvp_pool *pool, struct kvp_row *r,
 			continue;
 		if (pool->pages[id].owner == idx) {
 			if (q)
-				kvp_page_hold(pool, q, id);
+				kvp_page_quarantine(pool, q, id);
 			else
 				kvp_page_push(pool, id);
 			freed++;
@@ -530,14 +530,14 @@ counted:
  * @pool: the pool
  * @r: the row, in any state but free or reserved
  *
- * kvp_row_free_hold() with the pages going back to the free stack.
+ * kvp_row_free_quarantine() with the pages going back to the free stack.
  *
  * Context: @pool->lock held.
  * Return: the pages freed (borrowed ones not counted).
  */
 u32 kvp_row_free(struct kvp_pool *pool, struct kvp_row *r)
 {
-	return kvp_row_free_hold(pool, r, NULL);
+	return kvp_row_free_quarantine(pool, r, NULL);
 }
 
 #define KVP_ROW_MIN_CAP	16U
@@ -675,5 +675,5 @@ u32 kvp_slot_free(struct kvp_pool *pool, struct kvp_row *r, u32 *link,
 		  struct kvp_quarantine *q)
 {
 	*link = r->next;
-	return kvp_row_free_hold(pool, r, q);
+	return kvp_row_free_quarantine(pool, r, q);
 }

@@ -273,8 +273,8 @@ void kvp_row_own(struct kvp_pool *pool, struct kvp_row *r, int n);
 void kvp_row_take(struct kvp_pool *pool, struct kvp_row *r, int n);
 void kvp_held_take(struct kvp_client *c, int n);
 u32 kvp_row_free(struct kvp_pool *pool, struct kvp_row *r);
-u32 kvp_row_free_hold(struct kvp_pool *pool, struct kvp_row *r,
-		      struct kvp_quarantine *q);
+u32 kvp_row_free_quarantine(struct kvp_pool *pool, struct kvp_row *r,
+			    struct kvp_quarantine *q);
 int kvp_row_reserve(struct kvp_pool *pool, struct kvp_row *r, u32 want);
 int kvp_lookup_batch(struct kvp_client *c, const void *entries,
 		     size_t stride, u32 count, u32 *error_index);

@@ -18,18 +18,18 @@
 
 #include "kvpool_drv.h"
 
-#define KVP_ARENA_MAX_PAGE_BYTES	BIT_ULL(32)
+#define KVPD_ARENA_MAX_PAGE_BYTES	BIT_ULL(32)
 
 /*
  * Seals a host chunk must have, and seals it must not. F_SEAL_SEAL too:
  * every client gets a descriptor of the same file, and one that could
  * still add F_SEAL_WRITE would stop the others from mapping it writable.
  */
-#define KVP_HOST_SEALS		(F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
-#define KVP_HOST_NO_SEALS	(F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)
+#define KVPD_HOST_SEALS		(F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+#define KVPD_HOST_NO_SEALS	(F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)
 
 /* The device's release: the arena goes with its pool. */
-void kvp_arena_free(struct kvp_arena *a)
+void kvpd_arena_free(struct kvpd_arena *a)
 {
 	u32 i;
 
@@ -48,7 +48,7 @@ void kvp_arena_free(struct kvp_arena *a)
  * no more seals and may still be written. Seals are only ever added, so what is checked here
  * stays true.
  */
-static int kvp_arena_check_host(struct file *file, u64 bytes)
+static int kvpd_arena_check_host(struct file *file, u64 bytes)
 {
 	struct inode *inode = file_inode(file);
 	unsigned int seals;
@@ -60,8 +60,8 @@ static int kvp_arena_check_host(struct file *file, u64 bytes)
 	    (FMODE_READ | FMODE_WRITE))
 		return -EINVAL;
 	seals = READ_ONCE(SHMEM_I(inode)->seals);
-	if ((seals & KVP_HOST_SEALS) != KVP_HOST_SEALS ||
-	    (seals & KVP_HOST_NO_SEALS))
+	if ((seals & KVPD_HOST_SEALS) != KVPD_HOST_SEALS ||
+	    (seals & KVPD_HOST_NO_SEALS))
 		return -EINVAL;
 	if ((u64)i_size_read(inode) < bytes)
 		return -EINVAL;
@@ -79,11 +79,11 @@ static int kvp_arena_check_host(struct file *file, u64 bytes)
  * control device of kvpool itself, a reference that would keep a pool
  * alive through itself.
  */
-static int kvp_arena_check_cuda(struct file *file)
+static int kvpd_arena_check_cuda(struct file *file)
 {
 	if (!S_ISCHR(file_inode(file)->i_mode))
 		return -EINVAL;
-	if (file->f_op == &kvp_pool_fops || file->f_op == kvp_ctl_misc.fops)
+	if (file->f_op == &kvpd_pool_fops || file->f_op == kvpd_ctl_misc.fops)
 		return -EINVAL;
 	return 0;
 }
@@ -93,9 +93,9 @@ static int kvp_arena_check_cuda(struct file *file)
  * of PAGE_SIZE each, end to end, covering the pool's @nr_pages without
  * one lying wholly past them. Touches no file yet.
  */
-static int kvp_arena_layout(struct kvp_arena *a,
-			    const struct kvpool_arena_chunk *ch,
-			    u32 nr_pages, u32 *error_index)
+static int kvpd_arena_layout(struct kvpd_arena *a,
+			     const struct kvpool_arena_chunk *ch,
+			     u32 nr_pages, u32 *error_index)
 {
 	u64 need = (u64)nr_pages * a->page_bytes;
 	u64 off = 0;
@@ -121,9 +121,9 @@ static int kvp_arena_layout(struct kvp_arena *a,
 }
 
 /* Takes a reference to each chunk's file, checking it can be of @a's kind. */
-static int kvp_arena_get_files(struct kvp_arena *a,
-			       const struct kvpool_arena_chunk *ch,
-			       u32 *error_index)
+static int kvpd_arena_get_files(struct kvpd_arena *a,
+				const struct kvpool_arena_chunk *ch,
+				u32 *error_index)
 {
 	u32 i;
 	int ret;
@@ -136,9 +136,9 @@ static int kvp_arena_get_files(struct kvp_arena *a,
 			return -EBADF;
 		a->chunk[i].file = file;
 		if (a->kind == KVPOOL_ARENA_HOST)
-			ret = kvp_arena_check_host(file, a->chunk[i].bytes);
+			ret = kvpd_arena_check_host(file, a->chunk[i].bytes);
 		else
-			ret = kvp_arena_check_cuda(file);
+			ret = kvpd_arena_check_cuda(file);
 		if (ret)
 			return ret;
 	}
@@ -151,11 +151,11 @@ static int kvp_arena_get_files(struct kvp_arena *a,
  * then sets it under the pool lock if the pool has none. Every failure
  * drops what was taken: nothing changes.
  */
-static int kvp_arena_set(struct kvpool_ctl_arena_set *cmd,
-			 const struct kvpool_arena_chunk *ch)
+static int kvpd_arena_set(struct kvpool_ctl_arena_set *cmd,
+			  const struct kvpool_arena_chunk *ch)
 {
-	struct kvp_arena *a;
-	struct kvp_dev *kd;
+	struct kvpd_arena *a;
+	struct kvpd_dev *kd;
 	int ret;
 
 	a = kzalloc(struct_size(a, chunk, cmd->nr_chunks), GFP_KERNEL_ACCOUNT);
@@ -165,9 +165,9 @@ static int kvp_arena_set(struct kvpool_ctl_arena_set *cmd,
 	a->page_bytes = cmd->page_bytes;
 	a->nr_chunks = cmd->nr_chunks;
 
-	mutex_lock(&kvp_pools_lock);
-	kd = cmd->pool_id < KVP_MAX_POOLS ? xa_load(&kvp_pools, cmd->pool_id) :
-					     NULL;
+	mutex_lock(&kvpd_pools_lock);
+	kd = cmd->pool_id < KVPD_MAX_POOLS ?
+	     xa_load(&kvpd_pools, cmd->pool_id) : NULL;
 	if (!kd) {
 		ret = -ENODEV;
 		goto out;
@@ -181,9 +181,10 @@ static int kvp_arena_set(struct kvpool_ctl_arena_set *cmd,
 		goto out;
 	}
 	/* The pool's geometry is fixed: no pool lock needed to read it. */
-	ret = kvp_arena_layout(a, ch, kd->core.nr_pages, &cmd->out_error_index);
+	ret = kvpd_arena_layout(a, ch, kd->core.nr_pages,
+				&cmd->out_error_index);
 	if (!ret)
-		ret = kvp_arena_get_files(a, ch, &cmd->out_error_index);
+		ret = kvpd_arena_get_files(a, ch, &cmd->out_error_index);
 	if (ret)
 		goto out;
 
@@ -196,12 +197,12 @@ static int kvp_arena_set(struct kvpool_ctl_arena_set *cmd,
 	}
 	mutex_unlock(&kd->core.lock);
 out:
-	mutex_unlock(&kvp_pools_lock);
-	kvp_arena_free(a);
+	mutex_unlock(&kvpd_pools_lock);
+	kvpd_arena_free(a);
 	return ret;
 }
 
-int kvp_ctl_arena_set_ioctl(struct kvp_ucmd *ucmd)
+int kvpd_ctl_arena_set_ioctl(struct kvpd_ucmd *ucmd)
 {
 	struct kvpool_ctl_arena_set *cmd = ucmd->cmd;
 	struct kvpool_arena_chunk *ch;
@@ -214,24 +215,24 @@ int kvp_ctl_arena_set_ioctl(struct kvp_ucmd *ucmd)
 		return -EINVAL;
 	if (cmd->kind != KVPOOL_ARENA_HOST && cmd->kind != KVPOOL_ARENA_CUDA)
 		return cmd->kind ? -EOPNOTSUPP : -EINVAL;
-	if (!cmd->page_bytes || cmd->page_bytes > KVP_ARENA_MAX_PAGE_BYTES ||
+	if (!cmd->page_bytes || cmd->page_bytes > KVPD_ARENA_MAX_PAGE_BYTES ||
 	    !cmd->nr_chunks || cmd->nr_chunks > KVPOOL_ARENA_MAX_CHUNKS)
 		return -EINVAL;
-	ret = kvp_check_len(cmd->chunk_entry_len, sizeof(*ch));
+	ret = kvpd_check_len(cmd->chunk_entry_len, sizeof(*ch));
 	if (ret)
 		return ret;
-	ch = kvp_read_array(cmd->chunks, cmd->nr_chunks, cmd->chunk_entry_len,
-			    sizeof(*ch), &cmd->out_error_index);
+	ch = kvpd_read_array(cmd->chunks, cmd->nr_chunks, cmd->chunk_entry_len,
+			     sizeof(*ch), &cmd->out_error_index);
 	if (IS_ERR(ch))
 		return PTR_ERR(ch);
-	ret = kvp_arena_set(cmd, ch);
+	ret = kvpd_arena_set(cmd, ch);
 	kvfree(ch);
 	return ret;
 }
 
 /* What ARENA reports when it hands out no descriptors. */
-static void kvp_arena_describe(const struct kvp_arena *a,
-			       struct kvpool_arena *cmd)
+static void kvpd_arena_describe(const struct kvpd_arena *a,
+				struct kvpool_arena *cmd)
 {
 	cmd->out_kind = a ? a->kind : KVPOOL_ARENA_NONE;
 	cmd->out_nr_chunks = a ? a->nr_chunks : 0;
@@ -244,7 +245,8 @@ static void kvp_arena_describe(const struct kvp_arena *a,
  * any of them is installed, so a fault or a full table leaves the caller
  * with none: installed descriptors could not be taken back.
  */
-static int kvp_arena_give_fds(struct kvp_ucmd *ucmd, const struct kvp_arena *a)
+static int kvpd_arena_give_fds(struct kvpd_ucmd *ucmd,
+			       const struct kvpd_arena *a)
 {
 	struct kvpool_arena *cmd = ucmd->cmd;
 	struct kvpool_arena_fd *out;
@@ -255,7 +257,7 @@ static int kvp_arena_give_fds(struct kvp_ucmd *ucmd, const struct kvp_arena *a)
 	if (!out)
 		return -ENOMEM;
 	for (n = 0; n < cmd->count; n++) {
-		const struct kvp_arena_chunk *chunk =
+		const struct kvpd_arena_chunk *chunk =
 			&a->chunk[cmd->first_chunk + n];
 
 		ret = get_unused_fd_flags(O_CLOEXEC);
@@ -266,10 +268,10 @@ static int kvp_arena_give_fds(struct kvp_ucmd *ucmd, const struct kvp_arena *a)
 		out[n].out_bytes = chunk->bytes;
 	}
 	ret = -EFAULT;
-	if (kvp_write_array(cmd->fds, out, n, cmd->fd_entry_len, sizeof(*out),
-			    true))
+	if (kvpd_write_array(cmd->fds, out, n, cmd->fd_entry_len, sizeof(*out),
+			     true))
 		goto out_put;
-	ret = kvp_respond(ucmd);
+	ret = kvpd_respond(ucmd);
 	if (ret)
 		goto out_put;
 	/* The arena lives as long as the pool, which this client holds. */
@@ -286,16 +288,16 @@ out_put:
 	return ret;
 }
 
-int kvp_arena_ioctl(struct kvp_ucmd *ucmd)
+int kvpd_arena_ioctl(struct kvpd_ucmd *ucmd)
 {
 	struct kvpool_arena *cmd = ucmd->cmd;
 	struct kvp_pool *pool = ucmd->client->pool;
-	struct kvp_dev *kd = kvp_dev_of(pool);
-	const struct kvp_arena *a;
+	struct kvpd_dev *kd = kvpd_dev_of(pool);
+	const struct kvpd_arena *a;
 	bool fds = cmd->flags & KVPOOL_ARENA_FDS;
 	int ret;
 
-	kvp_arena_describe(NULL, cmd);
+	kvpd_arena_describe(NULL, cmd);
 	if (cmd->flags & ~KVPOOL_ARENA_FDS)
 		return -EOPNOTSUPP;
 	if (cmd->__reserved)
@@ -305,8 +307,8 @@ int kvp_arena_ioctl(struct kvp_ucmd *ucmd)
 		    cmd->fds)
 			return -EINVAL;
 	} else {
-		ret = kvp_check_len(cmd->fd_entry_len,
-				    sizeof(struct kvpool_arena_fd));
+		ret = kvpd_check_len(cmd->fd_entry_len,
+				     sizeof(struct kvpool_arena_fd));
 		if (ret)
 			return ret;
 	}
@@ -315,7 +317,7 @@ int kvp_arena_ioctl(struct kvp_ucmd *ucmd)
 	mutex_lock(&pool->lock);
 	a = kd->arena;
 	mutex_unlock(&pool->lock);
-	kvp_arena_describe(a, cmd);
+	kvpd_arena_describe(a, cmd);
 	if (!fds)
 		return 0;
 	if (!a)
@@ -323,5 +325,5 @@ int kvp_arena_ioctl(struct kvp_ucmd *ucmd)
 	if (cmd->first_chunk >= a->nr_chunks || !cmd->count ||
 	    cmd->count > a->nr_chunks - cmd->first_chunk)
 		return -EINVAL;
-	return kvp_arena_give_fds(ucmd, a);
+	return kvpd_arena_give_fds(ucmd, a);
 }

@@ -17,16 +17,11 @@
 #include "kvpool_drv.h"
 
 /*
- * The id is reserved and written back first, outside kvp_pools_lock (a
- * slow fault must not hold up other control ops): once the pool exists,
- * the call succeeds (see kvp_respond()). A reserved id reads as no pool.
- */
-/*
  * The GPU a pool is created for: a PCI display controller (class 0x03:
  * VGA, 3D or other display), with a reference the caller hands on.
  */
-static int kvp_ctl_find_gpu(const struct kvpool_ctl_create *cmd,
-			    struct pci_dev **gpu)
+static int kvpd_ctl_find_gpu(const struct kvpool_ctl_create *cmd,
+			     struct pci_dev **gpu)
 {
 	struct pci_dev *pdev;
 
@@ -48,7 +43,12 @@ static int kvp_ctl_find_gpu(const struct kvpool_ctl_create *cmd,
 	return 0;
 }
 
-static int kvp_ctl_create_ioctl(struct kvp_ucmd *ucmd)
+/*
+ * The id is reserved and written back first, outside kvpd_pools_lock (a
+ * slow fault must not hold up other control ops): once the pool exists,
+ * the call succeeds (see kvpd_respond()). A reserved id reads as no pool.
+ */
+static int kvpd_ctl_create_ioctl(struct kvpd_ucmd *ucmd)
 {
 	struct kvpool_ctl_create *cmd = ucmd->cmd;
 	struct pci_dev *gpu;
@@ -63,29 +63,29 @@ static int kvp_ctl_create_ioctl(struct kvp_ucmd *ucmd)
 			     cmd->page_tokens, cmd->nr_rows, cmd->row_tokens);
 	if (ret)
 		return ret;
-	ret = kvp_ctl_find_gpu(cmd, &gpu);
+	ret = kvpd_ctl_find_gpu(cmd, &gpu);
 	if (ret)
 		return ret;
 
-	ret = xa_alloc(&kvp_pools, &id, NULL, XA_LIMIT(0, KVP_MAX_POOLS - 1),
+	ret = xa_alloc(&kvpd_pools, &id, NULL, XA_LIMIT(0, KVPD_MAX_POOLS - 1),
 		       GFP_KERNEL);
 	if (ret) {
 		pci_dev_put(gpu);
 		return ret == -EBUSY ? -ENOSPC : ret;	/* all 64 exist */
 	}
 	cmd->out_pool_id = id;
-	ret = kvp_respond(ucmd);
+	ret = kvpd_respond(ucmd);
 	if (ret) {
 		pci_dev_put(gpu);
 	} else {
-		mutex_lock(&kvp_pools_lock);
-		ret = kvp_pool_create_locked(id, cmd->flags, cmd->nr_pages,
-					     cmd->page_tokens, cmd->nr_rows,
-					     cmd->row_tokens, gpu);
-		mutex_unlock(&kvp_pools_lock);
+		mutex_lock(&kvpd_pools_lock);
+		ret = kvpd_pool_create_tlocked(id, cmd->flags, cmd->nr_pages,
+					       cmd->page_tokens, cmd->nr_rows,
+					       cmd->row_tokens, gpu);
+		mutex_unlock(&kvpd_pools_lock);
 	}
 	if (ret) {
-		xa_erase(&kvp_pools, id);
+		xa_erase(&kvpd_pools, id);
 		ucmd->responded = false;
 		cmd->out_pool_id = 0;
 	}
@@ -93,23 +93,23 @@ static int kvp_ctl_create_ioctl(struct kvp_ucmd *ucmd)
 }
 
 /* Runs @fn on pool @id with its lock held, then wakes its pollers. */
-static int kvp_ctl_on_pool(u32 id, int (*fn)(struct kvp_pool *, void *),
-			   void *arg)
+static int kvpd_ctl_on_pool(u32 id, int (*fn)(struct kvp_pool *, void *),
+			    void *arg)
 {
-	struct kvp_dev *kd;
+	struct kvpd_dev *kd;
 	int ret;
 
-	mutex_lock(&kvp_pools_lock);
-	kd = id < KVP_MAX_POOLS ? xa_load(&kvp_pools, id) : NULL;
+	mutex_lock(&kvpd_pools_lock);
+	kd = id < KVPD_MAX_POOLS ? xa_load(&kvpd_pools, id) : NULL;
 	if (!kd) {
-		mutex_unlock(&kvp_pools_lock);
+		mutex_unlock(&kvpd_pools_lock);
 		return -ENODEV;
 	}
 	mutex_lock(&kd->core.lock);
 	ret = fn(&kd->core, arg);
 	mutex_unlock(&kd->core.lock);
 	wake_up_interruptible_all(&kd->wq);
-	mutex_unlock(&kvp_pools_lock);
+	mutex_unlock(&kvpd_pools_lock);
 	return ret;
 }
 
@@ -119,7 +119,7 @@ static int kvp_ctl_on_pool(u32 id, int (*fn)(struct kvp_pool *, void *),
  * inside the caller's cgroup namespace: from inside another one, every id
  * counts as alive, or live tenants outside it would be dropped.
  */
-bool kvp_cgroup_alive(u64 id)
+bool kvpd_cgroup_alive(u64 id)
 {
 #ifdef CONFIG_CGROUPS
 	struct cgroup *cg;
@@ -134,14 +134,14 @@ bool kvp_cgroup_alive(u64 id)
 	return true;
 }
 
-struct kvp_set_arg {
+struct kvpd_set_arg {
 	struct kvpool_ctl_tenant *cmd;
 	const char *path;
 };
 
-static int kvp_tenant_set_fn(struct kvp_pool *pool, void *arg)
+static int kvpd_tenant_set_fn(struct kvp_pool *pool, void *arg)
 {
-	struct kvp_set_arg *sa = arg;
+	struct kvpd_set_arg *sa = arg;
 	int ret;
 
 	ret = kvp_tenant_set_locked(pool, sa->cmd, sa->path);
@@ -150,19 +150,19 @@ static int kvp_tenant_set_fn(struct kvp_pool *pool, void *arg)
 	 * hold tenants of dead cgroups, and dropping them makes room.
 	 */
 	if (ret == -EMFILE) {
-		kvp_tenant_prune_locked(pool, kvp_cgroup_alive);
+		kvp_tenant_prune_locked(pool, kvpd_cgroup_alive);
 		ret = kvp_tenant_set_locked(pool, sa->cmd, sa->path);
 	}
 	if (!ret && !(sa->cmd->flags & KVPOOL_TENANT_REMOVE))
 		kvp_tenant_seen_locked(pool, sa->cmd->tenant_id,
-				       kvp_cgroup_alive);
+				       kvpd_cgroup_alive);
 	return ret;
 }
 
-static int kvp_ctl_tenant_set_ioctl(struct kvp_ucmd *ucmd)
+static int kvpd_ctl_tenant_set_ioctl(struct kvpd_ucmd *ucmd)
 {
 	struct kvpool_ctl_tenant *cmd = ucmd->cmd;
-	struct kvp_set_arg sa = { .cmd = cmd };
+	struct kvpd_set_arg sa = { .cmd = cmd };
 	char *buf = NULL;
 	long len;
 	int ret;
@@ -191,20 +191,20 @@ static int kvp_ctl_tenant_set_ioctl(struct kvp_ucmd *ucmd)
 		}
 		sa.path = buf;
 	}
-	ret = kvp_ctl_on_pool(cmd->pool_id, kvp_tenant_set_fn, &sa);
+	ret = kvpd_ctl_on_pool(cmd->pool_id, kvpd_tenant_set_fn, &sa);
 out:
 	kfree(buf);
 	return ret;
 }
 
-static int kvp_wmark_fn(struct kvp_pool *pool, void *arg)
+static int kvpd_wmark_fn(struct kvp_pool *pool, void *arg)
 {
 	struct kvpool_ctl_wmark *cmd = arg;
 
 	return kvp_set_wmark_locked(pool, cmd->low_wmark, cmd->high_wmark);
 }
 
-static int kvp_ctl_set_wmark_ioctl(struct kvp_ucmd *ucmd)
+static int kvpd_ctl_set_wmark_ioctl(struct kvpd_ucmd *ucmd)
 {
 	struct kvpool_ctl_wmark *cmd = ucmd->cmd;
 
@@ -212,10 +212,10 @@ static int kvp_ctl_set_wmark_ioctl(struct kvp_ucmd *ucmd)
 		return -EOPNOTSUPP;
 	if (cmd->__reserved)
 		return -EINVAL;
-	return kvp_ctl_on_pool(cmd->pool_id, kvp_wmark_fn, cmd);
+	return kvpd_ctl_on_pool(cmd->pool_id, kvpd_wmark_fn, cmd);
 }
 
-struct kvp_list_arg {
+struct kvpd_list_arg {
 	struct kvpool_tenant_info *info;
 	u32 count;
 	u32 nr;
@@ -225,21 +225,21 @@ struct kvp_list_arg {
 	u32 paths_need;
 };
 
-static int kvp_tenant_list_fn(struct kvp_pool *pool, void *arg)
+static int kvpd_tenant_list_fn(struct kvp_pool *pool, void *arg)
 {
-	struct kvp_list_arg *la = arg;
+	struct kvpd_list_arg *la = arg;
 
-	kvp_tenant_prune_locked(pool, kvp_cgroup_alive);
+	kvp_tenant_prune_locked(pool, kvpd_cgroup_alive);
 	la->nr = kvp_tenant_list_locked(pool, la->info, la->count, la->paths,
 					la->paths_len, &la->paths_used);
 	la->paths_need = 1 + pool->path_bytes;
 	return 0;
 }
 
-static int kvp_ctl_tenant_list_ioctl(struct kvp_ucmd *ucmd)
+static int kvpd_ctl_tenant_list_ioctl(struct kvpd_ucmd *ucmd)
 {
 	struct kvpool_ctl_tenant_list *cmd = ucmd->cmd;
-	struct kvp_list_arg la = { };
+	struct kvpd_list_arg la = { };
 	int ret;
 
 	cmd->out_nr_tenants = 0;
@@ -249,7 +249,7 @@ static int kvp_ctl_tenant_list_ioctl(struct kvp_ucmd *ucmd)
 	/* No room means no buffer: a pointer without a length is a slip. */
 	if (!cmd->paths != !cmd->paths_len)
 		return -EINVAL;
-	ret = kvp_check_len(cmd->entry_len, sizeof(*la.info));
+	ret = kvpd_check_len(cmd->entry_len, sizeof(*la.info));
 	if (ret)
 		return ret;
 	la.count = min_t(u32, cmd->count, KVP_MAX_TENANTS);
@@ -267,14 +267,14 @@ static int kvp_ctl_tenant_list_ioctl(struct kvp_ucmd *ucmd)
 			goto out;
 		}
 	}
-	ret = kvp_ctl_on_pool(cmd->pool_id, kvp_tenant_list_fn, &la);
+	ret = kvpd_ctl_on_pool(cmd->pool_id, kvpd_tenant_list_fn, &la);
 	if (!ret) {
 		cmd->out_nr_tenants = la.nr;
 		cmd->out_paths_len = la.paths_need;
 		if ((la.info &&
-		     kvp_write_array(cmd->tenants, la.info,
-				     min(la.count, la.nr), cmd->entry_len,
-				     sizeof(*la.info), true)) ||
+		     kvpd_write_array(cmd->tenants, la.info,
+				      min(la.count, la.nr), cmd->entry_len,
+				      sizeof(*la.info), true)) ||
 		    (la.paths_used &&
 		     copy_to_user(u64_to_user_ptr(cmd->paths), la.paths,
 				  la.paths_used)))
@@ -286,7 +286,7 @@ out:
 	return ret;
 }
 
-static int kvp_ctl_destroy_ioctl(struct kvp_ucmd *ucmd)
+static int kvpd_ctl_destroy_ioctl(struct kvpd_ucmd *ucmd)
 {
 	struct kvpool_ctl_destroy *cmd = ucmd->cmd;
 	int ret;
@@ -295,49 +295,49 @@ static int kvp_ctl_destroy_ioctl(struct kvp_ucmd *ucmd)
 		return -EOPNOTSUPP;
 	if (cmd->__reserved)
 		return -EINVAL;
-	mutex_lock(&kvp_pools_lock);
-	ret = kvp_pool_destroy_locked(cmd->pool_id);
-	mutex_unlock(&kvp_pools_lock);
+	mutex_lock(&kvpd_pools_lock);
+	ret = kvpd_pool_destroy_tlocked(cmd->pool_id);
+	mutex_unlock(&kvpd_pools_lock);
 	return ret;
 }
 
-#define KVP_CTL_OP(_name, _fn, _struct, _last)				\
-	KVP_OP(KVPOOL_CMD_CTL_CREATE, _name, _fn, _struct, _last,	\
-	       KVP_OP_ADMIN)
+#define KVPD_CTL_OP(_name, _fn, _struct, _last)				\
+	KVPD_OP(KVPOOL_CMD_CTL_CREATE, _name, _fn, _struct, _last,	\
+		KVPD_OP_ADMIN)
 
-static const struct kvp_ioctl_op kvp_ctl_ops[] = {
+static const struct kvpd_ioctl_op kvpd_ctl_ops[] = {
 	/* ABI 1's struct ended at __reserved; ABI 2 added the GPU. */
-	KVP_CTL_OP(CTL_CREATE, kvp_ctl_create_ioctl,
-		   struct kvpool_ctl_create, __reserved),
-	KVP_CTL_OP(CTL_DESTROY, kvp_ctl_destroy_ioctl,
-		   struct kvpool_ctl_destroy, __reserved),
-	KVP_CTL_OP(CTL_TENANT_SET, kvp_ctl_tenant_set_ioctl,
-		   struct kvpool_ctl_tenant, __reserved2),
-	KVP_CTL_OP(CTL_TENANT_LIST, kvp_ctl_tenant_list_ioctl,
-		   struct kvpool_ctl_tenant_list, tenants),
-	KVP_CTL_OP(CTL_SET_WMARK, kvp_ctl_set_wmark_ioctl,
-		   struct kvpool_ctl_wmark, __reserved),
-	KVP_CTL_OP(CTL_ARENA_SET, kvp_ctl_arena_set_ioctl,
-		   struct kvpool_ctl_arena_set, __reserved),
+	KVPD_CTL_OP(CTL_CREATE, kvpd_ctl_create_ioctl,
+		    struct kvpool_ctl_create, __reserved),
+	KVPD_CTL_OP(CTL_DESTROY, kvpd_ctl_destroy_ioctl,
+		    struct kvpool_ctl_destroy, __reserved),
+	KVPD_CTL_OP(CTL_TENANT_SET, kvpd_ctl_tenant_set_ioctl,
+		    struct kvpool_ctl_tenant, __reserved2),
+	KVPD_CTL_OP(CTL_TENANT_LIST, kvpd_ctl_tenant_list_ioctl,
+		    struct kvpool_ctl_tenant_list, tenants),
+	KVPD_CTL_OP(CTL_SET_WMARK, kvpd_ctl_set_wmark_ioctl,
+		    struct kvpool_ctl_wmark, __reserved),
+	KVPD_CTL_OP(CTL_ARENA_SET, kvpd_ctl_arena_set_ioctl,
+		    struct kvpool_ctl_arena_set, __reserved),
 };
 
-static long kvp_ctl_ioctl(struct file *file, unsigned int cmd,
-			  unsigned long arg)
+static long kvpd_ctl_ioctl(struct file *file, unsigned int cmd,
+			   unsigned long arg)
 {
-	return kvp_dispatch(NULL, kvp_ctl_ops, ARRAY_SIZE(kvp_ctl_ops),
-			    KVPOOL_CMD_CTL_CREATE, cmd, arg);
+	return kvpd_dispatch(NULL, kvpd_ctl_ops, ARRAY_SIZE(kvpd_ctl_ops),
+			     KVPOOL_CMD_CTL_CREATE, cmd, arg);
 }
 
-static const struct file_operations kvp_ctl_fops = {
+static const struct file_operations kvpd_ctl_fops = {
 	.owner = THIS_MODULE,
 	.open = nonseekable_open,
-	.unlocked_ioctl = kvp_ctl_ioctl,
+	.unlocked_ioctl = kvpd_ctl_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 };
 
-struct miscdevice kvp_ctl_misc = {
+struct miscdevice kvpd_ctl_misc = {
 	.minor = MISC_DYNAMIC_MINOR,
 	.name = "kvpool-control",
-	.fops = &kvp_ctl_fops,
+	.fops = &kvpd_ctl_fops,
 	.mode = 0600,
 };

@@ -15,10 +15,10 @@
 #include "kvpool_drv.h"
 #include "kvpool_trace.h"
 
-static int kvp_export_release(struct inode *inode, struct file *file)
+static int kvpd_export_release(struct inode *inode, struct file *file)
 {
-	struct kvp_export_file *x = file->private_data;
-	struct kvp_dev *kd = x->kd;
+	struct kvpd_export_file *x = file->private_data;
+	struct kvpd_dev *kd = x->kd;
 
 	mutex_lock(&kd->core.lock);
 	if (x->exported) {
@@ -37,22 +37,22 @@ static int kvp_export_release(struct inode *inode, struct file *file)
 	return 0;
 }
 
-static const struct file_operations kvp_export_fops = {
+static const struct file_operations kvpd_export_fops = {
 	.owner = THIS_MODULE,
-	.release = kvp_export_release,
+	.release = kvpd_export_release,
 };
 
 /*
  * The fd reaches the caller only through the struct: it is written back
  * before the row leaves the client, and the fd is installed only once the
- * row is the file's (see kvp_respond()).
+ * row is the file's (see kvpd_respond()).
  */
-int kvp_export_ioctl(struct kvp_ucmd *ucmd)
+int kvpd_export_ioctl(struct kvpd_ucmd *ucmd)
 {
 	struct kvp_client *c = ucmd->client;
-	struct kvp_dev *kd = kvp_dev_of(c->pool);
+	struct kvpd_dev *kd = kvpd_dev_of(c->pool);
 	struct kvpool_export *cmd = ucmd->cmd;
-	struct kvp_export_file *x;
+	struct kvpd_export_file *x;
 	struct file *file;
 	u32 n, n_now;
 	int fd, ret;
@@ -87,7 +87,7 @@ int kvp_export_ioctl(struct kvp_ucmd *ucmd)
 		kfree(x);
 		return fd;
 	}
-	file = anon_inode_getfile("[kvpool-row]", &kvp_export_fops, x, O_RDWR);
+	file = anon_inode_getfile("[kvpool-row]", &kvpd_export_fops, x, O_RDWR);
 	if (IS_ERR(file)) {
 		put_unused_fd(fd);
 		put_device(&kd->dev);
@@ -97,7 +97,7 @@ int kvp_export_ioctl(struct kvp_ucmd *ucmd)
 
 	cmd->out_fd = fd;
 	cmd->out_nr_pages = n;
-	ret = kvp_respond(ucmd);
+	ret = kvpd_respond(ucmd);
 	if (ret)
 		goto out_drop;
 
@@ -123,7 +123,7 @@ int kvp_export_ioctl(struct kvp_ucmd *ucmd)
 	if (n_now != n) {
 		/* Best effort: the fd, the one thing to learn, is out. */
 		cmd->out_nr_pages = n_now;
-		if (kvp_respond(ucmd))
+		if (kvpd_respond(ucmd))
 			pr_debug("export: page count not written back\n");
 	}
 	return 0;
@@ -135,11 +135,11 @@ out_drop:
 	return ret;
 }
 
-int kvp_import_ioctl(struct kvp_ucmd *ucmd)
+int kvpd_import_ioctl(struct kvpd_ucmd *ucmd)
 {
 	struct kvp_client *c = ucmd->client;
 	struct kvpool_import *cmd = ucmd->cmd;
-	struct kvp_export_file *x;
+	struct kvpd_export_file *x;
 	struct kvpool_handle h;
 	struct file *file;
 	u32 n;
@@ -154,12 +154,12 @@ int kvp_import_ioctl(struct kvp_ucmd *ucmd)
 	file = fget(cmd->fd);
 	if (!file)
 		return -EBADF;
-	if (file->f_op != &kvp_export_fops) {
+	if (file->f_op != &kvpd_export_fops) {
 		ret = -EINVAL;
 		goto out;
 	}
 	x = file->private_data;
-	if (x->kd != kvp_dev_of(c->pool)) {
+	if (x->kd != kvpd_dev_of(c->pool)) {
 		ret = -EXDEV;
 		goto out;
 	}
@@ -176,7 +176,7 @@ int kvp_import_ioctl(struct kvp_ucmd *ucmd)
 		goto out;
 	cmd->out_handle = h;
 	cmd->out_nr_pages = n;
-	ret = kvp_respond(ucmd);
+	ret = kvpd_respond(ucmd);
 	if (ret)
 		goto out;
 

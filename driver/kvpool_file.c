@@ -18,12 +18,12 @@
 #include "kvpool_drv.h"
 #include "kvpool_trace.h"
 
-static __poll_t kvp_pool_poll(struct file *file, poll_table *wait)
+static __poll_t kvpd_pool_poll(struct file *file, poll_table *wait)
 {
 	struct kvp_client *c = file->private_data;
 	u32 ask, why;
 
-	poll_wait(file, &kvp_dev_of(c->pool)->wq, wait);
+	poll_wait(file, &kvpd_dev_of(c->pool)->wq, wait);
 	mutex_lock(&c->pool->lock);
 	ask = kvp_pressure_locked(c, &why);
 	trace_kvpool_pressure(c, ask, why, true);
@@ -38,7 +38,7 @@ static __poll_t kvp_pool_poll(struct file *file, poll_table *wait)
  * that, so no descendant of one escapes it by a long name. Returns @buf,
  * or NULL when not even the root's path could be had (match by id only).
  */
-static char *kvp_opener_cgroup(char *buf, u64 *cgid)
+static char *kvpd_opener_cgroup(char *buf, u64 *cgid)
 {
 	char *path = NULL;
 #ifdef CONFIG_CGROUPS
@@ -64,10 +64,11 @@ static char *kvp_opener_cgroup(char *buf, u64 *cgid)
 	return path;
 }
 
-static int kvp_pool_open(struct inode *inode, struct file *file)
+static int kvpd_pool_open(struct inode *inode, struct file *file)
 {
-	struct kvp_dev *kd = container_of(inode->i_cdev, struct kvp_dev, cdev);
-	struct kvp_pool_file *pf;
+	struct kvpd_dev *kd = container_of(inode->i_cdev, struct kvpd_dev,
+					   cdev);
+	struct kvpd_pool_file *pf;
 	char *buf, *path;
 	u64 cgid = 0;
 	u32 uid;
@@ -77,7 +78,7 @@ static int kvp_pool_open(struct inode *inode, struct file *file)
 	 * A failing init frees the module: nothing may stay open on it.
 	 * Pairs with the release at the end of kvpool_init().
 	 */
-	if (!smp_load_acquire(&kvp_live))
+	if (!smp_load_acquire(&kvpd_live))
 		return -ENODEV;
 
 	/*
@@ -89,7 +90,7 @@ static int kvp_pool_open(struct inode *inode, struct file *file)
 	buf = kmalloc(KVPOOL_CGROUP_PATH_MAX, GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
-	path = kvp_opener_cgroup(buf, &cgid);
+	path = kvpd_opener_cgroup(buf, &cgid);
 	uid = from_kuid(&init_user_ns, current_euid());
 
 	pf = kzalloc(sizeof(*pf), GFP_KERNEL_ACCOUNT);
@@ -97,7 +98,7 @@ static int kvp_pool_open(struct inode *inode, struct file *file)
 		kfree(buf);
 		return -ENOMEM;
 	}
-	ret = kvp_users_init(&pf->users);
+	ret = kvpd_users_init(&pf->users);
 	if (ret)
 		goto out_free;
 	mutex_init(&pf->scratch.lock);
@@ -108,7 +109,7 @@ static int kvp_pool_open(struct inode *inode, struct file *file)
 					      path);
 	/* A full tenant table may hold dead cgroups' tenants: make room. */
 	if (ret == -EMFILE) {
-		kvp_tenant_prune_locked(&kd->core, kvp_cgroup_alive);
+		kvp_tenant_prune_locked(&kd->core, kvpd_cgroup_alive);
 		ret = kvp_client_attach_tenant_locked(&kd->core, &pf->c, cgid,
 						      uid, path);
 	}
@@ -121,7 +122,7 @@ static int kvp_pool_open(struct inode *inode, struct file *file)
 
 out_users:
 	mutex_destroy(&pf->scratch.lock);
-	kvp_users_fini(&pf->users);
+	kvpd_users_fini(&pf->users);
 out_free:
 	kfree(pf);
 	kfree(buf);
@@ -133,15 +134,15 @@ out_free:
  * or after a quarantine. The file's cdev reference keeps the device alive
  * until after this returns; a quarantine needs none (kvpool_drv.h).
  */
-static int kvp_pool_release(struct inode *inode, struct file *file)
+static int kvpd_pool_release(struct inode *inode, struct file *file)
 {
 	struct kvp_client *c = file->private_data;
 
-	kvp_pool_file_release(container_of(c, struct kvp_pool_file, c));
+	kvpd_pool_file_release(container_of(c, struct kvpd_pool_file, c));
 	return 0;
 }
 
-static void kvp_pool_show_fdinfo(struct seq_file *m, struct file *file)
+static void kvpd_pool_show_fdinfo(struct seq_file *m, struct file *file)
 {
 	struct kvp_client *c = file->private_data;
 	struct kvp_pool *pool = c->pool;
@@ -157,12 +158,12 @@ static void kvp_pool_show_fdinfo(struct seq_file *m, struct file *file)
 	mutex_unlock(&pool->lock);
 }
 
-const struct file_operations kvp_pool_fops = {
+const struct file_operations kvpd_pool_fops = {
 	.owner = THIS_MODULE,
-	.open = kvp_pool_open,
-	.release = kvp_pool_release,
-	.unlocked_ioctl = kvp_pool_ioctl,
+	.open = kvpd_pool_open,
+	.release = kvpd_pool_release,
+	.unlocked_ioctl = kvpd_pool_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
-	.show_fdinfo = kvp_pool_show_fdinfo,
-	.poll = kvp_pool_poll,
+	.show_fdinfo = kvpd_pool_show_fdinfo,
+	.poll = kvpd_pool_poll,
 };

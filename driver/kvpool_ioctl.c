@@ -4,7 +4,7 @@
  * op copies its arguments in (kvpool_uarray.c), checks their shape,
  * takes the pool lock around one core call (kvp_core.h) and copies the
  * answer out. The batch ops that share struct kvpool_batch are one table,
- * kvp_batch_ops[].
+ * kvpd_batch_ops[].
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -26,13 +26,13 @@
  * Unknown numbers are ENOTTY for everyone; only then are privileges
  * checked.
  */
-long kvp_dispatch(struct kvp_client *c, const struct kvp_ioctl_op *ops,
-		  unsigned int nr_ops, unsigned int base,
-		  unsigned int cmd, unsigned long arg)
+long kvpd_dispatch(struct kvp_client *c, const struct kvpd_ioctl_op *ops,
+		   unsigned int nr_ops, unsigned int base,
+		   unsigned int cmd, unsigned long arg)
 {
-	union kvp_ucmd_buffer buf;
-	const struct kvp_ioctl_op *op;
-	struct kvp_ucmd ucmd = { .client = c };
+	union kvpd_ucmd_buffer buf;
+	const struct kvpd_ioctl_op *op;
+	struct kvpd_ucmd ucmd = { .client = c };
 	unsigned int nr = _IOC_NR(cmd);
 	int ret;
 
@@ -41,7 +41,7 @@ long kvp_dispatch(struct kvp_client *c, const struct kvp_ioctl_op *ops,
 	op = &ops[array_index_nospec(nr - base, nr_ops)];
 	if (!op->execute || op->ioctl_num != cmd)
 		return -ENOTTY;
-	if ((op->flags & KVP_OP_ADMIN) && !capable(CAP_SYS_ADMIN))
+	if ((op->flags & KVPD_OP_ADMIN) && !capable(CAP_SYS_ADMIN))
 		return -EPERM;
 	/*
 	 * Whoever acts on a client's pages may be writing them: a quarantine
@@ -49,8 +49,8 @@ long kvp_dispatch(struct kvp_client *c, const struct kvp_ioctl_op *ops,
 	 * unknown or refused op stays ENOTTY or EPERM and counts no one.
 	 */
 	if (c) {
-		ret = kvp_users_note(&container_of(c, struct kvp_pool_file,
-						   c)->users);
+		ret = kvpd_users_note(&container_of(c, struct kvpd_pool_file,
+						    c)->users);
 		if (ret)
 			return ret;
 	}
@@ -63,9 +63,9 @@ long kvp_dispatch(struct kvp_client *c, const struct kvp_ioctl_op *ops,
 		return -EINVAL;
 	if (ucmd.user_size > PAGE_SIZE)
 		return -E2BIG;
-	/* The struct as this header knows it: by words (kvp_copy_in()). */
+	/* The struct as this header knows it: by words (kvpd_copy_in()). */
 	if (ucmd.user_size == op->size)
-		ret = kvp_copy_in(&buf, ucmd.ubuffer, op->size, op->size);
+		ret = kvpd_copy_in(&buf, ucmd.ubuffer, op->size, op->size);
 	else
 		ret = copy_struct_from_user(&buf, op->size, ucmd.ubuffer,
 					    ucmd.user_size);
@@ -77,9 +77,9 @@ long kvp_dispatch(struct kvp_client *c, const struct kvp_ioctl_op *ops,
 	ret = op->execute(&ucmd);
 	if (ret == -EFAULT || (!ret && ucmd.responded))
 		return ret;
-	if (kvp_copy_out(ucmd.ubuffer, &buf,
-			 min_t(u32, ucmd.user_size, op->size),
-			 min_t(u32, ucmd.user_size, op->size)))
+	if (kvpd_copy_out(ucmd.ubuffer, &buf,
+			  min_t(u32, ucmd.user_size, op->size),
+			  min_t(u32, ucmd.user_size, op->size)))
 		return -EFAULT;
 	return ret;
 }
@@ -89,7 +89,7 @@ long kvp_dispatch(struct kvp_client *c, const struct kvp_ioctl_op *ops,
  * whose result (a new fd, handle or id) the caller could not learn any
  * other way. If this faults, nothing has happened yet.
  */
-int kvp_respond(struct kvp_ucmd *ucmd)
+int kvpd_respond(struct kvpd_ucmd *ucmd)
 {
 	if (copy_to_user(ucmd->ubuffer, ucmd->cmd,
 			 min(ucmd->user_size, ucmd->op_size)))
@@ -98,7 +98,7 @@ int kvp_respond(struct kvp_ucmd *ucmd)
 	return 0;
 }
 
-static int kvp_check_batch(struct kvp_client *c, u32 flags, u32 count)
+static int kvpd_check_batch(struct kvp_client *c, u32 flags, u32 count)
 {
 	if (flags)	/* flags a caller allows are masked off before */
 		return -EOPNOTSUPP;
@@ -107,7 +107,7 @@ static int kvp_check_batch(struct kvp_client *c, u32 flags, u32 count)
 	return 0;
 }
 
-static int kvp_info_ioctl(struct kvp_ucmd *ucmd)
+static int kvpd_info_ioctl(struct kvpd_ucmd *ucmd)
 {
 	struct kvp_client *c = ucmd->client;
 	struct kvp_pool *pool = c->pool;
@@ -133,7 +133,7 @@ static int kvp_info_ioctl(struct kvp_ucmd *ucmd)
 	return 0;
 }
 
-static int kvp_stats_ioctl(struct kvp_ucmd *ucmd)
+static int kvpd_stats_ioctl(struct kvpd_ucmd *ucmd)
 {
 	struct kvp_client *c = ucmd->client;
 	struct kvpool_stats *cmd = ucmd->cmd;
@@ -148,22 +148,22 @@ static int kvp_stats_ioctl(struct kvp_ucmd *ucmd)
 	return 0;
 }
 
-static int kvp_row_alloc_ioctl(struct kvp_ucmd *ucmd)
+static int kvpd_row_alloc_ioctl(struct kvpd_ucmd *ucmd)
 {
 	struct kvp_client *c = ucmd->client;
 	struct kvpool_row_alloc *cmd = ucmd->cmd;
-	u64 hbuf[KVP_STACK_ARRAY / sizeof(u64)];
+	u64 hbuf[KVPD_STACK_ARRAY / sizeof(u64)];
 	struct kvpool_handle *h = (void *)hbuf;
-	struct kvp_lock_ns lt;
+	struct kvpd_lock_ns lt;
 	u32 freed, idx;
 	int ret;
 
 	cmd->out_short = 0;
-	ret = kvp_check_batch(c, cmd->flags, cmd->count);
+	ret = kvpd_check_batch(c, cmd->flags, cmd->count);
 	if (!ret && cmd->__reserved)
 		ret = -EINVAL;
 	if (!ret)
-		ret = kvp_check_len(cmd->entry_len, sizeof(*h));
+		ret = kvpd_check_len(cmd->entry_len, sizeof(*h));
 	if (ret)
 		return ret;
 	if (cmd->count > sizeof(hbuf) / sizeof(*h)) {
@@ -172,7 +172,7 @@ static int kvp_row_alloc_ioctl(struct kvp_ucmd *ucmd)
 			return -ENOMEM;
 	}
 
-	kvp_lock_timed(c->pool, &lt, trace_kvpool_row_alloc_enabled());
+	kvpd_lock_timed(c->pool, &lt, trace_kvpool_row_alloc_enabled());
 	ret = kvp_row_alloc_locked(c, h, cmd->count, &cmd->out_short);
 	trace_kvpool_row_alloc(c, cmd->count, h, cmd->out_short, ret, &lt);
 	trace_kvpool_refuse(c, KVPOOL_CMD_ROW_ALLOC, ret, cmd->out_short);
@@ -180,8 +180,8 @@ static int kvp_row_alloc_ioctl(struct kvp_ucmd *ucmd)
 	if (ret)
 		goto out_free;
 
-	if (kvp_write_array(cmd->handles, h, cmd->count, cmd->entry_len,
-			    sizeof(*h), true)) {
+	if (kvpd_write_array(cmd->handles, h, cmd->count, cmd->entry_len,
+			     sizeof(*h), true)) {
 		/*
 		 * The caller cannot name rows it never learnt of: give them
 		 * back rather than leave them held until close.
@@ -194,7 +194,7 @@ static int kvp_row_alloc_ioctl(struct kvp_ucmd *ucmd)
 		ret = -EFAULT;
 	}
 out_free:
-	kvp_array_free(h, hbuf);
+	kvpd_array_free(h, hbuf);
 	return ret;
 }
 
@@ -203,8 +203,8 @@ out_free:
  * user-access section, a store an entry, the caller's own fields never
  * rewritten (docs/design.md, "Arrays").
  */
-static int kvp_write_nr_new(u64 uptr, const struct kvpool_extend_entry *e,
-			    u32 count, u32 len)
+static int kvpd_write_nr_new(u64 uptr, const struct kvpool_extend_entry *e,
+			     u32 count, u32 len)
 {
 	char __user *u = u64_to_user_ptr(uptr);
 	u32 i;
@@ -225,17 +225,17 @@ efault:
 }
 
 /* Page ids an EXTEND keeps on its stack (docs/design.md, "Arrays"). */
-#define KVP_STACK_PAGES	64
+#define KVPD_STACK_PAGES	64
 
-static int kvp_extend_ioctl(struct kvp_ucmd *ucmd)
+static int kvpd_extend_ioctl(struct kvpd_ucmd *ucmd)
 {
 	struct kvp_client *c = ucmd->client;
 	struct kvpool_extend *cmd = ucmd->cmd;
-	u64 ebuf[KVP_STACK_ARRAY / sizeof(u64)];
+	u64 ebuf[KVPD_STACK_ARRAY / sizeof(u64)];
 	struct kvpool_extend_entry *e;
 	struct kvp_extend_result res;
-	struct kvp_lock_ns lt;
-	u32 pbuf[KVP_STACK_PAGES];
+	struct kvpd_lock_ns lt;
+	u32 pbuf[KVPD_STACK_PAGES];
 	size_t ssize, esize, eroom;
 	u32 *pages = pbuf, pcap;
 	bool scratch;
@@ -246,13 +246,13 @@ static int kvp_extend_ioctl(struct kvp_ucmd *ucmd)
 	cmd->out_nr_pages = 0;
 	cmd->out_short = 0;
 	cmd->out_error_index = ~0U;
-	ret = kvp_check_batch(c, cmd->flags, cmd->count);
+	ret = kvpd_check_batch(c, cmd->flags, cmd->count);
 	if (!ret && cmd->__reserved)
 		ret = -EINVAL;
 	if (!ret)
-		ret = kvp_check_len(cmd->entry_len, sizeof(*e));
+		ret = kvpd_check_len(cmd->entry_len, sizeof(*e));
 	if (!ret)
-		ret = kvp_check_len(cmd->page_entry_len, sizeof(u32));
+		ret = kvpd_check_len(cmd->page_entry_len, sizeof(u32));
 	if (ret)
 		return ret;
 
@@ -260,13 +260,13 @@ static int kvp_extend_ioctl(struct kvp_ucmd *ucmd)
 	 * The entries, then the new ids after them, in the file's scratch
 	 * buffer when this call has it and they fit; else on the stack.
 	 */
-	scratch = kvp_scratch_get(c, (void **)&sb, &ssize);
+	scratch = kvpd_scratch_get(c, (void **)&sb, &ssize);
 	esize = (size_t)cmd->count * sizeof(*e);
 	eroom = ALIGN(esize, sizeof(u64));
 	ebp = ssize > sizeof(ebuf) ? (void *)sb : (void *)ebuf;
-	e = kvp_read_array_buf(cmd->entries, cmd->count, cmd->entry_len,
-			       sizeof(*e), &cmd->out_error_index, ebp,
-			       ebp == sb ? ssize : sizeof(ebuf));
+	e = kvpd_read_array_buf(cmd->entries, cmd->count, cmd->entry_len,
+				sizeof(*e), &cmd->out_error_index, ebp,
+				ebp == sb ? ssize : sizeof(ebuf));
 	if (IS_ERR(e)) {
 		ret = PTR_ERR(e);
 		goto out_scratch;
@@ -280,7 +280,7 @@ static int kvp_extend_ioctl(struct kvp_ucmd *ucmd)
 		pcap = ssize / sizeof(u32);
 	}
 
-	kvp_lock_timed(c->pool, &lt, trace_kvpool_extend_enabled());
+	kvpd_lock_timed(c->pool, &lt, trace_kvpool_extend_enabled());
 	ret = kvp_extend_buf_locked(c, e, cmd->count, cmd->pages_cap,
 				    pages, pcap, &res);
 	trace_kvpool_extend(c, cmd->count, e, &res, ret, &lt);
@@ -292,30 +292,30 @@ static int kvp_extend_ioctl(struct kvp_ucmd *ucmd)
 	if (ret)
 		goto out_free;
 
-	if (kvp_write_nr_new(cmd->entries, e, cmd->count, cmd->entry_len) ||
-	    kvp_write_array(cmd->pages, res.pages, res.nr_pages,
-			    cmd->page_entry_len, sizeof(u32), true))
+	if (kvpd_write_nr_new(cmd->entries, e, cmd->count, cmd->entry_len) ||
+	    kvpd_write_array(cmd->pages, res.pages, res.nr_pages,
+			     cmd->page_entry_len, sizeof(u32), true))
 		ret = -EFAULT;
 out_free:
-	kvp_array_free(res.pages, pages);
-	kvp_array_free(e, ebp);
+	kvpd_array_free(res.pages, pages);
+	kvpd_array_free(e, ebp);
 out_scratch:
 	if (scratch)
-		kvp_scratch_put(c, ret ? 0 :
-				eroom + (size_t)res.nr_pages * sizeof(u32));
+		kvpd_scratch_put(c, ret ? 0 :
+				 eroom + (size_t)res.nr_pages * sizeof(u32));
 	return ret;
 }
 
 /*
  * The ops that share struct kvpool_batch, one row each in
- * kvp_batch_ops[] (by command number): the size of an entry, the flags
+ * kvpd_batch_ops[] (by command number): the size of an entry, the flags
  * the op takes, its core call and its event. @run is called under the
  * pool lock with the entries read in; it fills cmd->out_*. @traced and
  * @trace are the event's trace_*_enabled() and trace_*() (one event
  * class, so one type), or NULL for an op without one: the lock is timed
  * only when the event is on.
  */
-struct kvp_batch_op {
+struct kvpd_batch_op {
 	size_t entry_size;
 	u32 flags;
 	int (*run)(struct kvp_client *c, const void *e,
@@ -323,7 +323,7 @@ struct kvp_batch_op {
 	bool (*traced)(void);
 	void (*trace)(const struct kvp_client *c, u32 count, u32 row,
 		      u32 flags, u32 pages, u32 error_index, int err,
-		      const struct kvp_lock_ns *l);
+		      const struct kvpd_lock_ns *l);
 };
 
 /*
@@ -334,42 +334,42 @@ struct kvp_batch_op {
 static_assert(offsetof(struct kvpool_handle, req_pool_idx) == 0);
 static_assert(offsetof(struct kvpool_len_entry, handle) == 0);
 
-static int kvp_commit_run(struct kvp_client *c, const void *e,
-			  struct kvpool_batch *cmd)
+static int kvpd_commit_run(struct kvp_client *c, const void *e,
+			   struct kvpool_batch *cmd)
 {
 	return kvp_commit_locked(c, e, cmd->count, &cmd->out_error_index);
 }
 
-static int kvp_trim_run(struct kvp_client *c, const void *e,
-			struct kvpool_batch *cmd)
+static int kvpd_trim_run(struct kvp_client *c, const void *e,
+			 struct kvpool_batch *cmd)
 {
 	return kvp_trim_locked(c, e, cmd->count, &cmd->out_nr_pages,
 			       &cmd->out_error_index);
 }
 
-static int kvp_release_run(struct kvp_client *c, const void *e,
-			   struct kvpool_batch *cmd)
+static int kvpd_release_run(struct kvp_client *c, const void *e,
+			    struct kvpool_batch *cmd)
 {
 	return kvp_release_locked(c, e, cmd->count, cmd->flags,
 				  &cmd->out_nr_pages, &cmd->out_error_index);
 }
 
-static int kvp_donate_run(struct kvp_client *c, const void *e,
-			  struct kvpool_batch *cmd)
+static int kvpd_donate_run(struct kvp_client *c, const void *e,
+			   struct kvpool_batch *cmd)
 {
 	return kvp_donate_locked(c, e, cmd->count, &cmd->out_nr_pages,
 				 &cmd->out_error_index);
 }
 
-static int kvp_swa_free_run(struct kvp_client *c, const void *e,
-			    struct kvpool_batch *cmd)
+static int kvpd_swa_free_run(struct kvp_client *c, const void *e,
+			     struct kvpool_batch *cmd)
 {
 	return kvp_swa_free_locked(c, e, cmd->count, &cmd->out_nr_pages,
 				   &cmd->out_error_index);
 }
 
-static int kvp_cache_evict_run(struct kvp_client *c, const void *e,
-			       struct kvpool_batch *cmd)
+static int kvpd_cache_evict_run(struct kvp_client *c, const void *e,
+				struct kvpool_batch *cmd)
 {
 	int ret = kvp_cache_evict_locked(c, e, cmd->count,
 					 &cmd->out_error_index);
@@ -379,89 +379,89 @@ static int kvp_cache_evict_run(struct kvp_client *c, const void *e,
 	return ret;
 }
 
-static const struct kvp_batch_op kvp_batch_ops[] = {
+static const struct kvpd_batch_op kvpd_batch_ops[] = {
 	[KVPOOL_CMD_COMMIT] = {
 		.entry_size = sizeof(struct kvpool_len_entry),
-		.run = kvp_commit_run,
+		.run = kvpd_commit_run,
 	},
 	[KVPOOL_CMD_TRIM] = {
 		.entry_size = sizeof(struct kvpool_handle),
-		.run = kvp_trim_run,
+		.run = kvpd_trim_run,
 		.traced = trace_kvpool_trim_enabled,
 		.trace = trace_kvpool_trim,
 	},
 	[KVPOOL_CMD_RELEASE] = {
 		.entry_size = sizeof(struct kvpool_handle),
 		.flags = KVPOOL_RELEASE_DONATE,
-		.run = kvp_release_run,
+		.run = kvpd_release_run,
 		.traced = trace_kvpool_release_enabled,
 		.trace = trace_kvpool_release,
 	},
 	[KVPOOL_CMD_DONATE] = {
 		.entry_size = sizeof(struct kvpool_len_entry),
-		.run = kvp_donate_run,
+		.run = kvpd_donate_run,
 		.traced = trace_kvpool_donate_enabled,
 		.trace = trace_kvpool_donate,
 	},
 	[KVPOOL_CMD_SWA_FREE] = {
 		.entry_size = sizeof(struct kvpool_len_entry),
-		.run = kvp_swa_free_run,
+		.run = kvpd_swa_free_run,
 		.traced = trace_kvpool_swa_free_enabled,
 		.trace = trace_kvpool_swa_free,
 	},
 	[KVPOOL_CMD_CACHE_EVICT] = {
 		.entry_size = sizeof(u32),
-		.run = kvp_cache_evict_run,
+		.run = kvpd_cache_evict_run,
 		.traced = trace_kvpool_cache_evict_enabled,
 		.trace = trace_kvpool_cache_evict,
 	},
 };
 
-/* Every op of kvp_batch_ops[]: its row is the op table's data. */
-static int kvp_batch_ioctl(struct kvp_ucmd *ucmd)
+/* Every op of kvpd_batch_ops[]: its row is the op table's data. */
+static int kvpd_batch_ioctl(struct kvpd_ucmd *ucmd)
 {
-	const struct kvp_batch_op *op = ucmd->data;
+	const struct kvpd_batch_op *op = ucmd->data;
 	struct kvp_client *c = ucmd->client;
 	struct kvpool_batch *cmd = ucmd->cmd;
 	size_t size = op->entry_size;
-	u64 ebuf[KVP_STACK_ARRAY / sizeof(u64)];
+	u64 ebuf[KVPD_STACK_ARRAY / sizeof(u64)];
 	void *e, *ebp, *sb;
-	struct kvp_lock_ns lt;
+	struct kvpd_lock_ns lt;
 	size_t ssize;
 	bool scratch;
 	int ret;
 
 	cmd->out_error_index = ~0U;
 	cmd->out_nr_pages = 0;
-	ret = kvp_check_batch(c, cmd->flags & ~op->flags, cmd->count);
+	ret = kvpd_check_batch(c, cmd->flags & ~op->flags, cmd->count);
 	if (!ret)
-		ret = kvp_check_len(cmd->entry_len, size);
+		ret = kvpd_check_len(cmd->entry_len, size);
 	if (ret)
 		return ret;
-	scratch = kvp_scratch_get(c, &sb, &ssize);
+	scratch = kvpd_scratch_get(c, &sb, &ssize);
 	ebp = ssize > sizeof(ebuf) ? sb : ebuf;
-	e = kvp_read_array_buf(cmd->entries, cmd->count, cmd->entry_len, size,
-			       &cmd->out_error_index, ebp,
-			       ebp == sb ? ssize : sizeof(ebuf));
+	e = kvpd_read_array_buf(cmd->entries, cmd->count, cmd->entry_len, size,
+				&cmd->out_error_index, ebp,
+				ebp == sb ? ssize : sizeof(ebuf));
 	if (IS_ERR(e)) {
 		ret = PTR_ERR(e);
 		goto out_scratch;
 	}
 
-	kvp_lock_timed(c->pool, &lt, op->traced && op->traced());
+	kvpd_lock_timed(c->pool, &lt, op->traced && op->traced());
 	ret = op->run(c, e, cmd);
 	if (op->trace)
 		op->trace(c, cmd->count, *(const u32 *)e, cmd->flags,
 			  cmd->out_nr_pages, cmd->out_error_index, ret, &lt);
 	mutex_unlock(&c->pool->lock);
-	kvp_array_free(e, ebp);
+	kvpd_array_free(e, ebp);
 out_scratch:
 	if (scratch)
-		kvp_scratch_put(c, ret ? 0 : (size_t)cmd->count * size);
+		kvpd_scratch_put(c, ret ? 0 : (size_t)cmd->count * size);
 	return ret;
 }
 
-static int kvp_attach_prefix_ioctl(struct kvp_ucmd *ucmd)
+static int kvpd_attach_prefix_ioctl(struct kvpd_ucmd *ucmd)
 {
 	struct kvp_client *c = ucmd->client;
 	struct kvpool_attach *cmd = ucmd->cmd;
@@ -473,11 +473,11 @@ static int kvp_attach_prefix_ioctl(struct kvp_ucmd *ucmd)
 		return -EOPNOTSUPP;
 	if (!cmd->nr_pages || cmd->nr_pages > max)
 		return -EINVAL;
-	ret = kvp_check_len(cmd->page_entry_len, sizeof(u32));
+	ret = kvpd_check_len(cmd->page_entry_len, sizeof(u32));
 	if (ret)
 		return ret;
-	pages = kvp_read_array(cmd->pages, cmd->nr_pages, cmd->page_entry_len,
-			       sizeof(u32), NULL);
+	pages = kvpd_read_array(cmd->pages, cmd->nr_pages, cmd->page_entry_len,
+				sizeof(u32), NULL);
 	if (IS_ERR(pages))
 		return PTR_ERR(pages);
 	mutex_lock(&c->pool->lock);
@@ -488,7 +488,7 @@ static int kvp_attach_prefix_ioctl(struct kvp_ucmd *ucmd)
 }
 
 /* TO_SLOT names a row; FROM_SLOT only writes one; SLOT_RELEASE needs none. */
-static int kvp_slot_check(struct kvpool_slot *cmd, bool handle_must_be_0)
+static int kvpd_slot_check(struct kvpool_slot *cmd, bool handle_must_be_0)
 {
 	if (cmd->flags)
 		return -EOPNOTSUPP;
@@ -501,13 +501,13 @@ static int kvp_slot_check(struct kvpool_slot *cmd, bool handle_must_be_0)
 	return 0;
 }
 
-static int kvp_to_slot_ioctl(struct kvp_ucmd *ucmd)
+static int kvpd_to_slot_ioctl(struct kvpd_ucmd *ucmd)
 {
 	struct kvp_client *c = ucmd->client;
 	struct kvpool_slot *cmd = ucmd->cmd;
 	int ret;
 
-	ret = kvp_slot_check(cmd, false);
+	ret = kvpd_slot_check(cmd, false);
 	if (ret)
 		return ret;
 	mutex_lock(&c->pool->lock);
@@ -517,8 +517,8 @@ static int kvp_to_slot_ioctl(struct kvp_ucmd *ucmd)
 	return ret;
 }
 
-static bool kvp_same_handle(const struct kvpool_handle *a,
-			    const struct kvpool_handle *b)
+static bool kvpd_same_handle(const struct kvpool_handle *a,
+			     const struct kvpool_handle *b)
 {
 	return a->req_pool_idx == b->req_pool_idx &&
 	       a->generation == b->generation;
@@ -526,9 +526,9 @@ static bool kvp_same_handle(const struct kvpool_handle *a,
 
 /*
  * The new handle is the only name the caller gets for the row: it is
- * written back before the row leaves the slot (see kvp_respond()).
+ * written back before the row leaves the slot (see kvpd_respond()).
  */
-static int kvp_from_slot_ioctl(struct kvp_ucmd *ucmd)
+static int kvpd_from_slot_ioctl(struct kvpd_ucmd *ucmd)
 {
 	struct kvp_client *c = ucmd->client;
 	struct kvpool_slot *cmd = ucmd->cmd;
@@ -536,7 +536,7 @@ static int kvp_from_slot_ioctl(struct kvp_ucmd *ucmd)
 	u32 n, n_now;
 	int ret;
 
-	ret = kvp_slot_check(cmd, false);
+	ret = kvpd_slot_check(cmd, false);
 	if (ret)
 		return ret;
 	memset(&cmd->handle, 0, sizeof(cmd->handle));
@@ -547,14 +547,14 @@ static int kvp_from_slot_ioctl(struct kvp_ucmd *ucmd)
 		return ret;
 	cmd->handle = h;
 	cmd->out_nr_pages = n;
-	ret = kvp_respond(ucmd);
+	ret = kvpd_respond(ucmd);
 	if (ret)
 		return ret;
 
 	mutex_lock(&c->pool->lock);
 	/* Another thread of the caller may have changed the slot since. */
 	ret = kvp_from_slot_peek_locked(c, cmd->session_id, &now, &n_now);
-	if (!ret && (!kvp_same_handle(&h, &now) || n != n_now))
+	if (!ret && (!kvpd_same_handle(&h, &now) || n != n_now))
 		ret = -EAGAIN;
 	if (!ret)
 		ret = kvp_from_slot_locked(c, cmd->session_id, &now, &n_now);
@@ -567,13 +567,13 @@ static int kvp_from_slot_ioctl(struct kvp_ucmd *ucmd)
 	return ret;
 }
 
-static int kvp_slot_release_ioctl(struct kvp_ucmd *ucmd)
+static int kvpd_slot_release_ioctl(struct kvpd_ucmd *ucmd)
 {
 	struct kvp_client *c = ucmd->client;
 	struct kvpool_slot *cmd = ucmd->cmd;
 	int ret;
 
-	ret = kvp_slot_check(cmd, true);
+	ret = kvpd_slot_check(cmd, true);
 	if (ret)
 		return ret;
 	mutex_lock(&c->pool->lock);
@@ -582,7 +582,7 @@ static int kvp_slot_release_ioctl(struct kvp_ucmd *ucmd)
 	return ret;
 }
 
-static int kvp_row_query_ioctl(struct kvp_ucmd *ucmd)
+static int kvpd_row_query_ioctl(struct kvpd_ucmd *ucmd)
 {
 	struct kvp_client *c = ucmd->client;
 	struct kvpool_row_query *cmd = ucmd->cmd;
@@ -599,7 +599,7 @@ static int kvp_row_query_ioctl(struct kvp_ucmd *ucmd)
 	}
 	if (cmd->__reserved)
 		return -EINVAL;
-	ret = kvp_check_len(cmd->page_entry_len, sizeof(u32));
+	ret = kvpd_check_len(cmd->page_entry_len, sizeof(u32));
 	if (ret)
 		return ret;
 	mutex_lock(&c->pool->lock);
@@ -608,15 +608,15 @@ static int kvp_row_query_ioctl(struct kvp_ucmd *ucmd)
 	if (ret)
 		return ret;
 	if (pages &&
-	    kvp_write_array(cmd->pages, pages,
-			    min(cmd->pages_cap, cmd->out_nr_pages),
-			    cmd->page_entry_len, sizeof(u32), true))
+	    kvpd_write_array(cmd->pages, pages,
+			     min(cmd->pages_cap, cmd->out_nr_pages),
+			     cmd->page_entry_len, sizeof(u32), true))
 		ret = -EFAULT;
 	kvfree(pages);
 	return ret;
 }
 
-static int kvp_verify_ioctl(struct kvp_ucmd *ucmd)
+static int kvpd_verify_ioctl(struct kvpd_ucmd *ucmd)
 {
 	struct kvp_pool *pool = ucmd->client->pool;
 	struct kvpool_verify *cmd = ucmd->cmd;
@@ -636,7 +636,7 @@ static int kvp_verify_ioctl(struct kvp_ucmd *ucmd)
 	return 0;
 }
 
-static int kvp_pressure_ioctl(struct kvp_ucmd *ucmd)
+static int kvpd_pressure_ioctl(struct kvpd_ucmd *ucmd)
 {
 	struct kvp_client *c = ucmd->client;
 	struct kvpool_pressure *cmd = ucmd->cmd;
@@ -655,64 +655,64 @@ static int kvp_pressure_ioctl(struct kvp_ucmd *ucmd)
 	return 0;
 }
 
-#define KVP_POOL_OP(_name, _fn, _struct, _last, _flags)			\
-	KVP_OP(KVPOOL_CMD_INFO, _name, _fn, _struct, _last, _flags)
-#define KVP_POOL_BATCH_OP(_name)					\
-	KVP_OP_DATA(KVPOOL_CMD_INFO, _name, kvp_batch_ioctl,		\
-		    struct kvpool_batch, out_nr_pages, 0,		\
-		    &kvp_batch_ops[KVPOOL_CMD_##_name])
+#define KVPD_POOL_OP(_name, _fn, _struct, _last, _flags)		\
+	KVPD_OP(KVPOOL_CMD_INFO, _name, _fn, _struct, _last, _flags)
+#define KVPD_POOL_BATCH_OP(_name)					\
+	KVPD_OP_DATA(KVPOOL_CMD_INFO, _name, kvpd_batch_ioctl,		\
+		     struct kvpool_batch, out_nr_pages, 0,		\
+		     &kvpd_batch_ops[KVPOOL_CMD_##_name])
 
-static const struct kvp_ioctl_op kvp_pool_ops[] = {
-	KVP_POOL_OP(INFO, kvp_info_ioctl, struct kvpool_info,
-		    __reserved, 0),
-	KVP_POOL_OP(STATS, kvp_stats_ioctl, struct kvpool_stats,
-		    out_tenant_max_rows, 0),
-	KVP_POOL_OP(ROW_ALLOC, kvp_row_alloc_ioctl,
-		    struct kvpool_row_alloc, __reserved, 0),
-	KVP_POOL_OP(EXTEND, kvp_extend_ioctl, struct kvpool_extend,
-		    __reserved, 0),
-	KVP_POOL_BATCH_OP(COMMIT),
-	KVP_POOL_BATCH_OP(TRIM),
-	KVP_POOL_BATCH_OP(RELEASE),
-	KVP_POOL_OP(TO_SLOT, kvp_to_slot_ioctl, struct kvpool_slot,
-		    __reserved, 0),
-	KVP_POOL_OP(FROM_SLOT, kvp_from_slot_ioctl, struct kvpool_slot,
-		    __reserved, 0),
-	KVP_POOL_OP(SLOT_RELEASE, kvp_slot_release_ioctl,
-		    struct kvpool_slot, __reserved, 0),
-	KVP_POOL_OP(ROW_QUERY, kvp_row_query_ioctl,
-		    struct kvpool_row_query, __reserved, 0),
+static const struct kvpd_ioctl_op kvpd_pool_ops[] = {
+	KVPD_POOL_OP(INFO, kvpd_info_ioctl, struct kvpool_info,
+		     __reserved, 0),
+	KVPD_POOL_OP(STATS, kvpd_stats_ioctl, struct kvpool_stats,
+		     out_tenant_max_rows, 0),
+	KVPD_POOL_OP(ROW_ALLOC, kvpd_row_alloc_ioctl,
+		     struct kvpool_row_alloc, __reserved, 0),
+	KVPD_POOL_OP(EXTEND, kvpd_extend_ioctl, struct kvpool_extend,
+		     __reserved, 0),
+	KVPD_POOL_BATCH_OP(COMMIT),
+	KVPD_POOL_BATCH_OP(TRIM),
+	KVPD_POOL_BATCH_OP(RELEASE),
+	KVPD_POOL_OP(TO_SLOT, kvpd_to_slot_ioctl, struct kvpool_slot,
+		     __reserved, 0),
+	KVPD_POOL_OP(FROM_SLOT, kvpd_from_slot_ioctl, struct kvpool_slot,
+		     __reserved, 0),
+	KVPD_POOL_OP(SLOT_RELEASE, kvpd_slot_release_ioctl,
+		     struct kvpool_slot, __reserved, 0),
+	KVPD_POOL_OP(ROW_QUERY, kvpd_row_query_ioctl,
+		     struct kvpool_row_query, __reserved, 0),
 	/* O(pool) under the pool lock: not for every client to repeat. */
-	KVP_POOL_OP(VERIFY, kvp_verify_ioctl, struct kvpool_verify,
-		    __reserved, KVP_OP_ADMIN),
-	KVP_POOL_BATCH_OP(DONATE),
-	KVP_POOL_OP(ATTACH_PREFIX, kvp_attach_prefix_ioctl,
-		    struct kvpool_attach, pages, 0),
-	KVP_POOL_BATCH_OP(CACHE_EVICT),
-	KVP_POOL_BATCH_OP(SWA_FREE),
-	KVP_POOL_OP(EXPORT, kvp_export_ioctl, struct kvpool_export,
-		    out_nr_pages, 0),
-	KVP_POOL_OP(IMPORT, kvp_import_ioctl, struct kvpool_import,
-		    __reserved2, 0),
-	KVP_POOL_OP(PRESSURE, kvp_pressure_ioctl,
-		    struct kvpool_pressure, __reserved, 0),
-	KVP_POOL_OP(ARENA, kvp_arena_ioctl, struct kvpool_arena, fds, 0),
+	KVPD_POOL_OP(VERIFY, kvpd_verify_ioctl, struct kvpool_verify,
+		     __reserved, KVPD_OP_ADMIN),
+	KVPD_POOL_BATCH_OP(DONATE),
+	KVPD_POOL_OP(ATTACH_PREFIX, kvpd_attach_prefix_ioctl,
+		     struct kvpool_attach, pages, 0),
+	KVPD_POOL_BATCH_OP(CACHE_EVICT),
+	KVPD_POOL_BATCH_OP(SWA_FREE),
+	KVPD_POOL_OP(EXPORT, kvpd_export_ioctl, struct kvpool_export,
+		     out_nr_pages, 0),
+	KVPD_POOL_OP(IMPORT, kvpd_import_ioctl, struct kvpool_import,
+		     __reserved2, 0),
+	KVPD_POOL_OP(PRESSURE, kvpd_pressure_ioctl,
+		     struct kvpool_pressure, __reserved, 0),
+	KVPD_POOL_OP(ARENA, kvpd_arena_ioctl, struct kvpool_arena, fds, 0),
 };
 
-long kvp_pool_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+long kvpd_pool_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct kvp_client *c = file->private_data;
 	u32 seq = READ_ONCE(c->pool->pressure_seq), now;
 	long ret;
 
-	ret = kvp_dispatch(c, kvp_pool_ops, ARRAY_SIZE(kvp_pool_ops),
-			   KVPOOL_CMD_INFO, cmd, arg);
+	ret = kvpd_dispatch(c, kvpd_pool_ops, ARRAY_SIZE(kvpd_pool_ops),
+			    KVPOOL_CMD_INFO, cmd, arg);
 	/* The op may have raised someone's ask: let pollers look again. */
 	now = READ_ONCE(c->pool->pressure_seq);
 	if (now != seq) {
 		trace_kvpool_pressure_raise(c->pool->id, c->id, _IOC_NR(cmd),
 					    now);
-		wake_up_interruptible_all(&kvp_dev_of(c->pool)->wq);
+		wake_up_interruptible_all(&kvpd_dev_of(c->pool)->wq);
 	}
 	return ret;
 }

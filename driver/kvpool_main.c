@@ -44,14 +44,14 @@
 #endif
 
 /* see "Locking" in kvpool_drv.h */
-DEFINE_MUTEX(kvp_pools_lock);
-/* struct kvp_dev by pool id; an id being created is reserved (NULL). */
-DEFINE_XARRAY_ALLOC(kvp_pools);
-dev_t kvp_devt;		/* the first of KVP_MAX_POOLS minors */
+DEFINE_MUTEX(kvpd_pools_lock);
+/* struct kvpd_dev by pool id; an id being created is reserved (NULL). */
+DEFINE_XARRAY_ALLOC(kvpd_pools);
+dev_t kvpd_devt;		/* the first of KVPD_MAX_POOLS minors */
 /* Set once init can no longer fail: pools refuse opens before that. */
-bool kvp_live;
+bool kvpd_live;
 
-struct class kvp_class = {
+struct class kvpd_class = {
 	.name = "kvpool",
 };
 
@@ -72,29 +72,29 @@ module_param(reserve_zero, bool, 0444);
 MODULE_PARM_DESC(reserve_zero, "Reserve page 0 and row 0 of the default pool (default true)");
 
 /* The last reference is gone: no file, sysfs reader or table holds it. */
-static void kvp_dev_release(struct device *dev)
+static void kvpd_dev_release(struct device *dev)
 {
-	struct kvp_dev *kd = container_of(dev, struct kvp_dev, dev);
+	struct kvpd_dev *kd = container_of(dev, struct kvpd_dev, dev);
 
-	kvp_arena_free(kd->arena);
+	kvpd_arena_free(kd->arena);
 	pci_dev_put(kd->gpu);
 	kvp_pool_fini(&kd->core);
 	kfree(kd);
 }
 
 /*
- * Makes pool @id, an id the caller reserved in kvp_pools; publishes it
- * there once its device node exists. Called with kvp_pools_lock held.
+ * Makes pool @id, an id the caller reserved in kvpd_pools; publishes it
+ * there once its device node exists. Called with kvpd_pools_lock held.
  * @gpu, if not NULL, becomes the device's parent: the pool takes over the
  * caller's reference to it, failure or not.
  */
-int kvp_pool_create_locked(u32 id, u32 flags, u32 pages, u32 ptok,
-			   u32 rows, u32 rtok, struct pci_dev *gpu)
+int kvpd_pool_create_tlocked(u32 id, u32 flags, u32 pages, u32 ptok,
+			     u32 rows, u32 rtok, struct pci_dev *gpu)
 {
-	struct kvp_dev *kd;
+	struct kvpd_dev *kd;
 	int ret;
 
-	lockdep_assert_held(&kvp_pools_lock);
+	lockdep_assert_held(&kvpd_pools_lock);
 	kd = kzalloc(sizeof(*kd), GFP_KERNEL);
 	if (!kd) {
 		pci_dev_put(gpu);
@@ -108,7 +108,7 @@ int kvp_pool_create_locked(u32 id, u32 flags, u32 pages, u32 ptok,
 		return ret;
 	}
 	init_waitqueue_head(&kd->wq);
-	kvp_holds_init(kd);
+	kvpd_quarantines_init(kd);
 	/* The core tests its own flags only; INFO and sysfs report all. */
 	if (gpu)
 		kd->core.flags |= KVPOOL_CREATE_GPU;
@@ -117,20 +117,20 @@ int kvp_pool_create_locked(u32 id, u32 flags, u32 pages, u32 ptok,
 	/* From here on the device's release frees everything. */
 	device_initialize(&kd->dev);
 	kd->dev.parent = gpu ? &gpu->dev : NULL;
-	kd->dev.class = &kvp_class;
-	kd->dev.devt = MKDEV(MAJOR(kvp_devt), MINOR(kvp_devt) + id);
-	kd->dev.groups = kvp_pool_groups;
-	kd->dev.release = kvp_dev_release;
+	kd->dev.class = &kvpd_class;
+	kd->dev.devt = MKDEV(MAJOR(kvpd_devt), MINOR(kvpd_devt) + id);
+	kd->dev.groups = kvpd_pool_groups;
+	kd->dev.release = kvpd_dev_release;
 	ret = dev_set_name(&kd->dev, "kvpool%u", id);
 	if (ret)
 		goto out_put;
-	cdev_init(&kd->cdev, &kvp_pool_fops);
+	cdev_init(&kd->cdev, &kvpd_pool_fops);
 	kd->cdev.owner = THIS_MODULE;
 	ret = cdev_device_add(&kd->cdev, &kd->dev);
 	if (ret)
 		goto out_put;
 	/* The id is reserved: storing into it allocates nothing. */
-	ret = xa_err(xa_store(&kvp_pools, id, kd, GFP_KERNEL));
+	ret = xa_err(xa_store(&kvpd_pools, id, kd, GFP_KERNEL));
 	if (ret) {
 		cdev_device_del(&kd->cdev, &kd->dev);
 		goto out_put;
@@ -143,8 +143,8 @@ out_put:
 }
 
 /* Reserves an id and makes the pool: for the default pool at init. */
-static int kvp_pool_create(u32 flags, u32 pages, u32 ptok, u32 rows,
-			   u32 rtok)
+static int kvpd_pool_create(u32 flags, u32 pages, u32 ptok, u32 rows,
+			    u32 rtok)
 {
 	u32 id;
 	int ret;
@@ -152,25 +152,25 @@ static int kvp_pool_create(u32 flags, u32 pages, u32 ptok, u32 rows,
 	ret = kvp_geom_check(flags, pages, ptok, rows, rtok);
 	if (ret)
 		return ret;
-	mutex_lock(&kvp_pools_lock);
-	ret = xa_alloc(&kvp_pools, &id, NULL, XA_LIMIT(0, KVP_MAX_POOLS - 1),
+	mutex_lock(&kvpd_pools_lock);
+	ret = xa_alloc(&kvpd_pools, &id, NULL, XA_LIMIT(0, KVPD_MAX_POOLS - 1),
 		       GFP_KERNEL);
 	if (!ret) {
-		ret = kvp_pool_create_locked(id, flags, pages, ptok, rows, rtok,
-					     NULL);
+		ret = kvpd_pool_create_tlocked(id, flags, pages, ptok, rows,
+					       rtok, NULL);
 		if (ret)
-			xa_erase(&kvp_pools, id);
+			xa_erase(&kvpd_pools, id);
 	}
-	mutex_unlock(&kvp_pools_lock);
+	mutex_unlock(&kvpd_pools_lock);
 	return ret == -EBUSY ? -ENOSPC : ret;
 }
 
-int kvp_pool_destroy_locked(u32 id)
+int kvpd_pool_destroy_tlocked(u32 id)
 {
-	struct kvp_dev *kd;
+	struct kvpd_dev *kd;
 
-	lockdep_assert_held(&kvp_pools_lock);
-	kd = id < KVP_MAX_POOLS ? xa_load(&kvp_pools, id) : NULL;
+	lockdep_assert_held(&kvpd_pools_lock);
+	kd = id < KVPD_MAX_POOLS ? xa_load(&kvpd_pools, id) : NULL;
 	if (!kd)
 		return -ENODEV;
 
@@ -186,29 +186,29 @@ int kvp_pool_destroy_locked(u32 id)
 	kd->dead = true;
 	mutex_unlock(&kd->core.lock);
 	/* No client is left to quarantine more. */
-	kvp_holds_drain(kd);
+	kvpd_quarantines_drain(kd);
 
 	/* Waits for sysfs readers; an opener in flight holds its own ref. */
 	cdev_device_del(&kd->cdev, &kd->dev);
-	xa_erase(&kvp_pools, id);
+	xa_erase(&kvpd_pools, id);
 	put_device(&kd->dev);	/* the table's */
 	return 0;
 }
 
-static void kvp_pool_destroy_all(void)
+static void kvpd_pool_destroy_all(void)
 {
-	struct kvp_dev *kd;
+	struct kvpd_dev *kd;
 	unsigned long id;
 
 	/* No file of ours is open: the module could not be unloading. */
-	mutex_lock(&kvp_pools_lock);
-	xa_for_each(&kvp_pools, id, kd)
-		WARN_ON(kvp_pool_destroy_locked(id));
-	mutex_unlock(&kvp_pools_lock);
+	mutex_lock(&kvpd_pools_lock);
+	xa_for_each(&kvpd_pools, id, kd)
+		WARN_ON(kvpd_pool_destroy_tlocked(id));
+	mutex_unlock(&kvpd_pools_lock);
 }
 
 /* Says which default-pool parameter is out of range, and the rule. */
-static int kvp_check_params(void)
+static int kvpd_check_params(void)
 {
 	u32 lo = reserve_zero ? 2 : 1;
 
@@ -239,50 +239,50 @@ static int __init kvpool_init(void)
 	int ret;
 
 	if (nr_pages) {
-		ret = kvp_check_params();
+		ret = kvpd_check_params();
 		if (ret)
 			return ret;
 	}
-	ret = class_register(&kvp_class);
+	ret = class_register(&kvpd_class);
 	if (ret)
 		return ret;
-	ret = alloc_chrdev_region(&kvp_devt, 0, KVP_MAX_POOLS, "kvpool");
+	ret = alloc_chrdev_region(&kvpd_devt, 0, KVPD_MAX_POOLS, "kvpool");
 	if (ret)
 		goto out_class;
 	if (nr_pages) {
-		ret = kvp_pool_create(reserve_zero ?
-				      KVPOOL_CREATE_RESERVE_ZERO : 0,
-				      nr_pages, page_tokens, nr_rows,
-				      row_tokens);
+		ret = kvpd_pool_create(reserve_zero ?
+				       KVPOOL_CREATE_RESERVE_ZERO : 0,
+				       nr_pages, page_tokens, nr_rows,
+				       row_tokens);
 		if (ret) {
 			pr_err("default pool: %d\n", ret);
 			goto out_region;
 		}
 	}
-	ret = misc_register(&kvp_ctl_misc);
+	ret = misc_register(&kvpd_ctl_misc);
 	if (ret)
 		goto out_pools;
 	/* Pairs with the acquire in open: all of init is visible there. */
-	smp_store_release(&kvp_live, true);
+	smp_store_release(&kvpd_live, true);
 	return 0;
 
 out_pools:
 	/* Opens were refused so far: no pool has clients. */
-	kvp_pool_destroy_all();
+	kvpd_pool_destroy_all();
 out_region:
-	unregister_chrdev_region(kvp_devt, KVP_MAX_POOLS);
+	unregister_chrdev_region(kvpd_devt, KVPD_MAX_POOLS);
 out_class:
-	class_unregister(&kvp_class);
+	class_unregister(&kvpd_class);
 	return ret;
 }
 
 static void __exit kvpool_exit(void)
 {
-	misc_deregister(&kvp_ctl_misc);
-	kvp_pool_destroy_all();
-	xa_destroy(&kvp_pools);
-	unregister_chrdev_region(kvp_devt, KVP_MAX_POOLS);
-	class_unregister(&kvp_class);
+	misc_deregister(&kvpd_ctl_misc);
+	kvpd_pool_destroy_all();
+	xa_destroy(&kvpd_pools);
+	unregister_chrdev_region(kvpd_devt, KVPD_MAX_POOLS);
+	class_unregister(&kvpd_class);
 }
 
 module_init(kvpool_init);

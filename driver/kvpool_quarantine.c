@@ -31,16 +31,16 @@
 #include "kvpool_trace.h"
 
 /* The first check after a close, and the longest wait between two. */
-#define KVP_HOLD_FIRST_MS	5
-#define KVP_HOLD_MAX_MS		1000
-#define KVP_USERS_MIN		4
+#define KVPD_SCAN_FIRST_MS	5
+#define KVPD_SCAN_MAX_MS	1000
+#define KVPD_USERS_MIN		4
 
 /*
  * Whether every thread of the process @pid leads is gone: its leader a
  * zombie (or reaped) with no other thread left. Each of them ran
  * exit_files() and the deferred releases of its files before that.
  */
-static bool kvp_process_gone(struct pid *pid)
+static bool kvpd_process_gone(struct pid *pid)
 {
 	struct task_struct *leader;
 	bool gone;
@@ -54,12 +54,12 @@ static bool kvp_process_gone(struct pid *pid)
 }
 
 /* Drops the processes of @u that are gone; returns how many are left. */
-static u32 kvp_users_prune(struct kvp_users *u)
+static u32 kvpd_users_prune(struct kvpd_users *u)
 {
 	u32 i, n = 0;
 
 	for (i = 0; i < u->nr; i++) {
-		if (kvp_process_gone(u->pid[i]))
+		if (kvpd_process_gone(u->pid[i]))
 			put_pid(u->pid[i]);
 		else
 			u->pid[n++] = u->pid[i];
@@ -69,12 +69,12 @@ static u32 kvp_users_prune(struct kvp_users *u)
 }
 
 /**
- * kvp_users_fini() - drop every user of a client file, and the list
- * @u: the users, set up by kvp_users_init()
+ * kvpd_users_fini() - drop every user of a client file, and the list
+ * @u: the users, set up by kvpd_users_init()
  *
  * Context: any process context.
  */
-void kvp_users_fini(struct kvp_users *u)
+void kvpd_users_fini(struct kvpd_users *u)
 {
 	u32 i;
 
@@ -88,19 +88,19 @@ void kvp_users_fini(struct kvp_users *u)
 }
 
 /**
- * kvp_users_init() - start a client's users with its opener
+ * kvpd_users_init() - start a client's users with its opener
  * @u: the client file's users, zeroed
  *
  * Context: process context, the opener's; may sleep.
  * Return: 0 or -ENOMEM.
  */
-int kvp_users_init(struct kvp_users *u)
+int kvpd_users_init(struct kvpd_users *u)
 {
 	mutex_init(&u->lock);
-	u->pid = kcalloc(KVP_USERS_MIN, sizeof(*u->pid), GFP_KERNEL_ACCOUNT);
+	u->pid = kcalloc(KVPD_USERS_MIN, sizeof(*u->pid), GFP_KERNEL_ACCOUNT);
 	if (!u->pid)
 		return -ENOMEM;
-	u->cap = KVP_USERS_MIN;
+	u->cap = KVPD_USERS_MIN;
 	u->pid[0] = get_pid(task_tgid(current));
 	u->nr = 1;
 	WRITE_ONCE(u->last, u->pid[0]);
@@ -108,10 +108,10 @@ int kvp_users_init(struct kvp_users *u)
 }
 
 /**
- * kvp_users_note() - count the calling process among a client's users
+ * kvpd_users_note() - count the calling process among a client's users
  * @u: the client file's users
  *
- * Called by kvp_dispatch() before every pool op that passed the number and
+ * Called by kvpd_dispatch() before every pool op that passed the number and
  * privilege checks: the same process again costs one compare.
  * A new one is added, after dropping those that are gone, so the list is
  * as long as the live processes sharing the file.
@@ -119,7 +119,7 @@ int kvp_users_init(struct kvp_users *u)
  * Context: process context; may sleep.
  * Return: 0, or -ENOMEM with nothing changed (the op is not run).
  */
-int kvp_users_note(struct kvp_users *u)
+int kvpd_users_note(struct kvpd_users *u)
 {
 	struct pid *me = task_tgid(current);
 	int ret = 0;
@@ -136,7 +136,7 @@ int kvp_users_note(struct kvp_users *u)
 	 * after that could get its memory: no lockless reader may match it.
 	 */
 	WRITE_ONCE(u->last, NULL);
-	if (kvp_users_prune(u) == u->cap) {
+	if (kvpd_users_prune(u) == u->cap) {
 		struct pid **p = krealloc_array(u->pid, 2 * u->cap,
 						sizeof(*p),
 						GFP_KERNEL_ACCOUNT);
@@ -157,35 +157,35 @@ out:
 	return ret;
 }
 
-/* The file is gone: its users and client go with it, or with its hold. */
-static void kvp_pool_file_free(struct kvp_pool_file *pf)
+/* The file is gone: its users and client go with it, or its quarantine. */
+static void kvpd_pool_file_free(struct kvpd_pool_file *pf)
 {
-	kvp_users_fini(&pf->users);
+	kvpd_users_fini(&pf->users);
 	mutex_destroy(&pf->scratch.lock);
 	kfree(pf);
 }
 
 /**
- * kvp_pool_file_release() - the last close of a client: free or hold back
+ * kvpd_pool_file_release() - the last close of a client: free or quarantine
  * @pf: the client file
  *
  * Without an arena every page goes back at once. With one, the pages of
  * the rows and slots the client still held are quarantined while a
  * process that used it lives, and @pf itself, its client dead, becomes
- * the record of that quarantine on the pool until kvp_hold_scan() ends
+ * the record of that quarantine on the pool until kvpd_quarantine_scan() ends
  * it.
  *
  * Context: process context; takes the pool lock.
  */
-void kvp_pool_file_release(struct kvp_pool_file *pf)
+void kvpd_pool_file_release(struct kvpd_pool_file *pf)
 {
 	struct kvp_pool *pool = pf->c.pool;
-	struct kvp_dev *kd = kvp_dev_of(pool);
-	struct kvp_trace_held th = {};
+	struct kvpd_dev *kd = kvpd_dev_of(pool);
+	struct kvpd_trace_held th = {};
 	bool held = false;
 	u32 n;
 
-	/* No ioctl can run any more: a hold has no use for the buffer. */
+	/* No ioctl can run any more: a quarantine has no use for the buffer. */
 	kvfree(pf->scratch.buf);
 	pf->scratch.buf = NULL;
 	pf->scratch.size = 0;
@@ -198,18 +198,18 @@ void kvp_pool_file_release(struct kvp_pool_file *pf)
 		th.cache_pages = pf->c.nr_cache_pages;
 	}
 	if (kd->arena) {
-		kvp_client_detach_hold_locked(&pf->c, &pf->hold);
-		trace_kvpool_reclaim(pool, pf->c.id, &th, pf->hold.nr);
+		kvp_client_detach_quarantine_locked(&pf->c, &pf->quarantine);
+		trace_kvpool_reclaim(pool, pf->c.id, &th, pf->quarantine.nr);
 		/* No ioctl can run: the file is gone. */
-		if (pf->hold.nr && !kvp_users_prune(&pf->users)) {
-			n = kvp_quarantine_end_locked(pool, &pf->hold);
+		if (pf->quarantine.nr && !kvpd_users_prune(&pf->users)) {
+			n = kvp_quarantine_end_locked(pool, &pf->quarantine);
 			trace_kvpool_quarantine_end(pool, pf->c.id, n);
 		}
-		if (pf->hold.nr) {
-			list_add_tail(&pf->hold_link, &kd->holds);
-			kd->hold_delay = msecs_to_jiffies(KVP_HOLD_FIRST_MS);
-			mod_delayed_work(system_wq, &kd->hold_work,
-					 kd->hold_delay);
+		if (pf->quarantine.nr) {
+			list_add_tail(&pf->quarantine_link, &kd->quarantines);
+			kd->scan_delay = msecs_to_jiffies(KVPD_SCAN_FIRST_MS);
+			mod_delayed_work(system_wq, &kd->scan_work,
+					 kd->scan_delay);
 			held = true;
 		}
 	} else {
@@ -218,55 +218,55 @@ void kvp_pool_file_release(struct kvp_pool_file *pf)
 	}
 	mutex_unlock(&pool->lock);
 	if (!held)
-		kvp_pool_file_free(pf);
+		kvpd_pool_file_free(pf);
 }
 
 /*
  * Ends the quarantines whose processes are all gone and checks again
- * later, each time twice as late up to KVP_HOLD_MAX_MS, while others
- * wait; a new close starts it over at KVP_HOLD_FIRST_MS.
+ * later, each time twice as late up to KVPD_SCAN_MAX_MS, while others
+ * wait; a new close starts it over at KVPD_SCAN_FIRST_MS.
  */
-static void kvp_hold_scan(struct work_struct *work)
+static void kvpd_quarantine_scan(struct work_struct *work)
 {
-	struct kvp_dev *kd = container_of(to_delayed_work(work),
-					  struct kvp_dev, hold_work);
-	struct kvp_pool_file *pf, *next;
+	struct kvpd_dev *kd = container_of(to_delayed_work(work),
+					   struct kvpd_dev, scan_work);
+	struct kvpd_pool_file *pf, *next;
 	LIST_HEAD(done);
 	u32 seq;
 
 	mutex_lock(&kd->core.lock);
 	seq = kd->core.pressure_seq;
-	list_for_each_entry_safe(pf, next, &kd->holds, hold_link) {
+	list_for_each_entry_safe(pf, next, &kd->quarantines, quarantine_link) {
 		u32 n;
 
-		if (kvp_users_prune(&pf->users))
+		if (kvpd_users_prune(&pf->users))
 			continue;
-		n = kvp_quarantine_end_locked(&kd->core, &pf->hold);
+		n = kvp_quarantine_end_locked(&kd->core, &pf->quarantine);
 		trace_kvpool_quarantine_end(&kd->core, pf->c.id, n);
-		list_move(&pf->hold_link, &done);
+		list_move(&pf->quarantine_link, &done);
 	}
-	if (!list_empty(&kd->holds)) {
-		kd->hold_delay = min_t(unsigned long, 2 * kd->hold_delay,
-				       msecs_to_jiffies(KVP_HOLD_MAX_MS));
-		queue_delayed_work(system_wq, &kd->hold_work, kd->hold_delay);
+	if (!list_empty(&kd->quarantines)) {
+		kd->scan_delay = min_t(unsigned long, 2 * kd->scan_delay,
+				       msecs_to_jiffies(KVPD_SCAN_MAX_MS));
+		queue_delayed_work(system_wq, &kd->scan_work, kd->scan_delay);
 	}
 	mutex_unlock(&kd->core.lock);
 	/* Pages are free again: pollers' asks may have changed. */
 	if (READ_ONCE(kd->core.pressure_seq) != seq)
 		wake_up_interruptible_all(&kd->wq);
-	list_for_each_entry_safe(pf, next, &done, hold_link)
-		kvp_pool_file_free(pf);
+	list_for_each_entry_safe(pf, next, &done, quarantine_link)
+		kvpd_pool_file_free(pf);
 }
 
-void kvp_holds_init(struct kvp_dev *kd)
+void kvpd_quarantines_init(struct kvpd_dev *kd)
 {
-	INIT_LIST_HEAD(&kd->holds);
-	INIT_DELAYED_WORK(&kd->hold_work, kvp_hold_scan);
+	INIT_LIST_HEAD(&kd->quarantines);
+	INIT_DELAYED_WORK(&kd->scan_work, kvpd_quarantine_scan);
 }
 
 /**
- * kvp_holds_drain() - end every quarantine of a pool being destroyed
- * @kd: the pool, with no client left and @kd->dead set, so no new hold
+ * kvpd_quarantines_drain() - end every quarantine of a pool being destroyed
+ * @kd: the pool, with no client left and @kd->dead set, so no new quarantine
  *
  * Its pages are nobody's once the pool is gone: the processes that may
  * still write them keep the memory mapped themselves, and no later
@@ -274,20 +274,20 @@ void kvp_holds_init(struct kvp_dev *kd)
  *
  * Context: process context, pool lock not held (the scan takes it).
  */
-void kvp_holds_drain(struct kvp_dev *kd)
+void kvpd_quarantines_drain(struct kvpd_dev *kd)
 {
-	struct kvp_pool_file *pf, *next;
+	struct kvpd_pool_file *pf, *next;
 	LIST_HEAD(done);
 
-	cancel_delayed_work_sync(&kd->hold_work);
+	cancel_delayed_work_sync(&kd->scan_work);
 	mutex_lock(&kd->core.lock);
-	list_for_each_entry_safe(pf, next, &kd->holds, hold_link) {
-		u32 n = kvp_quarantine_end_locked(&kd->core, &pf->hold);
+	list_for_each_entry_safe(pf, next, &kd->quarantines, quarantine_link) {
+		u32 n = kvp_quarantine_end_locked(&kd->core, &pf->quarantine);
 
 		trace_kvpool_quarantine_end(&kd->core, pf->c.id, n);
-		list_move(&pf->hold_link, &done);
+		list_move(&pf->quarantine_link, &done);
 	}
 	mutex_unlock(&kd->core.lock);
-	list_for_each_entry_safe(pf, next, &done, hold_link)
-		kvp_pool_file_free(pf);
+	list_for_each_entry_safe(pf, next, &done, quarantine_link)
+		kvpd_pool_file_free(pf);
 }

@@ -10,22 +10,22 @@
 
 #include "kvpool_drv.h"
 
-static struct kvp_pool *kvp_dev_pool(struct device *dev)
+static struct kvp_pool *kvpd_dev_pool(struct device *dev)
 {
-	return &container_of(dev, struct kvp_dev, dev)->core;
+	return &container_of(dev, struct kvpd_dev, dev)->core;
 }
 
 /* A pool figure: the u32 at @offset in struct kvp_pool. */
-struct kvp_attr {
+struct kvpd_attr {
 	struct device_attribute dev_attr;
 	size_t offset;
 };
 
-static ssize_t kvp_attr_show(struct device *dev,
-			     struct device_attribute *attr, char *buf)
+static ssize_t kvpd_attr_show(struct device *dev,
+			      struct device_attribute *attr, char *buf)
 {
-	struct kvp_pool *pool = kvp_dev_pool(dev);
-	size_t offset = container_of(attr, struct kvp_attr, dev_attr)->offset;
+	struct kvp_pool *pool = kvpd_dev_pool(dev);
+	size_t offset = container_of(attr, struct kvpd_attr, dev_attr)->offset;
 	u32 val;
 
 	mutex_lock(&pool->lock);
@@ -34,18 +34,18 @@ static ssize_t kvp_attr_show(struct device *dev,
 	return sysfs_emit(buf, "%u\n", val);
 }
 
-#define KVP_ATTR(_name, _member)					\
-	static struct kvp_attr dev_attr_##_name = {			\
-		.dev_attr = __ATTR(_name, 0444, kvp_attr_show, NULL),	\
+#define KVPD_ATTR(_name, _member)					\
+	static struct kvpd_attr dev_attr_##_name = {			\
+		.dev_attr = __ATTR(_name, 0444, kvpd_attr_show, NULL),	\
 		.offset = offsetof(struct kvp_pool, _member),		\
 	}
 
 /* A counter: the u64 at @offset, which only ever grows. */
-static ssize_t kvp_attr64_show(struct device *dev,
-			       struct device_attribute *attr, char *buf)
+static ssize_t kvpd_attr64_show(struct device *dev,
+				struct device_attribute *attr, char *buf)
 {
-	struct kvp_pool *pool = kvp_dev_pool(dev);
-	size_t offset = container_of(attr, struct kvp_attr, dev_attr)->offset;
+	struct kvp_pool *pool = kvpd_dev_pool(dev);
+	size_t offset = container_of(attr, struct kvpd_attr, dev_attr)->offset;
 	u64 val;
 
 	mutex_lock(&pool->lock);
@@ -54,46 +54,46 @@ static ssize_t kvp_attr64_show(struct device *dev,
 	return sysfs_emit(buf, "%llu\n", (unsigned long long)val);
 }
 
-#define KVP_ATTR64(_name, _member)					\
-	static struct kvp_attr dev_attr_##_name = {			\
-		.dev_attr = __ATTR(_name, 0444, kvp_attr64_show, NULL),	\
+#define KVPD_ATTR64(_name, _member)					\
+	static struct kvpd_attr dev_attr_##_name = {			\
+		.dev_attr = __ATTR(_name, 0444, kvpd_attr64_show, NULL), \
 		.offset = offsetof(struct kvp_pool, _member),		\
 	}
 
-KVP_ATTR(pool_id, id);
-KVP_ATTR(nr_pages, nr_pages);
-KVP_ATTR(page_tokens, page_tokens);
-KVP_ATTR(nr_rows, nr_rows);
-KVP_ATTR(row_tokens, row_tokens);
-KVP_ATTR(create_flags, flags);
-KVP_ATTR(free_pages, free_pages);
-KVP_ATTR(row_pages, row_pages);
-KVP_ATTR(slot_pages, slot_pages);
-KVP_ATTR(cache_evictable, cache_evictable);
-KVP_ATTR(cache_pinned, cache_pinned);
-KVP_ATTR(reserved_pages, reserved_pages);
-KVP_ATTR(free_rows, free_rows);
-KVP_ATTR(held_rows, held_rows);
-KVP_ATTR(slot_rows, slot_rows);
-KVP_ATTR(reserved_rows, reserved_rows);
-KVP_ATTR(nr_clients, nr_clients);
-KVP_ATTR(nr_tenants, nr_tenants);
-KVP_ATTR(export_rows, export_rows);
-KVP_ATTR(export_pages, export_pages);
-KVP_ATTR(quarantine_pages, quarantine_pages);
-KVP_ATTR(low_wmark, low_wmark);
-KVP_ATTR(high_wmark, high_wmark);
+KVPD_ATTR(pool_id, id);
+KVPD_ATTR(nr_pages, nr_pages);
+KVPD_ATTR(page_tokens, page_tokens);
+KVPD_ATTR(nr_rows, nr_rows);
+KVPD_ATTR(row_tokens, row_tokens);
+KVPD_ATTR(create_flags, flags);
+KVPD_ATTR(free_pages, free_pages);
+KVPD_ATTR(row_pages, row_pages);
+KVPD_ATTR(slot_pages, slot_pages);
+KVPD_ATTR(cache_evictable, cache_evictable);
+KVPD_ATTR(cache_pinned, cache_pinned);
+KVPD_ATTR(reserved_pages, reserved_pages);
+KVPD_ATTR(free_rows, free_rows);
+KVPD_ATTR(held_rows, held_rows);
+KVPD_ATTR(slot_rows, slot_rows);
+KVPD_ATTR(reserved_rows, reserved_rows);
+KVPD_ATTR(nr_clients, nr_clients);
+KVPD_ATTR(nr_tenants, nr_tenants);
+KVPD_ATTR(export_rows, export_rows);
+KVPD_ATTR(export_pages, export_pages);
+KVPD_ATTR(quarantine_pages, quarantine_pages);
+KVPD_ATTR(low_wmark, low_wmark);
+KVPD_ATTR(high_wmark, high_wmark);
 /* Counters since the pool was made, for rates (kvpoolctl metrics). */
-KVP_ATTR(clients_opened, next_client_id);
-KVP_ATTR64(refused_space, refused_space);
-KVP_ATTR64(refused_quota, refused_quota);
-KVP_ATTR64(reclaimed_pages, reclaimed_pages);
+KVPD_ATTR(clients_opened, next_client_id);
+KVPD_ATTR64(refused_space, refused_space);
+KVPD_ATTR64(refused_quota, refused_quota);
+KVPD_ATTR64(reclaimed_pages, reclaimed_pages);
 
 /* The PCI device the pool was created for, as lspci names it, or "". */
 static ssize_t gpu_show(struct device *dev, struct device_attribute *attr,
 			char *buf)
 {
-	struct kvp_dev *kd = container_of(dev, struct kvp_dev, dev);
+	struct kvpd_dev *kd = container_of(dev, struct kvpd_dev, dev);
 
 	return sysfs_emit(buf, "%s\n", kd->gpu ? pci_name(kd->gpu) : "");
 }
@@ -103,7 +103,7 @@ static DEVICE_ATTR_RO(gpu);
 static ssize_t mem_bytes_show(struct device *dev,
 			      struct device_attribute *attr, char *buf)
 {
-	struct kvp_pool *pool = kvp_dev_pool(dev);
+	struct kvp_pool *pool = kvpd_dev_pool(dev);
 	u64 val;
 
 	mutex_lock(&pool->lock);
@@ -113,7 +113,7 @@ static ssize_t mem_bytes_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(mem_bytes);
 
-static struct attribute *kvp_pool_attrs[] = {
+static struct attribute *kvpd_pool_attrs[] = {
 	&dev_attr_gpu.attr,
 	&dev_attr_mem_bytes.attr,
 	&dev_attr_pool_id.dev_attr.attr,
@@ -146,11 +146,11 @@ static struct attribute *kvp_pool_attrs[] = {
 	NULL,
 };
 
-static const struct attribute_group kvp_pool_group = {
-	.attrs = kvp_pool_attrs,
+static const struct attribute_group kvpd_pool_group = {
+	.attrs = kvpd_pool_attrs,
 };
 
-const struct attribute_group *kvp_pool_groups[] = {
-	&kvp_pool_group,
+const struct attribute_group *kvpd_pool_groups[] = {
+	&kvpd_pool_group,
 	NULL,
 };

@@ -35,28 +35,28 @@
 #define _KVPOOL_TRACE_ONCE
 
 /**
- * struct kvp_lock_ns - how long an op waited for its pool lock
+ * struct kvpd_lock_ns - how long an op waited for its pool lock
  * @t: ktime_get_ns() when it got the lock; 0 when it was not timed
  * @wait_ns: nanoseconds mutex_lock() took
  *
- * Filled by kvp_lock_timed() only while the op's event is enabled: with
+ * Filled by kvpd_lock_timed() only while the op's event is enabled: with
  * tracing off an op pays one patched-out jump for it, nothing more.
  */
-struct kvp_lock_ns {
+struct kvpd_lock_ns {
 	u64 t;
 	u64 wait_ns;
 };
 
 /**
- * kvp_lock_timed() - take a pool lock, timing it if asked
+ * kvpd_lock_timed() - take a pool lock, timing it if asked
  * @pool: the pool
  * @l: where the times go
  * @on: whether to time it: the op's trace_<event>_enabled()
  *
  * Context: process context; may sleep. Takes @pool->lock.
  */
-static inline void kvp_lock_timed(struct kvp_pool *pool,
-				  struct kvp_lock_ns *l, bool on)
+static inline void kvpd_lock_timed(struct kvp_pool *pool,
+				   struct kvpd_lock_ns *l, bool on)
 {
 	u64 t0;
 
@@ -73,12 +73,12 @@ static inline void kvp_lock_timed(struct kvp_pool *pool,
 }
 
 /* Nanoseconds the lock has been held; 0 if it was not timed. */
-static inline u64 kvp_lock_held_ns(const struct kvp_lock_ns *l)
+static inline u64 kvpd_lock_held_ns(const struct kvpd_lock_ns *l)
 {
 	return l && l->t ? ktime_get_ns() - l->t : 0;
 }
 
-static inline u64 kvp_lock_wait_ns(const struct kvp_lock_ns *l)
+static inline u64 kvpd_lock_wait_ns(const struct kvpd_lock_ns *l)
 {
 	return l ? l->wait_ns : 0;
 }
@@ -87,7 +87,7 @@ static inline u64 kvp_lock_wait_ns(const struct kvp_lock_ns *l)
  * What a client held when its last close began: the rows, slots and
  * pages its file gives back (kvpool_reclaim).
  */
-struct kvp_trace_held {
+struct kvpd_trace_held {
 	u32 tenant;
 	u32 rows;
 	u32 slots;
@@ -98,7 +98,7 @@ struct kvp_trace_held {
 #endif /* _KVPOOL_TRACE_ONCE */
 
 /* Who did it: the pool, client and tenant every op event starts with. */
-#define KVP_TP_WHO_ASSIGN(c)						\
+#define KVPD_TP_WHO_ASSIGN(c)						\
 	do {								\
 		const struct kvp_client *__c = (c);			\
 									\
@@ -110,7 +110,7 @@ struct kvp_trace_held {
 TRACE_EVENT(kvpool_row_alloc,
 	    TP_PROTO(const struct kvp_client *c, u32 count,
 		     const struct kvpool_handle *h, u32 short_rows, int err,
-		     const struct kvp_lock_ns *l),
+		     const struct kvpd_lock_ns *l),
 	    TP_ARGS(c, count, h, short_rows, err, l),
 	    TP_STRUCT__entry(__field(unsigned int, pool)
 			     __field(unsigned int, client)
@@ -123,15 +123,15 @@ TRACE_EVENT(kvpool_row_alloc,
 			     __field(int, err)
 			     __field(unsigned long long, wait_ns)
 			     __field(unsigned long long, hold_ns)),
-	    TP_fast_assign(KVP_TP_WHO_ASSIGN(c);
+	    TP_fast_assign(KVPD_TP_WHO_ASSIGN(c);
 			   __entry->count = count;
 			   __entry->row = err ? KVP_NIL : h[0].req_pool_idx;
 			   __entry->short_rows = short_rows;
 			   __entry->client_rows = c->nr_rows;
 			   __entry->free_rows = c->pool->free_rows;
 			   __entry->err = err;
-			   __entry->wait_ns = kvp_lock_wait_ns(l);
-			   __entry->hold_ns = kvp_lock_held_ns(l);),
+			   __entry->wait_ns = kvpd_lock_wait_ns(l);
+			   __entry->hold_ns = kvpd_lock_held_ns(l);),
 	    TP_printk("pool=%u client=%u tenant=%u count=%u row=%d short=%u client_rows=%u free_rows=%u err=%d wait_ns=%llu hold_ns=%llu",
 		      __entry->pool, __entry->client, __entry->tenant,
 		      __entry->count, (int)__entry->row, __entry->short_rows,
@@ -142,7 +142,7 @@ TRACE_EVENT(kvpool_extend,
 	    TP_PROTO(const struct kvp_client *c, u32 count,
 		     const struct kvpool_extend_entry *e,
 		     const struct kvp_extend_result *res, int err,
-		     const struct kvp_lock_ns *l),
+		     const struct kvpd_lock_ns *l),
 	    TP_ARGS(c, count, e, res, err, l),
 	    TP_STRUCT__entry(__field(unsigned int, pool)
 			     __field(unsigned int, client)
@@ -159,7 +159,7 @@ TRACE_EVENT(kvpool_extend,
 			     __field(int, err)
 			     __field(unsigned long long, wait_ns)
 			     __field(unsigned long long, hold_ns)),
-	    TP_fast_assign(KVP_TP_WHO_ASSIGN(c);
+	    TP_fast_assign(KVPD_TP_WHO_ASSIGN(c);
 			   __entry->count = count;
 			   __entry->row = e[0].handle.req_pool_idx;
 			   __entry->new_len = e[0].new_len;
@@ -170,8 +170,8 @@ TRACE_EVENT(kvpool_extend,
 			   __entry->tenant_pages = c->tenant->pages;
 			   __entry->free_pages = c->pool->free_pages;
 			   __entry->err = err;
-			   __entry->wait_ns = kvp_lock_wait_ns(l);
-			   __entry->hold_ns = kvp_lock_held_ns(l);),
+			   __entry->wait_ns = kvpd_lock_wait_ns(l);
+			   __entry->hold_ns = kvpd_lock_held_ns(l);),
 	    TP_printk("pool=%u client=%u tenant=%u count=%u row=%u new_len=%u pages=%u shortfall=%u error_index=%d client_pages=%u tenant_pages=%u free_pages=%u err=%d wait_ns=%llu hold_ns=%llu",
 		      __entry->pool, __entry->client, __entry->tenant,
 		      __entry->count, __entry->row, __entry->new_len,
@@ -191,7 +191,7 @@ TRACE_EVENT(kvpool_extend,
 DECLARE_EVENT_CLASS(kvpool_batch,
 		    TP_PROTO(const struct kvp_client *c, u32 count, u32 row,
 			     u32 flags, u32 pages, u32 error_index, int err,
-			     const struct kvp_lock_ns *l),
+			     const struct kvpd_lock_ns *l),
 		    TP_ARGS(c, count, row, flags, pages, error_index, err, l),
 		    TP_STRUCT__entry(__field(unsigned int, pool)
 				     __field(unsigned int, client)
@@ -207,7 +207,7 @@ DECLARE_EVENT_CLASS(kvpool_batch,
 				     __field(int, err)
 				     __field(unsigned long long, wait_ns)
 				     __field(unsigned long long, hold_ns)),
-		    TP_fast_assign(KVP_TP_WHO_ASSIGN(c);
+		    TP_fast_assign(KVPD_TP_WHO_ASSIGN(c);
 				   __entry->count = count;
 				   __entry->row = row;
 				   __entry->flags = flags;
@@ -217,8 +217,8 @@ DECLARE_EVENT_CLASS(kvpool_batch,
 				   __entry->cache_pages = c->nr_cache_pages;
 				   __entry->free_pages = c->pool->free_pages;
 				   __entry->err = err;
-				   __entry->wait_ns = kvp_lock_wait_ns(l);
-				   __entry->hold_ns = kvp_lock_held_ns(l);),
+				   __entry->wait_ns = kvpd_lock_wait_ns(l);
+				   __entry->hold_ns = kvpd_lock_held_ns(l);),
 		    TP_printk("pool=%u client=%u tenant=%u count=%u row=%u flags=%#x pages=%u error_index=%d client_pages=%u cache_pages=%u free_pages=%u err=%d wait_ns=%llu hold_ns=%llu",
 			      __entry->pool, __entry->client, __entry->tenant,
 			      __entry->count, __entry->row, __entry->flags,
@@ -227,18 +227,18 @@ DECLARE_EVENT_CLASS(kvpool_batch,
 			      __entry->free_pages, __entry->err,
 			      __entry->wait_ns, __entry->hold_ns));
 
-#define KVP_DEFINE_BATCH_EVENT(_name)					\
+#define KVPD_DEFINE_BATCH_EVENT(_name)					\
 DEFINE_EVENT(kvpool_batch, _name,					\
 	TP_PROTO(const struct kvp_client *c, u32 count, u32 row,	\
 		 u32 flags, u32 pages, u32 error_index, int err,	\
-		 const struct kvp_lock_ns *l),				\
+		 const struct kvpd_lock_ns *l),				\
 	TP_ARGS(c, count, row, flags, pages, error_index, err, l))
 
-KVP_DEFINE_BATCH_EVENT(kvpool_release);
-KVP_DEFINE_BATCH_EVENT(kvpool_trim);
-KVP_DEFINE_BATCH_EVENT(kvpool_donate);
-KVP_DEFINE_BATCH_EVENT(kvpool_swa_free);
-KVP_DEFINE_BATCH_EVENT(kvpool_cache_evict);
+KVPD_DEFINE_BATCH_EVENT(kvpool_release);
+KVPD_DEFINE_BATCH_EVENT(kvpool_trim);
+KVPD_DEFINE_BATCH_EVENT(kvpool_donate);
+KVPD_DEFINE_BATCH_EVENT(kvpool_swa_free);
+KVPD_DEFINE_BATCH_EVENT(kvpool_cache_evict);
 
 /* EXPORT: a held row (or a slot's, @session) leaves the client for a file. */
 TRACE_EVENT(kvpool_export,
@@ -257,7 +257,7 @@ TRACE_EVENT(kvpool_export,
 			     __field(unsigned int, export_pages)
 			     __field(int, fd)
 			     __field(int, err)),
-	    TP_fast_assign(KVP_TP_WHO_ASSIGN(c);
+	    TP_fast_assign(KVPD_TP_WHO_ASSIGN(c);
 			   __entry->row = x->handle.req_pool_idx;
 			   __entry->flags = x->flags;
 			   __entry->session = x->session_id;
@@ -288,7 +288,7 @@ TRACE_EVENT(kvpool_import,
 			     __field(unsigned int, client_pages)
 			     __field(unsigned int, tenant_pages)
 			     __field(int, err)),
-	    TP_fast_assign(KVP_TP_WHO_ASSIGN(c);
+	    TP_fast_assign(KVPD_TP_WHO_ASSIGN(c);
 			   __entry->export_row = xidx;
 			   __entry->row = err ? KVP_NIL : h->req_pool_idx;
 			   __entry->pages = err ? 0 : pages;
@@ -327,7 +327,7 @@ TRACE_EVENT(kvpool_export_drop,
  */
 TRACE_EVENT(kvpool_reclaim,
 	    TP_PROTO(const struct kvp_pool *pool, u32 client,
-		     const struct kvp_trace_held *held, u32 quarantined),
+		     const struct kvpd_trace_held *held, u32 quarantined),
 	    TP_ARGS(pool, client, held, quarantined),
 	    TP_STRUCT__entry(__field(unsigned int, pool)
 			     __field(unsigned int, client)
@@ -396,7 +396,7 @@ TRACE_EVENT_CONDITION(kvpool_refuse,
 				       __field(unsigned int, tenant_max_pages)
 				       __field(unsigned int, tenant_rows)
 				       __field(unsigned int, tenant_max_rows)),
-		      TP_fast_assign(KVP_TP_WHO_ASSIGN(c);
+		      TP_fast_assign(KVPD_TP_WHO_ASSIGN(c);
 				     __entry->op = op;
 				     __entry->err = err;
 				     __entry->shortfall = shortfall;
@@ -459,7 +459,7 @@ TRACE_EVENT(kvpool_pressure,
 			     __field(unsigned int, high_wmark)
 			     __field(unsigned int, cache_pages)
 			     __field(unsigned char, poll)),
-	    TP_fast_assign(KVP_TP_WHO_ASSIGN(c);
+	    TP_fast_assign(KVPD_TP_WHO_ASSIGN(c);
 			   __entry->ask = ask;
 			   __entry->reasons = reasons;
 			   __entry->free_pages = c->pool->free_pages;

@@ -23,16 +23,16 @@
  * gains little natively, and costs a lot where it is emulated (rep movsb
  * under QEMU's TCG; docs/PERFORMANCE.md).
  */
-#define KVP_WORDWISE_MAX	(64 * 1024)
+#define KVPD_WORDWISE_MAX	(64 * 1024)
 
-static bool kvp_wordwise(size_t bytes, size_t word)
+static bool kvpd_wordwise(size_t bytes, size_t word)
 {
-	return bytes <= KVP_WORDWISE_MAX && !(bytes % word);
+	return bytes <= KVPD_WORDWISE_MAX && !(bytes % word);
 }
 
 /* copy_from_user() of @bytes, a multiple of @word (4 or 8), word by word. */
-static int kvp_read_words(void *dst, const void __user *src, size_t bytes,
-			  size_t word)
+static int kvpd_read_words(void *dst, const void __user *src, size_t bytes,
+			   size_t word)
 {
 	size_t i;
 
@@ -55,8 +55,8 @@ efault:
 }
 
 /* copy_to_user() of @bytes, a multiple of @word (4 or 8), word by word. */
-static int kvp_write_words(void __user *dst, const void *src, size_t bytes,
-			   size_t word)
+static int kvpd_write_words(void __user *dst, const void *src, size_t bytes,
+			    size_t word)
 {
 	size_t i;
 
@@ -78,25 +78,25 @@ efault:
 	return -EFAULT;
 }
 
-/* A whole array in, by words when kvp_wordwise() says so. */
-int kvp_copy_in(void *dst, const void __user *src, size_t bytes,
-		size_t ksize)
-{
-	size_t word = ksize % sizeof(u64) ? sizeof(u32) : sizeof(u64);
-
-	if (kvp_wordwise(bytes, word))
-		return kvp_read_words(dst, src, bytes, word);
-	return copy_from_user(dst, src, bytes) ? -EFAULT : 0;
-}
-
-/* A whole array out, by words when kvp_wordwise() says so. */
-int kvp_copy_out(void __user *dst, const void *src, size_t bytes,
+/* A whole array in, by words when kvpd_wordwise() says so. */
+int kvpd_copy_in(void *dst, const void __user *src, size_t bytes,
 		 size_t ksize)
 {
 	size_t word = ksize % sizeof(u64) ? sizeof(u32) : sizeof(u64);
 
-	if (kvp_wordwise(bytes, word))
-		return kvp_write_words(dst, src, bytes, word);
+	if (kvpd_wordwise(bytes, word))
+		return kvpd_read_words(dst, src, bytes, word);
+	return copy_from_user(dst, src, bytes) ? -EFAULT : 0;
+}
+
+/* A whole array out, by words when kvpd_wordwise() says so. */
+int kvpd_copy_out(void __user *dst, const void *src, size_t bytes,
+		  size_t ksize)
+{
+	size_t word = ksize % sizeof(u64) ? sizeof(u32) : sizeof(u64);
+
+	if (kvpd_wordwise(bytes, word))
+		return kvpd_write_words(dst, src, bytes, word);
 	return copy_to_user(dst, src, bytes) ? -EFAULT : 0;
 }
 
@@ -104,7 +104,7 @@ int kvp_copy_out(void __user *dst, const void *src, size_t bytes,
  * An element length: at least what this header's element has (shorter
  * ones were never released), at most a page, like the structs.
  */
-int kvp_check_len(u32 len, size_t ksize)
+int kvpd_check_len(u32 len, size_t ksize)
 {
 	if (len < ksize)
 		return -EINVAL;
@@ -117,11 +117,11 @@ int kvp_check_len(u32 len, size_t ksize)
  * Reads @count elements of @len bytes at @uptr into an array of
  * @ksize-byte ones: @buf when they fit its @buf_size bytes, else a new
  * one; bytes of an element past @ksize must be zero (E2BIG, and
- * *@error_index names it). Returns the array (kvp_array_free() it) or an
+ * *@error_index names it). Returns the array (kvpd_array_free() it) or an
  * ERR_PTR.
  */
-void *kvp_read_array_buf(u64 uptr, u32 count, u32 len, size_t ksize,
-			 u32 *error_index, void *buf, size_t buf_size)
+void *kvpd_read_array_buf(u64 uptr, u32 count, u32 len, size_t ksize,
+			  u32 *error_index, void *buf, size_t buf_size)
 {
 	void __user *u = u64_to_user_ptr(uptr);
 	char *p = buf;
@@ -134,7 +134,7 @@ void *kvp_read_array_buf(u64 uptr, u32 count, u32 len, size_t ksize,
 			return ERR_PTR(-ENOMEM);
 	}
 	if (len == ksize) {
-		ret = kvp_copy_in(p, u, (size_t)count * ksize, ksize);
+		ret = kvpd_copy_in(p, u, (size_t)count * ksize, ksize);
 		goto out;
 	}
 	for (i = 0; i < count; i++) {
@@ -150,36 +150,36 @@ void *kvp_read_array_buf(u64 uptr, u32 count, u32 len, size_t ksize,
 	}
 out:
 	if (ret) {
-		kvp_array_free(p, buf);
+		kvpd_array_free(p, buf);
 		return ERR_PTR(ret);
 	}
 	return p;
 }
 
-void *kvp_read_array(u64 uptr, u32 count, u32 len, size_t ksize,
-		     u32 *error_index)
+void *kvpd_read_array(u64 uptr, u32 count, u32 len, size_t ksize,
+		      u32 *error_index)
 {
-	return kvp_read_array_buf(uptr, count, len, ksize, error_index,
-				  NULL, 0);
+	return kvpd_read_array_buf(uptr, count, len, ksize, error_index,
+				   NULL, 0);
 }
 
-/* Frees what kvp_read_array_buf() returned, unless it is the caller's @buf. */
-void kvp_array_free(void *p, const void *buf)
+/* Frees what kvpd_read_array_buf() returned, unless it is the caller's @buf. */
+void kvpd_array_free(void *p, const void *buf)
 {
 	if (p != buf)
 		kvfree(p);
 }
 
 /*
- * Takes @c's scratch buffer (struct kvp_scratch) for this call: true,
+ * Takes @c's scratch buffer (struct kvpd_scratch) for this call: true,
  * with *@buf and *@size its memory (NULL and 0 before its first growth);
  * false, *@buf NULL and *@size 0, when another call of the file holds it.
- * A true is given back with kvp_scratch_put().
+ * A true is given back with kvpd_scratch_put().
  */
-bool kvp_scratch_get(struct kvp_client *c, void **buf, size_t *size)
+bool kvpd_scratch_get(struct kvp_client *c, void **buf, size_t *size)
 {
-	struct kvp_scratch *s = &container_of(c, struct kvp_pool_file,
-					      c)->scratch;
+	struct kvpd_scratch *s = &container_of(c, struct kvpd_pool_file,
+					       c)->scratch;
 
 	*buf = NULL;
 	*size = 0;
@@ -193,15 +193,15 @@ bool kvp_scratch_get(struct kvp_client *c, void **buf, size_t *size)
 /*
  * Gives @c's scratch buffer back after a call that needed @want bytes of
  * it, growing it to fit the next such call unless that is above
- * KVP_SCRATCH_MAX (a failed growth keeps the old one).
+ * KVPD_SCRATCH_MAX (a failed growth keeps the old one).
  */
-void kvp_scratch_put(struct kvp_client *c, size_t want)
+void kvpd_scratch_put(struct kvp_client *c, size_t want)
 {
-	struct kvp_scratch *s = &container_of(c, struct kvp_pool_file,
-					      c)->scratch;
+	struct kvpd_scratch *s = &container_of(c, struct kvpd_pool_file,
+					       c)->scratch;
 	void *buf;
 
-	if (want > s->size && want <= KVP_SCRATCH_MAX) {
+	if (want > s->size && want <= KVPD_SCRATCH_MAX) {
 		want = max_t(size_t, roundup_pow_of_two(want), PAGE_SIZE);
 		buf = kvmalloc(want, GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 		if (buf) {
@@ -219,15 +219,15 @@ void kvp_scratch_put(struct kvp_client *c, size_t want)
  * element the kernel alone writes), else left as the caller gave them
  * (an element it read: the tail was checked zero).
  */
-int kvp_write_array(u64 uptr, const void *src, u32 count, u32 len,
-		    size_t ksize, bool zero_tail)
+int kvpd_write_array(u64 uptr, const void *src, u32 count, u32 len,
+		     size_t ksize, bool zero_tail)
 {
 	void __user *u = u64_to_user_ptr(uptr);
 	const char *p = src;
 	u32 i;
 
 	if (len == ksize)
-		return kvp_copy_out(u, p, (size_t)count * ksize, ksize);
+		return kvpd_copy_out(u, p, (size_t)count * ksize, ksize);
 	for (i = 0; i < count; i++) {
 		void __user *e = u + (size_t)i * len;
 

@@ -84,7 +84,7 @@ driver_c() {
 # Names of the sysfs attributes the driver declares: the first argument of
 # every *_ATTR*() macro of the kernel (DEVICE_ATTR_RO, __ATTR, CLASS_ATTR_RW,
 # ...) and of every macro of the driver's own that passes its argument on
-# to one of them (as KVP_ATTR() does); plus every dev_attr_NAME used.
+# to one of them (as KVPD_ATTR() does); plus every dev_attr_NAME used.
 sysfs_names() {
 	driver_c | perl -ne '
 		BEGIN { $std = qr/\b(?:__ATTR\w*|[A-Z]+_ATTR\w*)\(\s*/; }
@@ -201,8 +201,8 @@ ck_row() {
 	[[ -n ${t_lib[$1]:-} ]] || echo "  $op_rst: no row for $1"
 }
 ck_dispatch() {
-	grep -qE "\bKVP_\w*OP\w*\(\s*$1\b" <<<"$drv_code" ||
-		echo "  driver/*.c: no op-table row KVP_*OP*($1"
+	grep -qE "\bKVPD_\w*OP\w*\(\s*$1\b" <<<"$drv_code" ||
+		echo "  driver/*.c: no op-table row KVPD_*OP*($1"
 }
 ck_ioctl() {
 	grep -qE "^#define\s+KVPOOL_$1\s+_IO\(KVPOOL_TYPE,\s*KVPOOL_CMD_$1\)" \

@@ -559,7 +559,7 @@ static void test_detach_hold(void)
 	held = st.out_client_pages;
 	EXPECT_EQ(10, held);
 
-	kvp_client_detach_hold_locked(&t.c[1], &q);
+	kvp_client_detach_quarantine_locked(&t.c[1], &q);
 	EXPECT_EQ(held, q.nr);
 	st = stats(&t.c[0]);
 	EXPECT_EQ(held, st.out_quarantine_pages);

@@ -16,7 +16,7 @@
 #include "bench.h"
 
 /*
- * An ioctl number of kvpool's type past every op: kvp_dispatch() answers
+ * An ioctl number of kvpool's type past every op: kvpd_dispatch() answers
  * ENOTTY on its first test, before it reads the argument or counts the
  * caller. What it costs is the syscall, the VFS's ioctl path and the
  * driver's entry and exit.

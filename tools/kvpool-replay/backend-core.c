@@ -4,7 +4,7 @@
  * userspace shim driver/user/kvp_os_user.c, one pool in this
  * process. Every op takes pool->lock around one *_locked call, as the
  * driver does around its ioctls, and answers as libkvpool would: the
- * driver's checks before the core is called (kvp_check_batch() of
+ * driver's checks before the core is called (kvpd_check_batch() of
  * driver/kvpool_ioctl.c), libkvpool's choice of which entry an error
  * blames (kvp_error_index() of userlib/kvpool.c), a shortfall on ENOSPC
  * and EDQUOT alone, the driver's feature bits.
