@@ -7,12 +7,19 @@
 #
 # Usage: tools/packaging/build-debs.sh [--out DIR] [--install-deps] [--check]
 #   --out DIR   where the packages go (default $KVPOOL_CACHE/debs, the
-#               cache being /var/cache/kvpool); emptied first
+#               cache being /var/cache/kvpool). What an earlier run made
+#               there is removed first, by name (the kvpool_* source
+#               files, the unpacked kvpool-VERSION tree, the packages'
+#               .debs, build.log, lintian.log): nothing else in DIR is
+#               touched
 #   --install-deps  first install the Build-Depends of debian/control
 #               (apt-get build-dep; root): for a fresh machine
 #   --check     then check every package's files and fields (dpkg-deb),
-#               and that lintian found no error: one PASS or FAIL line
-#               each, for tools/check.sh
+#               that lintian found no error, that `systemd-analyze
+#               security` rates kvpool-setup.service 4.0 or less, and
+#               runs tools/packaging/unit-test.sh (kvpool-setup's logic,
+#               the bash completion): one PASS or FAIL line each, for
+#               tools/check.sh
 #
 # The packaging is tools/packaging/debian, not a top-level debian/:
 # Debian's practice is that the packaging belongs to the distribution
@@ -28,7 +35,10 @@
 # Packages: kvpool-dkms (the module's source and dkms.conf: DKMS builds
 # it for every kernel with headers, and on each kernel update),
 # libkvpool1, libkvpool-dev, kvpoolctl (with kvpool-setup.service, the
-# udev rule, the kvpool group) and python3-kvpool. Build dependencies:
+# udev rule, the kvpool group, pools.conf(5), kvpool-setup(8), the bash
+# completion) and python3-kvpool. It builds for the Debian it runs on:
+# bookworm and trixie are tested (test-install.sh); unit and udev paths
+# follow that suite's systemd (debian/rules). Build dependencies:
 # tools/vm/install-deps.sh installs them. cuda.h comes from
 # tools/cuda-headers.sh as for any build (the CUDA toolkit, else pip's
 # NVIDIA wheel, cached under $KVPOOL_CACHE): a build without network
@@ -66,9 +76,20 @@ version=$(cat "$repo/VERSION")
 [[ -n $version ]] || die "VERSION is empty"
 src=kvpool-$version
 
-# --- the source tree.
-rm -rf "$out"
+# --- the source tree. An earlier run's files go, and only those: --out
+# may name a folder that holds other things (no `rm -rf "$out"`).
+pkgs='kvpool-dkms|libkvpool1|libkvpool-dev|kvpoolctl|python3-kvpool'
 mkdir -p "$out"
+for f in "$out"/* ; do
+	b=${f##*/}
+	if [[ $b =~ ^kvpool_[0-9][^/]*\.(tar\.xz|dsc|changes|buildinfo)$ ||
+	      $b =~ ^($pkgs)(-dbgsym)?_[^/]+\.d?deb$ ||
+	      $b == build.log || $b == lintian.log ]]; then
+		rm -f -- "$f"
+	elif [[ $b =~ ^kvpool-[0-9][^/]*$ && -d $f/debian && -f $f/VERSION ]]; then
+		rm -rf -- "$f"		# an unpacked source tree of ours
+	fi
+done
 say "kvpool $version: $out/kvpool_$version.orig.tar.xz from $repo"
 # Files as they are in the working tree; a tracked file deleted there is
 # left out rather than failing the tar.
@@ -91,10 +112,14 @@ if ((install_deps)); then
 		die "could not install the Build-Depends"
 fi
 
-# --- the build. Its log is kept beside the packages.
+# --- the build. Its log is kept beside the packages. The system's PATH:
+# pybuild runs "python3.11" by name, and a pyenv or virtualenv first in
+# the caller's PATH would build the extension for another Python than
+# the one the package depends on (or fail, lacking python3-build).
 say "dpkg-buildpackage -us -uc in $out/$src (log: $out/build.log)"
 t0=$SECONDS
-if ! (cd "$out/$src" && dpkg-checkbuilddeps &&
+if ! (cd "$out/$src" && export PATH=/usr/sbin:/usr/bin:/sbin:/bin &&
+      dpkg-checkbuilddeps &&
       DEB_BUILD_OPTIONS="parallel=$(nproc) ${DEB_BUILD_OPTIONS:-}" \
       dpkg-buildpackage -us -uc) >"$out/build.log" 2>&1; then
 	tail -n 40 "$out/build.log" >&2
@@ -155,10 +180,18 @@ has libkvpool1 "$lib/libkvpool.so.1" "$lib/libkvpool.so.$version"
 has libkvpool-dev /usr/include/kvpool.h /usr/include/kvpool/linux/kvpool.h \
 	"$lib/libkvpool.so" "$lib/libkvpool.a" "$lib/pkgconfig/libkvpool.pc" \
 	/usr/share/man/man3/kvpool_open.3.gz /usr/share/man/man7/libkvpool.7.gz
+# Units and rules where this suite's systemd and udev have them (as
+# debian/rules puts them): /lib on bookworm, /usr/lib on trixie.
+unitdir=$(pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null ||
+	echo /lib/systemd/system)
+udevdir=$(pkg-config --variable=udevdir udev 2>/dev/null || echo /lib/udev)
 has kvpoolctl /usr/bin/kvpoolctl /usr/share/man/man8/kvpoolctl.8.gz \
 	/usr/libexec/kvpool/kvpool-setup /etc/kvpool/pools.conf \
-	/lib/systemd/system/kvpool-setup.service \
-	/usr/lib/sysusers.d/kvpool.conf /lib/udev/rules.d/60-kvpool.rules \
+	/usr/share/man/man5/pools.conf.5.gz \
+	/usr/share/man/man8/kvpool-setup.8.gz \
+	/usr/share/bash-completion/completions/kvpoolctl \
+	"$unitdir/kvpool-setup.service" \
+	/usr/lib/sysusers.d/kvpool.conf "$udevdir/rules.d/60-kvpool.rules" \
 	/usr/share/doc/kvpoolctl/examples/kvpool.conf \
 	/usr/share/doc/kvpoolctl/examples/kvpool-metrics.timer
 has python3-kvpool /usr/lib/python3/dist-packages/kvpool/__init__.py \
@@ -188,9 +221,28 @@ dpkg-deb -I "$f" postinst | grep -q 'systemd-sysusers' &&
 dpkg-deb -I "$f" postinst | grep -q 'kvpool-setup.service' &&
 	pass "kvpoolctl: postinst makes the group and enables kvpool-setup.service" ||
 	fail "kvpoolctl: postinst lacks systemd-sysusers or the unit's enable"
+# The packaged unit's sandbox (tools/packaging/systemd/kvpool-setup.service
+# says what it keeps and why): the issue's bound is 4.0.
+if command -v systemd-analyze >/dev/null && f=$(deb kvpoolctl); then
+	x=$(mktemp -d)
+	dpkg-deb -x "$f" "$x"
+	e=$(systemd-analyze security --offline=yes --no-pager \
+		"$x$unitdir/kvpool-setup.service" 2>&1 |
+		sed -n 's/^.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p')
+	rm -rf "$x"
+	if [[ -n $e ]] && awk -v e="$e" 'BEGIN { exit !(e <= 4.0) }'; then
+		pass "kvpool-setup.service: systemd-analyze security exposure $e (at most 4.0)"
+	else
+		fail "kvpool-setup.service: systemd-analyze security exposure '${e}' (want at most 4.0)"
+	fi
+else
+	fail "no systemd-analyze, or no kvpoolctl package: the unit's sandbox unchecked"
+fi
 if ((errors == 0)); then
 	pass "lintian: no errors ($warnings warnings)"
 else
 	fail "lintian: $errors errors"
 fi
+# kvpool-setup's shell logic and the completion, without module or root.
+"$repo/tools/packaging/unit-test.sh" || fails=$((fails + 1))
 ((fails == 0))

@@ -1,16 +1,23 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# test-install.sh: install kvpool's Debian packages on a clean Debian 12
-# root and check that DKMS builds the module for two kernels and that
-# the module it built works, with the packaged kvpoolctl and
-# kvpool-setup, in a VM.
+# test-install.sh: build kvpool's Debian packages in clean roots of
+# Debian 12 (bookworm) and 13 (trixie) and install them there; on
+# bookworm check that DKMS builds the module for two kernels and that
+# the module it built works, with the packaged kvpoolctl, kvpool-setup
+# and udev rule, in a VM; on trixie that the packages build (lintian,
+# build-debs.sh --check), install in /usr-merged paths and DKMS builds
+# the module for trixie's kernel.
 #
 # Usage: tools/packaging/test-install.sh [--dir DIR] [--keep-root]
+#                                        [--suite bookworm|trixie]
 #   --dir DIR     fresh-check's work folder (default
-#                 /var/tmp/kvpool-fresh-install); the root is DIR/root
+#                 /var/tmp/kvpool-fresh-install); the root is DIR/root,
+#                 the trixie root DIR/trixie (a copy of a minbase root
+#                 that tools/vm/build-root.sh keeps in DIR/cache)
 #   --keep-root   reuse fresh-check's saved debootstrap result (its
 #                 --keep-root): saves 1-4 min
+#   --suite S     only that suite's half (default: both)
 #
 # As root, on the host:
 #   1. tools/fresh-check.sh --run: debootstraps Debian 12 into DIR/root
@@ -29,15 +36,27 @@
 #   2. boots the 6.1 kernel (tools/vm/vm-run.sh) with the module DKMS
 #      installed in the root, and in the guest, chrooted into the root
 #      (--in-vm), runs the packaged kvpool-setup on a pools.conf (two
-#      pools, an arena, watermarks, tenants), checks what it made with
-#      the packaged kvpoolctl, runs it again (nothing made twice), and
-#      checks that a bad file changes nothing.
+#      pools, one of the VM's virtio GPU, an arena, watermarks,
+#      tenants), checks what it made with the packaged kvpoolctl, runs
+#      `udevadm test` of the packaged rule on both pools (group, mode,
+#      /dev/kvpool/by-name and by-gpu links: the guest runs no udevd),
+#      runs it again (nothing made twice), and checks that a bad file
+#      changes nothing.
+#   3. trixie: a minbase root from tools/vm/build-root.sh, copied, with
+#      this host's certificate authorities and apt date settings, and a
+#      `git clone` of committed HEAD in /root/kvpool; there
+#      (--in-trixie) build-debs.sh --install-deps --check, then dkms,
+#      linux-headers-amd64 and the packages; checks that DKMS installed
+#      the module, that the unit and rule are under /usr/lib, enabled,
+#      the group, and the unit's systemd-analyze security exposure by
+#      trixie's systemd. Not booted: the VM lanes' kernels are others.
 #
 # Prints PASS/FAIL lines and "N passed, N failed" after each half.
-# Takes about 7 min on 2 busy cores (6:46 on 2026-12-02: debootstrap
-# 1-4 min, apt and the package build 2 min, two module builds, the VM
-# 25 s); 1-3 min less with --keep-root after the first run. Needs 2 GB
-# in DIR.
+# bookworm takes about 7 min on 2 busy cores (6:46 on 2026-12-02:
+# debootstrap 1-4 min, apt and the package build 2 min, two module
+# builds, the VM 25 s); 1-3 min less with --keep-root after the first
+# run. trixie about as long again (a cold minbase root a few minutes
+# more). Needs 2 GB in DIR, 1.5 GB more for trixie.
 # Not in tools/check.sh (too long): run it after changing the packaging.
 set -euo pipefail
 
@@ -97,9 +116,19 @@ in_root() {
 			test "$(modinfo -k "$k" -F version kvpool 2>/dev/null)" = "$(cat VERSION)"
 	done
 	check "the kvpool group exists (sysusers.d)" getent group kvpool
-	check "the udev rule is installed" test -f /lib/udev/rules.d/60-kvpool.rules
+	check "the udev rule is installed in bookworm's udev rules.d" \
+		test -f /lib/udev/rules.d/60-kvpool.rules
 	check "kvpool-setup.service is enabled" \
 		test -L /etc/systemd/system/multi-user.target.wants/kvpool-setup.service
+	check "pools.conf(5), kvpool-setup(8) and the bash completion are installed" \
+		test -f /usr/share/man/man5/pools.conf.5.gz -a \
+		-f /usr/share/man/man8/kvpool-setup.8.gz -a \
+		-f /usr/share/bash-completion/completions/kvpoolctl
+	out=$(systemd-analyze security --offline=yes --no-pager \
+		/lib/systemd/system/kvpool-setup.service 2>&1 | tail -n 1)
+	echo "$out"
+	check "bookworm's systemd-analyze rates the installed unit 4.0 or less" \
+		awk '{ e = $(NF - 2) + 0 } END { exit !(NR && e <= 4.0) }' <<<"$out"
 	check "kvpoolctl is in /usr/bin, linked to the packaged libkvpool.so.1" \
 		sh -c 'ldd /usr/bin/kvpoolctl | grep -q "libkvpool.so.1 => /.*/libkvpool.so.1 "'
 	# Secure Boot (README): DKMS made its key and signed both builds.
@@ -141,7 +170,7 @@ in_vm() {
 	cat >"$conf" <<-'EOF'
 	# test-install.sh's configuration
 	pool a --pages 4096 --page-tokens 16 --rows 64 --row-tokens 4096
-	pool b --pages 1K --page-tokens 1 --rows 16 --row-tokens 1024   # a comment
+	pool b --pages 1K --page-tokens 1 --rows 16 --row-tokens 1024 --gpu 0000:00:10.0  # a comment
 	arena a --host --page-bytes 4096 --chunks 2
 	wmark a --low 100 --high 200
 	tenant a --cgroup /system.slice/chat.service --uid 0 --max 1000 --label chat
@@ -182,6 +211,26 @@ in_vm() {
 		ko "kvpool-setup left no ids in /run/kvpool/pools"
 	fi
 
+	# The packaged rule, as udevd would run it on each pool's event
+	# (`udevadm test` runs the rules, PROGRAM included, and prints the
+	# result; no udevd here to trigger).
+	if [[ -n $id0 && -n $id1 ]]; then
+		echo "--- udevadm test of kvpool$id0 and kvpool$id1"
+		out=$(inroot udevadm test --action=change "/sys/class/kvpool/kvpool$id0" 2>&1) || true
+		grep -E 'DEVLINKS|KVPOOL_NAME|GROUP|MODE|kvpool' <<<"$out" | tail -n 20
+		check "udev: kvpool$id0 gets /dev/kvpool/by-name/a, no by-gpu link" \
+			bash -c 'grep -q "^DEVLINKS=.*/dev/kvpool/by-name/a\b" <<<"$1" &&
+				 grep -qx "KVPOOL_NAME=a" <<<"$1" && ! grep -q by-gpu <<<"$1"' _ "$out"
+		out=$(inroot udevadm test --action=change "/sys/class/kvpool/kvpool$id1" 2>&1) || true
+		grep -E 'DEVLINKS|KVPOOL_NAME' <<<"$out"
+		check "udev: kvpool$id1 gets by-name/b and by-gpu/0000:00:10.0" \
+			bash -c 'grep -q "^DEVLINKS=.*/dev/kvpool/by-name/b\b" <<<"$1" &&
+				 grep -q "^DEVLINKS=.*/dev/kvpool/by-gpu/0000:00:10.0\b" <<<"$1"' _ "$out"
+		check "udev: the rule gives kvpool$id1 the group kvpool, mode 0660" \
+			bash -c 'grep -Eq "GROUP.*kvpool|gid=$2" <<<"$1" && grep -q "0660" <<<"$1"' \
+			_ "$out" "$(inroot getent group kvpool | cut -d: -f3)"
+	fi
+
 	echo "--- kvpool-setup again (as a restart of the unit)"
 	c=$(ls -d "$r"/sys/class/kvpool/kvpool[0-9]* | wc -l)
 	out=$(inroot /usr/libexec/kvpool/kvpool-setup --config /tmp/pools.conf 2>&1) ||
@@ -204,23 +253,119 @@ in_vm() {
 }
 
 # ---------------------------------------------------------------------
+# 3. In the trixie root (run by build-root.sh --run, from the host half).
+in_trixie() {
+	local debs=/root/debs krel f out
+	export DEBIAN_FRONTEND=noninteractive
+	apt_install() {
+		apt-get -q -o Dpkg::Use-Pty=0 install -y --no-install-recommends "$@"
+	}
+	say "apt-get update; what build-debs.sh and its --check need"
+	apt-get -q update
+	# systemd for systemd-analyze (every trixie machine has it; minbase
+	# does not), lintian for the check that it finds no error.
+	apt_install git dpkg-dev xz-utils ca-certificates lintian systemd
+	update-ca-certificates >/dev/null
+	if ./tools/packaging/build-debs.sh --install-deps --check --out "$debs"; then
+		ok "trixie: packages built, Build-Depends from debian/control, build-debs.sh --check passed"
+	else
+		ko "trixie: build-debs.sh --install-deps --check failed"
+	fi
+	f=$(ls "$debs"/kvpoolctl_*.deb 2>/dev/null) || { result; return; }
+	out=$(dpkg-deb -c "$f")
+	check "trixie: the unit and the udev rule are under /usr/lib (the /usr merge)" \
+		bash -c 'grep -q " ./usr/lib/systemd/system/kvpool-setup.service$" <<<"$1" &&
+			 grep -q " ./usr/lib/udev/rules.d/60-kvpool.rules$" <<<"$1" &&
+			 ! grep -q " ./lib/" <<<"$1"' _ "$out"
+
+	say "dkms and trixie's kernel headers (linux-headers-amd64), then the packages"
+	apt_install dkms linux-headers-amd64
+	apt_install "$debs"/kvpool-dkms_*.deb "$debs"/libkvpool1_*.deb \
+		"$debs"/kvpoolctl_*.deb "$debs"/python3-kvpool_*.deb
+	krel=$(dpkg-query -W -f '${Depends}\n' linux-headers-amd64 |
+		sed -n 's/.*linux-headers-\([^ ,]*\).*/\1/p')
+	echo "--- dkms status (headers $krel)"
+	dkms status | tee /root/dkms-status
+	check "trixie: dkms: kvpool/$(cat VERSION) installed for $krel" \
+		grep -q "^kvpool/$(cat VERSION), $krel, [^:]*: installed" /root/dkms-status
+	check "trixie: modinfo: the module of $krel is version $(cat VERSION)" \
+		test "$(modinfo -k "$krel" -F version kvpool 2>/dev/null)" = "$(cat VERSION)"
+	check "trixie: the kvpool group exists (sysusers.d)" getent group kvpool
+	check "trixie: kvpool-setup.service is enabled" \
+		test -L /etc/systemd/system/multi-user.target.wants/kvpool-setup.service
+	check "trixie: the packaged files are in place" \
+		test -x /usr/libexec/kvpool/kvpool-setup -a \
+		-f /usr/lib/udev/rules.d/60-kvpool.rules -a \
+		-f /usr/share/bash-completion/completions/kvpoolctl -a \
+		-f /usr/share/man/man5/pools.conf.5.gz
+	check "trixie: kvpool-setup --check takes the packaged pools.conf" \
+		/usr/libexec/kvpool/kvpool-setup --check
+	check "trixie: python3 -c 'import kvpool' (the packaged extension)" \
+		python3 -c 'import kvpool'
+	out=$(systemd-analyze security --offline=yes --no-pager \
+		/usr/lib/systemd/system/kvpool-setup.service 2>&1 | tail -n 1)
+	echo "$out"
+	check "trixie's systemd-analyze ($(dpkg-query -W -f '${Version}' systemd)) rates the unit 4.0 or less" \
+		awk '{ e = $(NF - 2) + 0 } END { exit !(NR && e <= 4.0) }' <<<"$out"
+	result
+}
+
+# trixie_half: make the trixie root and run in_trixie there.
+trixie_half() {
+	local base troot f rc=0
+	local -x KVPOOL_CACHE=$dir/cache
+	mkdir -p "$KVPOOL_CACHE" "$dir/logs"
+	say "trixie: a minbase root (tools/vm/build-root.sh, cached in $KVPOOL_CACHE)"
+	base=$("$repo/tools/vm/build-root.sh" trixie apt ca-certificates) ||
+		die "no trixie root"
+	troot=$dir/trixie
+	rm -rf "$troot"
+	cp -a "$base" "$troot"
+	# What a trixie machine here has and the cached root lacks: this
+	# host's certificate authorities (the egress proxy pip's CUDA header
+	# wheel comes through), no daemon started by a package's postinst.
+	for f in /usr/local/share/ca-certificates/*.crt; do
+		[[ -f $f ]] || continue
+		mkdir -p "$troot/usr/local/share/ca-certificates"
+		cp "$f" "$troot/usr/local/share/ca-certificates/"
+	done
+	printf '#!/bin/sh\nexit 101\n' >"$troot/usr/sbin/policy-rc.d"
+	chmod 755 "$troot/usr/sbin/policy-rc.d"
+	git -c safe.directory="$repo" clone -q "$repo" "$troot/root/kvpool"
+	"$repo/tools/vm/build-root.sh" --run "$troot" /bin/bash -c \
+		'cd /root/kvpool && tools/packaging/test-install.sh --in-trixie' \
+		2>&1 | tee "$dir/logs/trixie.log" || rc=$?
+	return "$rc"
+}
+
 case ${1:-} in
 --in-root)	shift; in_root "$@"; exit ;;
 --in-vm)	shift; in_vm "$@"; exit ;;
+--in-trixie)	shift; in_trixie "$@"; exit ;;
 esac
 
 KVPOOL_CACHE=${KVPOOL_CACHE:-/var/cache/kvpool}
-dir=/var/tmp/kvpool-fresh-install keep=()
+dir=/var/tmp/kvpool-fresh-install keep=() suite=
 while (($#)); do
 	case $1 in
 	--dir)		dir=${2:?--dir wants a folder}; shift 2 ;;
 	--keep-root)	keep=(--keep-root); shift ;;
+	--suite)	suite=${2:?--suite wants bookworm or trixie}; shift 2
+			[[ $suite == bookworm || $suite == trixie ]] ||
+				die "--suite $suite: bookworm or trixie" ;;
 	-h|--help)	awk 'NR > 2 && !/^#/ { exit } NR > 2 { sub(/^# ?/, ""); print }' \
 				"${BASH_SOURCE[0]}"; exit 0 ;;
 	*)		die "unknown argument: $1" ;;
 	esac
 done
 ((EUID == 0)) || die "run it as root (fresh-check.sh's debootstrap and chroot)"
+dir=$(realpath -m "$dir")
+
+rc_trixie=0
+if [[ $suite == trixie ]]; then
+	trixie_half
+	exit
+fi
 
 # The kernels the VM lane uses: their releases from tools/vm's cache.
 "$repo/tools/vm/get-kernels.sh" 6.1 6.12 >/dev/null
@@ -244,4 +389,9 @@ t0=$SECONDS
 	-- "$here/test-install.sh" --in-vm "$root" | tee "$dir/logs/vm.log"
 rc=${PIPESTATUS[0]}
 say "VM done in $((SECONDS - t0)) s, exit $rc"
-((rc == 0 && rc_root == 0))
+if [[ -z $suite ]]; then
+	t0=$SECONDS
+	trixie_half || rc_trixie=$?
+	say "trixie done in $((SECONDS - t0)) s, exit $rc_trixie (log: $dir/logs/trixie.log)"
+fi
+((rc == 0 && rc_root == 0 && rc_trixie == 0))
