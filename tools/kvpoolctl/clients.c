@@ -140,10 +140,19 @@ int find_clients(struct client_list *l, int pool)
 			c.pid = (unsigned int)strtoul(pe->d_name, NULL, 10);
 			snprintf(path, sizeof(path), "/proc/%s/comm",
 				 pe->d_name);
+			/*
+			 * All of it, but the newline the kernel ends it with:
+			 * a process names itself, newlines included (the
+			 * tables write them as \x0a).
+			 */
 			cf = fopen(path, "re");
 			if (cf) {
-				if (fgets(c.comm, sizeof(c.comm), cf))
-					c.comm[strcspn(c.comm, "\n")] = '\0';
+				size_t n = fread(c.comm, 1, sizeof(c.comm) - 1,
+						 cf);
+
+				if (n && c.comm[n - 1] == '\n')
+					n--;
+				c.comm[n] = '\0';
 				fclose(cf);
 			}
 			ret = add_client(l, &c);

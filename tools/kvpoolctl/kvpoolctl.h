@@ -90,6 +90,7 @@ struct outfmt {
 	bool raw;		/* text: no alignment, one space apart */
 	bool noheadings;	/* text: no heading line */
 	int width;		/* text: cells a line may take; 0: the terminal's */
+	int keys;		/* text: columns a fold repeats; 0: the first */
 	int units;
 	const char *cols;	/* -o, or NULL: the default columns */
 	int sel[64];		/* the columns to write, in order */

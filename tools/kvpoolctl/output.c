@@ -328,6 +328,8 @@ static size_t table_width(FILE *f, const struct outfmt *o)
 }
 
 #define TABLE_GAP	2	/* blanks between two columns */
+#define TABLE_NAME_MIN	8	/* the least a name is cut to */
+#define TABLE_NAME_FOLD	16	/* a table folds before a name gets less */
 
 /*
  * The heading line over the groups of @cols' columns @sel (@nsel of
@@ -338,7 +340,7 @@ static size_t table_width(FILE *f, const struct outfmt *o)
 static void put_groups(FILE *f, const struct colspec *cols, const int *sel,
 		       const size_t *width, size_t nsel, int indent)
 {
-	size_t i, j, pad = (size_t)indent;
+	size_t i, j, k, pad = (size_t)indent;
 
 	for (i = 0; i < nsel; i++)
 		if (cols[sel[i]].group)
@@ -359,11 +361,19 @@ static void put_groups(FILE *f, const struct colspec *cols, const int *sel,
 			continue;
 		}
 		label = strlen(g) + 2;
-		left = span > label ? (span - label) / 2 : 0;
-		fprintf(f, "%*s%.*s %s %.*s", (int)pad, "", (int)left,
-			"--------------------------------", g,
-			(int)(span > label + left ? span - label - left : 0),
-			"--------------------------------");
+		if (label > span) {
+			/* A group cut to one narrow column: its name, cut. */
+			fprintf(f, "%*s%.*s", (int)pad, "", (int)span, g);
+			pad = 0;
+			continue;
+		}
+		left = (span - label) / 2;
+		fprintf(f, "%*s", (int)pad, "");
+		for (k = 0; k < left; k++)
+			fputc('-', f);
+		fprintf(f, " %s ", g);
+		for (k = left + label; k < span; k++)
+			fputc('-', f);
 		pad = 0;
 	}
 	fputc('\n', f);
@@ -445,9 +455,10 @@ static int put_text(FILE *f, const struct colspec *cols, size_t ncols,
 		    const struct cell *cells, size_t nrows,
 		    const struct outfmt *o, int indent)
 {
-	size_t n = o->nsel, i, j, k, room, used, members;
-	size_t nat[64], min[64], w[64], idx[64];
+	size_t n = o->nsel, i, j, k, room, used, members, key_cells;
+	size_t nat[64], min[64], want[64], w[64], idx[64];
 	size_t term = table_width(f, o);
+	size_t keys = o->keys > 0 ? (size_t)o->keys : 1;
 	int block[64], csel[64], nb = 0, b;
 	char **text, **bt = NULL, buf[32];
 	int ret = -ENOMEM;
@@ -479,41 +490,62 @@ static int put_text(FILE *f, const struct colspec *cols, size_t ncols,
 			if (cw > nat[j])
 				nat[j] = cw;
 		}
-		min[j] = nat[j];
+		/*
+		 * A name is cut to no less than 8 cells (or its heading),
+		 * and a table is folded before its names get less than 16.
+		 */
+		min[j] = want[j] = nat[j];
 		if (c->ellipsize && term) {
-			size_t least = strlen(c->head) > 8 ? strlen(c->head) : 8;
+			size_t head = strlen(c->head);
 
-			if (least < min[j])
-				min[j] = least;
+			min[j] = head > TABLE_NAME_MIN ? head : TABLE_NAME_MIN;
+			want[j] = head > TABLE_NAME_FOLD ? head : TABLE_NAME_FOLD;
+			if (min[j] > nat[j])
+				min[j] = nat[j];
+			if (want[j] > nat[j])
+				want[j] = nat[j];
 		}
 	}
 	/*
 	 * Fold: the next column that does not fit starts a new table (of
-	 * the first column and it), unless it would be that table's only
-	 * other one.
+	 * the key columns, @keys of them, and it), unless it would be that
+	 * table's only other one.
 	 */
+	if (keys > n)
+		keys = n;
 	room = term > (size_t)indent ? term - (size_t)indent : 1;
-	used = min[0];
+	for (j = 0, used = 0; j < keys; j++)
+		used += want[j] + (j ? TABLE_GAP : 0);
+	key_cells = used;
 	members = 0;
-	for (j = 1; j < n; j++) {
-		if (term && members && used + TABLE_GAP + min[j] > room) {
+	for (j = keys; j < n; j++) {
+		if (term && members && used + TABLE_GAP + want[j] > room) {
 			nb++;
-			used = min[0];
+			used = key_cells;
 			members = 0;
 		}
 		block[j] = nb;
-		used += TABLE_GAP + min[j];
+		used += TABLE_GAP + want[j];
 		members++;
 	}
 	for (b = 0; b <= nb; b++) {
 		size_t nsel = 0, fixed = 0, extra;
 
 		for (j = 0; j < n; j++)
-			if (!j || block[j] == b)
+			if (j < keys || block[j] == b)
 				idx[nsel++] = j;
 		for (k = 0; k < nsel; k++) {
-			w[k] = min[idx[k]];
+			w[k] = want[idx[k]];
 			fixed += w[k] + (k ? TABLE_GAP : 0);
+		}
+		/* Too wide even so: the names down to their least. */
+		for (k = 0; k < nsel && fixed > room; k++) {
+			size_t less = w[k] - min[idx[k]];
+
+			if (less > fixed - room)
+				less = fixed - room;
+			w[k] -= less;
+			fixed -= less;
 		}
 		/* What is left of the room widens the cut names again. */
 		extra = room > fixed ? room - fixed : 0;

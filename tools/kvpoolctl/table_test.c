@@ -11,7 +11,8 @@
  *   - every line fits the width, in display cells;
  *   - no row is split: each table has its heading and one line a row;
  *   - every figure of every row is there, whatever was cut;
- *   - the long path was cut, keeping its end (".service").
+ *   - the long path was cut, keeping its end (".service");
+ *   - group headings ("pages") fit over a folded table's columns.
  * Exits 0 if all hold; else says which did not, and the text.
  *
  * Copyright (C) 2026 The kvpool authors
@@ -159,6 +160,49 @@ int main(void)
 		if (!failed)
 			printf("PASS table_test: %d cells (0: a pipe), %zu table(s)\n",
 			       width, heads);
+		free(buf);
+	}
+	/*
+	 * Groups over folded figures: 12 columns under "pages" and "rows"
+	 * at 40 cells, each heading over its own columns, none too wide.
+	 */
+	{
+		static const char *const heads[12] = {
+			"POOL", "TOTAL", "FREE", "ROW", "SLOT", "EVICT",
+			"PINNED", "EXPORT", "TOTAL", "FREE", "HELD", "SLOT",
+		};
+		struct colspec gcols[12];
+		struct cell gcells[12];
+
+		for (i = 0; i < 12; i++) {
+			gcols[i] = (struct colspec){ heads[i], heads[i], false,
+						     true, false, 0,
+						     !i ? NULL : i < 8 ?
+						     "pages" : "rows" };
+			gcells[i] = (struct cell){ CK_NUM, 4000000000ULL + i,
+						   NULL };
+			o.sel[i] = (int)i;
+		}
+		o.nsel = 12;
+		o.width = 40;
+		f = open_memstream(&buf, &len);
+		if (!f)
+			return 1;
+		put_table_to(f, gcols, 12, gcells, 1, &o, 0);
+		fclose(f);
+		for (p = buf; *p; p = strchr(p, '\n') + 1) {
+			size_t n = strcspn(p, "\n");
+
+			if (line_cells(p, n) > 40)
+				fail("a group line past 40 cells", buf);
+			if (!p[n])
+				break;
+		}
+		if (!strstr(buf, " pages ") || !strstr(buf, " rows ") ||
+		    !strstr(buf, "4000000011"))
+			fail("no group heading, or a figure lost", buf);
+		if (!failed)
+			printf("PASS table_test: groups over a fold at 40 cells\n");
 		free(buf);
 	}
 	return failed;

@@ -26,7 +26,8 @@ const char usage_top[] =
 "    from one sample to the next. q quits. What a user may see of\n"
 "    tenants and clients is what status and clients show them.\n"
 "    -d SECS      seconds between screens, 0.1..3600\n"
-"    -n COUNT     stop after COUNT screens (default: until q)\n";
+"    -n COUNT     stop after COUNT screens (default: until q), leaving\n"
+"                 the last on the screen (else top ends its own screen)\n";
 
 /* The previous sample, for rates: one figure per key. */
 struct top_sample {
@@ -125,10 +126,17 @@ static char *top_text(struct top_table *t, struct cell *row, size_t col)
 	return t->text[i];
 }
 
+/*
+ * The cells the screen has across; 0: not a terminal, nothing is cut.
+ * Tables are fitted to it (output.c: names cut, then folded).
+ */
+static int top_cols;
+
 static void top_put(FILE *f, struct top_table *t, const struct colspec *cols,
-		    size_t ncols, int indent)
+		    size_t ncols, int keys)
 {
-	struct outfmt o = { 0 };
+	/* A fold repeats @keys columns: a tenant is its pool's and id. */
+	struct outfmt o = { .width = top_cols, .keys = keys };
 	size_t i;
 
 	for (i = 0; i < ncols; i++)
@@ -142,7 +150,7 @@ static void top_put(FILE *f, struct top_table *t, const struct colspec *cols,
 			memmove(&t->cells[i * ncols], &t->cells[i * TOP_CELLS],
 				ncols * sizeof(*t->cells));
 	}
-	put_table_to(f, cols, ncols, t->cells, t->nr, &o, indent);
+	put_table_to(f, cols, ncols, t->cells, t->nr, &o, 0);
 	t->nr = 0;
 }
 
@@ -163,33 +171,53 @@ static const struct colspec top_pool_cols[] = {
 	{ "CLIENTS", "clients", false, true, false, 0, NULL },
 };
 
-static const struct colspec top_tenant_cols[] = {
-	{ "POOL", "pool", false, true, false, 0, NULL },
-	{ "TENANT", "tenant", false, true, false, 0, NULL },
-	{ "UID", "uid", false, true, false, 0, NULL },
-	{ "CGROUP", "cgroup", true, true, false, 33, NULL },
-	{ "LABEL", "label", true, true, false, 100, NULL },
-	{ "PAGES", "pages", false, true, false, 0, NULL },
-	{ "PAGES/s", "pages_rate", false, true, false, 0, NULL },
-	{ "CACHE", "cache", false, true, false, 0, NULL },
-	{ "ROWS", "rows", false, true, false, 0, NULL },
-	{ "ROWS/s", "rows_rate", false, true, false, 0, NULL },
-	{ "CLIENTS", "clients", false, true, false, 0, NULL },
-	{ "MAX", "max", false, true, false, 0, NULL },
-	{ "ASK", "ask", false, true, false, 0, NULL },
+/*
+ * The figures before the names, which a narrow screen cuts (as
+ * systemd-cgtop does): a long cgroup path takes no figure off the line.
+ */
+enum {
+	TT_POOL, TT_TENANT, TT_UID, TT_PAGES, TT_PAGES_RATE, TT_CACHE,
+	TT_ROWS, TT_ROWS_RATE, TT_CLIENTS, TT_MAX, TT_ASK, TT_LABEL,
+	TT_CGROUP, TT_NR
 };
 
-static const struct colspec top_client_cols[] = {
-	{ "POOL", "pool", false, true, false, 0, NULL },
-	{ "CLIENT", "client", false, true, false, 0, NULL },
-	{ "TENANT", "tenant", false, true, false, 0, NULL },
-	{ "PID", "pid", false, true, false, 0, NULL },
-	{ "COMMAND", "comm", true, true, false, 100, NULL },
-	{ "PAGES", "pages", false, true, false, 0, NULL },
-	{ "PAGES/s", "pages_rate", false, true, false, 0, NULL },
-	{ "CACHE", "cache", false, true, false, 0, NULL },
-	{ "ROWS", "rows", false, true, false, 0, NULL },
-	{ "ROWS/s", "rows_rate", false, true, false, 0, NULL },
+static const struct colspec top_tenant_cols[TT_NR] = {
+	[TT_POOL] = { "POOL", "pool", false, true, false, 0, NULL },
+	[TT_TENANT] = { "TENANT", "tenant", false, true, false, 0, NULL },
+	[TT_UID] = { "UID", "uid", false, true, false, 0, NULL },
+	[TT_PAGES] = { "PAGES", "pages", false, true, false, 0, NULL },
+	[TT_PAGES_RATE] = { "PAGES/s", "pages_rate", false, true, false, 0,
+			    NULL },
+	[TT_CACHE] = { "CACHE", "cache", false, true, false, 0, NULL },
+	[TT_ROWS] = { "ROWS", "rows", false, true, false, 0, NULL },
+	[TT_ROWS_RATE] = { "ROWS/s", "rows_rate", false, true, false, 0,
+			   NULL },
+	[TT_CLIENTS] = { "CLIENTS", "clients", false, true, false, 0, NULL },
+	[TT_MAX] = { "MAX", "max", false, true, false, 0, NULL },
+	[TT_ASK] = { "ASK", "ask", false, true, false, 0, NULL },
+	[TT_LABEL] = { "LABEL", "label", true, true, false, 100, NULL },
+	[TT_CGROUP] = { "CGROUP", "cgroup", true, true, false, 33, NULL },
+};
+
+/* Figures first here too; the command's name last. */
+enum {
+	TC2_POOL, TC2_CLIENT, TC2_TENANT, TC2_PID, TC2_PAGES, TC2_PAGES_RATE,
+	TC2_CACHE, TC2_ROWS, TC2_ROWS_RATE, TC2_COMM, TC2_NR
+};
+
+static const struct colspec top_client_cols[TC2_NR] = {
+	[TC2_POOL] = { "POOL", "pool", false, true, false, 0, NULL },
+	[TC2_CLIENT] = { "CLIENT", "client", false, true, false, 0, NULL },
+	[TC2_TENANT] = { "TENANT", "tenant", false, true, false, 0, NULL },
+	[TC2_PID] = { "PID", "pid", false, true, false, 0, NULL },
+	[TC2_PAGES] = { "PAGES", "pages", false, true, false, 0, NULL },
+	[TC2_PAGES_RATE] = { "PAGES/s", "pages_rate", false, true, false, 0,
+			     NULL },
+	[TC2_CACHE] = { "CACHE", "cache", false, true, false, 0, NULL },
+	[TC2_ROWS] = { "ROWS", "rows", false, true, false, 0, NULL },
+	[TC2_ROWS_RATE] = { "ROWS/s", "rows_rate", false, true, false, 0,
+			    NULL },
+	[TC2_COMM] = { "COMMAND", "comm", true, true, false, 100, NULL },
 };
 
 #define NUMCELL(row, col, v)	((row)[col] = (struct cell){ CK_NUM, (v), NULL })
@@ -242,58 +270,60 @@ static void top_screen(FILE *f, struct top_state *ts, const struct pool_row *row
 		NUMCELL(c, 12, r->x.nr_tenants);
 		NUMCELL(c, 13, r->st.out_nr_clients);
 	}
-	top_put(f, &t, top_pool_cols, ARRAY_SIZE(top_pool_cols), 0);
+	top_put(f, &t, top_pool_cols, ARRAY_SIZE(top_pool_cols), 1);
 
 	fputs("\nTENANTS\n", f);
 	for (i = 0; i < nr; i++) {
 		for (j = 0; j < rows[i].nr_trows; j++) {
 			const struct tenant_row *tr = &rows[i].trows[j];
-			char label[KVPOOL_LABEL_LEN + 1];
-			char *u;
 
 			c = top_row(&t);
 			if (!c)
 				break;
-			NUMCELL(c, 0, rows[i].id);
-			NUMCELL(c, 1, tr->t.tenant_id);
+			NUMCELL(c, TT_POOL, rows[i].id);
+			NUMCELL(c, TT_TENANT, tr->t.tenant_id);
 			if (tr->t.flags & KVPOOL_TENANT_ANY_UID)
-				snprintf(top_text(&t, c, 2), TOP_TEXT, "*");
+				snprintf(top_text(&t, c, TT_UID), TOP_TEXT, "*");
 			else
-				NUMCELL(c, 2, tr->t.uid);
+				NUMCELL(c, TT_UID, tr->t.uid);
+			/*
+			 * The path whole, however long: the table cuts it
+			 * to the screen, in characters, not bytes. It
+			 * lives as long as @rows, past top_put().
+			 */
 			if (tr->cgroup)
-				snprintf(top_text(&t, c, 3), TOP_TEXT, "%s",
-					 tr->cgroup);
+				c[TT_CGROUP] = (struct cell){ CK_STR, 0,
+							      tr->cgroup };
 			else
-				snprintf(top_text(&t, c, 3), TOP_TEXT, "%llu",
+				snprintf(top_text(&t, c, TT_CGROUP), TOP_TEXT,
+					 "%llu",
 					 (unsigned long long)tr->t.cgroup_id);
-			memcpy(label, tr->t.label, KVPOOL_LABEL_LEN);
-			label[KVPOOL_LABEL_LEN] = '\0';
-			u = utf8_sanitized(label);
-			snprintf(top_text(&t, c, 4), TOP_TEXT, "%s",
-				 u ? u : "");
-			free(u);
-			NUMCELL(c, 5, tr->t.pages);
+			/* Its bytes as they are: the table encodes them. */
+			snprintf(top_text(&t, c, TT_LABEL), TOP_TEXT, "%.*s",
+				 KVPOOL_LABEL_LEN, tr->t.label);
+			NUMCELL(c, TT_PAGES, tr->t.pages);
 			top_rate(ts, top_key(TK_TENANT_PAGES, rows[i].id,
 					     tr->t.tenant_id), tr->t.pages,
-				 top_text(&t, c, 6), TOP_TEXT);
-			NUMCELL(c, 7, tr->t.cache_pages);
-			NUMCELL(c, 8, tr->t.rows);
+				 top_text(&t, c, TT_PAGES_RATE), TOP_TEXT);
+			NUMCELL(c, TT_CACHE, tr->t.cache_pages);
+			NUMCELL(c, TT_ROWS, tr->t.rows);
 			top_rate(ts, top_key(TK_TENANT_ROWS, rows[i].id,
 					     tr->t.tenant_id), tr->t.rows,
-				 top_text(&t, c, 9), TOP_TEXT);
-			NUMCELL(c, 10, tr->t.nr_clients);
-			c[11] = (struct cell){ CK_LIMIT, tr->t.max_pages, NULL };
-			NUMCELL(c, 12, tr->t.ask_pages);
+				 top_text(&t, c, TT_ROWS_RATE), TOP_TEXT);
+			NUMCELL(c, TT_CLIENTS, tr->t.nr_clients);
+			c[TT_MAX] = (struct cell){ CK_LIMIT, tr->t.max_pages,
+						   NULL };
+			NUMCELL(c, TT_ASK, tr->t.ask_pages);
 			if (tr->own) {
-				c[4].kind = CK_NULL;
-				c[7].kind = CK_NULL;
-				c[10].kind = CK_NULL;
-				c[12].kind = CK_NULL;
+				c[TT_LABEL].kind = CK_NULL;
+				c[TT_CACHE].kind = CK_NULL;
+				c[TT_CLIENTS].kind = CK_NULL;
+				c[TT_ASK].kind = CK_NULL;
 			}
 		}
 	}
 	if (t.nr)
-		top_put(f, &t, top_tenant_cols, ARRAY_SIZE(top_tenant_cols), 0);
+		top_put(f, &t, top_tenant_cols, ARRAY_SIZE(top_tenant_cols), 2);
 	else
 		fputs("  none to show (all of them: as root)\n", f);
 
@@ -304,21 +334,21 @@ static void top_screen(FILE *f, struct top_state *ts, const struct pool_row *row
 		c = top_row(&t);
 		if (!c)
 			break;
-		NUMCELL(c, 0, x->pool);
-		NUMCELL(c, 1, x->client);
-		NUMCELL(c, 2, x->tenant);
-		NUMCELL(c, 3, x->pid);
-		snprintf(top_text(&t, c, 4), TOP_TEXT, "%s", x->comm);
-		NUMCELL(c, 5, x->pages);
+		NUMCELL(c, TC2_POOL, x->pool);
+		NUMCELL(c, TC2_CLIENT, x->client);
+		NUMCELL(c, TC2_TENANT, x->tenant);
+		NUMCELL(c, TC2_PID, x->pid);
+		snprintf(top_text(&t, c, TC2_COMM), TOP_TEXT, "%s", x->comm);
+		NUMCELL(c, TC2_PAGES, x->pages);
 		top_rate(ts, top_key(TK_CLIENT_PAGES, x->pool, x->client),
-			 x->pages, top_text(&t, c, 6), TOP_TEXT);
-		NUMCELL(c, 7, x->cache);
-		NUMCELL(c, 8, x->rows);
+			 x->pages, top_text(&t, c, TC2_PAGES_RATE), TOP_TEXT);
+		NUMCELL(c, TC2_CACHE, x->cache);
+		NUMCELL(c, TC2_ROWS, x->rows);
 		top_rate(ts, top_key(TK_CLIENT_ROWS, x->pool, x->client),
-			 x->rows, top_text(&t, c, 9), TOP_TEXT);
+			 x->rows, top_text(&t, c, TC2_ROWS_RATE), TOP_TEXT);
 	}
 	if (t.nr)
-		top_put(f, &t, top_client_cols, ARRAY_SIZE(top_client_cols), 0);
+		top_put(f, &t, top_client_cols, ARRAY_SIZE(top_client_cols), 2);
 	else
 		fputs("  none to show\n", f);
 	free(t.cells);
@@ -329,14 +359,33 @@ static void top_screen(FILE *f, struct top_state *ts, const struct pool_row *row
 static struct termios top_tty;
 static bool top_tty_set;
 
+/*
+ * top draws on the terminal's alternate screen (xterm's smcup, which
+ * tmux, screen and the VTE terminals have too): the shell's screen comes
+ * back as it was when top ends, by q, -n or a signal.
+ */
+#define TOP_ENTER	"\033[?1049h\033[?25l"	/* alternate screen, no cursor */
+#define TOP_LEAVE	"\033[?25h\033[?1049l"	/* the cursor, the screen back */
+
+/* 2: on the alternate screen; 1: on the shell's, the cursor hidden. */
+static volatile sig_atomic_t top_on_screen;
+static volatile sig_atomic_t top_resized;
+
+/* Write @s (a literal) to the terminal, async-signal-safe. */
+#define TOP_PUT(s)	(write(STDOUT_FILENO, s, sizeof(s) - 1) == sizeof(s) - 1)
+
+/* Async-signal-safe: a signal handler calls it too. */
 static void top_restore(void)
 {
 	if (top_tty_set)
 		tcsetattr(STDIN_FILENO, TCSANOW, &top_tty);
 	top_tty_set = false;
-	if (isatty(STDOUT_FILENO))
-		fputs("\033[?25h", stdout);	/* the cursor back */
-	fflush(stdout);
+	/* A failed write leaves nothing to put back: the terminal is gone. */
+	if (top_on_screen == 2 && !TOP_PUT(TOP_LEAVE))
+		top_on_screen = 0;
+	else if (top_on_screen == 1 && !TOP_PUT("\033[?25h"))
+		top_on_screen = 0;
+	top_on_screen = 0;
 }
 
 static void top_signal(int sig)
@@ -346,9 +395,17 @@ static void top_signal(int sig)
 	_exit(EXIT_OK);
 }
 
+/* A new width: the next screen comes now, fitted to it. */
+static void top_winch(int sig)
+{
+	(void)sig;
+	top_resized = 1;
+}
+
 /*
- * Write @buf to the terminal, each line cut at @cols so none wraps, from
- * the top left of a cleared screen.
+ * Write @buf to the terminal, each line cut at @cols cells so none
+ * wraps (the tables fit already; this is for the rest), from the top
+ * left of a cleared screen.
  */
 static void top_draw(const char *buf, int cols, bool tty)
 {
@@ -357,11 +414,15 @@ static void top_draw(const char *buf, int cols, bool tty)
 	if (tty)
 		fputs("\033[H\033[2J", stdout);
 	for (; *p; p = nl + 1) {
+		size_t len;
+
 		nl = strchr(p, '\n');
 		if (!nl)
 			nl = p + strlen(p);
-		fwrite(p, 1, (size_t)(cols > 0 && nl - p > cols ? cols : nl - p),
-		       stdout);
+		len = (size_t)(nl - p);
+		if (cols > 0)
+			len = text_fit(p, len, (size_t)cols);
+		fwrite(p, 1, len, stdout);
 		fputs(tty ? "\r\n" : "\n", stdout);
 		if (!*nl)
 			break;
@@ -396,6 +457,10 @@ static bool top_wait(double secs, bool tty)
 		if (!tty) {
 			poll(NULL, 0, ms);
 			continue;
+		}
+		if (top_resized) {
+			top_resized = 0;
+			return false;
 		}
 		if (poll(&pfd, 1, ms) <= 0)
 			continue;
@@ -472,7 +537,14 @@ int cmd_top(int argc, char **argv)
 		signal(SIGINT, top_signal);
 		signal(SIGTERM, top_signal);
 		signal(SIGHUP, top_signal);
-		fputs("\033[?25l", stdout);	/* no cursor */
+		signal(SIGWINCH, top_winch);
+		/*
+		 * With -n the last screen is what was asked for: it stays,
+		 * on the screen of the shell.
+		 */
+		fputs(count ? "\033[?25l" : TOP_ENTER, stdout);
+		fflush(stdout);
+		top_on_screen = count ? 1 : 2;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (n = 0; !count || n < count; n++) {
@@ -491,13 +563,14 @@ int cmd_top(int argc, char **argv)
 		ts.dt = n ? (double)(t1.tv_sec - t0.tv_sec) +
 			    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9 : 0;
 		t0 = t1;
+		ws.ws_col = 0;
+		if (!tty || ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws))
+			ws.ws_col = 0;
+		top_cols = ws.ws_col;
 		f = open_memstream(&buf, &len);
 		if (f) {
 			top_screen(f, &ts, rows, nrows, &cl, secs);
 			fclose(f);
-			ws.ws_col = 0;
-			if (!tty || ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws))
-				ws.ws_col = 0;
 			top_draw(buf ? buf : "", ws.ws_col, tty);
 			free(buf);
 		}
@@ -515,6 +588,8 @@ int cmd_top(int argc, char **argv)
 	}
 	free(ts.prev);
 	free(ts.cur);
+	/* What is written goes out before the screen is left. */
+	fflush(stdout);
 	top_restore();
 	return ret;
 }
