@@ -65,13 +65,19 @@ __all__ = [
 _NO_HANDLE = 0
 
 
+# In these, what the module assigns is a plain attribute; what it only
+# reads is a property, so that any attribute of a narrower type fits.
+
+
 class KvInfo(Protocol):
     """What this module uses of SGLang's ``ReqKvInfo`` (KvRecord has it)."""
 
     req_pool_idx: int | None
-    cache_protected_len: int
     kv_committed_len: int
     kv_allocated_len: int
+
+    @property
+    def cache_protected_len(self) -> int: ...
 
     @property
     def holds_kv(self) -> bool: ...
@@ -85,10 +91,13 @@ class KvInfo(Protocol):
 class Session(Protocol):
     """What this module uses of SGLang's ``Session``."""
 
-    session_id: str
-    streaming: bool
+    @property
+    def session_id(self) -> str: ...
 
-    def finish_req(self, req: Any) -> None: ...
+    @property
+    def streaming(self) -> bool: ...
+
+    def finish_req(self, req: Any, /) -> Any: ...
 
 
 class Req(Protocol):
@@ -96,13 +105,21 @@ class Req(Protocol):
     they exist, ``owned_kv_len()``, ``refresh_fill_ids()``,
     ``skip_radix_cache_insert`` and ``aborted``."""
 
-    rid: str
     kv: KvInfo
     lock: Any
-    session: Session | None
-    finished_len: int | None
     output_ids: list[int]
-    origin_input_ids: list[int]
+
+    @property
+    def rid(self) -> Any: ...
+
+    @property
+    def session(self) -> Session | None: ...
+
+    @property
+    def finished_len(self) -> int | None: ...
+
+    @property
+    def origin_input_ids(self) -> Sequence[int]: ...
 
 
 class TreeCache(Protocol):
@@ -189,7 +206,8 @@ def _u64(values: npt.ArrayLike) -> npt.NDArray[np.uint64]:
 
 def _as_list(values: Any) -> list[int]:
     if torch is not None and isinstance(values, torch.Tensor):
-        return list(values.tolist())
+        got: list[int] = values.tolist()
+        return got
     return [int(v) for v in values]
 
 
