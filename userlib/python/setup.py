@@ -5,7 +5,8 @@ In the kvpool tree (../kvpool.h exists) it builds against the tree's
 headers and library, which `make -C userlib` must have built; elsewhere
 it asks pkg-config for an installed libkvpool.
 
-KVPOOL_LINK says how libkvpool gets into the extension:
+$KVPOOL_LINK, from the environment, says how libkvpool gets into the
+extension:
 - static (the default in the tree): libkvpool.a is linked in, so the
   wheel works in any venv with no libkvpool installed and no
   LD_LIBRARY_PATH. libkvpool.a's objects are -fPIC, and
