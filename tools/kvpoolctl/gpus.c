@@ -7,6 +7,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,14 +17,16 @@
 #include "kvpoolctl.h"
 
 const char usage_gpus[] =
-"gpus [--json]\n"
+"gpus [--json | -r] [-n]\n"
 "    List the host's GPUs, in PCI address order: PCI address, vendor and\n"
 "    device ids, DRM render node, kernel driver, the pools made for each\n"
 "    (create --gpu) and where it was found: drm (libdrm), nvidia\n"
 "    (/proc/driver/nvidia/gpus) or pci (a display controller in sysfs\n"
 "    that neither knows, e.g. with no driver). Needs no privilege and no\n"
 "    kvpool module.\n"
-"    -j, --json   one JSON array, an object a GPU\n";
+"    -j, --json   one JSON array, an object a GPU\n"
+"    -r, --raw    the table unaligned and uncut, one space apart\n"
+"    -n, --noheadings  the table without its heading line\n";
 
 /* ---- gpus ---- */
 
@@ -330,10 +333,9 @@ static void gpu_cells(const struct gpu *g, size_t index,
 	snprintf(cell[GC_SOURCE], GCELL, "%s", g->source);
 }
 
-static void print_gpu_table(const struct gpu_list *l)
+static void print_gpu_table(const struct gpu_list *l, struct outfmt *o)
 {
 	char (*text)[GC_NR][GCELL];
-	struct outfmt o = { 0 };
 	struct cell *cells;
 	size_t i, j;
 
@@ -345,15 +347,15 @@ static void print_gpu_table(const struct gpu_list *l)
 		err_msg("out of memory");
 		return;
 	}
-	for (j = 0; j < GC_NR; j++)
-		o.sel[o.nsel++] = (int)j;
+	for (j = 0, o->nsel = 0; j < GC_NR; j++)
+		o->sel[o->nsel++] = (int)j;
 	for (i = 0; i < l->nr; i++) {
 		gpu_cells(&l->v[i], i, text[i]);
 		for (j = 0; j < GC_NR; j++)
 			cells[i * GC_NR + j] = (struct cell){ CK_STR, 0,
 							      text[i][j] };
 	}
-	put_table(gpu_cols, GC_NR, cells, l->nr, &o, 0);
+	put_table(gpu_cols, GC_NR, cells, l->nr, o, 0);
 	free(text);
 	free(cells);
 }
@@ -388,15 +390,41 @@ static void print_gpu_json(const struct gpu_list *l)
 
 int cmd_gpus(int argc, char **argv)
 {
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "raw", no_argument, NULL, 'r' },
+		{ "noheadings", no_argument, NULL, 'n' },
+		{ NULL, 0, NULL, 0 },
+	};
 	struct gpu_list l = { 0 };
-	bool json = false, done;
-	int ret;
+	struct outfmt o = { 0 };
+	int c, ret;
 
-	ret = parse_simple(argc, argv, usage_gpus, &json, &done);
-	if (done)
-		return ret;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "hjrn", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			return usage_of(usage_gpus, stdout);
+		case 'j':
+			o.json = true;
+			break;
+		case 'r':
+			o.raw = true;
+			break;
+		case 'n':
+			o.noheadings = true;
+			break;
+		default:
+			return usage_of(usage_gpus, stderr);
+		}
+	}
 	if (optind != argc)
 		return usage_of(usage_gpus, stderr);
+	if (o.json && (o.raw || o.noheadings)) {
+		err_msg("--raw and --noheadings are the text table's: not with --json");
+		return EXIT_USAGE;
+	}
 
 	ret = find_gpus(&l);
 	if (ret) {
@@ -404,10 +432,10 @@ int cmd_gpus(int argc, char **argv)
 		err_msg("gpus: %s", strerror(-ret));
 		return EXIT_FAIL;
 	}
-	if (json)
+	if (o.json)
 		print_gpu_json(&l);
 	else if (l.nr)
-		print_gpu_table(&l);
+		print_gpu_table(&l, &o);
 	else
 		printf("no GPUs found (no DRM device, no NVIDIA GPU in " NVIDIA_GPUS ", no PCI display controller in " PCI_DEVICES ")\n");
 	free_gpus(&l);

@@ -381,9 +381,8 @@ static void put_groups(FILE *f, const struct colspec *cols, const int *sel,
 
 /*
  * One table of @cols' columns @sel (@nsel), @text of each row's cells
- * (@nrows rows of @stride), through libsmartcols into @f, @indent
- * blanks in. @width: each column's cells (name-like ones already cut to
- * it), NULL for raw output.
+ * (@nrows rows of @stride, names already cut to fit), through
+ * libsmartcols into @f, @indent blanks in, the group line over it.
  */
 static int put_block(FILE *f, const struct colspec *cols, const int *sel,
 		     size_t nsel, char **text, size_t nrows, size_t stride,
@@ -448,8 +447,8 @@ out:
 /*
  * @o's columns of @nrows rows of @ncols cells as text: aligned, name-like
  * columns cut to what the terminal leaves them, and folded into tables
- * of the first column and as many more as fit where even that is too
- * wide. Returns 0 or -ENOMEM.
+ * of the key columns (@o->keys, else the first) and as many more as fit
+ * where even that is too wide. Returns 0 or -ENOMEM.
  */
 static int put_text(FILE *f, const struct colspec *cols, size_t ncols,
 		    const struct cell *cells, size_t nrows,
