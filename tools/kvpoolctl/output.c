@@ -393,6 +393,20 @@ static int put_block(FILE *f, const struct colspec *cols, const int *sel,
 	char *out = NULL, *l, *nl;
 	int ret = -ENOMEM;
 
+	/*
+	 * No rows: libsmartcols writes nothing, but the headings say what
+	 * the table would have shown.
+	 */
+	if (!nrows) {
+		if (o->noheadings)
+			return 0;
+		fprintf(f, "%*s", o->raw ? 0 : indent, "");
+		for (j = 0; j < nsel; j++)
+			fprintf(f, "%s%s", !j ? "" : o->raw ? " " : "  ",
+				cols[sel[j]].head);
+		fputc('\n', f);
+		return 0;
+	}
 	tb = scols_new_table();
 	if (!tb)
 		return -ENOMEM;

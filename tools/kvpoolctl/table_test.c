@@ -12,7 +12,8 @@
  *   - no row is split: each table has its heading and one line a row;
  *   - every figure of every row is there, whatever was cut;
  *   - the long path was cut, keeping its end (".service");
- *   - group headings ("pages") fit over a folded table's columns.
+ *   - group headings ("pages") fit over a folded table's columns;
+ *   - a table without rows still has its heading line.
  * Exits 0 if all hold; else says which did not, and the text.
  *
  * Copyright (C) 2026 The kvpool authors
@@ -162,6 +163,20 @@ int main(void)
 			       width, heads);
 		free(buf);
 	}
+	/* No rows: the heading line still says what would be shown. */
+	o.width = 0;
+	o.cols = NULL;
+	if (select_columns(&o, tenant_cols, TC_NR))
+		return 1;
+	f = open_memstream(&buf, &len);
+	if (!f)
+		return 1;
+	put_table_to(f, tenant_cols, TC_NR, cells, 0, &o, 2);
+	fclose(f);
+	if (strncmp(buf, "  TENANT  UID  CGROUP", 21) || strchr(buf, '\n')[1])
+		fail("no rows: not the heading line alone", buf);
+	free(buf);
+
 	/*
 	 * Groups over folded figures: 12 columns under "pages" and "rows"
 	 * at 40 cells, each heading over its own columns, none too wide.
