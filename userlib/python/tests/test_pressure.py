@@ -98,8 +98,11 @@ def test_epoll_wakes_on_pressure(
         timer.start()
         ev = ep.poll(10)
         timer.join()
+        # The event, not the 10 s timeout, ended the wait; and not before
+        # the timer raised the marks. Only a lower bound: load can delay
+        # the wake-up, never bring it forward.
         assert ev and ev[0][1] & select.EPOLLPRI
-        assert 0.2 <= time.monotonic() - t0 < 10
+        assert time.monotonic() - t0 >= 0.2
     finally:
         ep.close()
 
@@ -111,11 +114,10 @@ def test_wait_pressure_blocks_in_a_thread(
     pool, _ = squeezed
     got = []
     t = threading.Thread(target=lambda: got.append(pool.wait_pressure(20)))
-    t0 = time.monotonic()
     t.start()
     time.sleep(0.3)
     assert t.is_alive() and not got
     kvpool.set_wmark(pool.info.pool_id, 20, 30)
     t.join(20)
+    # True, not the False of the 20 s timeout: the marks woke it.
     assert got == [True]
-    assert time.monotonic() - t0 < 20
