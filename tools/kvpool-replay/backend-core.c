@@ -6,7 +6,7 @@
  * driver does around its ioctls, and answers as libkvpool would: the
  * driver's checks before the core is called (kvpd_check_batch() of
  * driver/kvpool_ioctl.c), libkvpool's choice of which entry an error
- * blames (kvp_error_index() of userlib/kvpool.c), a shortfall on ENOSPC
+ * blames (kvp_error_index() of userlib/pool.c), a shortfall on ENOSPC
  * and EDQUOT alone, the driver's feature bits.
  *
  * Copyright (C) 2026 The kvpool authors

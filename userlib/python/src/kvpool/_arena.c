@@ -61,7 +61,7 @@ struct kvp_dl_export {
 
 /*
  * libkvpool keeps a CUDA arena's CUdevice (the device ordinal) in the
- * view's __resv[1] (KVP_VIEW_DEVICE in kvpool.c) and has no accessor for
+ * view's __resv[1] (KVP_VIEW_DEVICE in cuda.c) and has no accessor for
  * it yet; this is the one place that reads it.
  */
 #define KVP_VIEW_DEVICE		1
