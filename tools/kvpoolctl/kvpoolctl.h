@@ -4,8 +4,9 @@
  * types, a pool and a tenant as the commands read them, and what each
  * file gives the others. main.c dispatches to one file per command
  * (status.c, metrics.c, ...), which share common.c (errors, parsing,
- * cgroups, PCI), pools.c (reading pools and tenants) and output.c
- * (tables as text, CSV and JSON).
+ * cgroups, PCI), pools.c (reading pools and tenants), output.c
+ * (tables as CSV and JSON, and the columns) and table.c (tables as
+ * text, through libsmartcols).
  *
  * Copyright (C) 2026 The kvpool authors
  */
@@ -250,13 +251,12 @@ int run_subcommand(int argc, char **argv, const char *usage,
 		   const struct subcommand *sub, size_t nr);
 
 /* output.c */
+const char *cell_text(const struct cell *c, char *buf, size_t len);
 void json_string_or_null(const char *s);
 int select_columns(struct outfmt *o, const struct colspec *cols,
 		   size_t ncols);
 struct cell page_cell(unsigned long long pages, int kind,
 		      unsigned long long factor);
-size_t text_cells(const char *s);
-size_t text_fit(const char *s, size_t len, size_t cells);
 void put_table_to(FILE *f, const struct colspec *cols, size_t ncols,
 		  const struct cell *cells, size_t nrows,
 		  const struct outfmt *o, int indent);
@@ -274,6 +274,13 @@ void print_tenants_as(struct tenant_row *rows, size_t nr,
 		      int indent);
 int parse_table_opts(int argc, char **argv, const char *usage,
 		     struct outfmt *o, bool *done);
+
+/* table.c */
+size_t text_cells(const char *s);
+size_t text_fit(const char *s, size_t len, size_t cells);
+int put_text(FILE *f, const struct colspec *cols, size_t ncols,
+	     const struct cell *cells, size_t nrows,
+	     const struct outfmt *o, int indent);
 
 /* pools.c */
 int fetch_tenants(unsigned int id, struct kvpool_tenant_info **out,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * table_test: output.c's text tables against hostile names, without the
+ * table_test: table.c's text tables against hostile names, without the
  * module. A tenant table whose cgroups and labels hold an escape
  * sequence, a newline, a C1 control, 0xff, wide characters and a 4 KiB
  * path is written at 80 and 60 cells and in full (a pipe), in the
