@@ -79,6 +79,7 @@ pkgs=(
 				# packages (debian/control's Build-Depends;
 				# dpkg-buildpackage also wants build-essential)
 	lintian			# ... and their check
+	pybuild-plugin-pyproject # ... python3-kvpool's PEP 517 build
 	util-linux		# flock, dmesg (essential, listed for clarity)
 	coreutils		# timeout (essential, listed for clarity)
 	apt dpkg		# apt-get download, dpkg -x (essential)
