@@ -48,8 +48,9 @@
 #      (--in-trixie) build-debs.sh --install-deps --check, then dkms,
 #      linux-headers-amd64 and the packages; checks that DKMS installed
 #      the module, that the unit and rule are under /usr/lib, enabled,
-#      the group, and the unit's systemd-analyze security exposure by
-#      trixie's systemd. Not booted: the VM lanes' kernels are others.
+#      the group, `udevadm verify` of the rule, and the unit's
+#      systemd-analyze security exposure by trixie's systemd. Not
+#      booted: the VM lanes' kernels are others.
 #
 # Prints PASS/FAIL lines and "N passed, N failed" after each half.
 # bookworm takes about 7 min on 2 busy cores (6:46 on 2026-12-02:
@@ -279,8 +280,8 @@ in_trixie() {
 			 grep -q " ./usr/lib/udev/rules.d/60-kvpool.rules$" <<<"$1" &&
 			 ! grep -q " ./lib/" <<<"$1"' _ "$out"
 
-	say "dkms and trixie's kernel headers (linux-headers-amd64), then the packages"
-	apt_install dkms linux-headers-amd64
+	say "dkms and trixie's kernel headers (linux-headers-amd64), udev, then the packages"
+	apt_install dkms linux-headers-amd64 udev
 	apt_install "$debs"/kvpool-dkms_*.deb "$debs"/libkvpool1_*.deb \
 		"$debs"/kvpoolctl_*.deb "$debs"/python3-kvpool_*.deb
 	krel=$(dpkg-query -W -f '${Depends}\n' linux-headers-amd64 |
@@ -299,6 +300,9 @@ in_trixie() {
 		-f /usr/lib/udev/rules.d/60-kvpool.rules -a \
 		-f /usr/share/bash-completion/completions/kvpoolctl -a \
 		-f /usr/share/man/man5/pools.conf.5.gz
+	# systemd 253's rules linter, which bookworm's 252 lacks.
+	check "trixie: udevadm verify finds 60-kvpool.rules right" \
+		udevadm verify /usr/lib/udev/rules.d/60-kvpool.rules
 	check "trixie: kvpool-setup --check takes the packaged pools.conf" \
 		/usr/libexec/kvpool/kvpool-setup --check
 	check "trixie: python3 -c 'import kvpool' (the packaged extension)" \
