@@ -212,6 +212,29 @@ for c in tenant arena; do
 	check "completion: kvpoolctl $c's subcommands of kvpoolctl(8) ($subs)" \
 		test "$(complete_words kvpoolctl "$c" '' | words_of)" = "$subs"
 done
+# Each command's options in its synopsis are offered after a "-":
+# "COMMAND [SUBCOMMAND]|OPTION..." per .SY block.
+while IFS='|' read -r cmd opts; do
+	# shellcheck disable=SC2086 # the command's words, split
+	offered=" $(complete_words kvpoolctl $cmd -) " missing=''
+	for o in $opts; do
+		[[ $offered == *" $o "* ]] || missing+=" $o"
+	done
+	check "completion: kvpoolctl $cmd offers the options of its synopsis${missing:+ (not:$missing)}" \
+		test -z "$missing"
+done < <(python3 - "$repo/tools/kvpoolctl/kvpoolctl.8" <<'PY'
+import re, sys
+syn = open(sys.argv[1]).read().split(".SH SYNOPSIS", 1)[1]
+syn = syn.split(".SH DESCRIPTION", 1)[0]
+for blk in syn.split(".SY kvpoolctl")[1:]:
+    blk = blk.split(".YS")[0].replace("\\-", "-")
+    first = blk.strip().splitlines()[0].split()
+    if first[0] != ".B":
+        continue	# the synopsis of kvpoolctl itself
+    opts = sorted(set(re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", blk)))
+    print(" ".join(first[1:]) + "|" + " ".join(opts))
+PY
+)
 
 echo "$pass passed, $fail failed"
 ((fail == 0))
