@@ -317,8 +317,9 @@ verdict "$out" "ops: a tool's check expects another ABI version than $abi" \
 	"ops: the tools' (kvpool ABI N) strings are the header's $abi"
 
 # Names such as KVPOOL_FEAT_* (a prefix) are not names: skipped. An
-# environment variable a script of the tree reads ($NAME or ${NAME) is
-# no ABI name either.
+# environment variable a script of the tree reads ($NAME or ${NAME), or
+# a device property a udev rule of the tree sets (ENV{NAME}), is no ABI
+# name either.
 mapfile -t docs < <(find docs -type f \( -name '*.rst' -o -name '*.md' \)
 		    find docs/ABI -type f 2>/dev/null)
 out=$(perl -ne '
@@ -326,6 +327,7 @@ out=$(perl -ne '
       ' "${docs[@]}" | sort -u | while read -r file name; do
 		grep -qw -- "$name" "$uapi" ||
 			grep -rqE -- "\\\$\{?$name\b" tools selftests userlib ||
+			grep -rqF -- "ENV{$name}" tools/udev ||
 			echo "  $file $name"
 	done)
 verdict "$out" "KVPOOL_* names in docs/: some are not in $uapi" \
