@@ -252,6 +252,8 @@ static int top_pool_line(const char *screen, unsigned int id,
 }
 
 #define TMUX	"tmux -S %s/tmux"
+/* Looks at top's screen, 0.2 s apart, before a wait counts as a hang. */
+#define TOP_POLLS	150
 
 /* top in tmux: the pool shows, its use and rate follow a client; q quits. */
 TEST_F_TIMEOUT(ctl, top_tmux, 120)
@@ -266,20 +268,30 @@ TEST_F_TIMEOUT(ctl, top_tmux, 120)
 	ASSERT_EQ(0, kt_run_output(out, sizeof(out),
 				   TMUX " new-session -d -s top -x 160 -y 40 '" KVPOOLCTL " top -d 2 %u'",
 				   self->dir, self->pool.id)) TH_LOG("%s", out);
-	/* The first screen, then a second with rates. */
-	kt_sleep_ms(2500);
-	ASSERT_EQ(0, kt_run_output(screen, sizeof(screen),
-				   TMUX " capture-pane -p -t top", self->dir));
-	ASSERT_EQ(0, top_pool_line(screen, self->pool.id, &used0, rate,
-				   sizeof(rate))) TH_LOG("%s", screen);
+	/*
+	 * The first screen. However long a busy machine takes to start
+	 * tmux and top, it comes; the bound only stops a hang.
+	 */
+	for (i = 0; i < TOP_POLLS; i++) {
+		kt_sleep_ms(200);
+		ASSERT_EQ(0, kt_run_output(screen, sizeof(screen),
+					   TMUX " capture-pane -p -t top",
+					   self->dir));
+		if (!top_pool_line(screen, self->pool.id, &used0, rate,
+				   sizeof(rate)))
+			break;
+	}
+	ASSERT_LT(i, TOP_POLLS) TH_LOG("top drew no pool line: %s", screen);
 	EXPECT_NE(NULL, strstr(screen, "kvpoolctl top")) TH_LOG("%s", screen);
 
 	kt_new_row(_metadata, fd, 40 * 16, 0);
 	/*
 	 * The screen after the rows came shows them, and a rate above 0
-	 * (the next ones +0.0 again): screens 2 s apart, looked at every 0.2 s.
+	 * (the next ones +0.0 again): screens 2 s apart, looked at every
+	 * 0.2 s, so a capture would have to take 2 s to miss it. The bound
+	 * only stops a hang: load delays the screen, it cannot hide it.
 	 */
-	for (i = 0; i < 40; i++) {
+	for (i = 0; i < TOP_POLLS; i++) {
 		kt_sleep_ms(200);
 		ASSERT_EQ(0, kt_run_output(screen, sizeof(screen),
 					   TMUX " capture-pane -p -t top",
@@ -295,19 +307,19 @@ TEST_F_TIMEOUT(ctl, top_tmux, 120)
 	for (char *l = strtok(screen, "\n"); l; l = strtok(NULL, "\n"))
 		printf("#   %s\n", l);
 	EXPECT_EQ(used0 + 40, used1);
-	EXPECT_LT(i, 40) TH_LOG("no screen showed a rate above +0.0 (last '%s')",
+	EXPECT_LT(i, TOP_POLLS) TH_LOG("no screen showed a rate above +0.0 (last '%s')",
 				out);
 	EXPECT_NE(0, strtod(out, NULL)) TH_LOG("rate '%s'", out);
 
 	ASSERT_EQ(0, kt_run_output(out, sizeof(out),
 				   TMUX " send-keys -t top q", self->dir));
-	for (i = 0; i < 30; i++) {
+	for (i = 0; i < TOP_POLLS; i++) {
 		if (kt_run_output(NULL, 0, TMUX " has-session -t top",
 				  self->dir))
 			break;
-		kt_sleep_ms(100);
+		kt_sleep_ms(200);
 	}
-	EXPECT_LT(i, 30) TH_LOG("top did not quit on q");
+	EXPECT_LT(i, TOP_POLLS) TH_LOG("top did not quit on q");
 	kt_run_output(NULL, 0, TMUX " kill-server", self->dir);
 	kt_pool_close(&self->pool, fd);
 }
