@@ -40,8 +40,10 @@
 #      tenants), checks what it made with the packaged kvpoolctl, runs
 #      `udevadm test` of the packaged rule on both pools (group, mode,
 #      /dev/kvpool/by-name and by-gpu links: the guest runs no udevd),
-#      runs it again (nothing made twice), and checks that a bad file
-#      changes nothing.
+#      runs it again (nothing made twice), checks that a bad file
+#      changes nothing, then starts systemd-udevd in the root and runs
+#      it for a third pool: when it returns, that pool's node must be
+#      the group's (0660) and every by-name and by-gpu link in place.
 #   3. trixie: a minbase root from tools/vm/build-root.sh, copied, with
 #      this host's certificate authorities and apt date settings, and a
 #      `git clone` of committed HEAD in /root/kvpool; there
@@ -251,6 +253,31 @@ in_vm() {
 		bash -c '[[ $1 == 2 ]] && grep -q "bad.conf:2: pool .d. is not defined" <<<"$2" &&
 			 grep -q "bad.conf:3: unknown directive .poool." <<<"$2" &&
 			 [[ $(ls -d "$3"/sys/class/kvpool/kvpool[0-9]* | wc -l) == "$4" ]]' _ "$rc" "$out" "$r" "$c"
+
+	# With udevd running, as at boot: when kvpool-setup returns, a new
+	# pool's node must already be the kvpool group's and every pool have
+	# its links, with no settle of the test's own in between.
+	echo "--- udevd running: kvpool-setup waits for it"
+	if inroot /lib/systemd/systemd-udevd --daemon; then
+		echo 'pool c --pages 64 --page-tokens 1 --rows 4 --row-tokens 64' >>"$conf"
+		out=$(inroot /usr/libexec/kvpool/kvpool-setup --config /tmp/pools.conf 2>&1) &&
+			rc=0 || rc=$?
+		echo "$out"
+		id2=$(cut -d' ' -f1 "$r/run/kvpool/pools/c" 2>/dev/null) || id2=
+		check "udevd: kvpool-setup made pool c and exited 0 (exit $rc)" \
+			test "$rc" = 0 -a -n "$id2"
+		out=$(inroot stat -c '%G %a' "/dev/kvpool$id2" 2>&1) || true
+		check "udevd: /dev/kvpool$id2 is group kvpool, mode 660, as kvpool-setup returns ($out)" \
+			test "$out" = "kvpool 660"
+		out=$(inroot sh -c 'for l in /dev/kvpool/by-name/a /dev/kvpool/by-name/b \
+			/dev/kvpool/by-name/c /dev/kvpool/by-gpu/0000:00:10.0; do
+			printf "%s " "$(readlink -f "$l")"; done' 2>&1) || true
+		check "udevd: by-name/a, b, c and by-gpu/0000:00:10.0 name kvpool$id0 $id1 $id2 $id1 ($out)" \
+			test "$out" = "/dev/kvpool$id0 /dev/kvpool$id1 /dev/kvpool$id2 /dev/kvpool$id1 "
+		inroot udevadm control --exit || true
+	else
+		ko "systemd-udevd --daemon did not start in the root"
+	fi
 	result
 }
 
