@@ -262,14 +262,10 @@ static int arena_show(int argc, char **argv)
 	unsigned int id;
 	int ret;
 
-	ret = parse_one_pool(argc, argv, usage_arena, &json, &id, &done);
+	ret = open_one_pool(argc, argv, usage_arena, &json, &id, &kp, &in,
+			    &done);
 	if (done)
 		return ret;
-
-	ret = open_pool(id, &kp);
-	if (ret)
-		return ret;
-	kvpool_info(kp, &in);
 	ret = kvpool_arena_info(kp, &a);
 	if (!ret && a.out_kind != KVPOOL_ARENA_NONE) {
 		chunks = calloc(a.out_nr_chunks ? a.out_nr_chunks : 1,

@@ -96,6 +96,31 @@ int open_pool(unsigned int id, struct kvpool **kpp)
 	return pool_error(err, path, (int)id);
 }
 
+/*
+ * The start of a command on one pool that reads it (info, arena show):
+ * its [-j] POOL, the pool opened into *@kpp and its KVPOOL_INFO into
+ * *@in. *@done as parse_one_pool()'s: when set, the command ends with
+ * the return value, and no pool is open; otherwise the caller closes
+ * *@kpp.
+ */
+int open_one_pool(int argc, char **argv, const char *usage, bool *json,
+		  unsigned int *id, struct kvpool **kpp,
+		  struct kvpool_info *in, bool *done)
+{
+	int ret;
+
+	ret = parse_one_pool(argc, argv, usage, json, id, done);
+	if (*done)
+		return ret;
+	ret = open_pool(*id, kpp);
+	if (ret) {
+		*done = true;
+		return ret;
+	}
+	kvpool_info(*kpp, in);
+	return EXIT_OK;
+}
+
 int cmd_info(int argc, char **argv)
 {
 	char gpu[PCI_NAME_LEN];
@@ -106,14 +131,10 @@ int cmd_info(int argc, char **argv)
 	unsigned int id;
 	int ret, arena_err;
 
-	ret = parse_one_pool(argc, argv, usage_info, &json, &id, &done);
+	ret = open_one_pool(argc, argv, usage_info, &json, &id, &kp, &in,
+			    &done);
 	if (done)
 		return ret;
-
-	ret = open_pool(id, &kp);
-	if (ret)
-		return ret;
-	kvpool_info(kp, &in);
 	/* A module without arenas: arena_err -ENOTTY, shown as such. */
 	arena_err = in.out_features & KVPOOL_FEAT_ARENA ?
 		    kvpool_arena_info(kp, &a) : -ENOTTY;

@@ -317,6 +317,9 @@ int cmd_top(int argc, char **argv);
 extern const char usage_info[];
 const char *arena_kind(__u32 kind);
 int open_pool(unsigned int id, struct kvpool **kpp);
+int open_one_pool(int argc, char **argv, const char *usage, bool *json,
+		  unsigned int *id, struct kvpool **kpp,
+		  struct kvpool_info *in, bool *done);
 int cmd_info(int argc, char **argv);
 
 /* verify.c */
