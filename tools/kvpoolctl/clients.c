@@ -220,23 +220,17 @@ int cmd_clients(int argc, char **argv)
 	struct cell *cells;
 	struct outfmt o;
 	unsigned int id = 0;
-	bool done;
+	bool one, done;
 	size_t i;
 	int ret;
 
-	ret = parse_table_opts(argc, argv, usage_clients, &o, &done);
+	ret = parse_table_pool(argc, argv, usage_clients, &o, client_cols,
+			       CC_NR, &id, &one, &done);
 	if (done)
-		return ret;
-	if (argc - optind > 1)
-		return usage_of(usage_clients, stderr);
-	if (optind < argc && !parse_pool(argv[optind], &id))
-		return bad_pool(argv[optind]);
-	ret = select_columns(&o, client_cols, CC_NR);
-	if (ret)
 		return ret;
 	if (!module_loaded())
 		return not_loaded();
-	ret = find_clients(&l, optind < argc ? (int)id : -1);
+	ret = find_clients(&l, one ? (int)id : -1);
 	if (ret) {
 		free(l.v);
 		return pool_error(ret, "clients", -1);

@@ -274,6 +274,9 @@ void print_tenants_as(struct tenant_row *rows, size_t nr,
 		      int indent);
 int parse_table_opts(int argc, char **argv, const char *usage,
 		     struct outfmt *o, bool *done);
+int parse_table_pool(int argc, char **argv, const char *usage,
+		     struct outfmt *o, const struct colspec *cols,
+		     size_t ncols, unsigned int *id, bool *given, bool *done);
 
 /* table.c */
 size_t text_cells(const char *s);

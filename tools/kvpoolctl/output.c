@@ -387,3 +387,33 @@ int parse_table_opts(int argc, char **argv, const char *usage,
 	*done = false;
 	return EXIT_OK;
 }
+
+/*
+ * parse_table_opts() for a table of one pool's things (tenant list,
+ * clients): the options, then one POOL into *@id, then -o checked
+ * against @cols. With @given, POOL may be left out (*@given says if it
+ * was, and *@id is then untouched); without, it must be there. *@done
+ * as parse_simple()'s. Returns an exit code.
+ */
+int parse_table_pool(int argc, char **argv, const char *usage,
+		     struct outfmt *o, const struct colspec *cols,
+		     size_t ncols, unsigned int *id, bool *given, bool *done)
+{
+	int ret;
+
+	ret = parse_table_opts(argc, argv, usage, o, done);
+	if (*done)
+		return ret;
+	*done = true;
+	if (argc - optind > 1 || (!given && argc - optind != 1))
+		return usage_of(usage, stderr);
+	if (given)
+		*given = optind < argc;
+	if (optind < argc && !parse_pool(argv[optind], id))
+		return bad_pool(argv[optind]);
+	ret = select_columns(o, cols, ncols);
+	if (ret)
+		return ret;
+	*done = false;
+	return EXIT_OK;
+}

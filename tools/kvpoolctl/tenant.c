@@ -372,17 +372,10 @@ static int tenant_list(int argc, char **argv)
 	bool done;
 	int ret;
 
-	ret = parse_table_opts(argc, argv, usage_tenant, &o, &done);
+	ret = parse_table_pool(argc, argv, usage_tenant, &o, tenant_cols,
+			       TC_NR, &id, NULL, &done);
 	if (done)
 		return ret;
-	if (argc - optind != 1)
-		return usage_of(usage_tenant, stderr);
-	if (!parse_pool(argv[optind], &id))
-		return bad_pool(argv[optind]);
-	ret = select_columns(&o, tenant_cols, TC_NR);
-	if (ret)
-		return ret;
-
 	ret = fetch_tenants(id, &t, &nr, &paths);
 	if (ret)
 		return ctl_error(ret, "tenant list", id, "tenants");
