@@ -203,6 +203,19 @@ static int run_screen(const char *dir, const char *s, int cols,
 	return -1;
 }
 
+/*
+ * run_screen() of "kvpoolctl @sub POOL" in session @s, to its end mark:
+ * the table commands' one way of being run, the pool's id appended.
+ */
+static int pool_screen(FIXTURE_DATA(screen) *self, const char *s, int cols,
+		       const char *sub, char *buf)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), KVPOOLCTL " %s %u", sub, self->pool.id);
+	return run_screen(self->dir, s, cols, cmd, "@@END@@", buf, SCREEN);
+}
+
 /* Display cells of @l's @n bytes in UTF-8; -1 if it is no valid text. */
 static int cells(const char *l, size_t n)
 {
@@ -322,7 +335,7 @@ static void print_screen(const char *screen)
 TEST_F_TIMEOUT(screen, tables, 300)
 {
 	static const int widths[] = { 80, 60 };
-	char *screen = malloc(SCREEN), cmd[256], pid[16];
+	char *screen = malloc(SCREEN), pid[16];
 	size_t k;
 
 	ASSERT_NE(NULL, screen);
@@ -330,9 +343,8 @@ TEST_F_TIMEOUT(screen, tables, 300)
 	for (k = 0; k < ARRAY_SIZE(widths); k++) {
 		int w = widths[k];
 
-		snprintf(cmd, sizeof(cmd), KVPOOLCTL " status %u", self->pool.id);
-		ASSERT_EQ(0, run_screen(self->dir, "status", w, cmd, "@@END@@",
-					screen, SCREEN)) TH_LOG("%s", screen);
+		ASSERT_EQ(0, pool_screen(self, "status", w, "status", screen))
+			TH_LOG("%s", screen);
 		check_screen(_metadata, "status", w, screen);
 		check_tenants(_metadata, self, "status", w, screen, NULL);
 		/* The pool's figures: its 512 pages, under TOTAL. */
@@ -341,18 +353,14 @@ TEST_F_TIMEOUT(screen, tables, 300)
 		print_screen(screen);
 		kt_run_output(NULL, 0, TMUX " kill-session -t status", self->dir);
 
-		snprintf(cmd, sizeof(cmd), KVPOOLCTL " tenant list %u",
-			 self->pool.id);
-		ASSERT_EQ(0, run_screen(self->dir, "list", w, cmd, "@@END@@",
-					screen, SCREEN)) TH_LOG("%s", screen);
+		ASSERT_EQ(0, pool_screen(self, "list", w, "tenant list",
+					 screen)) TH_LOG("%s", screen);
 		check_screen(_metadata, "tenant list", w, screen);
 		check_tenants(_metadata, self, "tenant list", w, screen, NULL);
 		kt_run_output(NULL, 0, TMUX " kill-session -t list", self->dir);
 
-		snprintf(cmd, sizeof(cmd), KVPOOLCTL " clients %u",
-			 self->pool.id);
-		ASSERT_EQ(0, run_screen(self->dir, "clients", w, cmd, "@@END@@",
-					screen, SCREEN)) TH_LOG("%s", screen);
+		ASSERT_EQ(0, pool_screen(self, "clients", w, "clients", screen))
+			TH_LOG("%s", screen);
 		check_screen(_metadata, "clients", w, screen);
 		/* The client's row: its pool first, its pid and command. */
 		EXPECT_TRUE(has_line(screen, "POOL", "PID"))
