@@ -206,12 +206,7 @@ const char usage_clients[] =
 "    /proc/PID/fdinfo: pool, client id, tenant, the first process holding\n"
 "    it and how many descriptors do, its rows, slots, pages and cache\n"
 "    pages. As root every process's; as a user only their own.\n"
-"    -j, --json   one JSON object\n"
-"    --csv        comma-separated values, a line of column keys first\n"
-"    -o COLS      these columns, in this order (keys or headings)\n"
-"    --units U    page counts in pages (default), tokens or bytes\n"
-"    -r, --raw    the text table unaligned and uncut, one space apart\n"
-"    -n, --noheadings  the text table without its heading line\n";
+TABLE_OPTS_HELP;
 
 int cmd_clients(int argc, char **argv)
 {

@@ -277,6 +277,18 @@ int parse_table_opts(int argc, char **argv, const char *usage,
 int parse_table_pool(int argc, char **argv, const char *usage,
 		     struct outfmt *o, const struct colspec *cols,
 		     size_t ncols, unsigned int *id, bool *given, bool *done);
+/*
+ * The end of the usage text of a command of one table (tenant list,
+ * clients): the help of parse_table_opts()'s options, said once for
+ * both. status words its own, for its several tables.
+ */
+#define TABLE_OPTS_HELP \
+	"    -j, --json   one JSON object\n" \
+	"    --csv        comma-separated values, a line of column keys first\n" \
+	"    -o COLS      these columns, in this order (keys or headings)\n" \
+	"    --units U    page counts in pages (default), tokens or bytes\n" \
+	"    -r, --raw    the text table unaligned and uncut, one space apart\n" \
+	"    -n, --noheadings  the text table without its heading line\n"
 
 /* table.c */
 size_t text_cells(const char *s);

@@ -45,12 +45,7 @@ const char usage_tenant[] =
 "    it, unlimited, until they close, and new ones no longer join it.\n"
 "    list: show the pool's tenants, their use and limits; UID * is every\n"
 "    user, CGROUP a path the limits were set on or the cgroup of an id.\n"
-"    -j, --json   one JSON object\n"
-"    --csv        comma-separated values, a line of column keys first\n"
-"    -o COLS      these columns, in this order (keys or headings)\n"
-"    --units U    page counts in pages (default), tokens or bytes\n"
-"    -r, --raw    the text table unaligned and uncut, one space apart\n"
-"    -n, --noheadings  the text table without its heading line\n";
+TABLE_OPTS_HELP;
 
 /* --uid: a number or a user name. */
 static bool parse_uid(const char *s, unsigned int *uid)
