@@ -113,9 +113,44 @@ static ssize_t mem_bytes_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(mem_bytes);
 
+/*
+ * The arena's page size and size in bytes, 0 until CTL_ARENA_SET gave it
+ * one. ARENA_INFO says the same to a client; these let a metrics scraper
+ * say it without opening the pool, and so without becoming its client.
+ * The arena is set once under the pool lock and lives as long as the
+ * device (struct kvpd_arena).
+ */
+static ssize_t kvpd_arena_show(struct device *dev, char *buf, bool total)
+{
+	struct kvpd_dev *kd = container_of(dev, struct kvpd_dev, dev);
+	u64 val = 0;
+
+	mutex_lock(&kd->core.lock);
+	if (kd->arena)
+		val = total ? kd->arena->bytes : kd->arena->page_bytes;
+	mutex_unlock(&kd->core.lock);
+	return sysfs_emit(buf, "%llu\n", (unsigned long long)val);
+}
+
+static ssize_t arena_bytes_show(struct device *dev,
+				struct device_attribute *attr, char *buf)
+{
+	return kvpd_arena_show(dev, buf, true);
+}
+static DEVICE_ATTR_RO(arena_bytes);
+
+static ssize_t arena_page_bytes_show(struct device *dev,
+				     struct device_attribute *attr, char *buf)
+{
+	return kvpd_arena_show(dev, buf, false);
+}
+static DEVICE_ATTR_RO(arena_page_bytes);
+
 static struct attribute *kvpd_pool_attrs[] = {
 	&dev_attr_gpu.attr,
 	&dev_attr_mem_bytes.attr,
+	&dev_attr_arena_bytes.attr,
+	&dev_attr_arena_page_bytes.attr,
 	&dev_attr_pool_id.dev_attr.attr,
 	&dev_attr_nr_pages.dev_attr.attr,
 	&dev_attr_page_tokens.dev_attr.attr,

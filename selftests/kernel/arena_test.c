@@ -88,6 +88,9 @@ TEST_F(arena, none)
 	EXPECT_EQ(0, a.out_bytes);
 	EXPECT_EQ(ENODATA, kt_arena_fds(self->fd, 0, 1, f, &a));
 	EXPECT_EQ(KVPOOL_ARENA_NONE, a.out_kind);
+	/* sysfs says the same without a client: no arena, no bytes. */
+	EXPECT_EQ(0, kt_sysfs_val(self->pool.id, "arena_bytes"));
+	EXPECT_EQ(0, kt_sysfs_val(self->pool.id, "arena_page_bytes"));
 }
 
 /*
@@ -124,6 +127,8 @@ TEST_F(arena, set_and_fds)
 	EXPECT_EQ(2, a.out_nr_chunks);
 	EXPECT_EQ(PB, a.out_page_bytes);
 	EXPECT_EQ(POOL_BYTES, a.out_bytes);
+	EXPECT_EQ(PB, kt_sysfs_val(self->pool.id, "arena_page_bytes"));
+	EXPECT_EQ(POOL_BYTES, kt_sysfs_val(self->pool.id, "arena_bytes"));
 
 	memset(f, 0xa5, sizeof(f));
 	ASSERT_EQ(0, kt_arena_fds(self->fd, 0, 2, f, &a));
