@@ -207,7 +207,7 @@ assert [s.value for s in f["kvpool_up"].samples] == [1]
 fi
 kill "${pids[-1]}" 2> /dev/null
 # As the packaged unit runs it: no root, no kvpool group. The pools'
-# figures, no tenants, no bytes (no open).
+# figures and bytes (sysfs, no open), no tenants.
 systemd-socket-activate --inetd --accept -l 127.0.0.1:$HTTP_PORT \
 	setpriv --reuid=65534 --regid=65534 --clear-groups \
 	"$K" metrics --http > "$tmp/ssa.log" 2>&1 &
@@ -219,8 +219,10 @@ if check "socket (nobody) not up" wait_http $url/metrics; then
 		grep -qx "kvpool_pool_pages{pool=\"$pool\"} $PAGES" "$tmp/n.prom"
 	check "nobody: tenant samples" \
 		test -z "$(grep '^kvpool_tenant_' "$tmp/n.prom")"
-	check "nobody: bytes without an open" \
-		test -z "$(grep '^kvpool_pool_page_bytes{' "$tmp/n.prom")"
+	check "nobody: no page bytes" \
+		grep -qx "kvpool_pool_page_bytes{pool=\"$pool\"} $PAGE_BYTES" "$tmp/n.prom"
+	check "nobody: no arena bytes" \
+		grep -qx "kvpool_pool_arena_bytes{pool=\"$pool\"} $((PAGES * PAGE_BYTES))" "$tmp/n.prom"
 	check "nobody: tenants_listed not 0" \
 		grep -qx "kvpool_pool_tenants_listed{pool=\"$pool\"} 0" "$tmp/n.prom"
 fi

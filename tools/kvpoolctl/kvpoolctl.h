@@ -306,6 +306,9 @@ void free_strings(char **v, size_t nr);
 int select_pools(const char *arg, unsigned int **ids, size_t *nr);
 struct tenant_row *tenant_rows(struct kvpool_tenant_info *t,
 			       char **cgroups, size_t nr);
+unsigned long long pool_sysfs_u64(unsigned int id, const char *file);
+void pool_arena_bytes(unsigned int id, unsigned long long *page,
+		      unsigned long long *total);
 void pool_units(struct pool_row *r, int units);
 int collect_pools(const char *arg, int units, struct pool_row **out,
 		  size_t *nrows);

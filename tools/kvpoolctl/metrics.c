@@ -10,9 +10,11 @@
  * Every run writes kvpool_up: 1 when the module is loaded and every pool
  * asked for was read, else 0 and no other sample, so that a file left by
  * an earlier run never goes on saying what is no longer true. The bytes
- * (page_bytes, arena_bytes) come from the pool's arena, which only a
- * client may ask about: they are there when this user may open the pool
- * (root, or the kvpool group), and the open shows in clients_opened.
+ * (page_bytes, arena_bytes) come from the pool's arena, in sysfs
+ * (arena_page_bytes, arena_bytes) for every user; only under a module
+ * older than those files does this ask the pool itself, which needs a
+ * user who may open it (root, or the kvpool group) and shows in
+ * clients_opened.
  */
 #define _GNU_SOURCE		/* asprintf(), open_memstream(), strcasestr() */
 #include <dirent.h>
@@ -52,29 +54,6 @@ struct metrics_pool {
 	char uuid[96];		/* the GPU's UUID, NVIDIA's driver says; "" */
 	unsigned long long page_bytes, arena_bytes;	/* 0: unknown */
 };
-
-/*
- * A figure with no field in the library's structs: its own sysfs file.
- * ULLONG_MAX when the module has no such file.
- */
-static unsigned long long pool_sysfs_value(const struct pool_row *r,
-					   const char *file)
-{
-	char path[96], buf[32], *end;
-	unsigned long long v;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/class/kvpool/kvpool%u/%s", r->id,
-		 file);
-	f = fopen(path, "re");
-	if (!f)
-		return ULLONG_MAX;
-	if (!fgets(buf, sizeof(buf), f) || !parse_decimal(buf, &v, &end) ||
-	    (*end && *end != '\n'))
-		v = ULLONG_MAX;
-	fclose(f);
-	return v;
-}
 
 /* Where a figure that is no field of struct pool_row comes from. */
 #define PM_MEM_BYTES	((size_t)-1)
@@ -129,7 +108,7 @@ static bool pool_metric_text(const struct pool_metric *m,
 		return false;
 	switch (m->offset) {
 	case PM_MEM_BYTES:
-		v = pool_sysfs_value(r, "mem_bytes");
+		v = pool_sysfs_u64(r->id, "mem_bytes");
 		break;
 	case PM_LISTED:
 		v = r->tenants_shown == TENANTS_ALL;
@@ -374,7 +353,7 @@ static void write_metrics(FILE *f, int fmt, const struct metrics_pool *pools,
 		for (j = 0; j < nr; j++) {
 			unsigned long long v;
 
-			v = pool_sysfs_value(pools[j].r, pool_counters[i].name);
+			v = pool_sysfs_u64(pools[j].r->id, pool_counters[i].name);
 			if (v != ULLONG_MAX)
 				fprintf(f, "%s{pool=\"%u\"} %llu\n", name,
 					pools[j].r->id, v);
@@ -467,27 +446,6 @@ static void gpu_uuid(uint32_t domain, uint32_t devid, char *buf, size_t len)
 }
 
 /*
- * Pool @p's arena: its page and total bytes, 0 where it has none or this
- * user may not open the pool (its mode decides; a refused open is no
- * error). Only a client may ask, so this opens the pool for a moment.
- */
-static void pool_arena(struct metrics_pool *p)
-{
-	struct kvpool_arena a;
-	struct kvpool *kp;
-	char path[32];
-
-	snprintf(path, sizeof(path), "/dev/kvpool%u", p->r->id);
-	if (kvpool_open(path, &kp))
-		return;
-	if (!kvpool_arena_info(kp, &a) && a.out_kind != KVPOOL_ARENA_NONE) {
-		p->page_bytes = a.out_page_bytes;
-		p->arena_bytes = a.out_bytes;
-	}
-	kvpool_close(kp);
-}
-
-/*
  * The pools of @arg (NULL: all) into *@out, with their GPUs' UUIDs and
  * their arenas. Returns an exit code; *@rows is for free_pools().
  */
@@ -516,7 +474,7 @@ static int collect(const char *arg, struct pool_row **rows, size_t *nrows,
 		p->r = &(*rows)[i];
 		if (kvpool_pool_gpu(p->r->id, &domain, &devid) > 0)
 			gpu_uuid(domain, devid, p->uuid, sizeof(p->uuid));
-		pool_arena(p);
+		pool_arena_bytes(p->r->id, &p->page_bytes, &p->arena_bytes);
 	}
 	return EXIT_OK;
 }

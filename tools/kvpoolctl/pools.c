@@ -324,29 +324,73 @@ static int status_tenants(struct pool_row *r)
 }
 
 /*
- * Pool @r's page size in @units into r->factor; bytes come from its
- * arena, through the pool's file (0 where it has none or cannot be
- * opened: those figures show as unknown).
+ * A figure with no field in the library's structs: pool @id's sysfs file
+ * @file. ULLONG_MAX when the module has no such file.
  */
-void pool_units(struct pool_row *r, int units)
+unsigned long long pool_sysfs_u64(unsigned int id, const char *file)
+{
+	char path[96], buf[32], *end;
+	unsigned long long v;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/kvpool/kvpool%u/%s", id,
+		 file);
+	f = fopen(path, "re");
+	if (!f)
+		return ULLONG_MAX;
+	if (!fgets(buf, sizeof(buf), f) || !parse_decimal(buf, &v, &end) ||
+	    (*end && *end != '\n'))
+		v = ULLONG_MAX;
+	fclose(f);
+	return v;
+}
+
+/*
+ * Pool @id's arena: its page and whole size in bytes into *@page and
+ * *@total, both 0 where it has none. sysfs has them for every user, and
+ * reading them leaves no trace in the pool. A module older than those
+ * files answers only a client: then the pool is opened for a moment,
+ * where this user may (its mode decides; a refused open leaves 0), and
+ * the open counts in its clients_opened.
+ */
+void pool_arena_bytes(unsigned int id, unsigned long long *page,
+		      unsigned long long *total)
 {
 	struct kvpool_arena a;
 	struct kvpool *kp;
 	char path[32];
+
+	*page = pool_sysfs_u64(id, "arena_page_bytes");
+	*total = pool_sysfs_u64(id, "arena_bytes");
+	if (*page != ULLONG_MAX && *total != ULLONG_MAX)
+		return;
+	*page = 0;
+	*total = 0;
+	snprintf(path, sizeof(path), "/dev/kvpool%u", id);
+	if (kvpool_open(path, &kp))
+		return;
+	if (!kvpool_arena_info(kp, &a) && a.out_kind != KVPOOL_ARENA_NONE) {
+		*page = a.out_page_bytes;
+		*total = a.out_bytes;
+	}
+	kvpool_close(kp);
+}
+
+/*
+ * Pool @r's page size in @units into r->factor; bytes come from its
+ * arena (pool_arena_bytes(); 0 where it has none or, under an older
+ * module, it cannot be opened: those figures show as unknown).
+ */
+void pool_units(struct pool_row *r, int units)
+{
+	unsigned long long total;
 
 	r->factor = 1;
 	if (units == UNIT_TOKENS)
 		r->factor = r->info.out_page_tokens;
 	if (units != UNIT_BYTES)
 		return;
-	snprintf(path, sizeof(path), "/dev/kvpool%u", r->id);
-	r->page_bytes = 0;
-	if (!kvpool_open(path, &kp)) {
-		if (!kvpool_arena_info(kp, &a) &&
-		    a.out_kind != KVPOOL_ARENA_NONE)
-			r->page_bytes = a.out_page_bytes;
-		kvpool_close(kp);
-	}
+	pool_arena_bytes(r->id, &r->page_bytes, &total);
 	r->factor = r->page_bytes;
 }
 
