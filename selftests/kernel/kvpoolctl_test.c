@@ -212,6 +212,35 @@ TEST_F_TIMEOUT(ctl, user_with_access, 120)
 	ASSERT_EQ(0, chmod(dev, 0600));
 }
 
+/*
+ * A link to the pool's device, as udev's /dev/kvpool/by-name/NAME, names
+ * the pool; a link to anything else, or to nothing, is no pool (exit 2).
+ */
+TEST_F_TIMEOUT(ctl, pool_by_link, 60)
+{
+	char out[4096], dev[64], link[128], want[32];
+
+	kt_dev_path(dev, sizeof(dev), self->pool.id);
+	snprintf(link, sizeof(link), "%s/by-name-a", self->dir);
+	ASSERT_EQ(0, symlink(dev, link));
+	snprintf(want, sizeof(want), "pool %u", self->pool.id);
+	EXPECT_EQ(0, kt_run_output(out, sizeof(out), KVPOOLCTL " info %s",
+				   link)) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, want)) TH_LOG("want '%s': %s", want, out);
+	EXPECT_EQ(0, kt_run_output(out, sizeof(out), KVPOOLCTL " status %s",
+				   link)) TH_LOG("%s", out);
+
+	snprintf(link, sizeof(link), "%s/not-a-pool", self->dir);
+	ASSERT_EQ(0, symlink("/dev/null", link));
+	EXPECT_EQ(2, kt_run_output(out, sizeof(out), KVPOOLCTL " info %s",
+				   link)) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "not a pool")) TH_LOG("%s", out);
+	snprintf(link, sizeof(link), "%s/dangling", self->dir);
+	ASSERT_EQ(0, symlink("/dev/kvpool-none", link));
+	EXPECT_EQ(2, kt_run_output(out, sizeof(out), KVPOOLCTL " info %s",
+				   link)) TH_LOG("%s", out);
+}
+
 /* clients lists this process's client with the pages it holds. */
 TEST_F_TIMEOUT(ctl, clients, 60)
 {

@@ -199,7 +199,7 @@ int parse_u32(const char *s, unsigned int *out)
 }
 
 /* POOL on the command line: "N", "kvpoolN" or "/dev/kvpoolN". */
-bool parse_pool(const char *s, unsigned int *id)
+static bool parse_pool_name(const char *s, unsigned int *id)
 {
 	if (!strncmp(s, "/dev/", 5))
 		s += 5;
@@ -210,9 +210,31 @@ bool parse_pool(const char *s, unsigned int *id)
 	       parse_u32(s, id) == NUM_OK && *id <= INT_MAX;
 }
 
+bool parse_pool(const char *s, unsigned int *id)
+{
+	char *real;
+	bool ok;
+
+	if (parse_pool_name(s, id))
+		return true;
+	/*
+	 * Any other path that leads to /dev/kvpoolN, as udev's stable
+	 * links do (/dev/kvpool/by-name/NAME, by-gpu/BDF): that pool.
+	 */
+	if (!strchr(s, '/'))
+		return false;
+	real = realpath(s, NULL);
+	if (!real)
+		return false;
+	ok = !strncmp(real, "/dev/", 5) && parse_pool_name(real, id);
+	free(real);
+	return ok;
+}
+
 int bad_pool(const char *s)
 {
-	err_msg("not a pool: '%s' (want N, kvpoolN or /dev/kvpoolN)", s);
+	err_msg("not a pool: '%s' (want N, kvpoolN, /dev/kvpoolN or a link to it)",
+		s);
 	return EXIT_USAGE;
 }
 
