@@ -251,7 +251,6 @@ int run_subcommand(int argc, char **argv, const char *usage,
 		   const struct subcommand *sub, size_t nr);
 
 /* output.c */
-const char *cell_text(const struct cell *c, char *buf, size_t len);
 void json_string_or_null(const char *s);
 int select_columns(struct outfmt *o, const struct colspec *cols,
 		   size_t ncols);
@@ -291,6 +290,7 @@ int parse_table_pool(int argc, char **argv, const char *usage,
 	"    -n, --noheadings  the text table without its heading line\n"
 
 /* table.c */
+const char *cell_text(const struct cell *c, char *buf, size_t len);
 size_t text_cells(const char *s);
 size_t text_fit(const char *s, size_t len, size_t cells);
 int put_text(FILE *f, const struct colspec *cols, size_t ncols,

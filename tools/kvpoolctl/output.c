@@ -89,25 +89,6 @@ struct cell page_cell(unsigned long long pages, int kind,
 	return c;
 }
 
-/* Cell @c as text into @buf; "-" for nothing or no limit. */
-const char *cell_text(const struct cell *c, char *buf, size_t len)
-{
-	switch (c->kind) {
-	case CK_STR:
-		return *c->str ? c->str : "-";
-	case CK_LIMIT:
-		if (!c->num)
-			return "-";
-		/* fall through */
-	case CK_NUM:
-		snprintf(buf, len, "%llu", c->num);
-		return buf;
-	case CK_BOOL:
-		return c->num ? "yes" : "no";
-	}
-	return "-";
-}
-
 /* A CSV field (RFC 4180): quoted when it must be; text as UTF-8. */
 static void csv_field(FILE *f, const struct cell *c)
 {

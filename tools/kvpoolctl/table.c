@@ -328,6 +328,25 @@ out:
 	return ret;
 }
 
+/* Cell @c as text into @buf; "-" for nothing or no limit. */
+const char *cell_text(const struct cell *c, char *buf, size_t len)
+{
+	switch (c->kind) {
+	case CK_STR:
+		return *c->str ? c->str : "-";
+	case CK_LIMIT:
+		if (!c->num)
+			return "-";
+		/* fall through */
+	case CK_NUM:
+		snprintf(buf, len, "%llu", c->num);
+		return buf;
+	case CK_BOOL:
+		return c->num ? "yes" : "no";
+	}
+	return "-";
+}
+
 /*
  * @o's columns of @nrows rows of @ncols cells as text: aligned, name-like
  * columns cut to what the terminal leaves them, and folded into tables
