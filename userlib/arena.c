@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
  * libkvpool: a pool's arena, the memory behind its page ids. Asking the
- * pool what it is and for its chunks' descriptors, mapping and unmapping
- * it (a CUDA one through cuda.c), page and layer addresses, handing the
- * pool an arena (CTL_ARENA_SET), planning chunks and making a host arena
- * of sealed memfds; and kvpool_arena_error()'s text, which cuda.c writes
- * too.
+ * pool what it is and for its chunks' descriptors, walking them for a
+ * mapper (map.c, cuda.c), handing the pool an arena (CTL_ARENA_SET),
+ * planning chunks and making a host arena of sealed memfds; and
+ * kvpool_arena_error()'s text, which map.c and cuda.c write too.
  *
  * Copyright (C) 2026 The kvpool authors
  */
@@ -103,29 +102,6 @@ int kvp_arena_walk(struct kvpool *kp, const struct kvpool_arena *a,
 	return *next == a->out_bytes ? 0 : -EIO;
 }
 
-/* A host arena's chunk @c mapped into the reservation at @ctx. */
-static int kvp_host_map_chunk(void *ctx, const struct kvpool_arena_fd *c,
-			      uint32_t index)
-{
-	void *p = mmap((char *)ctx + c->out_offset, (size_t)c->out_bytes,
-		       PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
-		       c->out_fd, 0);
-	int err = p == MAP_FAILED ? -errno : 0;
-
-	/*
-	 * mmap(2)'s errno, not the kernel's: kvpool_strerror() would word
-	 * it as a kvpool ioctl's.
-	 */
-	if (err)
-		kvp_arena_fail("mapping chunk %u (%llu bytes at %llu): mmap: %s",
-			       index, (unsigned long long)c->out_bytes,
-			       (unsigned long long)c->out_offset,
-			       strerror(-err));
-	/* The mapping holds the file now, or nothing does. */
-	close(c->out_fd);
-	return err;
-}
-
 /* The text kvpool_arena_error() returns: this thread's last failure. */
 static __thread char kvp_arena_err[KVP_ARENA_ERR_LEN];
 
@@ -155,114 +131,6 @@ KVP_PUBLIC
 const char *kvpool_arena_error(void)
 {
 	return kvp_arena_err;
-}
-
-KVP_PUBLIC
-int kvpool_arena_map(struct kvpool *kp, struct kvpool_arena_view *v)
-{
-	struct kvpool_arena a;
-	uint64_t next = 0;
-	char *base;
-	int ret;
-
-	memset(v, 0, sizeof(*v));
-	kvp_arena_clear();
-	ret = kvpool_arena_info(kp, &a);
-	if (ret)
-		return kvp_arena_done(ret);
-	if (a.out_kind == KVPOOL_ARENA_NONE)
-		return kvp_arena_done(-ENODATA);
-	/* Host memory maps with mmap(2), CUDA's with the driver's calls. */
-	if (a.out_kind != KVPOOL_ARENA_HOST && a.out_kind != KVPOOL_ARENA_CUDA)
-		return kvp_arena_done(-EOPNOTSUPP);
-	if (!a.out_nr_chunks || !a.out_page_bytes || !a.out_bytes ||
-	    a.out_bytes / a.out_page_bytes < kp->info.out_nr_pages)
-		return kvp_arena_done(-EIO);
-	if (a.out_bytes > SIZE_MAX)
-		return kvp_arena_done(-ENOMEM);
-
-	if (a.out_kind == KVPOOL_ARENA_CUDA) {
-		ret = kvp_cu_map(kp, &a, v);
-		if (ret)
-			return kvp_arena_done(ret);
-		goto done;
-	}
-
-	/* One range for all chunks: page i is base + i * page_bytes. */
-	base = mmap(NULL, (size_t)a.out_bytes, PROT_NONE,
-		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (base == MAP_FAILED) {
-		ret = -errno;
-		kvp_arena_fail("reserving %llu bytes of address space for the arena: mmap: %s",
-			       (unsigned long long)a.out_bytes, strerror(-ret));
-		return ret;
-	}
-
-	/* No PROT_NONE hole left: the walk has the chunks fill the range. */
-	ret = kvp_arena_walk(kp, &a, kvp_host_map_chunk, base, &next);
-	if (ret)
-		goto fail;
-
-	v->base = base;
-done:
-	v->bytes = a.out_bytes;
-	v->page_bytes = a.out_page_bytes;
-	v->kind = a.out_kind;
-	v->nr_pages = kp->info.out_nr_pages;
-	v->nr_chunks = a.out_nr_chunks;
-	return 0;
-
-fail:
-	/* Chunks mapped so far go with the reservation. */
-	munmap(base, (size_t)a.out_bytes);
-	return kvp_arena_done(ret);
-}
-
-KVP_PUBLIC
-int kvpool_arena_unmap(struct kvpool_arena_view *v)
-{
-	int ret = 0;
-
-	kvp_arena_clear();
-	if (v->base && v->kind == KVPOOL_ARENA_CUDA)
-		ret = kvp_cu_unmap(v);
-	else if (v->base && munmap(v->base, (size_t)v->bytes)) {
-		ret = -errno;
-		kvp_arena_fail("unmapping the arena's %llu bytes at %p: munmap: %s",
-			       (unsigned long long)v->bytes, v->base,
-			       strerror(-ret));
-	}
-	if (ret)
-		return kvp_arena_done(ret);
-	memset(v, 0, sizeof(*v));
-	return 0;
-}
-
-KVP_PUBLIC
-void *kvpool_layer_addr(const struct kvpool_arena_view *v, uint32_t nr_layers,
-			enum kvpool_layout layout, uint32_t layer,
-			uint32_t page)
-{
-	uint64_t slice, off;
-
-	if (!v->base || !v->page_bytes || !nr_layers ||
-	    v->page_bytes % nr_layers || layer >= nr_layers ||
-	    page >= v->nr_pages)
-		return NULL;
-	slice = v->page_bytes / nr_layers;
-	switch (layout) {
-	case KVPOOL_LAYOUT_PAGE_MAJOR:
-		off = (uint64_t)page * v->page_bytes + layer * slice;
-		break;
-	case KVPOOL_LAYOUT_LAYER_MAJOR:
-		/* slice * total is at most bytes: no overflow. */
-		off = layer * (slice * (v->bytes / v->page_bytes)) +
-		      (uint64_t)page * slice;
-		break;
-	default:
-		return NULL;
-	}
-	return (char *)v->base + off;
 }
 
 /*

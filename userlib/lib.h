@@ -18,8 +18,9 @@
  *              export/import, fd passing, pressure
  *   ctl.c      the control device: create, destroy, tenants, watermarks,
  *              and kvpool_pci_parse() for create's GPU address
- *   arena.c    arenas: info, chunk fds, mapping, host arenas (memfds),
- *              arena_set, the plan, kvpool_arena_error()'s text
+ *   arena.c    arenas: info, chunk fds and their walk, host arenas
+ *              (memfds), arena_set, the plan, kvpool_arena_error()'s text
+ *   map.c      an arena mapped and unmapped (host: mmap), layer addresses
  *   cuda.c     CUDA arenas, through the driver API dlopen()ed at first use
  *   sysfs.c    what sysfs says without a pool fd: list, status, extra, gpu
  *   error.c    kvpool_strerror()
@@ -132,7 +133,7 @@ typedef int (*kvp_chunk_map_fn)(void *ctx, const struct kvpool_arena_fd *c,
 int kvp_arena_walk(struct kvpool *kp, const struct kvpool_arena *a,
 		   kvp_chunk_map_fn map, void *ctx, uint64_t *next);
 
-/* cuda.c: a CUDA arena @a mapped into *@v, and unmapped. */
+/* cuda.c: a CUDA arena @a mapped into *@v, and unmapped (for map.c). */
 int kvp_cu_map(struct kvpool *kp, const struct kvpool_arena *a,
 	       struct kvpool_arena_view *v);
 int kvp_cu_unmap(struct kvpool_arena_view *v);
