@@ -45,7 +45,12 @@
  *
  * Once the struct has been read, it is written back (so its out_* fields
  * reach the caller) on success and on every error except EFAULT; errors
- * found in size or the unknown tail leave it untouched. Arrays of results
+ * found in size or the unknown tail leave it untouched. That write-back
+ * comes after the op: a struct the caller may read but not write (say,
+ * in read-only memory) gets -EFAULT from an op that has taken effect.
+ * ROW_ALLOC's rows are then the caller's, their handles in its array
+ * (RELEASE or close gives them back), and a CTL_ARENA_SET tried again
+ * gets EEXIST: the pool has the arena. Arrays of results
  * are copied out after the pool lock is dropped: if that copy faults, the
  * op has taken effect and -EFAULT is returned, except ROW_ALLOC, which
  * gives the rows back first. The ops whose result is a new name the caller
@@ -842,8 +847,10 @@ struct kvpool_ctl_destroy {
  *         new), that with KVPOOL_TENANT_ANY_UID (by @cgroup_path alone;
  *         @uid must be 0); plus KVPOOL_TENANT_REMOVE to drop the
  *         configuration of the tenant so named instead of setting it
- *         (ENOENT if it has none). More than one way of naming it, or
- *         ANY_UID without BY_PATH: EINVAL; an unknown flag: EOPNOTSUPP
+ *         (ENOENT if it has none; EINVAL if a limit or @label comes
+ *         with it: removing sets nothing). More than one way of naming
+ *         it, or ANY_UID without BY_PATH: EINVAL; an unknown flag:
+ *         EOPNOTSUPP
  * @pool_id: the pool
  * @tenant_id: with KVPOOL_TENANT_BY_ID, the tenant; written back
  * @cgroup_id: the tenant's cgroup v2 id (the inode number of its folder
