@@ -78,6 +78,8 @@
  *               req_pool_idx out of range; these are not told apart so a
  *               client learns nothing of others); or a page id is not a
  *               page of this client's prefix cache.
+ *               AGENT_REPLY: the id names no request this agent holds
+ *               (its client gave up, or it was answered).
  * - ESTALE:     this client holds the row, but under a newer generation:
  *               the handle is from an earlier use of the row. A generation
  *               never issued yet names nothing: ENOENT.
@@ -98,12 +100,23 @@
  * - EBUSY:      CACHE_EVICT: a page is pinned (a row borrows it).
  *               EXPORT: the row borrows a cache page another row also
  *               borrows. (control) DESTROY: the pool still has clients or
- *               export files.
+ *               export files. ARENA_SET: a chunk's file (or its memfd)
+ *               is a chunk of a pool already, or of a destroyed pool
+ *               whose quarantined pages may still be written (ABI 3).
+ *               AGENT: the pool has an agent. AGENT_REPLY: the file is
+ *               a chunk of a pool.
  * - ENOMEM:     the kernel could not allocate memory. Nothing changed.
  * - EPERM:      a control op, or VERIFY, without CAP_SYS_ADMIN.
  * - EAGAIN:     FROM_SLOT: another thread of the caller changed the slot
  *               between the answer being written back and the op taking
- *               effect. Nothing changed; call again.
+ *               effect. Nothing changed; call again. ARENA with
+ *               KVPOOL_ARENA_NOWAIT: no agent is attached. AGENT_RECV: no
+ *               request waits (poll the agent file for POLLIN).
+ * - EINTR:      ARENA of an agent arena: a signal came while it waited
+ *               for the agent (the one wait an ioctl here makes). No
+ *               descriptor was made.
+ * - EIO:        ARENA of an agent arena: the agent could not export a
+ *               chunk. No descriptor was made.
  * - ENAMETOOLONG: (control) TENANT_SET: the cgroup path is longer than
  *               KVPOOL_CGROUP_PATH_MAX - 1 bytes.
  * - EMFILE:     (open) the pool has 65536 clients already, or 4096
@@ -114,7 +127,8 @@
  *               chunk's fd is not an open file.
  * - EXDEV:      IMPORT: the export file belongs to another pool.
  * - ENODEV:     (control) no pool with that id; (open) the pool is going
- *               or the module is still loading.
+ *               or the module is still loading. AGENT_RECV, AGENT_REPLY:
+ *               the agent's pool was destroyed.
  * - ENXIO:      (control) CREATE: no PCI device at the GPU address.
  * - ENODATA:    ARENA with KVPOOL_ARENA_FDS: the pool has no arena.
  */
@@ -133,10 +147,11 @@
  * Version of this ABI: 1 is the first release; 2 adds the arena (ARENA,
  * CTL_ARENA_SET, host and CUDA kinds, the quarantine of a dead client's
  * pages and kvpool_stats.out_quarantine_pages) and tenants named by cgroup
- * path (KVPOOL_FEAT_TENANT_PATH). It is bumped when a later
- * release adds ops or fields; test out_features, not this number.
+ * path (KVPOOL_FEAT_TENANT_PATH); 3 the GPU device a CUDA arena holds
+ * and the pool's GPU agent (KVPOOL_FEAT_GPU_AGENT). It is bumped when a
+ * later release adds ops or fields; test out_features, not this number.
  */
-#define KVPOOL_ABI_VERSION	2
+#define KVPOOL_ABI_VERSION	3
 
 /* Returned in kvpool_info.out_features. */
 #define KVPOOL_FEAT_ROWS	_BITULL(0)	/* ROW_ALLOC, RELEASE, ROW_QUERY */
@@ -152,8 +167,14 @@
 #define KVPOOL_FEAT_ARENA	_BITULL(9)	/* ARENA, CTL_ARENA_SET (ABI 2) */
 /* CTL_TENANT_SET by cgroup path, TENANT_REMOVE, paths in the list (ABI 2) */
 #define KVPOOL_FEAT_TENANT_PATH	_BITULL(10)
+/*
+ * ARENA_SET's KVPOOL_ARENA_SET_DEVICE and KVPOOL_ARENA_SET_AGENT, ARENA's
+ * KVPOOL_ARENA_NOWAIT and out_set_flags, CTL_AGENT and the agent file's
+ * AGENT_RECV and AGENT_REPLY (ABI 3)
+ */
+#define KVPOOL_FEAT_GPU_AGENT	_BITULL(11)
 
-/* Pool ops are 0x00-0x1f, control ops 0x20-0x2f; 0x30-0x3f are kept. */
+/* Pool ops are 0x00-0x1f, control ops 0x20-0x2f, agent file ops 0x30-0x3f. */
 enum {
 	KVPOOL_CMD_INFO = 0x00,
 	KVPOOL_CMD_STATS,
@@ -182,7 +203,11 @@ enum {
 	KVPOOL_CMD_CTL_TENANT_LIST,
 	KVPOOL_CMD_CTL_SET_WMARK,
 	KVPOOL_CMD_CTL_ARENA_SET,
-	/* 0x26..0x2f: kept for later control ops */
+	KVPOOL_CMD_CTL_AGENT,
+	/* 0x27..0x2f: kept for later control ops */
+	KVPOOL_CMD_AGENT_RECV = 0x30,
+	KVPOOL_CMD_AGENT_REPLY,
+	/* 0x32..0x3f: kept for later agent file ops */
 };
 
 /**
@@ -703,11 +728,14 @@ struct kvpool_pressure {
 
 /* ARENA flags */
 #define KVPOOL_ARENA_FDS	_BITUL(0)	/* also hand out chunks' fds */
+/* with KVPOOL_ARENA_FDS on an agent arena: EAGAIN, not wait, if no agent */
+#define KVPOOL_ARENA_NOWAIT	_BITUL(1)
 
 /**
  * struct kvpool_arena_fd - one chunk of the arena, as KVPOOL_ARENA gives it
- * @out_fd: a new O_CLOEXEC file descriptor of the chunk's file; map
- *          @out_bytes of it from file offset 0, then close it
+ * @out_fd: a new O_CLOEXEC file descriptor of the chunk's file (of an
+ *          agent arena: a file the agent exported for this call alone);
+ *          map @out_bytes of it from file offset 0, then close it
  * @__reserved: 0
  * @out_offset: where the chunk starts in the arena, in bytes
  * @out_bytes: its length, a multiple of the arena's page_bytes
@@ -736,6 +764,11 @@ struct kvpool_arena_fd {
  *                (else 0)
  * @__reserved: must be 0
  * @fds: user pointer to @count entries of @fd_entry_len bytes, written
+ * @out_set_flags: the KVPOOL_ARENA_SET_* flags the arena was set with
+ *                 (ABI 3)
+ * @out_agent_pid: the process of the pool's attached GPU agent, in the
+ *                 caller's pid namespace; 0 if none is attached (or it
+ *                 is not visible there) (ABI 3)
  *
  * Any client may ask. Without an arena, out_kind is KVPOOL_ARENA_NONE and
  * KVPOOL_ARENA_FDS is ENODATA. The struct and @fds are written back before
@@ -744,6 +777,15 @@ struct kvpool_arena_fd {
  * is made. Every client maps the whole arena: the kernel's refusals govern
  * which pages a client owns, not which bytes it can touch, so a pool is
  * one trust domain for memory.
+ *
+ * An arena set with KVPOOL_ARENA_SET_AGENT never hands out the files it
+ * was given: for each chunk asked for, the pool's GPU agent is asked to
+ * import the allocation and export it afresh, and the caller alone gets
+ * that file (docs/gpu-agent.md). The call sleeps, interruptibly, until
+ * the agent has answered for every chunk: an agent that dies with the
+ * request taken leaves it for the next one. With KVPOOL_ARENA_NOWAIT it
+ * fails with EAGAIN instead when no agent is attached. EINTR on a
+ * signal, EIO if the agent failed a chunk; no descriptor is made then.
  */
 struct kvpool_arena {
 	__u32 size;
@@ -757,6 +799,8 @@ struct kvpool_arena {
 	__u32 fd_entry_len;
 	__u32 __reserved;
 	__aligned_u64 fds;
+	__u32 out_set_flags;
+	__u32 out_agent_pid;
 };
 
 #define KVPOOL_ARENA _IO(KVPOOL_TYPE, KVPOOL_CMD_ARENA)
@@ -1003,9 +1047,11 @@ struct kvpool_ctl_wmark {
  *      (so no client can add F_SEAL_WRITE) but not against writes, at
  *      least @bytes long; for KVPOOL_ARENA_CUDA the descriptor
  *      cuMemExportToShareableHandle() gave for one allocation
- *      (CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR), a character device
- *      file of the GPU driver (/dev/nvidiactl), whose length the kernel
- *      cannot see: the allocation must be at least @bytes long
+ *      (CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR), a file of the NVIDIA
+ *      control device (/dev/nvidiactl, 195:255; ABI 2 took any character
+ *      device), whose length the kernel cannot see: the allocation must
+ *      be at least @bytes long. No file (nor, for HOST, memfd) may be
+ *      a chunk twice
  * @__reserved: must be 0
  * @bytes: the chunk's length: a multiple of page_bytes and of the CPU's
  *         page size
@@ -1019,7 +1065,8 @@ struct kvpool_arena_chunk {
 /**
  * struct kvpool_ctl_arena_set - KVPOOL_CTL_ARENA_SET: give a pool memory
  * @size: sizeof(struct kvpool_ctl_arena_set)
- * @flags: must be 0
+ * @flags: KVPOOL_ARENA_SET_* (ABI 3; CUDA arenas only, EINVAL for HOST),
+ *         else 0
  * @pool_id: the pool
  * @kind: KVPOOL_ARENA_HOST, or KVPOOL_ARENA_CUDA for a pool created with
  *        KVPOOL_CREATE_GPU (EINVAL without; the allocations must be on
@@ -1033,18 +1080,33 @@ struct kvpool_arena_chunk {
  * @chunks: user pointer to @nr_chunks entries of @chunk_entry_len bytes
  * @out_error_index: the chunk an error is about, else ~0U
  * @__reserved: must be 0
+ * @device_fd: with KVPOOL_ARENA_SET_DEVICE, an open file of the pool's
+ *             GPU device node, /dev/nvidiaN (195:0..253) (ABI 3)
+ * @__reserved2: must be 0
  *
  * The chunks are laid end to end in the order given and must cover the
  * pool's nr_pages pages; none may lie wholly past them. The pool keeps a
  * reference to each chunk's file until it is destroyed, so the caller may
  * close its fds and exit. Once only: EEXIST if the pool has an arena.
  * EINVAL for a size that is not a multiple of page_bytes and the CPU page
- * size, chunks that do not cover the pool, or a chunk file of the wrong
+ * size, chunks that do not cover the pool, a chunk file of the wrong
  * kind (for HOST: not a sealed memfd, or shorter than @bytes; for CUDA:
- * not a character device, or a kvpool device, which would keep the pool
- * alive through itself); EBADF for a chunk fd that is not open; both name
- * the chunk in @out_error_index.
+ * not a file of /dev/nvidiactl) or the same file (memfd) twice; EBUSY
+ * for one that is a chunk of a pool already, or of a destroyed pool
+ * whose quarantine still waits for its writers; EBADF for a chunk fd
+ * that is not open; all name the chunk in @out_error_index. A bad
+ * @device_fd is EBADF or EINVAL with @out_error_index ~0U.
+ *
+ * The NVIDIA driver tears a GPU down, freeing every allocation on it
+ * that was exported, when the last open file of its /dev/nvidiaN goes
+ * and persistence mode is off: KVPOOL_ARENA_SET_DEVICE has the pool
+ * hold @device_fd's file with the chunks' (the kernel cannot tell which
+ * GPU a minor is: libkvpool finds it by the pool's PCI address).
  */
+#define KVPOOL_ARENA_SET_DEVICE	_BITUL(0)	/* hold @device_fd's GPU up */
+/* clients get chunks only as fresh exports of the pool's GPU agent */
+#define KVPOOL_ARENA_SET_AGENT	_BITUL(1)
+
 struct kvpool_ctl_arena_set {
 	__u32 size;
 	__u32 flags;
@@ -1056,8 +1118,93 @@ struct kvpool_ctl_arena_set {
 	__aligned_u64 chunks;
 	__u32 out_error_index;
 	__u32 __reserved;
+	__s32 device_fd;
+	__u32 __reserved2;
 };
 
 #define KVPOOL_CTL_ARENA_SET _IO(KVPOOL_TYPE, KVPOOL_CMD_CTL_ARENA_SET)
+
+/**
+ * struct kvpool_ctl_agent - KVPOOL_CTL_AGENT: become a pool's GPU agent
+ * @size: sizeof(struct kvpool_ctl_agent)
+ * @flags: must be 0
+ * @pool_id: the pool, one created with KVPOOL_CREATE_GPU (EINVAL
+ *           without)
+ * @out_fd: a new O_CLOEXEC file descriptor of the agent file
+ *
+ * One agent per pool: EBUSY while another's file is open. The agent file
+ * polls readable (POLLIN) while a client's request waits, and POLLHUP
+ * once the pool is destroyed; closing it detaches the agent, and the
+ * requests it had taken but not answered go back to the head of the
+ * queue for the next one. The pool does not hold the agent's file, and
+ * the agent's file holds the pool's memory, not its id (ABI 3).
+ */
+struct kvpool_ctl_agent {
+	__u32 size;
+	__u32 flags;
+	__u32 pool_id;
+	__s32 out_fd;
+};
+
+#define KVPOOL_CTL_AGENT _IO(KVPOOL_TYPE, KVPOOL_CMD_CTL_AGENT)
+
+/*
+ * Agent file: the ops of the file KVPOOL_CTL_AGENT gives. Whoever holds
+ * it may call them; it is made only for CAP_SYS_ADMIN.
+ */
+
+/**
+ * struct kvpool_agent_request - KVPOOL_AGENT_RECV: take the next request
+ * @size: sizeof(struct kvpool_agent_request)
+ * @flags: must be 0
+ * @out_id: the request, for AGENT_REPLY; never reused
+ * @out_pool_id: the pool
+ * @out_chunk: the chunk asked for
+ * @out_fd: a new O_CLOEXEC file descriptor of the chunk's file as the
+ *          administrator gave it (the export of its allocation)
+ * @out_client_pid: the asking process, in the agent's pid namespace
+ *                  (0 if not visible there)
+ * @out_bytes: the chunk's length
+ *
+ * Non-blocking: EAGAIN when no request waits. The struct is written back
+ * before @out_fd exists: on EFAULT the request stays queued.
+ */
+struct kvpool_agent_request {
+	__u32 size;
+	__u32 flags;
+	__aligned_u64 out_id;
+	__u32 out_pool_id;
+	__u32 out_chunk;
+	__s32 out_fd;
+	__u32 out_client_pid;
+	__aligned_u64 out_bytes;
+};
+
+#define KVPOOL_AGENT_RECV _IO(KVPOOL_TYPE, KVPOOL_CMD_AGENT_RECV)
+
+/**
+ * struct kvpool_agent_reply - KVPOOL_AGENT_REPLY: answer a request
+ * @size: sizeof(struct kvpool_agent_reply)
+ * @flags: must be 0
+ * @id: a request this agent took with AGENT_RECV
+ * @fd: with @error 0, a new export of the chunk's allocation: a file of
+ *      the NVIDIA control device that is no pool's chunk (EBUSY) and not
+ *      the file AGENT_RECV gave (EINVAL). The asking client gets it; the
+ *      caller may close its descriptor
+ * @error: 0, or a positive errno up to 4095 saying why no export could
+ *         be made (the client gets EIO)
+ *
+ * ENOENT if the request is not this agent's to answer any more: close
+ * the export.
+ */
+struct kvpool_agent_reply {
+	__u32 size;
+	__u32 flags;
+	__aligned_u64 id;
+	__s32 fd;
+	__s32 error;
+};
+
+#define KVPOOL_AGENT_REPLY _IO(KVPOOL_TYPE, KVPOOL_CMD_AGENT_REPLY)
 
 #endif /* _UAPI_LINUX_KVPOOL_H */
