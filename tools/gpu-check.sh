@@ -1,19 +1,28 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# gpu-check.sh: on a host with an NVIDIA GPU and driver, check the CUDA
-# half of a kvpool CUDA arena end to end without the kvpool module: an
-# exported cuMemCreate() chunk's fd, held by a stand-in for the kernel,
-# imported and written by one process and read back by another after the
-# exporter was killed; and that the exported fd is a character device,
-# which the module requires. Builds tools/gpu-check (cc, cuda.h from
-# tools/cuda-headers.sh; no CUDA toolkit or libcuda needed to build), then
-# runs it. Takes seconds; it gives up after two minutes.
+# gpu-check.sh: on a host with an NVIDIA GPU and driver, check the path a
+# kvpool CUDA arena takes, with a stand-in for the kernel (see
+# tools/gpu-check/gpu-check.c): the driver's versions, the GPU's Device
+# Minor and persistence mode, what the exported file is (rdev: 195:255 is
+# /dev/nvidiactl); libkvpool's order (create, export, release at once,
+# the export and /dev/nvidiaN held, the creator SIGKILLed, one process
+# writes, another reads); the GPU agent's re-export; the GPU torn down
+# without the /dev/nvidiaN keep-alive (persistence off only) and kept up
+# with it. Builds tools/gpu-check (cc, cuda.h from tools/cuda-headers.sh;
+# no CUDA toolkit or libcuda needed to build), then runs it. Takes
+# seconds; it gives up after two minutes.
 #
 #   tools/gpu-check.sh [--gpu BDF] [--bytes N] [--libcuda PATH]
+#                      [--allow-persistence-toggle]
 #
-# Exit: 0 every step passed, 1 a step failed (or the build did),
-# 2 no CUDA driver (libcuda.so.1 not found).
+# --allow-persistence-toggle (root): with persistence mode on, turn it off
+# with nvidia-smi for the teardown case and back on after; without it the
+# case is skipped and the check never changes the mode.
+#
+# One line per step, "ok - ..." or "not ok - ..." ("ok - ... # SKIP why"
+# where it cannot run). Exit: 0 every step passed, 1 a step failed (or
+# the build did), 2 no CUDA driver (libcuda.so.1 not found).
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
