@@ -6,59 +6,130 @@
  * answering the subset of the driver API that a virtual memory management
  * (VMM) user calls, with the same types and signatures (it is compiled
  * against NVIDIA's own cuda.h) and the same rules, so that a caller's
- * mistakes fail here as they would on a GPU.
+ * mistakes fail here as they would on a GPU. Where NVIDIA's driver frees,
+ * tears down or refuses something, the fake does too, so a test that
+ * passes here by luck fails: the rules below say what is modelled, and
+ * each has a test in fakecuda_test.c.
  *
- * What it models:
- *  - devices: KVPOOL_FAKECUDA_GPUS="0000:00:10.0,0000:00:11.0" lists the
- *    GPUs by PCI bus id, the ordinal being the position. Unset or empty,
- *    cuInit() fails with CUDA_ERROR_NO_DEVICE, as on a host with no GPU.
+ * Devices and calls:
+ *  - KVPOOL_FAKECUDA_GPUS="0000:00:10.0,0000:00:11.0" lists the GPUs by
+ *    PCI bus id, the ordinal being the position. Unset or empty, cuInit()
+ *    fails with CUDA_ERROR_NO_DEVICE, as on a host with no GPU.
  *  - cuInit() first: every other call but cuDriverGetVersion() and the
  *    error strings returns CUDA_ERROR_NOT_INITIALIZED before it, and the
  *    error cuInit() gave after a failed one. A child forked after cuInit()
  *    gets CUDA_ERROR_NOT_INITIALIZED from everything, since CUDA does not
- *    survive fork(): a caller must fork first, then initialise.
+ *    survive fork(): a caller must fork first, then initialise. (The
+ *    child still holds the parent's device files, as a child of a CUDA
+ *    process holds its /dev/nvidiaN: see rule 1.)
  *  - cuDeviceGetAttribute(): only the VMM and POSIX fd handle support
  *    attributes (1); others are CUDA_ERROR_NOT_SUPPORTED, not invented.
  *  - primary contexts, retained and released, current per thread; copies
  *    and synchronisation need a live current context.
- *  - "device pointers" are host virtual addresses. cuMemAddressReserve()
- *    reserves PROT_NONE address space; cuMemCreate() makes a backing file
- *    (sizes must be multiples of the granularity, KVPOOL_FAKECUDA_GRANULARITY
- *    bytes, 2 MiB by default); cuMemMap() maps it there still PROT_NONE, and
- *    only cuMemSetAccess() makes it readable and writable, so memory touched
- *    before access is granted faults, as on a GPU. Copies and memsets check
+ *  - sizes must be multiples of the granularity, KVPOOL_FAKECUDA_GRANULARITY
+ *    bytes (2 MiB by default); cuMemMap() takes offset 0 only, and memory
+ *    is usable only after cuMemSetAccess(): copies and memsets check that
  *    every byte lies in mapped memory with the access they need.
- *  - shareable handles: cuMemExportToShareableHandle() with
- *    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR returns a new pty master: a
- *    character device file, as the NVIDIA driver's handles (files of
- *    /dev/nvidiactl) are, so the kvpool module takes it as it takes theirs.
- *    Its pty index names the allocation in a registry folder that every
- *    process using the fake shares, KVPOOL_FAKECUDA_DIR (default
- *    /dev/shm/kvpool-fakecuda, created 0700); a random cookie kept in the
- *    pty's window size tells a reused index from the one exported. The
- *    importer needs only the fd: the exporter may be dead by then.
  *  - cuMemRelease() of a handle leaves its mappings working, as in CUDA.
  *  - the plain names that cuda.h renames to _v2 are exported too, with
  *    their legacy signatures: cuMemcpyHtoD, cuMemcpyDtoH and cuMemsetD8
  *    take 32-bit device pointers, which never name fake memory, so a caller
  *    that dlsym()s the wrong name fails instead of passing by luck.
  *
- * What it does not: kernels, streams, events, peer access rules, memory
- * limits. Nor does it free backing files when the last reference goes:
- * a registry folder belongs to one test run, and the test removes it.
- * Needs devpts mounted for /dev/ptmx.
+ * The registry. Every process using the fake shares one folder,
+ * KVPOOL_FAKECUDA_DIR (default /dev/shm/kvpool-fakecuda, created 0700),
+ * which plays the driver's state: the allocations' backing files
+ * (alloc-PID-SEQ-devD) with their records (.info: device, size,
+ * generation), their holders (.pid-PID-START), the exports (pty-N) and
+ * the GPUs' generations (gpuD.gen). Every change to it is made under an
+ * flock() of its file "lock", so what a process reads there is whole.
+ *
+ * 1. The GPU device node and teardown. For GPU d the registry holds a
+ *    FIFO nvidia<d> (0600, made at cuInit() if missing), the stand-in of
+ *    /dev/nvidiaN, and gpus/<bdf>/information, the stand-in of
+ *    /proc/driver/nvidia/gpus/<bdf>/information, with NVIDIA's "Model:",
+ *    "Bus Location:" and "Device Minor: d" lines (bdf in lower case, the
+ *    folder named as NVIDIA names it). libkvpool finds both with
+ *    KVPOOL_NVIDIA_PROC and KVPOOL_NVIDIA_DEV set to the registry. A
+ *    process holds an O_RDWR file of nvidia<d> while it uses GPU d: from
+ *    the first cuDevicePrimaryCtxRetain() to the last release, and also
+ *    while it has a handle or a mapping of memory on d (CUDA cannot hold
+ *    memory of a GPU it has not opened); exit closes it, as it closes
+ *    /dev/nvidiaN. The GPU is up while any open file of the FIFO exists,
+ *    anyone's: a process's, or the one the kvpool module holds for an
+ *    arena set with KVPOOL_ARENA_SET_DEVICE. Whenever a process opens its
+ *    own file of nvidia<d> it first probes, under the lock, whether
+ *    anyone holds one (an O_WRONLY|O_NONBLOCK open fails with ENXIO iff
+ *    the FIFO has no reader). If nobody does, the GPU was torn down since
+ *    it was last up: its generation goes up and every allocation of an
+ *    older generation is freed, its exports dead, as NVIDIA's RM frees
+ *    exported objects with their device instance when nv_close_device()
+ *    stops a GPU whose use count fell to 0 (persistence mode off).
+ * 2. Memory is freed when the last reference goes. An allocation lives
+ *    while any of these exists: a handle (cuMemCreate() or
+ *    cuMemImportFromShareableHandle(), not yet cuMemRelease()d) or a
+ *    mapping (cuMemMap(), not yet unmapped) in a live process, or an open
+ *    export file of it anywhere, the kernel's included. A process records
+ *    itself as a holder (PID and start time, /proc/PID/stat field 22, so
+ *    that a reused pid does not count, and a zombie does not either) when
+ *    its first handle or mapping of the allocation comes and removes the
+ *    record when the last goes. Garbage is collected in cuInit(),
+ *    cuMemCreate(), cuMemImportFromShareableHandle() and fakecuda_gc():
+ *    a dead allocation's backing file and records are unlinked, and an
+ *    import of an export of it fails with CUDA_ERROR_INVALID_VALUE, the
+ *    error cuda.h documents for an import that names nothing (RM refuses
+ *    the fd's object as an invalid argument; 12.x has no
+ *    CUDA_ERROR_INVALID_HANDLE for this).
+ * 3. Device memory is not reachable from the CPU. cuMemAddressReserve()
+ *    hands out address space that stays PROT_NONE for the CPU forever: a
+ *    load or store at a device pointer dies of SIGSEGV, as on a GPU. The
+ *    bytes live in a shadow mapping of the backing file at another
+ *    address, which only the fake's copies and memsets use.
+ * 4. Exports, unexport and replace. cuMemExportToShareableHandle() with
+ *    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR returns a new pty master: a
+ *    character device file (5:2), as NVIDIA's handles (files of
+ *    /dev/nvidiactl, 195:255) are, which the kvpool module takes under its
+ *    fake_cuda test hook. Its pty index names the export in the registry
+ *    (pty-N: the allocation, or "-" for none) and a random cookie kept in
+ *    the pty's window size tells a reused index from the one exported; the
+ *    pty is open iff /dev/pts/N exists with that cookie, a probe that sees
+ *    the files the kernel holds too. The importer needs only the fd: the
+ *    exporter may be dead by then. Each export is its own open file, as on
+ *    NVIDIA's driver: fakecuda_unexport(fd) makes the export file (every
+ *    descriptor of that open file, in every process) export nothing, and
+ *    fakecuda_export_replace(fd, h) makes it export h's allocation, as the
+ *    non-privileged NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECTS_TO_FD lets any
+ *    holder of an nvidiactl file do; another export of the same allocation
+ *    is not affected. (fakecuda.h declares these.)
+ * 5. Asynchronous memsets. cuMemsetD8_v2 queues the work in the process;
+ *    it is applied at cuCtxSynchronize(), or before the same process's next
+ *    copy, unmap, access change or last context release (stream order: a
+ *    cuMemcpyDtoH after a memset sees it). Another process reading through
+ *    its own mapping does not see a memset the writer never synchronised.
+ *    Work still queued when a process exits is dropped: a GPU need not
+ *    finish the work of a process that exits without synchronising.
+ *
+ * What it does not model: kernels, streams, events, peer access rules,
+ * memory limits, RM clients made on an export file. The probes need
+ * devpts mounted for /dev/ptmx and /dev/pts/N; a pty whose /dev/pts/N
+ * this process may not open is taken as open (kept, not freed).
  */
 #define _GNU_SOURCE
 #include <cuda.h>
 
+#include "fakecuda.h"
+
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -69,6 +140,8 @@
 #define FAKE_MAX_GPUS	16
 #define FAKE_DEF_DIR	"/dev/shm/kvpool-fakecuda"
 #define FAKE_DEF_GRAN	(2UL << 20)
+#define FAKE_NAME_LEN	64
+#define FAKE_PATH_LEN	(4096 + 2 * FAKE_NAME_LEN)
 
 struct fake_gpu {
 	unsigned int domain, bus, dev, fn;
@@ -79,13 +152,24 @@ struct CUctx_st {
 	int refs;
 };
 
-struct fake_alloc {
-	unsigned long long id;
-	int fd;			/* the backing file */
+/*
+ * This process's hold on one allocation: one per allocation however many
+ * handles and mappings of it the process has (@refs counts them), since
+ * the registry knows the process as one holder.
+ */
+struct fake_mem {
+	char name[FAKE_NAME_LEN];	/* the backing file's name */
+	int fd;				/* the backing file */
 	size_t size;
 	int dev;
+	int refs;			/* handles + mappings */
+	struct fake_mem *next;
+};
+
+struct fake_alloc {
+	unsigned long long id;
+	struct fake_mem *mem;
 	CUmemAllocationHandleType types;
-	char name[64];		/* the backing file's name in the registry */
 	struct fake_alloc *next;
 };
 
@@ -95,13 +179,25 @@ struct fake_resv {
 	struct fake_resv *next;
 };
 
+/* A device range and the shadow mapping that holds its bytes. */
 struct fake_map {
 	uintptr_t base;
 	size_t size;
-	int prot;
+	int prot;		/* the access cuMemSetAccess() gave */
+	unsigned char *shadow;
+	struct fake_mem *mem;
 	struct fake_map *next;
 };
 
+/* A queued memset, applied by fk_flush(). */
+struct fake_op {
+	uintptr_t dst;
+	size_t n;
+	unsigned char value;
+	struct fake_op *next;
+};
+
+/* All under fk_lock; the registry's files under its flock too. */
 static pthread_mutex_t fk_lock = PTHREAD_MUTEX_INITIALIZER;
 static int fk_inited;		/* cuInit() was called */
 static CUresult fk_init_err;	/* and returned this */
@@ -109,13 +205,19 @@ static int fk_forked;		/* we are a child forked after cuInit() */
 static int fk_ngpus;
 static struct fake_gpu fk_gpus[FAKE_MAX_GPUS];
 static struct CUctx_st fk_ctx[FAKE_MAX_GPUS];
+static int fk_devfd[FAKE_MAX_GPUS];	/* our file of nvidia<d>, or -1 */
+static int fk_devrefs[FAKE_MAX_GPUS];	/* contexts + fake_mems on d */
 static size_t fk_gran;
 static char fk_dir[4096];
+static int fk_lockfd = -1;
+static unsigned long long fk_start;	/* our start time, field 22 */
 static unsigned long long fk_next_id = 1;
 static unsigned int fk_seq;
+static struct fake_mem *fk_mems;
 static struct fake_alloc *fk_allocs;
 static struct fake_resv *fk_resvs;
 static struct fake_map *fk_maps;
+static struct fake_op *fk_ops, **fk_ops_tail = &fk_ops;
 static __thread CUcontext fk_cur;
 
 static void fk_atfork_child(void)
@@ -246,13 +348,491 @@ static int fk_parse_bdf(const char *s, size_t len, struct fake_gpu *g)
 	return 0;
 }
 
+/* A pty's window size is where an export keeps its cookie (rule 4). */
+static void fk_cookie_to_ws(unsigned long long c, struct winsize *ws)
+{
+	ws->ws_row = c & 0xffff;
+	ws->ws_col = (c >> 16) & 0xffff;
+	ws->ws_xpixel = (c >> 32) & 0xffff;
+	ws->ws_ypixel = (c >> 48) & 0xffff;
+}
+
+static unsigned long long fk_ws_to_cookie(const struct winsize *ws)
+{
+	return (unsigned long long)ws->ws_row |
+	       (unsigned long long)ws->ws_col << 16 |
+	       (unsigned long long)ws->ws_xpixel << 32 |
+	       (unsigned long long)ws->ws_ypixel << 48;
+}
+
+/*
+ * The registry. Paths are fk_dir + "/" + a name the fake made, which
+ * FAKE_PATH_LEN always holds (fk_configure() checks fk_dir's length).
+ */
+static void fk_path(char *buf, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void fk_path(char *buf, const char *fmt, ...)
+{
+	va_list ap;
+	int n = snprintf(buf, FAKE_PATH_LEN, "%s/", fk_dir);
+
+	va_start(ap, fmt);
+	vsnprintf(buf + n, FAKE_PATH_LEN - n, fmt, ap);
+	va_end(ap);
+}
+
+/* The registry's lock, across processes; fk_lock is held already. */
+static void fk_reg_lock(void)
+{
+	while (flock(fk_lockfd, LOCK_EX) && errno == EINTR)
+		;
+}
+
+static void fk_reg_unlock(void)
+{
+	flock(fk_lockfd, LOCK_UN);
+}
+
+/* @name's whole new text, or its old one: written aside, then renamed. */
+static int fk_write_file(const char *name, const char *text)
+{
+	char path[FAKE_PATH_LEN], tmp[FAKE_PATH_LEN];
+	size_t len = strlen(text);
+	int fd, ok;
+
+	fk_path(path, "%s", name);
+	fk_path(tmp, ".tmp-%d-%s", (int)getpid(), strrchr(name, '/') ?
+		strrchr(name, '/') + 1 : name);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	ok = write(fd, text, len) == (ssize_t)len;
+	ok &= !close(fd);
+	if (!ok || rename(tmp, path)) {
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+/* @name's first line, NUL-terminated, in @buf; -1 if it cannot be read. */
+static int fk_read_file(const char *name, char *buf, size_t len)
+{
+	char path[FAKE_PATH_LEN];
+	ssize_t n;
+	int fd;
+
+	fk_path(path, "%s", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	return 0;
+}
+
+/*
+ * Process @pid's start time (/proc/PID/stat field 22), and whether it is
+ * still running: a zombie's files and mappings are gone already. -1 if
+ * there is no such process.
+ */
+static int fk_proc_start(int pid, unsigned long long *start, int *running)
+{
+	char path[64], buf[1024], *p, state;
+	unsigned long long st;
+	ssize_t n;
+	int fd, i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* The name may hold anything, ')' too: fields follow the last. */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %c", &state) != 1)
+		return -1;
+	/* Field 3 is the state; skip 4..21 to reach 22. */
+	for (p += 2, i = 3; i < 22 && p; i++) {
+		p = strchr(p, ' ');
+		if (p)
+			p++;
+	}
+	if (!p || sscanf(p, "%llu", &st) != 1)
+		return -1;
+	*start = st;
+	*running = state != 'Z' && state != 'X';
+	return 0;
+}
+
+static unsigned long long fk_gen(int dev)
+{
+	char name[32], buf[32];
+
+	snprintf(name, sizeof(name), "gpu%d.gen", dev);
+	if (fk_read_file(name, buf, sizeof(buf)))
+		return 0;
+	return strtoull(buf, NULL, 10);
+}
+
+static int fk_gen_set(int dev, unsigned long long gen)
+{
+	char name[32], buf[32];
+
+	snprintf(name, sizeof(name), "gpu%d.gen", dev);
+	snprintf(buf, sizeof(buf), "%llu\n", gen);
+	return fk_write_file(name, buf);
+}
+
+/*
+ * Whether pty @n is still the one exported with @cookie: its slave node
+ * exists only while its master is open anywhere (a file the kernel holds
+ * counts), and shares its window size. One we may not open is taken as
+ * open: better kept than freed under a holder.
+ */
+static int fk_pty_live(unsigned int n, unsigned long long cookie)
+{
+	char path[64];
+	struct winsize ws;
+	int fd, live;
+
+	snprintf(path, sizeof(path), "/dev/pts/%u", n);
+	fd = open(path, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return errno == EACCES || errno == EPERM;
+	live = !ioctl(fd, TIOCGWINSZ, &ws) && fk_ws_to_cookie(&ws) == cookie;
+	close(fd);
+	return live;
+}
+
+/* An export's record: the allocation it names ("-": none), its cookie. */
+struct fk_entry {
+	char name[FAKE_NAME_LEN];
+	unsigned long long cookie;
+};
+
+static int fk_entry_read(unsigned int ptn, struct fk_entry *e)
+{
+	char file[32], buf[FAKE_NAME_LEN + 64];
+
+	snprintf(file, sizeof(file), "pty-%u", ptn);
+	if (fk_read_file(file, buf, sizeof(buf)) ||
+	    sscanf(buf, "%63s %llx", e->name, &e->cookie) != 2 ||
+	    strchr(e->name, '/'))
+		return -1;
+	return 0;
+}
+
+static int fk_entry_write(unsigned int ptn, const char *name,
+			  unsigned long long cookie)
+{
+	char file[32], buf[FAKE_NAME_LEN + 64];
+
+	snprintf(file, sizeof(file), "pty-%u", ptn);
+	snprintf(buf, sizeof(buf), "%s %llx\n", name, cookie);
+	return fk_write_file(file, buf);
+}
+
+/* An allocation's record: its device, size and GPU generation. */
+static int fk_info_read(const char *name, int *dev, size_t *size,
+			unsigned long long *gen)
+{
+	char file[FAKE_NAME_LEN + 8], buf[128];
+
+	snprintf(file, sizeof(file), "%s.info", name);
+	if (fk_read_file(file, buf, sizeof(buf)) ||
+	    sscanf(buf, "%d %zu %llu", dev, size, gen) != 3 ||
+	    *dev < 0 || *dev >= FAKE_MAX_GPUS)
+		return -1;
+	return 0;
+}
+
+static void fk_unlink(const char *name)
+{
+	char path[FAKE_PATH_LEN];
+
+	fk_path(path, "%s", name);
+	unlink(path);
+}
+
+static int fk_names_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * Frees every allocation nothing holds any more (rule 2) or whose GPU
+ * was torn down since it was made (rule 1), and forgets exports whose
+ * pty is closed. Returns how many allocations live, or -1 if the
+ * registry cannot be read. Registry lock held.
+ */
+static int fk_gc_locked(void)
+{
+	char **names = NULL, **live = NULL;
+	size_t nnames = 0, nlive = 0, cap = 0, i, j;
+	struct dirent *de;
+	int count = 0;
+	DIR *d = opendir(fk_dir);
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, "pty-", 4) &&
+		    strncmp(de->d_name, "alloc-", 6))
+			continue;
+		if (nnames == cap) {
+			char **n = realloc(names, (cap = cap * 2 + 64) *
+					   sizeof(*n));
+
+			if (!n)
+				goto fail;
+			names = n;
+		}
+		names[nnames] = strdup(de->d_name);
+		if (!names[nnames])
+			goto fail;
+		nnames++;
+	}
+	closedir(d);
+	d = NULL;
+	/* Sorted, an allocation's records follow its backing file. */
+	qsort(names, nnames, sizeof(*names), fk_names_cmp);
+	live = calloc(nnames + 1, sizeof(*live));
+	if (!live)
+		goto fail;
+
+	/* The exports still open name what they export: that lives. */
+	for (i = 0; i < nnames; i++) {
+		struct fk_entry e;
+		unsigned int ptn;
+		char tail;
+
+		if (sscanf(names[i], "pty-%u%c", &ptn, &tail) != 1)
+			continue;
+		if (fk_entry_read(ptn, &e) || !fk_pty_live(ptn, e.cookie)) {
+			fk_unlink(names[i]);
+			continue;
+		}
+		if (strcmp(e.name, "-"))
+			live[nlive++] = strdup(e.name);
+	}
+
+	for (i = 0; i < nnames; i++) {
+		unsigned long long gen, start, st;
+		const char *n = names[i];
+		int dev, pid, running, alive = 0;
+		size_t size, len;
+
+		if (strncmp(n, "alloc-", 6) || strchr(n, '.'))
+			continue;
+		len = strlen(n);
+		if (!fk_info_read(n, &dev, &size, &gen) &&
+		    gen == fk_gen(dev)) {
+			for (j = 0; j < nlive && !alive; j++)
+				alive = live[j] && !strcmp(live[j], n);
+			/* Its holders: the entries "NAME.pid-PID-START". */
+			for (j = i + 1; j < nnames && !alive; j++) {
+				if (strncmp(names[j], n, len) ||
+				    names[j][len] != '.')
+					continue;
+				if (sscanf(names[j] + len, ".pid-%d-%llu",
+					   &pid, &st) != 2)
+					continue;
+				if (!fk_proc_start(pid, &start, &running) &&
+				    start == st && running)
+					alive = 1;
+				else
+					fk_unlink(names[j]);
+			}
+		}
+		if (alive) {
+			count++;
+			continue;
+		}
+		/* Freed: the backing file and every record of it. */
+		for (j = i; j < nnames; j++)
+			if (!strncmp(names[j], n, len) &&
+			    (names[j][len] == '.' || !names[j][len]))
+				fk_unlink(names[j]);
+	}
+	for (i = 0; i < nlive; i++)
+		free(live[i]);
+	free(live);
+	for (i = 0; i < nnames; i++)
+		free(names[i]);
+	free(names);
+	return count;
+fail:
+	if (d)
+		closedir(d);
+	for (i = 0; i < nnames; i++)
+		free(names[i]);
+	free(names);
+	return -1;
+}
+
+/*
+ * Our file of GPU @dev's node, opened on first use (rule 1): if nobody
+ * holds one, the GPU was down, and what it held is freed first. Registry
+ * lock held.
+ */
+static CUresult fk_dev_get_locked(int dev)
+{
+	char path[FAKE_PATH_LEN];
+	int fd;
+
+	if (fk_devrefs[dev]++)
+		return CUDA_SUCCESS;
+	fk_path(path, "nvidia%d", dev);
+	fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+	} else if (errno == ENXIO) {
+		/* Down: a new device instance, the old one's memory gone. */
+		if (fk_gen_set(dev, fk_gen(dev) + 1))
+			goto fail;
+		fk_gc_locked();
+	} else {
+		goto fail;
+	}
+	fk_devfd[dev] = open(path, O_RDWR | O_CLOEXEC);
+	if (fk_devfd[dev] >= 0)
+		return CUDA_SUCCESS;
+fail:
+	fk_devrefs[dev]--;
+	return CUDA_ERROR_OPERATING_SYSTEM;
+}
+
+static void fk_dev_put(int dev)
+{
+	if (--fk_devrefs[dev] == 0) {
+		close(fk_devfd[dev]);
+		fk_devfd[dev] = -1;
+	}
+}
+
+/* "NAME.pid-PID-START", our holder record of allocation @name. */
+static void fk_holder_name(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, "%s.pid-%d-%llu", name, (int)getpid(), fk_start);
+}
+
+static struct fake_mem *fk_find_mem(const char *name)
+{
+	struct fake_mem *m;
+
+	for (m = fk_mems; m; m = m->next)
+		if (!strcmp(m->name, name))
+			return m;
+	return NULL;
+}
+
+/*
+ * Our hold on allocation @name, backed by @fd: recorded in the registry.
+ * The caller took the device reference it keeps (fk_dev_get_locked());
+ * on failure it gives that and @fd back. Registry lock held.
+ */
+static struct fake_mem *fk_mem_new_locked(const char *name, int fd,
+					  size_t size, int dev)
+{
+	char holder[FAKE_NAME_LEN + 64], path[FAKE_PATH_LEN];
+	struct fake_mem *m = calloc(1, sizeof(*m));
+	int hfd;
+
+	if (!m)
+		return NULL;
+	fk_holder_name(holder, sizeof(holder), name);
+	fk_path(path, "%s", holder);
+	hfd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (hfd < 0) {
+		free(m);
+		return NULL;
+	}
+	close(hfd);
+	snprintf(m->name, sizeof(m->name), "%s", name);
+	m->fd = fd;
+	m->size = size;
+	m->dev = dev;
+	m->refs = 1;
+	m->next = fk_mems;
+	fk_mems = m;
+	return m;
+}
+
+/* A handle or mapping of @m is gone; with the last, our hold is. */
+static void fk_mem_put(struct fake_mem *m)
+{
+	char holder[FAKE_NAME_LEN + 64];
+	struct fake_mem **pp;
+
+	if (--m->refs)
+		return;
+	for (pp = &fk_mems; *pp != m; pp = &(*pp)->next)
+		;
+	*pp = m->next;
+	fk_holder_name(holder, sizeof(holder), m->name);
+	fk_reg_lock();
+	fk_unlink(holder);
+	fk_reg_unlock();
+	close(m->fd);
+	fk_dev_put(m->dev);
+	free(m);
+}
+
+/*
+ * GPU @d's stand-ins in the registry (rule 1): the FIFO nvidia<d> and
+ * gpus/<bdf>/information, in the format of NVIDIA's procfs file, whose
+ * folder name is the bus id in lower case. Registry lock held.
+ */
+static CUresult fk_make_gpu_locked(int d)
+{
+	const struct fake_gpu *g = &fk_gpus[d];
+	char path[FAKE_PATH_LEN], bdf[16], text[512], name[64];
+	struct stat st;
+
+	fk_path(path, "nvidia%d", d);
+	if (mkfifo(path, 0600) && errno != EEXIST)
+		return CUDA_ERROR_OPERATING_SYSTEM;
+	if (stat(path, &st) || !S_ISFIFO(st.st_mode)) {
+		fprintf(stderr, "fakecuda: %s is not a FIFO\n", path);
+		return CUDA_ERROR_OPERATING_SYSTEM;
+	}
+	snprintf(bdf, sizeof(bdf), "%04x:%02x:%02x.%x", g->domain, g->bus,
+		 g->dev, g->fn);
+	fk_path(path, "gpus/%s", bdf);
+	if (mkdir(path, 0700) && errno != EEXIST)
+		return CUDA_ERROR_OPERATING_SYSTEM;
+	snprintf(text, sizeof(text),
+		 "Model: \t\t kvpool fakecuda GPU %d (fake driver)\n"
+		 "IRQ:   \t\t 0\n"
+		 "GPU UUID: \t GPU-00000000-0000-0000-0000-%012x\n"
+		 "Bus Type: \t PCIe\n"
+		 "Bus Location: \t %s\n"
+		 "Device Minor: \t %d\n"
+		 "GPU Excluded:\t No\n", d, d, bdf, d);
+	snprintf(name, sizeof(name), "gpus/%s/information", bdf);
+	if (fk_write_file(name, text))
+		return CUDA_ERROR_OPERATING_SYSTEM;
+	return CUDA_SUCCESS;
+}
+
 static CUresult fk_configure(void)
 {
 	const char *gpus = getenv("KVPOOL_FAKECUDA_GPUS");
 	const char *dir = getenv("KVPOOL_FAKECUDA_DIR");
 	const char *gran = getenv("KVPOOL_FAKECUDA_GRANULARITY");
+	char path[FAKE_PATH_LEN];
 	const char *p;
 	long page = sysconf(_SC_PAGESIZE);
+	int running, d;
+	CUresult r = CUDA_SUCCESS;
 
 	fk_gran = FAKE_DEF_GRAN;
 	if (gran && *gran) {
@@ -274,7 +854,7 @@ static CUresult fk_configure(void)
 
 	if (!dir || !*dir)
 		dir = FAKE_DEF_DIR;
-	if (strlen(dir) >= sizeof(fk_dir) - 64)
+	if (strlen(dir) >= sizeof(fk_dir))
 		return CUDA_ERROR_INVALID_VALUE;
 	strcpy(fk_dir, dir);
 	if (mkdir(fk_dir, 0700) && errno != EEXIST) {
@@ -302,7 +882,25 @@ static CUresult fk_configure(void)
 		if (*p == ',')
 			p++;
 	}
-	return CUDA_SUCCESS;
+
+	if (fk_proc_start(getpid(), &fk_start, &running))
+		return CUDA_ERROR_OPERATING_SYSTEM;
+	for (d = 0; d < FAKE_MAX_GPUS; d++)
+		fk_devfd[d] = -1;
+	fk_path(path, "lock");
+	fk_lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fk_lockfd < 0)
+		return CUDA_ERROR_OPERATING_SYSTEM;
+	fk_reg_lock();
+	fk_path(path, "gpus");
+	if (mkdir(path, 0700) && errno != EEXIST)
+		r = CUDA_ERROR_OPERATING_SYSTEM;
+	for (d = 0; d < fk_ngpus && r == CUDA_SUCCESS; d++)
+		r = fk_make_gpu_locked(d);
+	if (r == CUDA_SUCCESS)
+		fk_gc_locked();
+	fk_reg_unlock();
+	return r;
 }
 
 CUresult cuInit(unsigned int Flags)
@@ -442,8 +1040,90 @@ CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
 	}
 }
 
+static int fk_overlaps(uintptr_t a, size_t an, uintptr_t b, size_t bn)
+{
+	return a < b + bn && b < a + an;
+}
+
+/*
+ * Whether [p, p + n) is covered by mappings wholly inside it (want_whole)
+ * or simply covered; each mapping's access must include prot.
+ */
+static int fk_covered(uintptr_t p, size_t n, int prot, int want_whole)
+{
+	uintptr_t at = p, end = p + n;
+	struct fake_map *m;
+
+	if (!n || end < p)
+		return 0;
+	while (at < end) {
+		for (m = fk_maps; m; m = m->next)
+			if (at >= m->base && at < m->base + m->size)
+				break;
+		if (!m || (m->prot & prot) != prot)
+			return 0;
+		if (want_whole && (m->base < p || m->base + m->size > end))
+			return 0;
+		at = m->base + m->size;
+	}
+	return 1;
+}
+
+enum fk_xfer_op { FK_HTOD, FK_DTOH, FK_MEMSET };
+
+/*
+ * The bytes of device range [p, p + n), which fk_covered() passed, reached
+ * through their shadow mappings (rule 3): the device addresses themselves
+ * are never touched. @host is the source or destination, or for a memset
+ * points at the byte.
+ */
+static void fk_xfer(uintptr_t p, size_t n, void *host, enum fk_xfer_op op)
+{
+	unsigned char *h = host;
+	uintptr_t at = p, end = p + n;
+	struct fake_map *m;
+
+	while (at < end) {
+		unsigned char *s;
+		size_t len;
+
+		for (m = fk_maps; m; m = m->next)
+			if (at >= m->base && at < m->base + m->size)
+				break;
+		if (!m)
+			return;	/* not reached: the range was checked */
+		len = (end < m->base + m->size ? end : m->base + m->size) - at;
+		s = m->shadow + (at - m->base);
+		if (op == FK_HTOD)
+			memcpy(s, h + (at - p), len);
+		else if (op == FK_DTOH)
+			memcpy(h + (at - p), s, len);
+		else
+			memset(s, *h, len);
+		at += len;
+	}
+}
+
+/*
+ * Applies the queued memsets, in order (rule 5). Before any copy, unmap,
+ * access change and context release, as the stream would have run them
+ * by then; the mappings they were checked against are still there.
+ */
+static void fk_flush(void)
+{
+	struct fake_op *op;
+
+	while ((op = fk_ops)) {
+		fk_ops = op->next;
+		fk_xfer(op->dst, op->n, &op->value, FK_MEMSET);
+		free(op);
+	}
+	fk_ops_tail = &fk_ops;
+}
+
 CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
+	CUresult r = CUDA_SUCCESS;
 	CUresult err = fk_enter();
 
 	if (err != CUDA_SUCCESS)
@@ -452,6 +1132,14 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 		return fk_out(CUDA_ERROR_INVALID_VALUE);
 	if (!fk_devok(dev))
 		return fk_out(CUDA_ERROR_INVALID_DEVICE);
+	/* The first retain opens the device, which may find it torn down. */
+	if (!fk_ctx[dev].refs) {
+		fk_reg_lock();
+		r = fk_dev_get_locked(dev);
+		fk_reg_unlock();
+		if (r != CUDA_SUCCESS)
+			return fk_out(r);
+	}
 	fk_ctx[dev].dev = dev;
 	fk_ctx[dev].refs++;
 	*pctx = &fk_ctx[dev];
@@ -468,7 +1156,11 @@ static CUresult fk_ctx_release(CUdevice dev)
 		return fk_out(CUDA_ERROR_INVALID_DEVICE);
 	if (fk_ctx[dev].refs <= 0)
 		return fk_out(CUDA_ERROR_INVALID_CONTEXT);
-	fk_ctx[dev].refs--;
+	if (!--fk_ctx[dev].refs) {
+		/* A context goes only once its work is done. */
+		fk_flush();
+		fk_dev_put(dev);
+	}
 	return fk_out(CUDA_SUCCESS);
 }
 
@@ -519,6 +1211,7 @@ CUresult cuCtxGetCurrent(CUcontext *pctx)
 	return fk_out(CUDA_SUCCESS);
 }
 
+/* The one place queued memsets land, besides stream order (rule 5). */
 CUresult cuCtxSynchronize(void)
 {
 	CUresult err = fk_enter();
@@ -527,6 +1220,7 @@ CUresult cuCtxSynchronize(void)
 		return err;
 	if (!fk_cur || !fk_ctxok(fk_cur))
 		return fk_out(CUDA_ERROR_INVALID_CONTEXT);
+	fk_flush();
 	return fk_out(CUDA_SUCCESS);
 }
 
@@ -571,20 +1265,18 @@ static struct fake_alloc *fk_find_alloc(CUmemGenericAllocationHandle h)
 	return NULL;
 }
 
-static CUresult fk_new_alloc(CUmemGenericAllocationHandle *handle, int fd,
-			     size_t size, int dev,
-			     CUmemAllocationHandleType types, const char *name)
+/* A new handle on @m, which holds one reference for it already. */
+static CUresult fk_new_alloc(CUmemGenericAllocationHandle *handle,
+			     struct fake_mem *m,
+			     CUmemAllocationHandleType types)
 {
 	struct fake_alloc *a = calloc(1, sizeof(*a));
 
 	if (!a)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	a->id = fk_next_id++;
-	a->fd = fd;
-	a->size = size;
-	a->dev = dev;
+	a->mem = m;
 	a->types = types;
-	snprintf(a->name, sizeof(a->name), "%s", name);
 	a->next = fk_allocs;
 	fk_allocs = a;
 	*handle = a->id;
@@ -594,9 +1286,11 @@ static CUresult fk_new_alloc(CUmemGenericAllocationHandle *handle, int fd,
 CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 		     const CUmemAllocationProp *prop, unsigned long long flags)
 {
-	char name[64], path[sizeof(fk_dir) + 64];
+	char name[FAKE_NAME_LEN], info[FAKE_NAME_LEN + 8], text[128];
+	char path[FAKE_PATH_LEN];
+	struct fake_mem *m;
 	CUresult r;
-	int fd;
+	int fd, dev;
 	CUresult err = fk_enter();
 
 	if (err != CUDA_SUCCESS)
@@ -608,24 +1302,48 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 		return fk_out(r);
 	if (!size || size % fk_gran)
 		return fk_out(CUDA_ERROR_INVALID_VALUE);
+	dev = prop->location.id;
+
+	fk_reg_lock();
+	r = fk_dev_get_locked(dev);
+	if (r != CUDA_SUCCESS)
+		goto out;
+	fk_gc_locked();
 	/* The device is in the name, for whoever lists the registry. */
 	snprintf(name, sizeof(name), "alloc-%d-%u-dev%d", (int)getpid(),
-		 fk_seq++, prop->location.id);
-	snprintf(path, sizeof(path), "%s/%s", fk_dir, name);
+		 fk_seq++, dev);
+	fk_path(path, "%s", name);
+	r = CUDA_ERROR_OPERATING_SYSTEM;
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
-		return fk_out(CUDA_ERROR_OPERATING_SYSTEM);
-	if (ftruncate(fd, size)) {
-		close(fd);
-		unlink(path);
-		return fk_out(CUDA_ERROR_OUT_OF_MEMORY);
-	}
-	r = fk_new_alloc(handle, fd, size, prop->location.id,
-			 prop->requestedHandleTypes, name);
-	if (r != CUDA_SUCCESS) {
-		close(fd);
-		unlink(path);
-	}
+		goto out_dev;
+	r = CUDA_ERROR_OUT_OF_MEMORY;
+	if (ftruncate(fd, size))
+		goto out_file;
+	/* Made at the GPU's present generation: a teardown frees it. */
+	snprintf(info, sizeof(info), "%s.info", name);
+	snprintf(text, sizeof(text), "%d %zu %llu\n", dev, size, fk_gen(dev));
+	r = CUDA_ERROR_OPERATING_SYSTEM;
+	if (fk_write_file(info, text))
+		goto out_file;
+	m = fk_mem_new_locked(name, fd, size, dev);
+	if (!m)
+		goto out_info;
+	r = fk_new_alloc(handle, m, prop->requestedHandleTypes);
+	fk_reg_unlock();
+	if (r != CUDA_SUCCESS)
+		fk_mem_put(m);
+	return fk_out(r);
+
+out_info:
+	fk_unlink(info);
+out_file:
+	close(fd);
+	unlink(path);
+out_dev:
+	fk_dev_put(dev);
+out:
+	fk_reg_unlock();
 	return fk_out(r);
 }
 
@@ -639,8 +1357,8 @@ CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 	for (pp = &fk_allocs; (a = *pp); pp = &a->next) {
 		if (a->id == handle) {
 			*pp = a->next;
-			/* Mappings hold the file: they stay usable. */
-			close(a->fd);
+			/* Mappings hold the memory too: they stay usable. */
+			fk_mem_put(a->mem);
 			free(a);
 			return fk_out(CUDA_SUCCESS);
 		}
@@ -648,42 +1366,17 @@ CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 	return fk_out(CUDA_ERROR_INVALID_VALUE);
 }
 
-/* The registry entry: what a pty index stands for. */
-struct fk_entry {
-	char name[64];
-	int dev;
-	size_t size;
-	unsigned long long cookie;
-};
-
-static void fk_cookie_to_ws(unsigned long long c, struct winsize *ws)
-{
-	ws->ws_row = c & 0xffff;
-	ws->ws_col = (c >> 16) & 0xffff;
-	ws->ws_xpixel = (c >> 32) & 0xffff;
-	ws->ws_ypixel = (c >> 48) & 0xffff;
-}
-
-static unsigned long long fk_ws_to_cookie(const struct winsize *ws)
-{
-	return (unsigned long long)ws->ws_row |
-	       (unsigned long long)ws->ws_col << 16 |
-	       (unsigned long long)ws->ws_xpixel << 32 |
-	       (unsigned long long)ws->ws_ypixel << 48;
-}
-
 CUresult cuMemExportToShareableHandle(void *shareableHandle,
 				      CUmemGenericAllocationHandle handle,
 				      CUmemAllocationHandleType handleType,
 				      unsigned long long flags)
 {
-	char path[sizeof(fk_dir) + 64], tmp[sizeof(fk_dir) + 80];
+	char pts[64];
 	struct fake_alloc *a;
 	struct winsize ws;
 	unsigned int ptn;
 	unsigned long long cookie = 0;
-	FILE *f;
-	int fd, ok;
+	int fd, unlock = 0;
 	CUresult err = fk_enter();
 
 	if (err != CUDA_SUCCESS)
@@ -702,22 +1395,23 @@ CUresult cuMemExportToShareableHandle(void *shareableHandle,
 		if (getrandom(&cookie, sizeof(cookie), 0) != sizeof(cookie))
 			goto fail;
 	fk_cookie_to_ws(cookie, &ws);
-	if (ioctl(fd, TIOCGPTN, &ptn) || ioctl(fd, TIOCSWINSZ, &ws))
+	/* Unlocked, so that the probe (fk_pty_live()) can open its slave. */
+	if (ioctl(fd, TIOCGPTN, &ptn) || ioctl(fd, TIOCSWINSZ, &ws) ||
+	    ioctl(fd, TIOCSPTLCK, &unlock))
 		goto fail;
-
-	/* Written whole, then renamed: an importer never reads half. */
-	snprintf(path, sizeof(path), "%s/pty-%u", fk_dir, ptn);
-	snprintf(tmp, sizeof(tmp), "%s/.pty-%u.%d", fk_dir, ptn, (int)getpid());
-	f = fopen(tmp, "we");
-	if (!f)
-		goto fail;
-	ok = fprintf(f, "%s %d %zu %llx\n", a->name, a->dev, a->size,
-		     cookie) > 0;
-	ok &= !fclose(f);
-	if (!ok || rename(tmp, path)) {
-		unlink(tmp);
+	snprintf(pts, sizeof(pts), "/dev/pts/%u", ptn);
+	if (access(pts, F_OK)) {
+		fprintf(stderr,
+			"fakecuda: /dev/ptmx gave pty %u, but there is no %s: /dev/ptmx is not /dev/pts's\n",
+			ptn, pts);
 		goto fail;
 	}
+	fk_reg_lock();
+	if (fk_entry_write(ptn, a->mem->name, cookie)) {
+		fk_reg_unlock();
+		goto fail;
+	}
+	fk_reg_unlock();
 	*(int *)shareableHandle = fd;
 	return fk_out(CUDA_SUCCESS);
 fail:
@@ -725,26 +1419,16 @@ fail:
 	return fk_out(CUDA_ERROR_OPERATING_SYSTEM);
 }
 
-/* The allocation a shareable handle fd stands for; -1 if none. */
-static int fk_lookup(int fd, struct fk_entry *e)
+/*
+ * The export a shareable handle fd is and the record of it; -1 if it is
+ * none the fake made (or the pty of one that was closed).
+ */
+static int fk_lookup(int fd, unsigned int *ptn, struct fk_entry *e)
 {
-	char path[sizeof(fk_dir) + 64];
 	struct winsize ws;
-	unsigned int ptn;
-	FILE *f;
-	int n;
 
-	if (ioctl(fd, TIOCGPTN, &ptn) || ioctl(fd, TIOCGWINSZ, &ws))
-		return -1;
-	snprintf(path, sizeof(path), "%s/pty-%u", fk_dir, ptn);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	n = fscanf(f, "%63s %d %zu %llx", e->name, &e->dev, &e->size,
-		   &e->cookie);
-	fclose(f);
-	if (n != 4 || e->cookie != fk_ws_to_cookie(&ws) ||
-	    strchr(e->name, '/'))
+	if (ioctl(fd, TIOCGPTN, ptn) || ioctl(fd, TIOCGWINSZ, &ws) ||
+	    fk_entry_read(*ptn, e) || e->cookie != fk_ws_to_cookie(&ws))
 		return -1;
 	return 0;
 }
@@ -753,33 +1437,71 @@ CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle,
 					void *osHandle,
 					CUmemAllocationHandleType shHandleType)
 {
-	char path[sizeof(fk_dir) + 64];
+	char path[FAKE_PATH_LEN];
+	unsigned long long gen;
+	struct fake_mem *m;
 	struct fk_entry e;
 	struct stat st;
-	int fd = (int)(intptr_t)osHandle, bfd;
+	unsigned int ptn;
+	int fd = (int)(intptr_t)osHandle, bfd, dev;
+	size_t size;
 	CUresult r;
 	CUresult err = fk_enter();
 
 	if (err != CUDA_SUCCESS)
 		return err;
 	if (!handle || shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR ||
-	    fd < 0 || fk_lookup(fd, &e))
+	    fd < 0)
 		return fk_out(CUDA_ERROR_INVALID_VALUE);
+
+	fk_reg_lock();
+	r = CUDA_ERROR_INVALID_VALUE;
+	/* Unexported, or its allocation freed: it names nothing. */
+	if (fk_lookup(fd, &ptn, &e) || !strcmp(e.name, "-") ||
+	    fk_info_read(e.name, &dev, &size, &gen))
+		goto out;
 	/* An allocation of a GPU this process was not given. */
-	if (!fk_devok(e.dev))
-		return fk_out(CUDA_ERROR_INVALID_DEVICE);
-	snprintf(path, sizeof(path), "%s/%s", fk_dir, e.name);
+	r = CUDA_ERROR_INVALID_DEVICE;
+	if (!fk_devok(dev))
+		goto out;
+	m = fk_find_mem(e.name);
+	if (m) {
+		m->refs++;
+		goto have;
+	}
+	/* Opening the device may find it was torn down, and free this. */
+	r = fk_dev_get_locked(dev);
+	if (r != CUDA_SUCCESS)
+		goto out;
+	fk_gc_locked();
+	r = CUDA_ERROR_INVALID_VALUE;
+	if (fk_info_read(e.name, &dev, &size, &gen) || gen != fk_gen(dev))
+		goto out_dev;
+	fk_path(path, "%s", e.name);
 	bfd = open(path, O_RDWR | O_CLOEXEC);
 	if (bfd < 0)
-		return fk_out(CUDA_ERROR_INVALID_VALUE);
-	if (fstat(bfd, &st) || (size_t)st.st_size != e.size) {
+		goto out_dev;
+	if (fstat(bfd, &st) || (size_t)st.st_size != size) {
 		close(bfd);
-		return fk_out(CUDA_ERROR_INVALID_VALUE);
+		goto out_dev;
 	}
-	r = fk_new_alloc(handle, bfd, e.size, e.dev,
-			 CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, e.name);
-	if (r != CUDA_SUCCESS)
+	m = fk_mem_new_locked(e.name, bfd, size, dev);
+	if (!m) {
 		close(bfd);
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out_dev;
+	}
+have:
+	fk_reg_unlock();
+	r = fk_new_alloc(handle, m, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+	if (r != CUDA_SUCCESS)
+		fk_mem_put(m);
+	return fk_out(r);
+
+out_dev:
+	fk_dev_put(dev);
+out:
+	fk_reg_unlock();
 	return fk_out(r);
 }
 
@@ -798,10 +1520,14 @@ CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
 	prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
 	prop->requestedHandleTypes = a->types;
 	prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-	prop->location.id = a->dev;
+	prop->location.id = a->mem->dev;
 	return fk_out(CUDA_SUCCESS);
 }
 
+/*
+ * Device address space: reserved PROT_NONE and left so (rule 3), a CPU
+ * access to it faults whatever is mapped there.
+ */
 CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
 			     CUdeviceptr addr, unsigned long long flags)
 {
@@ -846,18 +1572,17 @@ CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
 	return fk_out(CUDA_SUCCESS);
 }
 
-static int fk_overlaps(uintptr_t a, size_t an, uintptr_t b, size_t bn)
-{
-	return a < b + bn && b < a + an;
-}
-
+/* The mappings in [base, base + size) go, with their holds. */
 static void fk_drop_maps(uintptr_t base, size_t size)
 {
 	struct fake_map **pp = &fk_maps, *m;
 
+	fk_flush();
 	while ((m = *pp)) {
 		if (fk_overlaps(m->base, m->size, base, size)) {
 			*pp = m->next;
+			munmap(m->shadow, m->size);
+			fk_mem_put(m->mem);
 			free(m);
 		} else {
 			pp = &m->next;
@@ -895,6 +1620,11 @@ static int fk_in_resv(uintptr_t p, size_t n)
 	return 0;
 }
 
+/*
+ * A mapping: the device range is only recorded, its bytes go to a shadow
+ * mapping of the backing file that the CPU is never given (rule 3). It
+ * holds the allocation as a handle does (rule 2).
+ */
 CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 		  CUmemGenericAllocationHandle handle, unsigned long long flags)
 {
@@ -908,7 +1638,7 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 	a = fk_find_alloc(handle);
 	/* The driver, too, takes only offset 0 for now. */
 	if (!a || flags || offset || !size || size % fk_gran ||
-	    size > a->size || ptr % fk_gran || !fk_in_resv(ptr, size))
+	    size > a->mem->size || ptr % fk_gran || !fk_in_resv(ptr, size))
 		return fk_out(CUDA_ERROR_INVALID_VALUE);
 	for (m = fk_maps; m; m = m->next)
 		if (fk_overlaps(m->base, m->size, ptr, size))
@@ -916,8 +1646,7 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return fk_out(CUDA_ERROR_OUT_OF_MEMORY);
-	p = mmap((void *)(uintptr_t)ptr, size, PROT_NONE,
-		 MAP_SHARED | MAP_FIXED, a->fd, 0);
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, a->mem->fd, 0);
 	if (p == MAP_FAILED) {
 		free(m);
 		return fk_out(CUDA_ERROR_OUT_OF_MEMORY);
@@ -925,54 +1654,28 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 	m->base = ptr;
 	m->size = size;
 	m->prot = PROT_NONE;
+	m->shadow = p;
+	m->mem = a->mem;
+	a->mem->refs++;
 	m->next = fk_maps;
 	fk_maps = m;
 	return fk_out(CUDA_SUCCESS);
 }
 
-/*
- * Whether [p, p + n) is covered by mappings wholly inside it (want_whole)
- * or simply covered; each mapping's access must include prot.
- */
-static int fk_covered(uintptr_t p, size_t n, int prot, int want_whole)
-{
-	uintptr_t at = p, end = p + n;
-	struct fake_map *m;
-
-	if (!n || end < p)
-		return 0;
-	while (at < end) {
-		for (m = fk_maps; m; m = m->next)
-			if (at >= m->base && at < m->base + m->size)
-				break;
-		if (!m || (m->prot & prot) != prot)
-			return 0;
-		if (want_whole && (m->base < p || m->base + m->size > end))
-			return 0;
-		at = m->base + m->size;
-	}
-	return 1;
-}
-
 CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
-	void *p;
 	CUresult err = fk_enter();
 
 	if (err != CUDA_SUCCESS)
 		return err;
 	if (!fk_in_resv(ptr, size) || !fk_covered(ptr, size, PROT_NONE, 1))
 		return fk_out(CUDA_ERROR_INVALID_VALUE);
-	/* Back to reserved address space, not to nothing. */
-	p = mmap((void *)(uintptr_t)ptr, size, PROT_NONE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
-		 -1, 0);
-	if (p == MAP_FAILED)
-		return fk_out(CUDA_ERROR_UNKNOWN);
+	/* The address space stays reserved, and PROT_NONE as ever. */
 	fk_drop_maps(ptr, size);
 	return fk_out(CUDA_SUCCESS);
 }
 
+/* Access for copies and memsets only: the CPU never gets any (rule 3). */
 CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size,
 			const CUmemAccessDesc *desc, size_t count)
 {
@@ -1010,8 +1713,8 @@ CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size,
 	}
 	if (!fk_covered(ptr, size, PROT_NONE, 1))
 		return fk_out(CUDA_ERROR_INVALID_VALUE);
-	if (mprotect((void *)(uintptr_t)ptr, size, prot))
-		return fk_out(CUDA_ERROR_UNKNOWN);
+	/* Work queued under the old access runs under it. */
+	fk_flush();
 	for (m = fk_maps; m; m = m->next)
 		if (fk_overlaps(m->base, m->size, ptr, size))
 			m->prot = prot;
@@ -1030,6 +1733,7 @@ static CUresult fk_dev_range(CUdeviceptr p, size_t n, int prot)
 	return CUDA_SUCCESS;
 }
 
+/* Synchronous, after the memsets queued before it (stream order). */
 CUresult cuMemcpyHtoD(CUdeviceptr dstDevice, const void *srcHost,
 		      size_t ByteCount)
 {
@@ -1041,8 +1745,10 @@ CUresult cuMemcpyHtoD(CUdeviceptr dstDevice, const void *srcHost,
 	if (ByteCount && !srcHost)
 		return fk_out(CUDA_ERROR_INVALID_VALUE);
 	r = fk_dev_range(dstDevice, ByteCount, PROT_WRITE);
-	if (r == CUDA_SUCCESS && ByteCount)
-		memcpy((void *)(uintptr_t)dstDevice, srcHost, ByteCount);
+	if (r == CUDA_SUCCESS && ByteCount) {
+		fk_flush();
+		fk_xfer(dstDevice, ByteCount, (void *)srcHost, FK_HTOD);
+	}
 	return fk_out(r);
 }
 
@@ -1056,22 +1762,34 @@ CUresult cuMemcpyDtoH(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
 	if (ByteCount && !dstHost)
 		return fk_out(CUDA_ERROR_INVALID_VALUE);
 	r = fk_dev_range(srcDevice, ByteCount, PROT_READ);
-	if (r == CUDA_SUCCESS && ByteCount)
-		memcpy(dstHost, (void *)(uintptr_t)srcDevice, ByteCount);
+	if (r == CUDA_SUCCESS && ByteCount) {
+		fk_flush();
+		fk_xfer(srcDevice, ByteCount, dstHost, FK_DTOH);
+	}
 	return fk_out(r);
 }
 
+/* Checked now, done later (rule 5): queued until a sync or a copy. */
 CUresult cuMemsetD8(CUdeviceptr dstDevice, unsigned char uc, size_t N)
 {
+	struct fake_op *op;
 	CUresult r;
 	CUresult err = fk_enter();
 
 	if (err != CUDA_SUCCESS)
 		return err;
 	r = fk_dev_range(dstDevice, N, PROT_WRITE);
-	if (r == CUDA_SUCCESS && N)
-		memset((void *)(uintptr_t)dstDevice, uc, N);
-	return fk_out(r);
+	if (r != CUDA_SUCCESS || !N)
+		return fk_out(r);
+	op = calloc(1, sizeof(*op));
+	if (!op)
+		return fk_out(CUDA_ERROR_OUT_OF_MEMORY);
+	op->dst = dstDevice;
+	op->n = N;
+	op->value = uc;
+	*fk_ops_tail = op;
+	fk_ops_tail = &op->next;
+	return fk_out(CUDA_SUCCESS);
 }
 
 /*
@@ -1098,4 +1816,57 @@ CUresult fk_memset_v1(unsigned int dst, unsigned char uc, unsigned int n)
 CUresult fk_memset_v1(unsigned int dst, unsigned char uc, unsigned int n)
 {
 	return cuMemsetD8(dst, uc, n);
+}
+
+/* The test-only entry points (fakecuda.h). */
+
+/* Points export file @fd at @name ("-": nothing), rule 4. */
+static CUresult fk_reexport(int fd, const char *name)
+{
+	struct fk_entry e;
+	unsigned int ptn;
+	CUresult r = CUDA_SUCCESS;
+
+	fk_reg_lock();
+	if (fd < 0 || fk_lookup(fd, &ptn, &e))
+		r = CUDA_ERROR_INVALID_VALUE;
+	else if (fk_entry_write(ptn, name, e.cookie))
+		r = CUDA_ERROR_OPERATING_SYSTEM;
+	fk_reg_unlock();
+	return r;
+}
+
+CUresult fakecuda_unexport(int fd)
+{
+	CUresult err = fk_enter();
+
+	if (err != CUDA_SUCCESS)
+		return err;
+	return fk_out(fk_reexport(fd, "-"));
+}
+
+CUresult fakecuda_export_replace(int fd, CUmemGenericAllocationHandle h)
+{
+	struct fake_alloc *a;
+	CUresult err = fk_enter();
+
+	if (err != CUDA_SUCCESS)
+		return err;
+	a = fk_find_alloc(h);
+	if (!a)
+		return fk_out(CUDA_ERROR_INVALID_VALUE);
+	return fk_out(fk_reexport(fd, a->mem->name));
+}
+
+int fakecuda_gc(void)
+{
+	int n;
+
+	if (fk_enter() != CUDA_SUCCESS)
+		return -1;
+	fk_reg_lock();
+	n = fk_gc_locked();
+	fk_reg_unlock();
+	fk_out(CUDA_SUCCESS);
+	return n;
 }

@@ -4,8 +4,13 @@
 # gpu-check-fake.sh: tools/gpu-check.sh against the fake driver (this
 # folder's libcuda.so.1), so that the GPU check is known to work before it
 # meets a GPU: every step passes on the default device and on one chosen by
-# bus id, a GPU that is not there fails it, and with no driver at all it
-# says so and exits 2. Not a GPU test: the fake only models the driver.
+# bus id, the teardown case included (the fake has no persistence mode: a
+# GPU nobody holds is torn down and its memory freed, as NVIDIA's driver
+# does with persistence off), a GPU that is not there fails it, and with no
+# driver at all it says so and exits 2. Not a GPU test: the fake only
+# models the driver. gpu-check finds the fake's stand-ins of
+# /proc/driver/nvidia and /dev/nvidiaN in its registry, through
+# KVPOOL_NVIDIA_PROC and KVPOOL_NVIDIA_DEV, as libkvpool does.
 #
 # Prints "PASS name" or "FAIL name" per assertion (gpu-check's own lines
 # are indented under them); exits non-zero if any failed.
@@ -28,6 +33,8 @@ run() {
 	shift 2
 	mkdir -p "$tmp/$name.reg"
 	KVPOOL_FAKECUDA_GPUS=$gpus KVPOOL_FAKECUDA_DIR=$tmp/$name.reg \
+		KVPOOL_NVIDIA_PROC=$tmp/$name.reg \
+		KVPOOL_NVIDIA_DEV=$tmp/$name.reg \
 		"$root/tools/gpu-check.sh" "$@" >"$tmp/$name.out" 2>&1
 	st=$?
 	sed 's/^/    | /' "$tmp/$name.out"
@@ -41,13 +48,27 @@ has() {
 [[ -x $fake || -f $fake ]] || { fail "no $fake: run make first"; exit 1; }
 
 echo "gpu-check against the fake driver ($fake), not a GPU:"
+# libkvpool's order, the agent's re-export, a client's unexport and the
+# teardown case, each a step that must pass.
 steps=("A: cuMemCreate" "A: cuMemExportToShareableHandle"
-       "A: the exported fd is a character device"
-       "H: holds A's fd" "B: cuMemImportFromShareableHandle"
+       "A: cuMemRelease right after the export"
+       "A: the exported fd is a pty master .5:2."
+       "H: holds .*/nvidia[01] open .the fake driver's FIFO."
+       "H: the held fd is a pty master" "B: cuMemImportFromShareableHandle"
        "B: cuMemSetAccess" "B: cuMemcpyHtoD" "B: cuMemsetD8"
+       "B: cuCtxSynchronize"
        "H: A .* killed by SIGKILL, reaped, gone"
        "C: cuMemImportFromShareableHandle" "C: cuMemcpyDtoH"
-       "C: reads B's pattern after A's death")
+       "C: reads B's bytes after A's SIGKILL"
+       "R: cuMemExportToShareableHandle afresh"
+       "H: the fresh export is another open file than the master"
+       "D: reads the bytes through its own export"
+       "D: unexports its own file .fakecuda_unexport."
+       "D: an import through its unexported file fails"
+       "E: reads the bytes through the master after D's unexport"
+       "U: without a keep-alive the import fails after teardown"
+       "U: with the keep-alive the import works"
+       "U: reads T's bytes after T exited")
 for v in "default device0" "bus-id device1"; do
 	set -- $v
 	if [[ $1 == default ]]; then
@@ -59,16 +80,20 @@ for v in "default device0" "bus-id device1"; do
 	fi
 	((st == 0)) && pass "$1: exit 0" || fail "$1: exit $st, want 0"
 	for s in "${steps[@]}"; do
-		has "$1" "^PASS $s" && pass "$1: PASS $s" ||
-			fail "$1: no PASS $s"
+		has "$1" "^ok - $s" && pass "$1: ok - $s" ||
+			fail "$1: no ok - $s"
 	done
-	has "$1" '^FAIL' && fail "$1: a FAIL line"
+	has "$1" '^not ok' && fail "$1: a not ok line"
+	has "$1" '# SKIP' && fail "$1: a skipped step"
 	has "$1" '^gpu-check: PASS: ([0-9]+) of \1 steps passed' &&
 		pass "$1: summary says all steps passed" ||
 		fail "$1: no all-passed summary line"
-	has "$1" '^A: exported: fd [0-9]+ -> /dev/(pts/)?ptmx, st_mode type: character device' &&
-		pass "$1: the exported fd's readlink and type are shown" ||
+	has "$1" '^A: exported fd [0-9]+ -> /dev/(pts/)?ptmx, st_mode type: character device \(rdev 5:2\)' &&
+		pass "$1: the exported fd's readlink, type and rdev are shown" ||
 		fail "$1: no readlink/type line for the exported fd"
+	has "$1" "^gpu .*: Device Minor: ${2#device} \\(.*/gpus/0000:00:1${2#device}\\.0/information\\)" &&
+		pass "$1: the Device Minor read from the fake's information file" ||
+		fail "$1: no Device Minor line from the fake's information file"
 	has "$1" '^driver: CUDA [0-9]+\.[0-9]+' && has "$1" '^granularity: 2097152 bytes' &&
 		pass "$1: driver version and granularity shown" ||
 		fail "$1: no driver version or granularity line"
@@ -82,8 +107,8 @@ has bus-id '^chunk: 4194304 bytes' && pass "--bytes rounds up to granules" ||
 # A GPU the host does not have: the check must fail, not pass.
 run missing 0000:00:10.0 --libcuda "$fake" --gpu 0000:00:42.0
 ((st == 1)) && pass "absent --gpu: exit 1" || fail "absent --gpu: exit $st, want 1"
-has missing '^FAIL A: find the --gpu device' && has missing '^gpu-check: FAIL' &&
-	pass "absent --gpu: FAIL lines" || fail "absent --gpu: no FAIL lines"
+has missing '^not ok - A: find the --gpu device' && has missing '^gpu-check: FAIL' &&
+	pass "absent --gpu: not ok lines" || fail "absent --gpu: no not ok lines"
 
 # No driver. dlopen("libcuda.so.1") finds none here unless the host has a
 # real one: then a path that does not exist plays the missing driver.
