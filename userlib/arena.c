@@ -12,8 +12,11 @@
 
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
 
@@ -33,12 +36,14 @@ int kvpool_arena_info(struct kvpool *kp, struct kvpool_arena *out)
 	return kvp_arena(kp, &arg, out);
 }
 
-KVP_PUBLIC
-int kvpool_arena_fds(struct kvpool *kp, uint32_t first_chunk, uint32_t count,
-		     struct kvpool_arena_fd *fds, struct kvpool_arena *info)
+/* KVPOOL_ARENA with KVPOOL_ARENA_FDS and @flags: kvpool_arena_fds(). */
+static int kvp_arena_fds(struct kvpool *kp, uint32_t flags,
+			 uint32_t first_chunk, uint32_t count,
+			 struct kvpool_arena_fd *fds,
+			 struct kvpool_arena *info)
 {
 	struct kvpool_arena arg = {
-		.flags = KVPOOL_ARENA_FDS,
+		.flags = KVPOOL_ARENA_FDS | flags,
 		.first_chunk = first_chunk,
 		.count = count,
 		.fd_entry_len = sizeof(*fds),
@@ -48,6 +53,78 @@ int kvpool_arena_fds(struct kvpool *kp, uint32_t first_chunk, uint32_t count,
 
 	/* At most KVPOOL_ARENA_MAX_CHUNKS: fits an int. */
 	return ret ? ret : (int)count;
+}
+
+KVP_PUBLIC
+int kvpool_arena_fds(struct kvpool *kp, uint32_t first_chunk, uint32_t count,
+		     struct kvpool_arena_fd *fds, struct kvpool_arena *info)
+{
+	return kvp_arena_fds(kp, 0, first_chunk, count, fds, info);
+}
+
+/* How often an agent arena's map asks again while no agent is attached. */
+#define KVP_AGENT_RETRY_MS	50
+#define KVP_AGENT_WAIT_DEF_MS	10000
+#define KVP_AGENT_WAIT_MAX_MS	86400000L	/* a day */
+
+/* $KVPOOL_AGENT_WAIT_MS, or its default; -EINVAL if it is no number. */
+static long kvp_agent_wait_ms(void)
+{
+	const char *env = secure_getenv("KVPOOL_AGENT_WAIT_MS");
+	char *end;
+	long ms;
+
+	if (!env || !*env)
+		return KVP_AGENT_WAIT_DEF_MS;
+	errno = 0;
+	ms = env[0] >= '0' && env[0] <= '9' ? strtol(env, &end, 10) : -1;
+	if (ms < 0 || errno || *end || ms > KVP_AGENT_WAIT_MAX_MS) {
+		kvp_arena_fail("KVPOOL_AGENT_WAIT_MS='%s' is no number of milliseconds (0 to %ld)",
+			       env, KVP_AGENT_WAIT_MAX_MS);
+		return -EINVAL;
+	}
+	return ms;
+}
+
+/*
+ * kvpool_arena_fds() of an agent arena: the kernel asks the pool's GPU
+ * agent for a fresh export of each chunk, and sleeps until it has
+ * answered. Asked with KVPOOL_ARENA_NOWAIT, so that with no agent
+ * attached (kvpool-gpud not running, or restarting) this says so instead
+ * of sleeping for ever: EAGAIN, and another try every KVP_AGENT_RETRY_MS
+ * until *@wait_ms, the map's budget, is spent. The budget is counted in
+ * retries, not by a clock: a slow machine waits longer, never less.
+ */
+static int kvp_agent_fds(struct kvpool *kp, uint32_t first, uint32_t count,
+			 struct kvpool_arena_fd *fds, struct kvpool_arena *info,
+			 long *wait_ms)
+{
+	const struct timespec retry = {
+		.tv_nsec = KVP_AGENT_RETRY_MS * 1000000L,
+	};
+	unsigned int pool = kp->info.out_pool_id;
+	int ret;
+
+	for (;;) {
+		ret = kvp_arena_fds(kp, KVPOOL_ARENA_NOWAIT, first, count,
+				    fds, info);
+		if (ret != -EAGAIN)
+			break;
+		if (*wait_ms <= 0) {
+			kvp_arena_fail("no GPU agent serves pool %u (is kvpool-gpud running?)",
+				       pool);
+			return ret;
+		}
+		nanosleep(&retry, NULL);
+		*wait_ms -= KVP_AGENT_RETRY_MS;
+	}
+	if (ret == -EIO)
+		kvp_arena_fail("the GPU agent of pool %u could not export chunks %u to %u (its log says why)",
+			       pool, first, first + count - 1);
+	else if (ret == -EINTR)
+		kvp_arena_fail("a signal came while the GPU agent of pool %u exported chunks %u to %u",
+			       pool, first, first + count - 1);
+	return ret;
 }
 
 /*
@@ -64,15 +141,20 @@ int kvp_arena_walk(struct kvpool *kp, const struct kvpool_arena *a,
 		   kvp_chunk_map_fn map, void *ctx, uint64_t *next)
 {
 	struct kvpool_arena_fd fds[KVP_ARENA_FD_BATCH];
+	bool agent = a->out_set_flags & KVPOOL_ARENA_SET_AGENT;
+	long wait_ms = agent ? kvp_agent_wait_ms() : 0;
 	struct kvpool_arena b;
 	uint32_t first, n, i;
 	int ret;
 
+	if (wait_ms < 0)
+		return (int)wait_ms;
 	for (first = 0; first < a->out_nr_chunks; first += n) {
 		n = a->out_nr_chunks - first;
 		if (n > KVP_ARENA_FD_BATCH)
 			n = KVP_ARENA_FD_BATCH;
-		ret = kvpool_arena_fds(kp, first, n, fds, &b);
+		ret = agent ? kvp_agent_fds(kp, first, n, fds, &b, &wait_ms) :
+			      kvpool_arena_fds(kp, first, n, fds, &b);
 		if (ret < 0)
 			return ret;
 		/* An arena is set once and never changes: a kernel bug. */
@@ -140,26 +222,32 @@ const char *kvpool_arena_error(void)
  */
 static __u32 kvp_chunk_index(int ret, uint32_t nr_chunks, __u32 index)
 {
-	if (ret != -EINVAL && ret != -EBADF && ret != -E2BIG)
+	if (ret != -EINVAL && ret != -EBADF && ret != -E2BIG && ret != -EBUSY)
 		return KVPOOL_NO_INDEX;
 	if (!nr_chunks || nr_chunks > KVPOOL_ARENA_MAX_CHUNKS)
 		return KVPOOL_NO_INDEX;
 	return index < nr_chunks ? index : KVPOOL_NO_INDEX;
 }
 
-KVP_PUBLIC
-int kvpool_arena_set(unsigned int pool_id, uint32_t kind, uint64_t page_bytes,
-		     const struct kvpool_arena_chunk *chunks,
-		     uint32_t nr_chunks, uint32_t *error_index)
+int kvp_arena_set(unsigned int pool_id, uint32_t kind, uint32_t flags,
+		  int device_fd, uint64_t page_bytes,
+		  const struct kvpool_arena_chunk *chunks, uint32_t nr_chunks,
+		  uint32_t *error_index)
 {
+	/*
+	 * Without flags, device_fd is 0 like the rest of the tail an ABI 2
+	 * kernel does not know: it takes the struct as its own.
+	 */
 	struct kvpool_ctl_arena_set arg = {
 		.size = sizeof(arg),
+		.flags = flags,
 		.pool_id = pool_id,
 		.kind = kind,
 		.page_bytes = page_bytes,
 		.nr_chunks = nr_chunks,
 		.chunk_entry_len = sizeof(*chunks),
 		.chunks = kvp_ptr(chunks),
+		.device_fd = flags & KVPOOL_ARENA_SET_DEVICE ? device_fd : 0,
 	};
 	int ret;
 
@@ -168,6 +256,15 @@ int kvpool_arena_set(unsigned int pool_id, uint32_t kind, uint64_t page_bytes,
 		*error_index = kvp_chunk_index(ret, nr_chunks,
 					       arg.out_error_index);
 	return ret;
+}
+
+KVP_PUBLIC
+int kvpool_arena_set(unsigned int pool_id, uint32_t kind, uint64_t page_bytes,
+		     const struct kvpool_arena_chunk *chunks,
+		     uint32_t nr_chunks, uint32_t *error_index)
+{
+	return kvp_arena_set(pool_id, kind, 0, -1, page_bytes, chunks,
+			     nr_chunks, error_index);
 }
 
 static uint64_t kvp_gcd(uint64_t a, uint64_t b)

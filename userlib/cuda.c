@@ -117,51 +117,45 @@ static int kvp_cu_check(CUresult r, const char *what)
 
 #define KVP_CU(call, fn)	kvp_cu_check(kvp_cu.fn call, #fn)
 
-/* "DDDD:BB:DD.F" of a kvpool_pci_parse() domain and devid. */
-static void kvp_pci_name(char *buf, size_t size, uint32_t domain,
-			 uint32_t devid)
-{
-	snprintf(buf, size, "%04x:%02x:%02x.%x", domain, devid >> 8 & 0xff,
-		 devid >> 3 & 0x1f, devid & 7);
-}
-
 /* What the CUDA side of an arena needs to know of the pool's GPU. */
 struct kvp_cu_gpu {
 	CUdevice dev;
-	char bdf[16];
+	char bdf[KVP_BDF_LEN];
 	size_t gran;
 	bool retained;		/* its primary context, by us */
 };
 
 /*
- * Load the driver, find pool @pool_id's GPU in it, make sure this thread
- * has a current context (the device's primary one, retained, if it had
- * none) and read the granularity of the allocations @prop describes.
- * @none is the errno for a pool with no GPU.
+ * Load the driver and find pool @pool_id's GPU in it, into @g (zeroed
+ * first). @none is the errno for a pool with no GPU.
+ */
+static int kvp_cu_device(unsigned int pool_id, int none, struct kvp_cu_gpu *g)
+{
+	int ret;
+
+	memset(g, 0, sizeof(*g));
+	ret = kvp_pool_bdf(pool_id, none, g->bdf);
+	if (!ret)
+		ret = kvp_cu_ready();
+	if (!ret)
+		ret = KVP_CU((0), cuInit);
+	if (!ret)
+		ret = KVP_CU((&g->dev, g->bdf), cuDeviceGetByPCIBusId);
+	return ret;
+}
+
+/*
+ * kvp_cu_device(), then make sure this thread has a current context (the
+ * device's primary one, retained, if it had none) and read the
+ * granularity of the allocations @prop describes.
  */
 static int kvp_cu_open(unsigned int pool_id, int none, struct kvp_cu_gpu *g,
 		       CUmemAllocationProp *prop)
 {
-	uint32_t domain, devid;
 	CUcontext ctx = NULL;
 	int ret;
 
-	memset(g, 0, sizeof(*g));
-	ret = kvpool_pool_gpu(pool_id, &domain, &devid);
-	if (ret < 0)
-		return ret;
-	if (!ret) {
-		kvp_arena_fail("pool %u has no GPU (create it with one: kvpoolctl create --gpu)",
-			       pool_id);
-		return none;
-	}
-	kvp_pci_name(g->bdf, sizeof(g->bdf), domain, devid);
-	ret = kvp_cu_ready();
-	if (ret)
-		return ret;
-	ret = KVP_CU((0), cuInit);
-	if (!ret)
-		ret = KVP_CU((&g->dev, g->bdf), cuDeviceGetByPCIBusId);
+	ret = kvp_cu_device(pool_id, none, g);
 	if (!ret)
 		ret = KVP_CU((&ctx), cuCtxGetCurrent);
 	if (ret)
@@ -350,6 +344,33 @@ int kvp_cu_unmap(struct kvpool_arena_view *v)
 	return 0;
 }
 
+/*
+ * Handle @h exported as a new O_CLOEXEC descriptor into *@fd (-1 on
+ * failure), and released: the descriptor holds the memory now, or
+ * nothing does.
+ */
+static int kvp_cu_export(CUmemGenericAllocationHandle h, int *fd)
+{
+	int ret;
+
+	ret = KVP_CU((fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+		     cuMemExportToShareableHandle);
+	kvp_cu.cuMemRelease(h);
+	if (ret) {
+		*fd = -1;
+		return ret;
+	}
+	/* Not for a program this one runs, as the library's own files. */
+	if (fcntl(*fd, F_SETFD, FD_CLOEXEC)) {
+		ret = -errno;
+		kvp_arena_fail("fcntl(F_SETFD) of an export: %s",
+			       strerror(-ret));
+		close(*fd);
+		*fd = -1;
+	}
+	return ret;
+}
+
 /* One CUDA allocation of @bytes as @prop says, exported as a descriptor. */
 static int kvp_cu_chunk(const CUmemAllocationProp *prop, uint64_t bytes,
 			uint32_t index, int *fd)
@@ -367,41 +388,70 @@ static int kvp_cu_chunk(const CUmemAllocationProp *prop, uint64_t bytes,
 		kvp_arena_fail("chunk %u: %s", index, what);
 		return ret;
 	}
-	ret = KVP_CU((fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
-		     cuMemExportToShareableHandle);
-	/* The descriptor holds the memory now, or nothing does. */
-	kvp_cu.cuMemRelease(h);
-	if (ret) {
-		*fd = -1;
+	return kvp_cu_export(h, fd);
+}
+
+/*
+ * The flags CTL_ARENA_SET gets for a CUDA arena of pool @pool_id asked
+ * with @flags, and the GPU's device node in *@device_fd (-1 if none):
+ * where the kernel has KVPOOL_FEAT_GPU_AGENT the pool holds the GPU up
+ * (KVPOOL_ARENA_SET_DEVICE); where it has not, an agent arena cannot
+ * be. Before any CUDA call, so that a GPU not found costs nothing.
+ */
+static int kvp_cu_set_flags(unsigned int pool_id, uint32_t flags,
+			    uint32_t *set_flags, int *device_fd)
+{
+	uint64_t features;
+	int ret;
+
+	*device_fd = -1;
+	if (flags & ~KVPOOL_ARENA_SET_AGENT) {
+		kvp_arena_fail("flags %#x: only KVPOOL_ARENA_SET_AGENT is the caller's (the library adds KVPOOL_ARENA_SET_DEVICE itself)",
+			       flags);
+		return -EINVAL;
+	}
+	ret = kvp_pool_features(pool_id, &features);
+	if (ret)
 		return ret;
+	if (!(features & KVPOOL_FEAT_GPU_AGENT)) {
+		if (flags & KVPOOL_ARENA_SET_AGENT) {
+			kvp_arena_fail("the kvpool module has no GPU agent (KVPOOL_FEAT_GPU_AGENT): an agent arena needs ABI 3");
+			return -EOPNOTSUPP;
+		}
+		/* ABI 2: the GPU stays up only with persistence mode on. */
+		*set_flags = 0;
+		return 0;
 	}
-	/* Not for a program this one runs, as the library's own files. */
-	if (fcntl(*fd, F_SETFD, FD_CLOEXEC)) {
-		ret = -errno;
-		close(*fd);
-		*fd = -1;
-	}
-	return ret;
+	ret = kvp_gpu_device_open(pool_id);
+	if (ret < 0)
+		return ret;
+	*device_fd = ret;
+	*set_flags = flags | KVPOOL_ARENA_SET_DEVICE;
+	return 0;
 }
 
 KVP_PUBLIC
-int kvpool_arena_create_cuda(unsigned int pool_id, uint64_t page_bytes,
-			     uint32_t nr_chunks, uint32_t *error_index)
+int kvpool_arena_create_cuda_flags(unsigned int pool_id, uint64_t page_bytes,
+				   uint32_t nr_chunks, uint32_t flags,
+				   uint32_t *error_index)
 {
 	struct kvpool_arena_chunk chunks[KVPOOL_ARENA_MAX_CHUNKS];
 	uint64_t bytes[KVPOOL_ARENA_MAX_CHUNKS];
 	CUmemAllocationProp prop;
 	struct kvpool_info info;
 	struct kvp_cu_gpu g;
-	uint32_t i, made = 0;
-	int ret;
+	uint32_t i, made = 0, set_flags;
+	int ret, device_fd;
 
 	ret = kvp_create_start(pool_id, error_index, &info);
 	if (ret)
 		return ret;
-	ret = kvp_cu_open(pool_id, -EINVAL, &g, &prop);
+	ret = kvp_cu_set_flags(pool_id, flags, &set_flags, &device_fd);
 	if (ret)
 		return kvp_arena_done(ret);
+	ret = kvp_cu_open(pool_id, -EINVAL, &g, &prop);
+	if (ret)
+		goto out_device;
 	ret = kvp_plan(info.out_nr_pages, page_bytes, nr_chunks, g.gran, bytes);
 	if (ret) {
 		kvp_arena_fail("no plan of %u chunks for %u pages of %llu bytes in units of CUDA device %d's granularity, %zu: %s",
@@ -421,8 +471,8 @@ int kvpool_arena_create_cuda(unsigned int pool_id, uint64_t page_bytes,
 		chunks[made].fd = fd;
 		chunks[made].bytes = bytes[made];
 	}
-	ret = kvpool_arena_set(pool_id, KVPOOL_ARENA_CUDA, page_bytes, chunks,
-			       nr_chunks, error_index);
+	ret = kvp_arena_set(pool_id, KVPOOL_ARENA_CUDA, set_flags, device_fd,
+			    page_bytes, chunks, nr_chunks, error_index);
 	if (ret)
 		kvp_arena_fail("KVPOOL_CTL_ARENA_SET: %s", kvpool_strerror(ret));
 out:
@@ -430,5 +480,94 @@ out:
 	for (i = 0; i < made; i++)
 		close(chunks[i].fd);
 	kvp_cu_close(&g);
+out_device:
+	/* The pool's own reference holds the GPU up now, if it has one. */
+	if (device_fd >= 0)
+		close(device_fd);
 	return kvp_arena_done(ret);
+}
+
+KVP_PUBLIC
+int kvpool_arena_create_cuda(unsigned int pool_id, uint64_t page_bytes,
+			     uint32_t nr_chunks, uint32_t *error_index)
+{
+	return kvpool_arena_create_cuda_flags(pool_id, page_bytes, nr_chunks,
+					      0, error_index);
+}
+
+/*
+ * The agent's contexts: the primary context of each GPU it has served,
+ * retained at its first request and kept for the process's life. A
+ * daemon that retained and released per request would have the driver
+ * make and tear down a context each time (it goes with the last
+ * release), the costliest call there is.
+ */
+#define KVP_AGENT_MAX_GPUS	64
+
+static pthread_mutex_t kvp_agent_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	CUdevice dev;
+	CUcontext ctx;
+} kvp_agent_ctx[KVP_AGENT_MAX_GPUS];
+static unsigned int kvp_agent_nr_ctx;
+
+/* The retained primary context of @dev, retained now if it was not. */
+static int kvp_agent_context(CUdevice dev, CUcontext *ctx)
+{
+	unsigned int i;
+	int ret = 0;
+
+	pthread_mutex_lock(&kvp_agent_lock);
+	for (i = 0; i < kvp_agent_nr_ctx; i++)
+		if (kvp_agent_ctx[i].dev == dev)
+			break;
+	if (i == kvp_agent_nr_ctx) {
+		if (i == KVP_AGENT_MAX_GPUS) {
+			kvp_arena_fail("CUDA device %d: this agent serves %u GPUs already",
+				       (int)dev, KVP_AGENT_MAX_GPUS);
+			ret = -ENOSPC;
+		} else {
+			ret = KVP_CU((&kvp_agent_ctx[i].ctx, dev),
+				     cuDevicePrimaryCtxRetain);
+			if (!ret) {
+				kvp_agent_ctx[i].dev = dev;
+				kvp_agent_nr_ctx++;
+			}
+		}
+	}
+	if (!ret)
+		*ctx = kvp_agent_ctx[i].ctx;
+	pthread_mutex_unlock(&kvp_agent_lock);
+	return ret;
+}
+
+int kvp_cu_reexport(unsigned int pool_id, int master, int *fd)
+{
+	CUmemGenericAllocationHandle h;
+	CUcontext ctx, prev = NULL;
+	struct kvp_cu_gpu g;
+	int ret;
+
+	*fd = -1;
+	ret = kvp_cu_device(pool_id, -EINVAL, &g);
+	if (!ret)
+		ret = kvp_agent_context(g.dev, &ctx);
+	if (!ret)
+		ret = KVP_CU((&prev), cuCtxGetCurrent);
+	if (!ret)
+		ret = KVP_CU((ctx), cuCtxSetCurrent);
+	if (ret) {
+		close(master);
+		return ret;
+	}
+	ret = KVP_CU((&h, (void *)(uintptr_t)master,
+		      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+		     cuMemImportFromShareableHandle);
+	/* The handle holds the memory now: the master is the pool's. */
+	close(master);
+	if (!ret)
+		ret = kvp_cu_export(h, fd);
+	/* Leave the thread as it was: the caller's context is its own. */
+	kvp_cu.cuCtxSetCurrent(prev);
+	return ret;
 }

@@ -666,6 +666,15 @@ struct kvpool_arena_view {
  * allocation granularity; -EXDEV: a chunk's memory is on another device
  * than the pool's GPU; -EIO (-ENOMEM for CUDA_ERROR_OUT_OF_MEMORY): a
  * CUDA call failed. kvpool_arena_error() says which and why.
+ *
+ * The chunks of an arena set with KVPOOL_ARENA_SET_AGENT are exports the
+ * pool's GPU agent makes for this call alone: asked with
+ * KVPOOL_ARENA_NOWAIT, and while no agent is attached (-EAGAIN) asked
+ * again every 50 ms, for up to $KVPOOL_AGENT_WAIT_MS milliseconds (10000
+ * by default; 0: once). Then -EAGAIN, "no GPU agent serves pool N (is
+ * kvpool-gpud running?)"; -EINVAL: $KVPOOL_AGENT_WAIT_MS is no number
+ * from 0 to 86400000; -EINTR: a signal came while the agent worked; -EIO:
+ * the agent could not export a chunk.
  */
 int kvpool_arena_map(struct kvpool *kp, struct kvpool_arena_view *v);
 
@@ -778,9 +787,71 @@ int kvpool_arena_create_cuda(unsigned int pool_id, uint64_t page_bytes,
 			     uint32_t nr_chunks, uint32_t *error_index);
 
 /*
+ * kvpool_arena_create_cuda() with CTL_ARENA_SET @flags: 0 (every client
+ * gets a descriptor of the same exported files, as in ABI 2: one trust
+ * domain) or KVPOOL_ARENA_SET_AGENT (each client gets only exports the
+ * pool's GPU agent made for it alone: kvpool_agent_serve(), kvpool-gpud).
+ * Where the kernel has KVPOOL_FEAT_GPU_AGENT (its KVPOOL_INFO, asked of
+ * /dev/kvpoolN), this and kvpool_arena_create_cuda() also have the pool
+ * hold the GPU up (KVPOOL_ARENA_SET_DEVICE with kvpool_gpu_device_open()),
+ * and fail if its device node cannot be found or opened; without the
+ * feature, the GPU's memory lives only while persistence mode is on or
+ * a process holds the GPU. Returns 0 or -errno as
+ * kvpool_arena_create_cuda() (-EINVAL: @flags has another bit;
+ * -EOPNOTSUPP: KVPOOL_ARENA_SET_AGENT from a kernel without the agent;
+ * kvpool_gpu_device_open()'s), the text in kvpool_arena_error().
+ */
+int kvpool_arena_create_cuda_flags(unsigned int pool_id, uint64_t page_bytes,
+				   uint32_t nr_chunks, uint32_t flags,
+				   uint32_t *error_index);
+
+/*
+ * A new O_RDWR | O_CLOEXEC descriptor of pool @pool_id's GPU device node,
+ * /dev/nvidia<minor>: the minor read from the "Device Minor:" line of the
+ * NVIDIA driver's /proc/driver/nvidia/gpus/<pci>/information, <pci> the
+ * pool's GPU (kvpool_pool_gpu()). $KVPOOL_NVIDIA_PROC and
+ * $KVPOOL_NVIDIA_DEV, when set (secure_getenv()), take the place of
+ * /proc/driver/nvidia and /dev (the fake CUDA driver's tests). Opening
+ * it counts as a use of the GPU: while it is open the driver does not
+ * tear the GPU down. Returns the descriptor, or -errno with the text in
+ * kvpool_arena_error() (-EINVAL: the pool has no GPU; -ENODEV: no such
+ * pool, or no NVIDIA GPU at its address (no information file); -EIO: the
+ * file has no "Device Minor:" line, or not a number from 0 to 253 there;
+ * open(2)'s errno for the device node).
+ */
+int kvpool_gpu_device_open(unsigned int pool_id);
+
+/*
+ * Become pool @pool_id's GPU agent with KVPOOL_CTL_AGENT (needs
+ * CAP_SYS_ADMIN): the agent file (O_CLOEXEC), polled for POLLIN while
+ * clients' requests wait and POLLHUP once the pool is destroyed; closing
+ * it detaches the agent (the requests it took but did not answer go to
+ * the next one). Returns the descriptor or -errno (-EBUSY: the pool has
+ * an agent; -EINVAL: the pool has no GPU; -ENODEV: no such pool).
+ */
+int kvpool_agent_attach(unsigned int pool_id);
+
+/*
+ * Answer the requests waiting on agent file @agent_fd: for each,
+ * KVPOOL_AGENT_RECV (the chunk's master file), import of the master and
+ * a new export of it through the CUDA driver (the pool's GPU's primary
+ * context, retained at the first request for the process's life, current
+ * for the call), cuMemRelease(), the master closed, KVPOOL_AGENT_REPLY
+ * with the export (closed after; the client has its own), or with the
+ * errno if CUDA failed (the client gets EIO). It stops after a request
+ * it answered so, with the text in kvpool_arena_error(), so that the
+ * caller can log each: call it again while it returns more than 0.
+ * Returns how many it answered (0: none waited; a request whose client
+ * gave up counts), or -errno (-ENODEV: the pool was destroyed: close the
+ * file).
+ */
+int kvpool_agent_serve(int agent_fd);
+
+/*
  * Why this thread's last arena call (kvpool_arena_map(),
  * kvpool_arena_unmap(), kvpool_arena_create_host(),
- * kvpool_arena_create_cuda()) failed, in words: e.g. "no CUDA driver
+ * kvpool_arena_create_cuda(), kvpool_arena_create_cuda_flags(),
+ * kvpool_gpu_device_open(), kvpool_agent_serve()) failed, in words: e.g. "no CUDA driver
  * (libcuda.so.1 not found)", "cuMemImportFromShareableHandle:
  * CUDA_ERROR_INVALID_VALUE: invalid argument", or kvpool_strerror()'s
  * text for a failure with no more to say; "" after one that succeeded.

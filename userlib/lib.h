@@ -21,7 +21,11 @@
  *   arena.c    arenas: info, chunk fds and their walk, host arenas
  *              (memfds), arena_set, the plan, kvpool_arena_error()'s text
  *   map.c      an arena mapped and unmapped (host: mmap), layer addresses
- *   cuda.c     CUDA arenas, through the driver API dlopen()ed at first use
+ *   cuda.c     CUDA arenas, through the driver API dlopen()ed at first use,
+ *              and the agent's fresh export of a chunk
+ *   gpu.c      a pool's GPU: its PCI name, its /dev/nvidiaN (found in
+ *              the NVIDIA driver's /proc files), the pool's features
+ *   agent.c    the pool's GPU agent: attach, and serve the requests
  *   sysfs.c    what sysfs says without a pool fd: list, status, extra, gpu
  *   error.c    kvpool_strerror()
  *   version.c  kvpool_version()
@@ -103,6 +107,26 @@ static inline int kvp_ioctl_out(int fd, unsigned long cmd, void *arg,
 /* ctl.c: run one control ioctl on a freshly opened control device. */
 int kvp_control(unsigned long cmd, void *arg);
 
+/* gpu.c */
+
+/* Where the pool device nodes are (/dev/kvpoolN); a test build moves it. */
+#ifndef KVPOOL_DEV_DIR
+#define KVPOOL_DEV_DIR		"/dev"
+#endif
+
+/* "DDDD:BB:DD.F" and NUL: the PCI name of a GPU, as pci_name() writes it. */
+#define KVP_BDF_LEN		16
+
+/*
+ * Pool @pool_id's GPU by its PCI name, into @bdf; @none is the errno for
+ * a pool without one. 0 or -errno, with the text set.
+ */
+int kvp_pool_bdf(unsigned int pool_id, int none, char bdf[KVP_BDF_LEN]);
+/* kvpool_gpu_device_open() without clearing the text first. */
+int kvp_gpu_device_open(unsigned int pool_id);
+/* KVPOOL_INFO's out_features of pool @pool_id, through its device node. */
+int kvp_pool_features(unsigned int pool_id, uint64_t *features);
+
 /* arena.c */
 
 /* Chunks asked for per KVPOOL_ARENA_FDS: the descriptors open at once. */
@@ -132,10 +156,22 @@ typedef int (*kvp_chunk_map_fn)(void *ctx, const struct kvpool_arena_fd *c,
 				uint32_t index);
 int kvp_arena_walk(struct kvpool *kp, const struct kvpool_arena *a,
 		   kvp_chunk_map_fn map, void *ctx, uint64_t *next);
+/* kvpool_arena_set() with CTL_ARENA_SET's @flags and @device_fd. */
+int kvp_arena_set(unsigned int pool_id, uint32_t kind, uint32_t flags,
+		  int device_fd, uint64_t page_bytes,
+		  const struct kvpool_arena_chunk *chunks, uint32_t nr_chunks,
+		  uint32_t *error_index);
 
 /* cuda.c: a CUDA arena @a mapped into *@v, and unmapped (for map.c). */
 int kvp_cu_map(struct kvpool *kp, const struct kvpool_arena *a,
 	       struct kvpool_arena_view *v);
 int kvp_cu_unmap(struct kvpool_arena_view *v);
+/*
+ * The agent's work for one request of pool @pool_id: import the chunk's
+ * master file @master (closed either way), export the allocation afresh
+ * into *@fd (O_CLOEXEC; -1 on failure) and release the handle, with a
+ * context of the pool's GPU current. 0 or -errno, with the text set.
+ */
+int kvp_cu_reexport(unsigned int pool_id, int master, int *fd);
 
 #endif /* KVPOOL_LIB_H */

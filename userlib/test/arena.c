@@ -80,6 +80,7 @@
 /* ---- the stand-in kernel ---- */
 
 #define FAKE_MAX_CHUNKS	40
+#define CU_GRAN_BYTES	(2U << 20)	/* the fake CUDA's granularity */
 
 static struct {
 	int pool_fd;			/* the descriptor it answers on */
@@ -104,7 +105,35 @@ static struct {
 	/* CTL_CREATE on the fake control device: the last request */
 	unsigned int create_calls;
 	struct kvpool_ctl_create create;
-} fake = { .pool_fd = -1, .bad_chunk = ~0U, .refuse_chunk = ~0U };
+	/* ABI 3: KVPOOL_INFO's features beyond KVPOOL_FEAT_ARENA */
+	uint64_t features;
+	ino_t node_ino;			/* the pool's node, for its INFO */
+	uint32_t set_flags;		/* of the arena, as ARENA reports */
+	uint32_t last_set_flags;	/* of the last accepted ARENA_SET */
+	int device_fd;			/* the GPU it holds up, or -1 */
+	unsigned int nowait_calls;	/* ARENA_FDS with NOWAIT */
+	unsigned int eagain_left;	/* NOWAIT calls to answer EAGAIN */
+	int agent_err;			/* the agent's answer: errno or 0 */
+	int waited;			/* an agent arena asked without NOWAIT */
+	int agent_fd;			/* the agent file CTL_AGENT gave */
+} fake = { .pool_fd = -1, .bad_chunk = ~0U, .refuse_chunk = ~0U,
+	   .device_fd = -1, .agent_fd = -1 };
+
+/* The stand-in's agent file: the requests a test queues, the replies. */
+#define FAKE_MAX_REQS	4
+#define FAKE_REQ_ID	100		/* the first request's id */
+#define FAKE_CLIENT	77		/* the asking client's pid */
+
+static struct {
+	unsigned int nr, next;		/* queued, taken by AGENT_RECV */
+	int master[FAKE_MAX_REQS];	/* the chunk file each asks for */
+	int reply_fd[FAKE_MAX_REQS];	/* a dup of the export, or -1 */
+	int reply_error[FAKE_MAX_REQS];
+	unsigned int replies[FAKE_MAX_REQS];
+	int recv_err;			/* RECV's answer for an empty queue */
+	int refuse;			/* the next reply with a file gets it */
+	int bad;			/* a request the header forbids */
+} ag;
 
 /* The stand-in's PCI bus: a display controller and a network card. */
 #define FAKE_GPU_DEVID	0x0080		/* 0000:00:10.0, as in the VMs */
@@ -128,11 +157,14 @@ static int fake_arena(struct kvpool_arena *a)
 	uint32_t i;
 
 	if (a->size != sizeof(*a) || a->__reserved ||
-	    (a->flags & ~KVPOOL_ARENA_FDS)) {
+	    (a->flags & ~(KVPOOL_ARENA_FDS | KVPOOL_ARENA_NOWAIT)) ||
+	    a->flags == KVPOOL_ARENA_NOWAIT) {
 		fake.bad_request = 1;
 		return -EINVAL;
 	}
 	a->out_kind = fake.kind;
+	a->out_set_flags = fake.kind ? fake.set_flags : 0;
+	a->out_agent_pid = 0;
 	a->out_nr_chunks = fake.kind ? fake.nr_chunks : 0;
 	a->out_page_bytes = fake.kind ? fake.page_bytes : 0;
 	a->out_bytes = fake.kind ? fake_bytes() + fake.extra_bytes : 0;
@@ -148,6 +180,22 @@ static int fake_arena(struct kvpool_arena *a)
 	    a->count > fake.nr_chunks - a->first_chunk) {
 		fake.bad_request = 1;
 		return -EINVAL;
+	}
+	/* An agent arena: the agent's answer, not the kernel's files. */
+	if (fake.set_flags & KVPOOL_ARENA_SET_AGENT) {
+		if (!(a->flags & KVPOOL_ARENA_NOWAIT))
+			fake.waited = 1;
+		else
+			fake.nowait_calls++;
+		if ((a->flags & KVPOOL_ARENA_NOWAIT) && fake.eagain_left) {
+			if (fake.eagain_left != ~0U)
+				fake.eagain_left--;
+			return -EAGAIN;
+		}
+		if (fake.agent_err)
+			return -fake.agent_err;
+	} else if (a->flags & KVPOOL_ARENA_NOWAIT) {
+		fake.nowait_calls++;
 	}
 	fake.fds_calls++;
 	if (a->count > fake.max_count)
@@ -217,15 +265,37 @@ static int fake_arena_set(struct kvpool_ctl_arena_set *a)
 	int ret;
 
 	a->out_error_index = ~0U;
-	if (a->size != sizeof(*a) || a->flags || a->__reserved ||
+	if (a->size != sizeof(*a) || a->__reserved || a->__reserved2 ||
 	    a->chunk_entry_len != sizeof(*c)) {
 		fake.bad_request = 1;
 		return -EINVAL;
 	}
+	/* An ABI 2 kernel knows no flags; the library sends none there. */
+	if (a->flags & ~(KVPOOL_ARENA_SET_DEVICE | KVPOOL_ARENA_SET_AGENT) ||
+	    (a->flags && !(fake.features & KVPOOL_FEAT_GPU_AGENT))) {
+		fake.bad_request = 1;
+		return -EOPNOTSUPP;
+	}
+	if (!(a->flags & KVPOOL_ARENA_SET_DEVICE) && a->device_fd)
+		fake.set_wrong = 1;
 	if (a->pool_id != FAKE_POOL)
 		return -ENODEV;
 	if (a->kind != KVPOOL_ARENA_HOST && a->kind != KVPOOL_ARENA_CUDA)
 		return -EOPNOTSUPP;
+	if (a->flags && a->kind != KVPOOL_ARENA_CUDA)
+		return -EINVAL;
+	/* The kernel's fake_cuda rule for the device: a FIFO, read-write. */
+	if (a->flags & KVPOOL_ARENA_SET_DEVICE) {
+		struct stat st;
+
+		if (fstat(a->device_fd, &st))
+			return -EBADF;
+		if (!S_ISFIFO(st.st_mode) ||
+		    (fcntl(a->device_fd, F_GETFL) & O_ACCMODE) != O_RDWR)
+			return -EINVAL;
+		if (!(fcntl(a->device_fd, F_GETFD) & FD_CLOEXEC))
+			fake.set_wrong = 1;
+	}
 	if (!a->page_bytes || a->page_bytes > (1ULL << 32) || !a->nr_chunks ||
 	    a->nr_chunks > KVPOOL_ARENA_MAX_CHUNKS)
 		return -EINVAL;
@@ -243,7 +313,16 @@ static int fake_arena_set(struct kvpool_ctl_arena_set *a)
 		return -EINVAL;
 	fake.set_calls++;
 	fake.set_chunks = a->nr_chunks;
+	fake.last_set_flags = a->flags;
 	if (a->kind == KVPOOL_ARENA_CUDA && fake.keep_cuda) {
+		/* The pool's own reference to the GPU, as the kernel's. */
+		if (a->flags & KVPOOL_ARENA_SET_DEVICE) {
+			if (fake.device_fd >= 0)
+				close(fake.device_fd);
+			fake.device_fd = fcntl(a->device_fd, F_DUPFD_CLOEXEC,
+					       0);
+		}
+		fake.set_flags = a->flags;
 		fake.kind = a->kind;
 		fake.page_bytes = a->page_bytes;
 		fake.nr_chunks = a->nr_chunks;
@@ -292,6 +371,79 @@ static int is_control(int fd)
 	return fake.ctl_ino && !fstat(fd, &st) && st.st_ino == fake.ctl_ino;
 }
 
+/* Whether @fd is the fake node of pool FAKE_POOL (FAKE_SYSFS/kvpool3). */
+static int is_pool_node(int fd)
+{
+	struct stat st;
+
+	return fake.node_ino && !fstat(fd, &st) && st.st_ino == fake.node_ino;
+}
+
+/* AGENT_RECV and AGENT_REPLY on the agent file, as the header says. */
+static int fake_agent(unsigned long request, void *arg)
+{
+	struct kvpool_agent_request *rq = arg;
+	struct kvpool_agent_reply *rp = arg;
+	unsigned int i;
+	struct stat st;
+	int ret;
+
+	if (request == KVPOOL_AGENT_RECV) {
+		if (rq->size != sizeof(*rq) || rq->flags)
+			ag.bad = 1;
+		if (ag.next == ag.nr)
+			return ag.recv_err ? -ag.recv_err : -EAGAIN;
+		i = ag.next++;
+		rq->out_id = FAKE_REQ_ID + i;
+		rq->out_pool_id = FAKE_POOL;
+		rq->out_chunk = i;
+		rq->out_fd = fcntl(ag.master[i], F_DUPFD_CLOEXEC, 0);
+		rq->out_client_pid = FAKE_CLIENT;
+		rq->out_bytes = CU_GRAN_BYTES;
+		return 0;
+	}
+	if (request != KVPOOL_AGENT_REPLY)
+		return -ENOTTY;
+	if (rp->size != sizeof(*rp) || rp->flags ||
+	    rp->id < FAKE_REQ_ID || rp->id >= FAKE_REQ_ID + ag.next ||
+	    rp->error < 0 || rp->error > 4095 || (rp->error && rp->fd)) {
+		ag.bad = 1;
+		return -EINVAL;
+	}
+	i = (unsigned int)(rp->id - FAKE_REQ_ID);
+	ag.replies[i]++;
+	if (rp->error) {
+		ag.reply_error[i] = rp->error;
+		return 0;
+	}
+	if (ag.refuse) {
+		ret = -ag.refuse;
+		ag.refuse = 0;
+		return ret;
+	}
+	/* Under fake_cuda the kernel takes a pty master: a char device. */
+	if (fstat(rp->fd, &st) || !S_ISCHR(st.st_mode))
+		return -EINVAL;
+	ag.reply_fd[i] = fcntl(rp->fd, F_DUPFD_CLOEXEC, 0);
+	return 0;
+}
+
+/* CTL_AGENT: the agent file is a /dev/null the stand-in knows. */
+static int fake_ctl_agent(struct kvpool_ctl_agent *a)
+{
+	if (a->size != sizeof(*a) || a->flags) {
+		fake.bad_request = 1;
+		return -EINVAL;
+	}
+	if (a->pool_id != FAKE_POOL)
+		return -ENODEV;
+	if (fake.agent_fd >= 0)
+		return -EBUSY;
+	fake.agent_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	a->out_fd = fake.agent_fd;
+	return a->out_fd < 0 ? -errno : 0;
+}
+
 /* Every ioctl(2) of the library comes here; others go to the kernel. */
 int ioctl(int fd, unsigned long request, ...)
 {
@@ -307,18 +459,24 @@ int ioctl(int fd, unsigned long request, ...)
 			ret = fake_arena_set(arg);
 		else if (request == KVPOOL_CTL_CREATE)
 			ret = fake_create(arg);
+		else if (request == KVPOOL_CTL_AGENT)
+			ret = fake_ctl_agent(arg);
 		else
 			ret = -ENOTTY;
 		goto out;
 	}
-	if (fd != fake.pool_fd || fd < 0)
+	if (fd >= 0 && fd == fake.agent_fd) {
+		ret = fake_agent(request, arg);
+		goto out;
+	}
+	if ((fd != fake.pool_fd || fd < 0) && !(fd >= 0 && is_pool_node(fd)))
 		return (int)syscall(SYS_ioctl, fd, request, arg);
 
 	if (request == KVPOOL_INFO) {
 		struct kvpool_info *in = arg;
 
 		in->out_abi_version = KVPOOL_ABI_VERSION;
-		in->out_features = KVPOOL_FEAT_ARENA;
+		in->out_features = KVPOOL_FEAT_ARENA | fake.features;
 		in->out_pool_id = FAKE_POOL;
 		in->out_nr_pages = fake.nr_pages;
 		in->out_max_batch = 64;
@@ -369,6 +527,10 @@ static void fake_clear(void)
 		close(fake.chunk_fd[i]);
 	fake.nr_chunks = 0;
 	fake.kind = KVPOOL_ARENA_NONE;
+	fake.set_flags = 0;
+	if (fake.device_fd >= 0)
+		close(fake.device_fd);
+	fake.device_fd = -1;
 }
 
 /* ---- helpers ---- */
@@ -898,6 +1060,224 @@ static void test_create(void)
 	rm_rf(FAKE_SYSFS);
 }
 
+/* ---- the GPU's device node ---- */
+
+#define NV_BDF		"0000:00:10.0"
+
+/* The driver's information file of NV_BDF under @dir, as it writes it. */
+static void put_info(const char *dir, const char *minor_line)
+{
+	char path[256], text[512];
+
+	snprintf(path, sizeof(path), "%s/gpus", dir);
+	mkdir_p(path);
+	snprintf(path, sizeof(path), "%s/gpus/" NV_BDF, dir);
+	mkdir_p(path);
+	snprintf(text, sizeof(text),
+		 "Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t 42\n"
+		 "Bus Location: \t " NV_BDF "\n%s"
+		 "GPU Excluded:\t No\n", minor_line);
+	put(path, "information", text);
+}
+
+/*
+ * kvpool_gpu_device_open() of pool FAKE_POOL, which fails with @err and
+ * a text holding @want, leaving no descriptor.
+ */
+static void device_refused(int err, const char *want, const char *why)
+{
+	int fds = count_fds();
+
+	EXPECT_EQ(err, kvpool_gpu_device_open(FAKE_POOL)) TH_LOG("%s", why);
+	EXPECT_TRUE(strstr(kvpool_arena_error(), want))
+		TH_LOG("%s: '%s', want '%s'", why, kvpool_arena_error(), want);
+	EXPECT_EQ(fds, count_fds()) TH_LOG("%s: descriptors left", why);
+}
+
+static void test_device(void)
+{
+	static const char *const bad[] = {
+		"Device Minor: \t 255\n", "Device Minor: 254\n",
+		"Device Minor: \t -1\n", "Device Minor: \t \n",
+		"Device Minor: 12x\n", "Device Minor: 3 4\n",
+		"Device Minor: 99999999999999999999\n",
+		"Device Minor: +3\n",
+	};
+	char dir[] = "/tmp/kvpool-nvidia-XXXXXX", path[512], want[600];
+	struct stat st, fst;
+	size_t i;
+	int fd;
+
+	if (!mkdtemp(dir))
+		kvp_expect_die("mkdtemp");
+	make_fake_pool(16);
+	put(CLASS "/kvpool3", "gpu", NV_BDF "\n");
+
+	/* The driver's own places when nothing moves them. */
+	unsetenv("KVPOOL_NVIDIA_PROC");
+	setenv("KVPOOL_NVIDIA_DEV", "", 1);
+	if (access("/proc/driver/nvidia/gpus/" NV_BDF "/information", F_OK))
+		device_refused(-ENODEV, "no NVIDIA GPU at " NV_BDF
+			       ": /proc/driver/nvidia/gpus/" NV_BDF
+			       "/information: ", "no driver here");
+
+	setenv("KVPOOL_NVIDIA_PROC", dir, 1);
+	setenv("KVPOOL_NVIDIA_DEV", dir, 1);
+	snprintf(want, sizeof(want), "no NVIDIA GPU at %s: %s/gpus/%s/information",
+		 NV_BDF, dir, NV_BDF);
+	device_refused(-ENODEV, want, "no information file");
+
+	put_info(dir, "");
+	device_refused(-EIO, "has no \"Device Minor:\" line", "no minor");
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		put_info(dir, bad[i]);
+		device_refused(-EIO, "is no GPU's minor (0 to 253)", bad[i]);
+	}
+
+	/* Minor 7 in the middle of the file; its node missing, then there. */
+	put_info(dir, "Device Minor: \t 7\r\n");
+	snprintf(want, sizeof(want), "(minor 7): %s/nvidia7: %s", dir,
+		 strerror(ENOENT));
+	device_refused(-ENOENT, want, "no node");
+	snprintf(path, sizeof(path), "%s/nvidia7", dir);
+	if (mkfifo(path, 0600) || stat(path, &st))
+		kvp_expect_die(path);
+	fd = kvpool_gpu_device_open(FAKE_POOL);
+	EXPECT_LE(0, fd) TH_LOG("open: %s", kvpool_arena_error());
+	EXPECT_EQ(0, strcmp(kvpool_arena_error(), ""));
+	if (fd >= 0) {
+		EXPECT_TRUE(!fstat(fd, &fst) && fst.st_ino == st.st_ino &&
+			    fst.st_dev == st.st_dev) TH_LOG("not nvidia7");
+		EXPECT_EQ(O_RDWR, fcntl(fd, F_GETFL) & O_ACCMODE);
+		EXPECT_TRUE(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+		close(fd);
+	}
+	put_info(dir, "Device Minor:\t0\n");
+	device_refused(-ENOENT, "/nvidia0: ", "minor 0, no node");
+
+	/* No GPU, no pool. */
+	put(CLASS "/kvpool3", "gpu", "\n");
+	device_refused(-EINVAL, "pool 3 has no GPU", "no GPU");
+	rm_rf(CLASS "/kvpool3");
+	device_refused(-ENODEV, "pool 3's GPU (sysfs)", "no pool");
+
+	unsetenv("KVPOOL_NVIDIA_PROC");
+	unsetenv("KVPOOL_NVIDIA_DEV");
+	rm_rf(dir);
+	rm_rf(FAKE_SYSFS);
+}
+
+/* ---- an agent arena's map ---- */
+
+/*
+ * The wait for the GPU agent does not depend on the arena's kind: a
+ * host arena stands in here, so the bytes can be checked by the CPU.
+ */
+static void test_agent_wait(void)
+{
+	static const char *const bad_env[] = { "abc", "-5", "10s",
+					       "86400001" };
+	struct kvpool_arena_view v;
+	struct kvpool *kp;
+	uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
+	size_t i;
+	int fds;
+
+	fake.nr_pages = 3 * (FAKE_MAX_CHUNKS - 1) + 4;
+	fake.pool_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (fake.pool_fd < 0 || kvpool_open_fd(fake.pool_fd, &kp))
+		kvp_expect_die("open_fd");
+	fake_set(KVPOOL_ARENA_HOST, ps, FAKE_MAX_CHUNKS, 3, 5);
+	fake.set_flags = KVPOOL_ARENA_SET_DEVICE | KVPOOL_ARENA_SET_AGENT;
+	fds = count_fds();
+
+	/*
+	 * No agent: asked at once and then every 50 ms of the budget, 100
+	 * ms: 3 times, counted in retries, whatever the clock says.
+	 */
+	setenv("KVPOOL_AGENT_WAIT_MS", "100", 1);
+	fake.eagain_left = ~0U;
+	fake.nowait_calls = 0;
+	memset(&v, 0xff, sizeof(v));
+	EXPECT_EQ(-EAGAIN, kvpool_arena_map(kp, &v)) TH_LOG("no agent");
+	EXPECT_EQ(0, strcmp(kvpool_arena_error(),
+			    "no GPU agent serves pool 3 (is kvpool-gpud running?)"))
+		TH_LOG("'%s'", kvpool_arena_error());
+	EXPECT_EQ(3, fake.nowait_calls) TH_LOG("asked %u times",
+					       fake.nowait_calls);
+	EXPECT_TRUE(all_zero(&v, sizeof(v))) TH_LOG("view not zeroed");
+	EXPECT_EQ(fds, count_fds()) TH_LOG("descriptors left");
+	EXPECT_FALSE(mapped("kvpool-test-")) TH_LOG("chunks left");
+
+	/* A budget of 0: once. */
+	setenv("KVPOOL_AGENT_WAIT_MS", "0", 1);
+	fake.nowait_calls = 0;
+	EXPECT_EQ(-EAGAIN, kvpool_arena_map(kp, &v)) TH_LOG("wait 0");
+	EXPECT_EQ(1, fake.nowait_calls);
+
+	/* Not a number: refused before anything is asked. */
+	for (i = 0; i < ARRAY_SIZE(bad_env); i++) {
+		setenv("KVPOOL_AGENT_WAIT_MS", bad_env[i], 1);
+		fake.nowait_calls = 0;
+		EXPECT_EQ(-EINVAL, kvpool_arena_map(kp, &v))
+			TH_LOG("KVPOOL_AGENT_WAIT_MS=%s", bad_env[i]);
+		EXPECT_TRUE(strstr(kvpool_arena_error(), bad_env[i]) &&
+			    strstr(kvpool_arena_error(), "KVPOOL_AGENT_WAIT_MS"))
+			TH_LOG("'%s'", kvpool_arena_error());
+		EXPECT_EQ(0, fake.nowait_calls);
+		EXPECT_EQ(fds, count_fds()) TH_LOG("descriptors left");
+	}
+
+	/*
+	 * The default budget (10 s), the agent attached after 2 tries:
+	 * mapped, every batch asked with NOWAIT, the bytes the chunks'.
+	 */
+	unsetenv("KVPOOL_AGENT_WAIT_MS");
+	fake.eagain_left = 2;
+	fake.nowait_calls = 0;
+	fake.fds_calls = 0;
+	fake.waited = 0;
+	EXPECT_EQ(0, kvpool_arena_map(kp, &v)) TH_LOG("map: %s",
+						      kvpool_arena_error());
+	EXPECT_EQ(0, fake.waited) TH_LOG("asked without NOWAIT");
+	EXPECT_EQ(0, fake.bad_request) TH_LOG("a request the header forbids");
+	EXPECT_EQ(fake.fds_calls + 2, fake.nowait_calls)
+		TH_LOG("%u calls, %u answered", fake.nowait_calls,
+		       fake.fds_calls);
+	EXPECT_EQ(fds, count_fds()) TH_LOG("map left descriptors");
+	if (v.base) {
+		EXPECT_EQ(3, pwrite(fake.chunk_fd[20], "agt", 3, 0));
+		EXPECT_EQ(0, memcmp(kvpool_page_addr(&v, 60), "agt", 3));
+	}
+	EXPECT_EQ(0, kvpool_arena_unmap(&v));
+
+	/* The agent failed a chunk, or a signal came: said so. */
+	fake.agent_err = EIO;
+	EXPECT_EQ(-EIO, kvpool_arena_map(kp, &v)) TH_LOG("agent failed");
+	EXPECT_TRUE(strstr(kvpool_arena_error(),
+			   "the GPU agent of pool 3 could not export chunks 0 to 15"))
+		TH_LOG("'%s'", kvpool_arena_error());
+	fake.agent_err = EINTR;
+	EXPECT_EQ(-EINTR, kvpool_arena_map(kp, &v)) TH_LOG("signal");
+	EXPECT_TRUE(strstr(kvpool_arena_error(), "a signal came"))
+		TH_LOG("'%s'", kvpool_arena_error());
+	fake.agent_err = 0;
+	EXPECT_EQ(fds, count_fds()) TH_LOG("descriptors left");
+	EXPECT_FALSE(mapped("kvpool-test-")) TH_LOG("chunks left");
+
+	/* An arena without an agent is never asked with NOWAIT. */
+	fake.set_flags = KVPOOL_ARENA_SET_DEVICE;
+	fake.eagain_left = ~0U;
+	fake.nowait_calls = 0;
+	EXPECT_EQ(0, kvpool_arena_map(kp, &v)) TH_LOG("map, no agent");
+	EXPECT_EQ(0, fake.nowait_calls);
+	EXPECT_EQ(0, kvpool_arena_unmap(&v));
+	fake.eagain_left = 0;
+	fake_clear();
+	kvpool_close(kp);
+	fake.pool_fd = -1;
+}
+
 /* ---- CUDA ---- */
 
 #define CU_PAGE		(64U << 10)
@@ -915,6 +1295,11 @@ static void make_cuda_pool(const char *gpu)
 	if (stat(CONTROL, &st))
 		kvp_expect_die(CONTROL);
 	fake.ctl_ino = st.st_ino;
+	/* The pool's node, which the library asks for its features. */
+	put(FAKE_SYSFS, "kvpool3", "");
+	if (stat(FAKE_SYSFS "/kvpool3", &st))
+		kvp_expect_die(FAKE_SYSFS "/kvpool3");
+	fake.node_ino = st.st_ino;
 }
 
 static struct kvpool *open_fake_pool(void)
@@ -987,6 +1372,9 @@ static struct {
 	__typeof__(&cuMemCreate) create;
 	__typeof__(&cuMemExportToShareableHandle) export;
 	__typeof__(&cuMemRelease) release;
+	__typeof__(&cuMemImportFromShareableHandle) import;
+	__typeof__(&cuMemcpyHtoD) htod;
+	__typeof__(&cuMemcpyDtoH) dtoh;
 } cu;
 
 /* Chunk @i of the stand-in's arena: @bytes made on CUDA device @dev. */
@@ -1011,10 +1399,139 @@ static void cuda_chunk(uint32_t i, int dev, uint64_t bytes)
 	fake.chunk_bytes[i] = bytes;
 }
 
+/*
+ * How many of this process's descriptors are pty masters: the fake
+ * driver's exports. Not count_fds(): the driver may keep files of its
+ * own (the fake: the GPU's node while a context is retained).
+ */
+static int count_exports(void)
+{
+	char link[64], name[64];
+	int fd, n = 0;
+	ssize_t len;
+
+	for (fd = 0; fd < 1024; fd++) {
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		len = readlink(link, name, sizeof(name) - 1);
+		if (len <= 0)
+			continue;
+		name[len] = '\0';
+		n += !strcmp(name, "/dev/ptmx") || !strcmp(name, "/dev/pts/ptmx");
+	}
+	return n;
+}
+
+/* The pty a pty master is the master of: which export it is. */
+static int pty_index(int fd)
+{
+	int n = -1;
+
+	return ioctl(fd, TIOCGPTN, &n) ? -1 : n;
+}
+
+/*
+ * The agent's calls against the stand-in's agent file, with the fake
+ * driver: attach; serve makes a fresh export of each master (another
+ * file, which imports), closes what it was given, answers a master the
+ * driver cannot import with an errno and stops there with the text,
+ * and tells a refused export to the client; a request gone and a pool
+ * gone are what the header says.
+ */
+static void cuda_agent(void)
+{
+	CUmemGenericAllocationHandle h;
+	unsigned int i;
+	int afd, fds, junk;
+
+	EXPECT_EQ(-ENODEV, kvpool_agent_attach(FAKE_POOL + 1));
+	afd = kvpool_agent_attach(FAKE_POOL);
+	EXPECT_TRUE(afd >= 0 && afd == fake.agent_fd) TH_LOG("attach %d", afd);
+	EXPECT_EQ(-EBUSY, kvpool_agent_attach(FAKE_POOL));
+	if (afd < 0)
+		return;
+	memset(&ag, 0, sizeof(ag));
+	for (i = 0; i < FAKE_MAX_REQS; i++)
+		ag.reply_fd[i] = -1;
+	cuda_chunk(0, 0, CU_GRAN);
+	cuda_chunk(1, 0, CU_GRAN);
+	junk = memfd_create("kvpool-test-junk", MFD_CLOEXEC);
+	if (junk < 0)
+		kvp_expect_die("memfd");
+	ag.master[0] = fake.chunk_fd[0];
+	ag.master[1] = junk;
+	ag.master[2] = fake.chunk_fd[1];
+	EXPECT_EQ(0, kvpool_agent_serve(afd)) TH_LOG("nothing queued");
+	ag.nr = 3;
+
+	fds = count_exports();
+	EXPECT_EQ(2, kvpool_agent_serve(afd)) TH_LOG("serve: %s",
+						     kvpool_arena_error());
+	EXPECT_EQ(0, strncmp(kvpool_arena_error(),
+			     "pool 3, chunk 1 for pid 77: cuMemImportFromShareableHandle: CUDA_ERROR_",
+			     71)) TH_LOG("'%s'", kvpool_arena_error());
+	EXPECT_TRUE(ag.replies[0] == 1 && ag.reply_fd[0] >= 0 &&
+		    !ag.reply_error[0]) TH_LOG("request 0 not answered");
+	EXPECT_TRUE(ag.replies[1] == 1 && ag.reply_fd[1] < 0 &&
+		    ag.reply_error[1] > 0) TH_LOG("request 1 not refused");
+	EXPECT_EQ(0, ag.replies[2]) TH_LOG("served past a failure");
+	EXPECT_EQ(1, kvpool_agent_serve(afd)) TH_LOG("the rest");
+	EXPECT_EQ(0, strcmp(kvpool_arena_error(), ""));
+	EXPECT_EQ(0, kvpool_agent_serve(afd)) TH_LOG("none left");
+	EXPECT_EQ(0, ag.bad) TH_LOG("a request the header forbids");
+	/* Only the stand-in's copies of the replies are new; no master. */
+	EXPECT_EQ(fds + 2, count_exports()) TH_LOG("serve left descriptors");
+	/* A fresh export: another pty than the master, of the memory. */
+	EXPECT_TRUE(pty_index(ag.reply_fd[0]) >= 0 &&
+		    pty_index(ag.reply_fd[0]) != pty_index(fake.chunk_fd[0]) &&
+		    pty_index(ag.reply_fd[2]) != pty_index(fake.chunk_fd[1]))
+		TH_LOG("the master handed back");
+	EXPECT_EQ(CUDA_SUCCESS,
+		  cu.import(&h, (void *)(uintptr_t)ag.reply_fd[0],
+			    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
+		TH_LOG("the export does not import");
+	cu.release(h);
+
+	/* The kernel refuses the export: the client is told, not left. */
+	ag.master[3] = fake.chunk_fd[0];
+	ag.nr = 4;
+	ag.refuse = EBUSY;
+	fds = count_fds();
+	EXPECT_EQ(1, kvpool_agent_serve(afd)) TH_LOG("refused");
+	EXPECT_TRUE(ag.replies[3] == 2 && ag.reply_error[3] == EIO)
+		TH_LOG("%u replies, error %d", ag.replies[3],
+		       ag.reply_error[3]);
+	EXPECT_TRUE(strstr(kvpool_arena_error(), "KVPOOL_AGENT_REPLY: busy"))
+		TH_LOG("'%s'", kvpool_arena_error());
+	EXPECT_EQ(fds, count_fds()) TH_LOG("descriptors left");
+
+	/* The client gave up (ENOENT): done, the export closed. */
+	ag.next = 0;
+	ag.replies[0] = 0;
+	ag.nr = 1;
+	ag.refuse = ENOENT;
+	EXPECT_EQ(1, kvpool_agent_serve(afd)) TH_LOG("gone");
+	EXPECT_EQ(0, strcmp(kvpool_arena_error(), ""));
+	EXPECT_EQ(fds, count_fds()) TH_LOG("descriptors left");
+
+	/* The pool was destroyed. */
+	ag.recv_err = ENODEV;
+	EXPECT_EQ(-ENODEV, kvpool_agent_serve(afd));
+
+	for (i = 0; i < FAKE_MAX_REQS; i++)
+		if (ag.reply_fd[i] >= 0)
+			close(ag.reply_fd[i]);
+	close(junk);
+	close(afd);
+	fake.agent_fd = -1;
+	fake_clear();
+}
+
 static void cuda_fake(void)
 {
-	char dir[] = "/tmp/kvpool-fakecuda-XXXXXX";
+	char dir[] = "/tmp/kvpool-fakecuda-XXXXXX", nvdir[64], node[64];
 	struct kvpool_arena_view v, w;
+	struct stat st, dst;
+	int gpu_hold[2], i;
 	struct kvpool *kp;
 	uint32_t idx = 7;
 	void *dl;
@@ -1034,17 +1551,93 @@ static void cuda_fake(void)
 	cu.export = (__typeof__(cu.export))dlsym(dl,
 					"cuMemExportToShareableHandle");
 	cu.release = (__typeof__(cu.release))dlsym(dl, "cuMemRelease");
-	if (!cu.init || !cu.create || !cu.export || !cu.release)
+	cu.import = (__typeof__(cu.import))dlsym(dl,
+					"cuMemImportFromShareableHandle");
+	cu.htod = (__typeof__(cu.htod))dlsym(dl, "cuMemcpyHtoD_v2");
+	cu.dtoh = (__typeof__(cu.dtoh))dlsym(dl, "cuMemcpyDtoH_v2");
+	if (!cu.init || !cu.create || !cu.export || !cu.release ||
+	    !cu.import || !cu.htod || !cu.dtoh)
 		kvp_expect_die("dlsym");
+
+	/*
+	 * The stand-ins of the driver's files in the fake's folder (the
+	 * fake makes them too, alike), and the GPU held up throughout, as
+	 * the kernel holds it for an arena: the fake tears a GPU nobody
+	 * holds down, freeing its memory, as NVIDIA's driver does. What
+	 * the driver itself keeps open (the fake: its lock) is counted
+	 * after its cuInit().
+	 */
+	put_info(dir, "Device Minor: \t 0\n");
+	for (i = 1; i >= 0; i--) {
+		snprintf(node, sizeof(node), "%s/nvidia%d", dir, i);
+		if ((mkfifo(node, 0600) && errno != EEXIST) || stat(node, &st))
+			kvp_expect_die(node);
+		gpu_hold[i] = open(node, O_RDWR | O_CLOEXEC);
+		if (gpu_hold[i] < 0)
+			kvp_expect_die(node);
+	}
+	if (cu.init(0) != CUDA_SUCCESS)
+		kvp_expect_die("cuInit");
 
 	make_cuda_pool("0000:00:10.0\n");
 	fds = count_fds();
-	fake.keep_cuda = 1;
 	fake.set_calls = 0;
 	fake.set_wrong = 0;
+
+	/* An ABI 2 kernel: no GPU held, no flags, and no agent arena. */
+	fake.features = 0;
+	EXPECT_EQ(0, kvpool_arena_create_cuda(FAKE_POOL, CU_PAGE, 2, &idx))
+		TH_LOG("create_cuda, ABI 2: %s", kvpool_arena_error());
+	EXPECT_TRUE(fake.set_calls == 1 && fake.last_set_flags == 0)
+		TH_LOG("ABI 2: set %u times, flags %#x", fake.set_calls,
+		       fake.last_set_flags);
+	EXPECT_EQ(-EOPNOTSUPP,
+		  kvpool_arena_create_cuda_flags(FAKE_POOL, CU_PAGE, 2,
+						 KVPOOL_ARENA_SET_AGENT, &idx));
+	EXPECT_TRUE(strstr(kvpool_arena_error(), "KVPOOL_FEAT_GPU_AGENT"))
+		TH_LOG("'%s'", kvpool_arena_error());
+	EXPECT_EQ(1, fake.set_calls) TH_LOG("set called for an agent arena");
+	EXPECT_EQ(fds, count_fds()) TH_LOG("create_cuda left descriptors");
+
+	/*
+	 * ABI 3: the pool holds the GPU's node up. None to be found (the
+	 * driver's folder empty), or a flag not the caller's: nothing
+	 * made, nothing set.
+	 */
+	fake.features = KVPOOL_FEAT_GPU_AGENT;
+	snprintf(nvdir, sizeof(nvdir), "%s/nvidia-none", dir);
+	mkdir_p(nvdir);
+	setenv("KVPOOL_NVIDIA_PROC", nvdir, 1);
+	setenv("KVPOOL_NVIDIA_DEV", dir, 1);
+	EXPECT_EQ(-ENODEV, kvpool_arena_create_cuda(FAKE_POOL, CU_PAGE, 2,
+						    &idx)) TH_LOG("no node");
+	EXPECT_TRUE(strstr(kvpool_arena_error(), "no NVIDIA GPU at 0000:00:10.0"))
+		TH_LOG("'%s'", kvpool_arena_error());
+	EXPECT_EQ(-EINVAL,
+		  kvpool_arena_create_cuda_flags(FAKE_POOL, CU_PAGE, 2,
+						 KVPOOL_ARENA_SET_DEVICE, &idx));
+	EXPECT_EQ(1, fake.set_calls) TH_LOG("set called without a device");
+	EXPECT_EQ(fds, count_fds()) TH_LOG("create_cuda left descriptors");
+
+	/* The fake driver's folder, where the node is found. */
+	setenv("KVPOOL_NVIDIA_PROC", dir, 1);
+	fake.keep_cuda = 1;
+	EXPECT_EQ(0, kvpool_arena_create_cuda_flags(FAKE_POOL, CU_PAGE, 2,
+						    KVPOOL_ARENA_SET_AGENT,
+						    &idx))
+		TH_LOG("create_cuda_flags: %s", kvpool_arena_error());
+	EXPECT_EQ(KVPOOL_ARENA_SET_DEVICE | KVPOOL_ARENA_SET_AGENT,
+		  fake.last_set_flags);
+	EXPECT_TRUE(fake.device_fd >= 0 && !fstat(fake.device_fd, &dst) &&
+		    dst.st_ino == st.st_ino) TH_LOG("nvidia0 not held");
+	fake_clear();
+
+	fake.set_calls = 0;
 	EXPECT_EQ(0, kvpool_arena_create_cuda(FAKE_POOL, CU_PAGE, 2, &idx))
 		TH_LOG("create_cuda: %s", kvpool_arena_error());
 	fake.keep_cuda = 0;
+	EXPECT_EQ(KVPOOL_ARENA_SET_DEVICE, fake.last_set_flags);
+	EXPECT_TRUE(fake.device_fd >= 0) TH_LOG("no GPU held");
 	EXPECT_EQ(KVPOOL_NO_INDEX, idx);
 	EXPECT_EQ(0, fake.set_wrong) TH_LOG("a chunk not a CLOEXEC handle");
 	EXPECT_TRUE(fake.set_calls == 1 && fake.kind == KVPOOL_ARENA_CUDA &&
@@ -1053,8 +1646,8 @@ static void cuda_fake(void)
 		TH_LOG("create_cuda: %u chunks of %llu, %llu", fake.nr_chunks,
 		       (unsigned long long)fake.chunk_bytes[0],
 		       (unsigned long long)fake.chunk_bytes[1]);
-	/* Only the stand-in's own copies are open. */
-	EXPECT_EQ(fds + (int)fake.nr_chunks, count_fds())
+	/* Only the stand-in's own copies are open: chunks and device. */
+	EXPECT_EQ(fds + (int)fake.nr_chunks + 1, count_fds())
 		TH_LOG("create_cuda left descriptors");
 	/* A plan the granularity makes impossible: 3 chunks of 2 granules. */
 	EXPECT_EQ(-EINVAL, kvpool_arena_create_cuda(FAKE_POOL, CU_PAGE, 3,
@@ -1063,14 +1656,17 @@ static void cuda_fake(void)
 		TH_LOG("'%s'", kvpool_arena_error());
 	EXPECT_EQ(1, fake.set_calls) TH_LOG("set called for a bad plan");
 
-	/* Two views of the one arena: the same memory. */
+	/*
+	 * Two views of the one arena: the same memory. While they are
+	 * mapped the driver may hold files of its own (the fake does: the
+	 * GPU's node): the count is taken after the unmaps.
+	 */
 	kp = open_fake_pool();
 	fds = count_fds();
 	EXPECT_EQ(0, kvpool_arena_map(kp, &v))
 		TH_LOG("map: %s", kvpool_arena_error());
 	EXPECT_EQ(0, kvpool_arena_map(kp, &w))
 		TH_LOG("map again: %s", kvpool_arena_error());
-	EXPECT_EQ(fds, count_fds()) TH_LOG("map left descriptors");
 	EXPECT_TRUE(v.base && v.kind == KVPOOL_ARENA_CUDA &&
 		    v.bytes == 2 * CU_GRAN && v.page_bytes == CU_PAGE &&
 		    v.nr_pages == CU_PAGES && v.nr_chunks == 2 &&
@@ -1079,15 +1675,23 @@ static void cuda_fake(void)
 	EXPECT_TRUE(v.__resv[0] == 1 && w.__resv[0] == 0)
 		TH_LOG("retained %u %u", v.__resv[0], w.__resv[0]);
 	if (v.base && w.base && v.base != w.base) {
-		/* The fake's device pointers are host addresses. */
-		memcpy(kvpool_page_addr(&v, 40), "cuda40", 7);
-		EXPECT_EQ(0, strcmp(kvpool_page_addr(&w, 40), "cuda40"))
+		/* Device memory: through the driver's copies, not the CPU. */
+		char got[8] = "";
+
+		EXPECT_EQ(CUDA_SUCCESS,
+			  cu.htod((CUdeviceptr)(uintptr_t)
+				  kvpool_page_addr(&v, 40), "cuda40", 7));
+		EXPECT_EQ(CUDA_SUCCESS,
+			  cu.dtoh(got, (CUdeviceptr)(uintptr_t)
+				  kvpool_page_addr(&w, 40), 7));
+		EXPECT_EQ(0, strcmp(got, "cuda40"))
 			TH_LOG("views do not share memory");
 	}
 	EXPECT_EQ(0, kvpool_arena_unmap(&w));
 	EXPECT_EQ(0, kvpool_arena_unmap(&v))
 		TH_LOG("unmap: %s", kvpool_arena_error());
 	EXPECT_TRUE(all_zero(&v, sizeof(v))) TH_LOG("unmap: view not zeroed");
+	EXPECT_EQ(fds, count_fds()) TH_LOG("map left descriptors");
 	fake_clear();
 
 	/* Chunks off the granularity, though their sum is on it. */
@@ -1123,7 +1727,14 @@ static void cuda_fake(void)
 	fake_clear();
 	close_fake_pool(kp);
 
+	cuda_agent();
+	close(gpu_hold[0]);
+	close(gpu_hold[1]);
 	fake.ctl_ino = 0;
+	fake.node_ino = 0;
+	fake.features = 0;
+	unsetenv("KVPOOL_NVIDIA_PROC");
+	unsetenv("KVPOOL_NVIDIA_DEV");
 	rm_rf(FAKE_SYSFS);
 	rm_rf(dir);
 }
@@ -1157,6 +1768,8 @@ int main(void)
 	test_map();
 	test_control();
 	test_create();
+	test_device();
+	test_agent_wait();
 	test_cuda();
 	return kvp_expect_done("arena");
 }
