@@ -17,6 +17,8 @@
 #                        [that user's own] (tenants_shown "own")
 #   none POOL            status --json as a user who cannot open POOL:
 #                        tenants [] (tenants_shown "none"), a note why
+#   retired N M          status --json: retired_pools N and
+#                        retired_chunks M, numbers
 #   metrics POOL PAGES HEX
 #                        metrics: parses as Prometheus's text format (the
 #                        client's parser of it); kvpool_up 1;
@@ -146,6 +148,12 @@ def main():
                 not p['tenants_note']:
             fail(f"no tenants: shown {p['tenants_shown']!r}, "
                  f"tenants {p['tenants']!r}, note {p['tenants_note']!r}")
+    elif mode == 'retired':
+        doc = load_json(raw)
+        got = (doc.get('retired_pools'), doc.get('retired_chunks'))
+        if got != (int(args[0]), int(args[1])):
+            fail(f'retired (pools, chunks) {got!r}, want '
+                 f'({args[0]}, {args[1]})')
     elif mode in ('metrics', 'openmetrics'):
         check_metrics(raw, mode == 'openmetrics', args)
     else:

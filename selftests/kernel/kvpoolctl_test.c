@@ -5,7 +5,8 @@
  * tenant labels of every byte value (valid JSON, one shape), metrics
  * parsed by a real OpenMetrics parser (and --output written whole),
  * what a user without CAP_SYS_ADMIN sees and why they are refused
- * (device permissions vs the capability), clients from fdinfo, and top
+ * (device permissions vs the capability), clients from fdinfo, a
+ * retired pool counted by status while its quarantine lasts, and top
  * driven through tmux: the screen shows the pool, and its figures and
  * rates change when a client takes pages.
  *
@@ -239,6 +240,103 @@ TEST_F_TIMEOUT(ctl, pool_by_link, 60)
 	ASSERT_EQ(0, symlink("/dev/kvpool-none", link));
 	EXPECT_EQ(2, kt_run_output(out, sizeof(out), KVPOOLCTL " info %s",
 				   link)) TH_LOG("%s", out);
+}
+
+/* /sys/class/kvpool/@name as a number, or -1 (no such file: ABI 2). */
+static long class_count(const char *name)
+{
+	char path[64], buf[32];
+
+	snprintf(path, sizeof(path), "/sys/class/kvpool/%s", name);
+	if (kt_read_text(path, buf, sizeof(buf)))
+		return -1;
+	return strtol(buf, NULL, 10);
+}
+
+/*
+ * In a forked child: open pool @id, hold @pages pages in a row, close
+ * the file (its pages go to quarantine: this process used it and lives),
+ * say so on @ready and live until @go closes.
+ */
+static void __attribute__((noreturn))
+child_quarantine(__u32 id, __u32 pages, int ready, int go)
+{
+	struct kvpool_handle h;
+	__u32 ids[64];
+	int fd = kt_open_id(id, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0 || kt_row_alloc(fd, 1, &h, NULL) ||
+	    kt_extend1(fd, h, pages * 16, ids, 64, NULL))
+		_exit(1);
+	close(fd);
+	kt_child_signal(ready, 'q');
+	kt_pipe_wait(go);
+	_exit(0);
+}
+
+/*
+ * A pool destroyed with pages in quarantine is retired: status counts it
+ * and its chunk, in text and JSON, until its user exits; then neither.
+ */
+TEST_F_TIMEOUT(ctl, retired, 60)
+{
+	struct kvpool_arena_chunk ch = { .bytes = 64 * 4096 };
+	long pools = class_count("retired_pools");
+	long chunks = class_count("retired_chunks");
+	int ctl = kt_ctl_open(), go[2], ready[2], i;
+	char out[8192], want[96];
+	__u32 id;
+	pid_t pid;
+
+	ASSERT_LE(0, pools) TH_LOG("no /sys/class/kvpool/retired_pools");
+	ASSERT_LE(0, chunks);
+	ASSERT_LE(0, ctl);
+	ASSERT_EQ(0, kt_create(ctl, 0, 64, 16, 8, 64 * 16, &id));
+	ch.fd = kt_host_memfd(ch.bytes);
+	ASSERT_LE(0, ch.fd);
+	ASSERT_EQ(0, kt_arena_set(ctl, id, KVPOOL_ARENA_HOST, 4096, &ch, 1,
+				  NULL));
+	close(ch.fd);
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(ready));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		child_quarantine(id, 12, ready[1], go[0]);
+	close(go[0]);
+	ASSERT_EQ('q', kt_pipe_wait(ready[0]));
+	ASSERT_EQ(0, kt_destroy(ctl, id));
+
+	snprintf(want, sizeof(want),
+		 "\nretired pools: %ld, holding %ld chunk%s until", pools + 1,
+		 chunks + 1, chunks + 1 == 1 ? "" : "s");
+	EXPECT_EQ(0, kt_run_output(out, sizeof(out), KVPOOLCTL " status"))
+		TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, want)) TH_LOG("want '%s': %s", want, out);
+	EXPECT_EQ(0, kt_run_output(out, sizeof(out),
+				   KVPOOLCTL " status --json | " CHECK
+				   " retired %ld %ld", pools + 1, chunks + 1))
+		TH_LOG("%s", out);
+
+	/* Its user gone, the pool's memory is let go: a wait, bounded. */
+	close(go[1]);
+	EXPECT_EQ(pid, waitpid(pid, NULL, 0));
+	for (i = 0; i < 2000 && class_count("retired_pools") != pools; i++)
+		usleep(10 * 1000);
+	EXPECT_EQ(pools, class_count("retired_pools"));
+	EXPECT_EQ(chunks, class_count("retired_chunks"));
+	EXPECT_EQ(0, kt_run_output(out, sizeof(out),
+				   KVPOOLCTL " status --json | " CHECK
+				   " retired %ld %ld", pools, chunks))
+		TH_LOG("%s", out);
+	if (!pools) {
+		EXPECT_EQ(0, kt_run_output(out, sizeof(out),
+					   KVPOOLCTL " status")) TH_LOG("%s", out);
+		EXPECT_EQ(NULL, strstr(out, "retired")) TH_LOG("%s", out);
+	}
+	close(ready[0]);
+	close(ready[1]);
+	close(ctl);
 }
 
 /* clients lists this process's client with the pages it holds. */

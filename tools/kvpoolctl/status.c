@@ -4,6 +4,7 @@
  *
  * Copyright (C) 2026 The kvpool authors
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -18,7 +19,9 @@ const char usage_status[] =
 "    pool's tenants: use, limits and the pages they are asked back. Needs\n"
 "    no privilege: every tenant as root (CAP_SYS_ADMIN), else only the\n"
 "    user's own, where they may open the pool (which status then does,\n"
-"    for a moment; as root it does not open pools).\n"
+"    for a moment; as root it does not open pools). Destroyed pools\n"
+"    that still hold their memory for a quarantine (retired) are\n"
+"    counted under the tables when there are any.\n"
 "    -j, --json   one JSON object, the sysfs attribute names as keys\n"
 "    --csv        the pools as comma-separated values, a line of keys first\n"
 "    -o COLS      only these columns of the pools, by key (as --json's)\n"
@@ -26,6 +29,60 @@ const char usage_status[] =
 "                 with an arena; opens the pool to ask its page size)\n"
 "    -r, --raw    the text tables unaligned and uncut, one space apart\n"
 "    -n, --noheadings  the text tables without their heading lines\n";
+
+/*
+ * Pools destroyed with pages in quarantine that still hold their arena,
+ * and their chunks (/sys/class/kvpool/retired_pools, retired_chunks;
+ * ABI 3): -1 each where the module has no such file.
+ */
+struct retired {
+	long long pools, chunks;
+};
+
+/* A decimal count of the class's file @name, or -1. */
+static long long class_count(const char *name)
+{
+	char path[64], buf[32], *end;
+	unsigned long long v;
+	long long n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/kvpool/%s", name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fgets(buf, sizeof(buf), f) && parse_decimal(buf, &v, &end) &&
+	    (!*end || *end == '\n') && v <= INT32_MAX)
+		n = (long long)v;
+	fclose(f);
+	return n;
+}
+
+static void read_retired(struct retired *r)
+{
+	r->pools = class_count("retired_pools");
+	r->chunks = class_count("retired_chunks");
+}
+
+/* A count of read_retired()'s in JSON: null where the file is missing. */
+static void json_count(const char *key, long long v, bool last)
+{
+	printf("  \"%s\": ", key);
+	if (v < 0)
+		printf("null");
+	else
+		printf("%lld", v);
+	printf("%s\n", last ? "" : ",");
+}
+
+/* The text line about retired pools; nothing when there are none. */
+static void print_retired(const struct retired *r)
+{
+	if (r->pools <= 0 && r->chunks <= 0)
+		return;
+	printf("\nretired pools: %lld, holding %lld chunk%s until the processes that used their quarantined pages exit\n",
+	       r->pools, r->chunks, r->chunks == 1 ? "" : "s");
+}
 
 /* One table column: a heading and where in a struct pool_row its figure is. */
 struct column {
@@ -192,7 +249,8 @@ static void json_newer(const struct pool_row *r, const char *key,
 	printf("%s\n", last ? "" : ",");
 }
 
-static void print_json(const struct pool_row *rows, size_t nr)
+static void print_json(const struct pool_row *rows, size_t nr,
+		       const struct retired *rt)
 {
 	static const struct outfmt json_out = { .json = true };
 	size_t j;
@@ -251,12 +309,16 @@ static void print_json(const struct pool_row *rows, size_t nr)
 		print_tenants_as(r->trows, r->nr_trows, &json_out, 1, 6);
 		printf("\n    }");
 	}
-	printf("%s]\n}\n", nr ? "\n  " : "");
+	printf("%s],\n", nr ? "\n  " : "");
+	json_count("retired_pools", rt->pools, false);
+	json_count("retired_chunks", rt->chunks, true);
+	printf("}\n");
 }
 
 int cmd_status(int argc, char **argv)
 {
 	struct colspec pcols[ARRAY_SIZE(columns)];
+	struct retired retired;
 	struct pool_row *rows;
 	struct outfmt o;
 	size_t nrows, j;
@@ -280,8 +342,9 @@ int cmd_status(int argc, char **argv)
 			    &rows, &nrows);
 	if (ret)
 		return ret;
+	read_retired(&retired);
 	if (o.json) {
-		print_json(rows, nrows);
+		print_json(rows, nrows, &retired);
 	} else if (o.csv || o.cols) {
 		/* One table: the pools', machine-readable. */
 		print_pool_cells(rows, nrows, &o, false);
@@ -291,8 +354,10 @@ int cmd_status(int argc, char **argv)
 		o.cols = NULL;
 		select_columns(&o, tenant_cols, TC_NR);
 		print_tenants(rows, nrows, &o);
+		print_retired(&retired);
 	} else {
 		printf("no pools (kvpoolctl create --help)\n");
+		print_retired(&retired);
 	}
 	free_pools(rows, nrows);
 	return EXIT_OK;
