@@ -9,9 +9,11 @@
 # the export and /dev/nvidiaN held, the creator SIGKILLed, one process
 # writes, another reads); the GPU agent's re-export; the GPU torn down
 # without the /dev/nvidiaN keep-alive (persistence off only) and kept up
-# with it. Builds tools/gpu-check (cc, cuda.h from tools/cuda-headers.sh;
-# no CUDA toolkit or libcuda needed to build), then runs it. Takes
-# seconds; it gives up after two minutes.
+# with it; and, where the module is loaded and kvpool-gpud runs (as
+# root), a pool's agent arena mapped by two clients through libkvpool.
+# Builds tools/gpu-check (cc, cuda.h from tools/cuda-headers.sh; no CUDA
+# toolkit or libcuda needed to build), then runs it. Takes seconds; it
+# gives up after two minutes.
 #
 #   tools/gpu-check.sh [--gpu BDF] [--bytes N] [--libcuda PATH]
 #                      [--allow-persistence-toggle]

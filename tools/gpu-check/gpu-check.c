@@ -21,6 +21,9 @@
  *  4. Teardown: with persistence off and nobody holding /dev/nvidiaN, an
  *     export held alone dies with the last CUDA process (U's import
  *     fails); with H holding /dev/nvidiaN it lives (U reads it).
+ *  5. Through the module, if it is loaded and kvpool-gpud runs (as root):
+ *     a pool for the GPU, an agent arena made by libkvpool, one client
+ *     writing and another reading through exports the agent made for each.
  *
  * One line per step, "ok - ..." or "not ok - ..." ("ok - ... # SKIP why"
  * for one that cannot run here), and a summary. Exit status: 0 every step
@@ -603,9 +606,10 @@ static CUresult (*p_fakecuda_unexport)(int fd);
 
 /*
  * D: the client of a fresh export. It reads the bytes; then, where the
- * driver lets a test do it, unexports its own file (what any holder of
- * an nvidiactl file can do with a control NVIDIA does not restrict) and
- * finds it dead, while E, after it, still reads through the master.
+ * driver lets a test do it, unexports its own file and finds it dead,
+ * while E, after it, still reads through the master. On NVIDIA's driver
+ * any holder of an nvidiactl file can do that with an unprivileged
+ * control, but no CUDA call does it, so only the fake shows it.
  */
 static int proc_d(int sock)
 {
@@ -1215,6 +1219,162 @@ static void phase_teardown(struct gc_job *job, int keep)
 	close(fd);
 }
 
+/* ---- 5. through the module and the GPU agent ---- */
+
+/* A pool of 8 pages of 256 KiB: one 2 MiB chunk at the usual granule. */
+#define GC_POOL_PAGES		8
+#define GC_POOL_PAGE_BYTES	(256u << 10)
+
+static unsigned int gc_pool;
+
+/* K: the administrator's tool, as kvpoolctl arena create --cuda runs. */
+static int proc_k(int sock)
+{
+	struct gc_job job;
+	uint32_t ei = 0;
+	int fd, ret;
+
+	if (recv_job(sock, &job, &fd))
+		return 1;
+	ret = kvpool_arena_create_cuda_flags(gc_pool, GC_POOL_PAGE_BYTES, 1,
+					     KVPOOL_ARENA_SET_AGENT, &ei);
+	if (ret)
+		return !step(0, "K: kvpool_arena_create_cuda_flags(pool %u, KVPOOL_ARENA_SET_AGENT): %s",
+			     gc_pool, kvpool_arena_error());
+	return !step(1, "K: kvpool_arena_create_cuda_flags(pool %u, KVPOOL_ARENA_SET_AGENT)",
+		     gc_pool);
+}
+
+/* M writes, N reads: clients mapping the arena through the agent. */
+static int agent_client(const char *who, int sock, int write)
+{
+	struct kvpool_arena_view v;
+	struct kvpool *kp;
+	struct gc_job job;
+	char path[64];
+	int fd, ret, ok;
+
+	if (recv_job(sock, &job, &fd))
+		return 1;
+	snprintf(path, sizeof(path), "/dev/kvpool%u", gc_pool);
+	ret = kvpool_open(path, &kp);
+	if (ret)
+		return !step(0, "%s: open %s: %s", who, path,
+			     kvpool_strerror(ret));
+	ret = kvpool_arena_map(kp, &v);
+	if (!step(!ret, "%s: kvpool_arena_map through the agent%s%s", who,
+		  ret ? ": " : "", ret ? kvpool_arena_error() : ""))
+		return 1;
+	job.bytes = v.bytes;
+	if (write)
+		ok = write_pattern(who, &job, (CUdeviceptr)(uintptr_t)v.base) &&
+		     read_check(who, &job, (CUdeviceptr)(uintptr_t)v.base,
+				"reads back what it wrote");
+	else
+		ok = read_check(who, &job, (CUdeviceptr)(uintptr_t)v.base,
+				"reads M's bytes through its own export");
+	ret = kvpool_arena_unmap(&v);
+	ok &= step(!ret, "%s: kvpool_arena_unmap", who);
+	kvpool_close(kp);
+	return !ok;
+}
+
+static int proc_m(int sock)
+{
+	return agent_client("M", sock, 1);
+}
+
+static int proc_n(int sock)
+{
+	return agent_client("N", sock, 0);
+}
+
+/* Whether a process called @comm runs (root sees them all; so do we). */
+static int comm_runs(const char *comm)
+{
+	char path[280], name[64];
+	struct dirent *p;
+	DIR *proc;
+	int found = 0;
+
+	proc = opendir("/proc");
+	if (!proc)
+		return 0;
+	while (!found && (p = readdir(proc))) {
+		if (!isdigit((unsigned char)p->d_name[0]))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", p->d_name);
+		found = !read_key(path, "", name, sizeof(name)) &&
+			!strcmp(name, comm);
+	}
+	closedir(proc);
+	return found;
+}
+
+/*
+ * 5. Where the module is loaded and kvpool-gpud runs: a pool for the GPU,
+ * its agent arena made by libkvpool, a client writing and another reading
+ * through exports the agent made for each; the pool destroyed after.
+ * Optional on a GPU host: without kvpool installed it is skipped.
+ */
+static void phase_agent(struct gc_job *job, const char *lib)
+{
+	struct kvpool_pool_params p = {
+		.nr_pages = GC_POOL_PAGES, .page_tokens = 16, .nr_rows = 8,
+		.row_tokens = GC_POOL_PAGES * 16, .flags = KVPOOL_CREATE_GPU,
+	};
+	struct kvpool_info ki;
+	struct kvpool *kp;
+	char path[64];
+	int ret;
+
+	memset(&ki, 0, sizeof(ki));
+
+	/* Optional: a GPU host need not have kvpool, and is not told off. */
+	if (access(KVPOOL_CONTROL_PATH, F_OK)) {
+		info("the module's path: not run: no %s (the kvpool module is not loaded)",
+		     KVPOOL_CONTROL_PATH);
+		return;
+	}
+	if (!comm_runs("kvpool-gpud")) {
+		skip("agent path through the module # SKIP kvpool-gpud is not running (systemctl start kvpool-gpud)");
+		return;
+	}
+	if (geteuid()) {
+		skip("agent path through the module # SKIP a pool is made with CAP_SYS_ADMIN: run as root");
+		return;
+	}
+	ret = kvpool_pci_parse(job->bdf, &p.gpu_domain, &p.gpu_devid);
+	if (!ret)
+		ret = kvpool_pool_create(&p, &gc_pool);
+	if (!step(!ret, "H: a pool for %s (kvpool_pool_create)%s%s", job->bdf,
+		  ret ? ": " : "", ret ? kvpool_strerror(ret) : ""))
+		return;
+	snprintf(path, sizeof(path), "/dev/kvpool%u", gc_pool);
+	ret = kvpool_open(path, &kp);
+	if (!ret) {
+		ret = kvpool_info(kp, &ki);
+		kvpool_close(kp);
+	}
+	if (ret || !(ki.out_features & KVPOOL_FEAT_GPU_AGENT)) {
+		step(0, "H: pool %u's module has KVPOOL_FEAT_GPU_AGENT%s%s",
+		     gc_pool, ret ? ": " : "", ret ? kvpool_strerror(ret) : "");
+		goto out;
+	}
+	/* libkvpool loads the driver this check was told to. */
+	if (strcmp(lib, "libcuda.so.1"))
+		setenv("KVPOOL_LIBCUDA", lib, 1);
+	job->seed = next_seed();
+	if (run_child("K", proc_k, job, -1, NULL, NULL))
+		goto out;
+	if (!run_child("M", proc_m, job, -1, NULL, NULL))
+		run_child("N", proc_n, job, -1, NULL, NULL);
+out:
+	ret = kvpool_pool_destroy(gc_pool);
+	step(!ret, "H: destroy pool %u%s%s", gc_pool, ret ? ": " : "",
+	     ret ? kvpool_strerror(ret) : "");
+}
+
 static void usage(FILE *f, const char *prog)
 {
 	fprintf(f,
@@ -1378,6 +1538,8 @@ int main(int argc, char **argv)
 			phase_teardown(&job, keep);
 	}
 
+	/* 5. The module's path, where it is there. */
+	phase_agent(&job, lib);
 	goto out;
 out_a:
 	kill(pa, SIGKILL);
