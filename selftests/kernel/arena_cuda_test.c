@@ -7,20 +7,28 @@
  *
  * - no driver: kvpoolctl arena create --cuda exits 8 with the library's
  *   words, and the pool is left with no arena;
- * - kvpoolctl makes a CUDA arena in a process that exits; three
- *   processes map it, each forking before any CUDA call (CUDA does not
- *   survive fork()): A writes its row's pages and exports the row, B
- *   imports it and reads those bytes, and after A's SIGKILL C still reads
- *   them;
+ * - kvpoolctl makes a CUDA arena (--shared: every client gets the
+ *   pool's own files) in a process that exits; libkvpool has the pool
+ *   hold the GPU's device node, so the GPU stays up. Three processes map
+ *   it, each forking before any CUDA call (CUDA does not survive
+ *   fork()): A writes its row's pages and exports the row, B imports it
+ *   and reads those bytes, and after A's SIGKILL C still reads them;
  * - chunks made on the fake's other GPU, given to a pool of the first:
  *   mapping is -EXDEV, with the text naming both devices;
- * - chunks made at a finer granularity than the mapper's: -EINVAL.
+ * - chunks made at a finer granularity than the mapper's: -EINVAL;
+ * - chunks given without the device keep-alive, by a process that exits,
+ *   while nobody holds the GPU: it is torn down, and mapping is -EIO.
  *
- * Every process reaches the memory through the fake's device pointers
- * directly: they are host addresses, which the fake makes readable and
- * writable only once cuMemSetAccess() is done, so a mapping the library
- * got wrong faults or reads other bytes here as it would on a GPU; a
- * cuMemcpyHtoD() would need a second loader of the driver in the test.
+ * The fake frees memory as NVIDIA's driver does (with its last
+ * reference, or with its GPU when nobody holds the device node) and
+ * keeps device memory out of the CPU's reach, so every process reaches
+ * it through the driver API, as on a GPU: cuMemcpyHtoD_v2, cuMemsetD8_v2
+ * and cuCtxSynchronize to write, cuMemcpyDtoH_v2 to read, from the same
+ * copy of the fake that libkvpool loaded (dlopen() of one path gives one
+ * copy), in the context libkvpool made current. The module takes the
+ * fake's files (a pty master as a chunk, a FIFO as the device) only with
+ * its fake_cuda parameter set, which the fixture does; a module without
+ * the parameter fails every test.
  *
  * Copyright (C) 2026 The kvpool authors
  */
@@ -28,8 +36,10 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cuda.h>
@@ -42,6 +52,8 @@
 #define PAGE_BYTES	(64U << 10)	/* 64 pages: two 2 MiB granules */
 #define ROW_PAGES	3
 #define OTHER_GPU	"0000:00:11.0"	/* the fake's device 1: no PCI device */
+#define FAKE_PARAM	"/sys/module/kvpool/parameters/fake_cuda"
+#define MARK_BYTES	256	/* each page's head, memset after the copy */
 
 /* The first PCI display controller of the guest, by its sysfs name. */
 static bool display_gpu(char *name, size_t len)
@@ -79,7 +91,37 @@ FIXTURE(acuda) {
 	char gpu[64];
 	char dir[64];
 	unsigned int id;
+	char fake_cuda;		/* the parameter's value before: Y or N */
 };
+
+/* Writes @val to the module's fake_cuda parameter; 0 or -errno. */
+static int set_fake_cuda(char val)
+{
+	int fd = open(FAKE_PARAM, O_WRONLY | O_CLOEXEC);
+	int ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, &val, 1) != 1)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/*
+ * Holds GPU @d of the fake up as an arena's keep-alive or persistence
+ * mode would: an open file of its device node, the registry's FIFO
+ * nvidia<d> (made here if the fake has not made it yet).
+ */
+static int hold_gpu(const char *dir, int d)
+{
+	char path[96];
+
+	snprintf(path, sizeof(path), "%s/nvidia%d", dir, d);
+	if (mkfifo(path, 0600) && errno != EEXIST)
+		return -1;
+	return open(path, O_RDWR | O_CLOEXEC);
+}
 
 static int make_pool(const char *gpu, unsigned int *id)
 {
@@ -95,7 +137,17 @@ static int make_pool(const char *gpu, unsigned int *id)
 FIXTURE_SETUP(acuda)
 {
 	char gpus[160];
+	FILE *f;
 
+	/* Without the test hook the module refuses the fake's files. */
+	f = fopen(FAKE_PARAM, "re");
+	ASSERT_NE(NULL, f)
+		TH_LOG("%s: %s: the module cannot take the fake driver's files",
+		       FAKE_PARAM, strerror(errno));
+	self->fake_cuda = (char)fgetc(f);
+	fclose(f);
+	ASSERT_TRUE(self->fake_cuda == 'Y' || self->fake_cuda == 'N')
+		TH_LOG("%s reads '%c'", FAKE_PARAM, self->fake_cuda);
 	ASSERT_TRUE(display_gpu(self->gpu, sizeof(self->gpu)))
 		TH_LOG("no PCI display controller: vm-run.sh adds one");
 	ASSERT_EQ(0, make_pool(self->gpu, &self->id));
@@ -106,7 +158,12 @@ FIXTURE_SETUP(acuda)
 	setenv("KVPOOL_FAKECUDA_GPUS", gpus, 1);
 	setenv("KVPOOL_FAKECUDA_DIR", self->dir, 1);
 	setenv("KVPOOL_LIBCUDA", FAKECUDA, 1);
+	/* Where libkvpool finds the GPU's minor and node: the fake's. */
+	setenv("KVPOOL_NVIDIA_PROC", self->dir, 1);
+	setenv("KVPOOL_NVIDIA_DEV", self->dir, 1);
 	unsetenv("KVPOOL_FAKECUDA_GRANULARITY");
+	/* Set last: a setup that fails has no teardown to put it back. */
+	ASSERT_EQ(0, set_fake_cuda('1'));
 }
 
 FIXTURE_TEARDOWN(acuda)
@@ -116,6 +173,8 @@ FIXTURE_TEARDOWN(acuda)
 	EXPECT_EQ(0, kvpool_pool_destroy(self->id));
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", self->dir);
 	EXPECT_EQ(0, system(cmd));
+	if (self->fake_cuda == 'Y' || self->fake_cuda == 'N')
+		EXPECT_EQ(0, set_fake_cuda(self->fake_cuda));
 }
 
 /* Runs kvpoolctl with @args (split at spaces); output to @out. */
@@ -201,8 +260,8 @@ TEST_F(acuda, no_driver)
 {
 	char args[128], out[1024], want[160];
 
-	snprintf(args, sizeof(args), "arena create %u --cuda --page-bytes 4096",
-		 self->id);
+	snprintf(args, sizeof(args),
+		 "arena create %u --cuda --shared --page-bytes 4096", self->id);
 	setenv("KVPOOL_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
 	EXPECT_EQ(8, kvpoolctl(args, out, sizeof(out))) TH_LOG("%s", out);
 	EXPECT_STREQ("kvpoolctl: arena create: no CUDA driver (/nonexistent/libcuda.so.1 not found)\n",
@@ -231,19 +290,74 @@ static unsigned char pattern(__u32 page, size_t i)
 	return (unsigned char)(page * 31 + i * 7 + 1);
 }
 
-/* A: map, write its row's pages, export the row, wait to be killed. */
+/* What a reader must find: A's copy, and its memset over the head. */
+static unsigned char expected(__u32 page, size_t i)
+{
+	return i < MARK_BYTES ? (unsigned char)(page ^ 0xa5) :
+	       pattern(page, i);
+}
+
+/* The driver calls a child makes itself, from libkvpool's copy of it. */
+struct cu {
+	__typeof__(&cuMemcpyHtoD) htod;
+	__typeof__(&cuMemcpyDtoH) dtoh;
+	__typeof__(&cuMemsetD8) memset;
+	__typeof__(&cuCtxSynchronize) sync;
+};
+
+/* The _v2 names, as cuda.h renames them. 0, or -1 if one is missing. */
+static int cu_load(struct cu *cu)
+{
+	void *dl = dlopen(FAKECUDA, RTLD_NOW | RTLD_LOCAL);
+
+	if (!dl)
+		return -1;
+	cu->htod = (__typeof__(cu->htod))dlsym(dl, "cuMemcpyHtoD_v2");
+	cu->dtoh = (__typeof__(cu->dtoh))dlsym(dl, "cuMemcpyDtoH_v2");
+	cu->memset = (__typeof__(cu->memset))dlsym(dl, "cuMemsetD8_v2");
+	cu->sync = (__typeof__(cu->sync))dlsym(dl, "cuCtxSynchronize");
+	return cu->htod && cu->dtoh && cu->memset && cu->sync ? 0 : -1;
+}
+
+static CUdeviceptr page_ptr(const struct kvpool_arena_view *v, __u32 page)
+{
+	return (CUdeviceptr)(uintptr_t)kvpool_page_addr(v, page);
+}
+
+/* Whether a CPU load at @p in a forked child dies of SIGSEGV. */
+static bool cpu_load_faults(const volatile unsigned char *p)
+{
+	int st;
+	pid_t pid = fork();
+
+	if (!pid) {
+		(void)*p;
+		_exit(0);
+	}
+	return pid > 0 && waitpid(pid, &st, 0) == pid && WIFSIGNALED(st) &&
+	       WTERMSIG(st) == SIGSEGV;
+}
+
+/*
+ * A: map, write its row's pages (a copy, then a memset over each page's
+ * head, then a synchronize: the memset is queued until then), export the
+ * row, wait to be killed.
+ */
 static int child_a(void *arg, struct report *r)
 {
+	static unsigned char buf[PAGE_BYTES];
 	struct writer *w = arg;
 	struct kvpool_extend_entry e = { 0 };
 	struct kvpool_arena_view v;
 	struct kvpool_handle h;
 	__u32 pages[ROW_PAGES], i;
 	struct kvpool *kp;
+	struct cu cu;
 	char c;
 	size_t j;
 	int xfd;
 
+	KID_CHECK(!cu_load(&cu), r);
 	KID_CHECK(!open_pool(w->id, &kp), r);
 	KID_CHECK(!kvpool_arena_map(kp, &v), r);
 	KID_CHECK(v.kind == KVPOOL_ARENA_CUDA && v.nr_pages == PAGES, r);
@@ -253,11 +367,15 @@ static int child_a(void *arg, struct report *r)
 	KID_CHECK(kvpool_extend(kp, &e, 1, pages, ROW_PAGES, NULL) ==
 		    ROW_PAGES, r);
 	for (i = 0; i < ROW_PAGES; i++) {
-		unsigned char *p = kvpool_page_addr(&v, pages[i]);
-
 		for (j = 0; j < PAGE_BYTES; j++)
-			p[j] = pattern(pages[i], j);
+			buf[j] = pattern(pages[i], j);
+		KID_CHECK(cu.htod(page_ptr(&v, pages[i]), buf, PAGE_BYTES) ==
+			    CUDA_SUCCESS, r);
+		KID_CHECK(cu.memset(page_ptr(&v, pages[i]),
+				      (unsigned char)(pages[i] ^ 0xa5),
+				      MARK_BYTES) == CUDA_SUCCESS, r);
 	}
+	KID_CHECK(cu.sync() == CUDA_SUCCESS, r);
 	KID_CHECK(!kvpool_commit(kp, &(struct kvpool_len_entry){
 					   .handle = h, .len = ROW_PAGES * 16 },
 				   1, NULL), r);
@@ -277,17 +395,23 @@ struct reader {
 	__u32 pages[ROW_PAGES];
 };
 
-/* B imports the row (its pages must be A's); B and C read the bytes. */
+/*
+ * B imports the row (its pages must be A's); B and C read the bytes, with
+ * cuMemcpyDtoH: a CPU load at a device pointer faults, as on a GPU.
+ */
 static int child_read(void *arg, struct report *r)
 {
+	static unsigned char buf[PAGE_BYTES];
 	struct reader *rd = arg;
 	struct kvpool_row_query q = { 0 };
 	struct kvpool_arena_view v;
 	__u32 pages[ROW_PAGES], i;
 	struct kvpool_handle h;
 	struct kvpool *kp;
+	struct cu cu;
 	size_t j;
 
+	KID_CHECK(!cu_load(&cu), r);
 	KID_CHECK(!open_pool(rd->id, &kp), r);
 	if (rd->xfd >= 0) {
 		KID_CHECK(kvpool_import(kp, rd->xfd, &h) == ROW_PAGES, r);
@@ -296,11 +420,12 @@ static int child_read(void *arg, struct report *r)
 		KID_CHECK(!memcmp(pages, rd->pages, sizeof(pages)), r);
 	}
 	KID_CHECK(!kvpool_arena_map(kp, &v), r);
+	KID_CHECK(cpu_load_faults(kvpool_page_addr(&v, rd->pages[0])), r);
 	for (i = 0; i < ROW_PAGES; i++) {
-		const unsigned char *p = kvpool_page_addr(&v, rd->pages[i]);
-
+		KID_CHECK(cu.dtoh(buf, page_ptr(&v, rd->pages[i]),
+				    PAGE_BYTES) == CUDA_SUCCESS, r);
 		for (j = 0; j < PAGE_BYTES; j++)
-			KID_CHECK(p[j] == pattern(rd->pages[i], j), r);
+			KID_CHECK(buf[j] == expected(rd->pages[i], j), r);
 	}
 	KID_CHECK(!kvpool_arena_unmap(&v), r);
 	kvpool_close(kp);
@@ -316,9 +441,12 @@ TEST_F(acuda, three_processes)
 	int sv[2], hold[2], st;
 	pid_t a;
 
-	/* kvpoolctl's process makes the allocations, and is gone. */
+	/*
+	 * kvpoolctl's process makes the allocations, and is gone: only the
+	 * pool's hold on the GPU's node keeps the GPU, and them, alive.
+	 */
 	snprintf(args, sizeof(args),
-		 "arena create %u --cuda --page-bytes 64K --chunks 2",
+		 "arena create %u --cuda --shared --page-bytes 64K --chunks 2",
 		 self->id);
 	ASSERT_EQ(0, kvpoolctl(args, out, sizeof(out))) TH_LOG("%s", out);
 	ASSERT_EQ(KVPOOL_ARENA_CUDA, arena_kind(self->id));
@@ -426,7 +554,11 @@ TEST_F(acuda, other_device)
 			    .bytes = { 2U << 20, 2U << 20 } };
 	struct report r;
 	char want[160];
+	int held;
 
+	/* No keep-alive holds a GPU the pool has not: the test does. */
+	held = hold_gpu(self->dir, 1);
+	ASSERT_LE(0, held);
 	ASSERT_EQ(0, run_child(child_set, &s, &r, NULL)) TH_LOG("%s", r.text);
 	ASSERT_EQ(KVPOOL_ARENA_CUDA, arena_kind(self->id));
 	EXPECT_EQ(EXDEV, run_child(child_map, &self->id, &r, NULL))
@@ -435,6 +567,7 @@ TEST_F(acuda, other_device)
 		 "chunk 0 is on CUDA device 1 (%s), the pool's GPU is device 0 (%s)",
 		 OTHER_GPU, self->gpu);
 	EXPECT_STREQ(want, r.text);
+	close(held);
 }
 
 /* Chunks of 1 MiB and 3 MiB, against a granularity of 2 MiB: EINVAL. */
@@ -443,7 +576,11 @@ TEST_F(acuda, granularity)
 	struct setter s = { .id = self->id, .dev = 0,
 			    .bytes = { 1U << 20, 3U << 20 } };
 	struct report r;
+	int held;
 
+	/* child_set gives no keep-alive: the test holds the GPU up. */
+	held = hold_gpu(self->dir, 0);
+	ASSERT_LE(0, held);
 	/* The maker's fake allocates in 1 MiB steps; the mapper's in 2. */
 	setenv("KVPOOL_FAKECUDA_GRANULARITY", "1048576", 1);
 	ASSERT_EQ(0, run_child(child_set, &s, &r, NULL)) TH_LOG("%s", r.text);
@@ -454,6 +591,27 @@ TEST_F(acuda, granularity)
 		TH_LOG("%s", r.text);
 	EXPECT_NE(NULL, strstr(r.text, "granularity, 2097152"))
 		TH_LOG("%s", r.text);
+	close(held);
+}
+
+/*
+ * Chunks given without KVPOOL_ARENA_SET_DEVICE by a process that exits,
+ * nobody holding the GPU's node: the next context finds the GPU torn
+ * down, its memory freed with it, as NVIDIA's driver does with
+ * persistence off. The pool's files import nothing: -EIO.
+ */
+TEST_F(acuda, no_keepalive)
+{
+	struct setter s = { .id = self->id, .dev = 0,
+			    .bytes = { 2U << 20, 2U << 20 } };
+	struct report r;
+
+	ASSERT_EQ(0, run_child(child_set, &s, &r, NULL)) TH_LOG("%s", r.text);
+	ASSERT_EQ(KVPOOL_ARENA_CUDA, arena_kind(self->id));
+	EXPECT_EQ(EIO, run_child(child_map, &self->id, &r, NULL))
+		TH_LOG("%s", r.text);
+	EXPECT_STREQ("cuMemImportFromShareableHandle: CUDA_ERROR_INVALID_VALUE: invalid argument",
+		     r.text);
 }
 
 TEST_HARNESS_MAIN
