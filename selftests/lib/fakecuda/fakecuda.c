@@ -39,9 +39,10 @@
  * The registry. Every process using the fake shares one folder,
  * KVPOOL_FAKECUDA_DIR (default /dev/shm/kvpool-fakecuda, created 0700),
  * which plays the driver's state: the allocations' backing files
- * (alloc-PID-SEQ-devD) with their records (.info: device, size,
- * generation), their holders (.pid-PID-START), the exports (pty-N) and
- * the GPUs' generations (gpuD.gen). Every change to it is made under an
+ * (alloc-PID-START-SEQ-devD, never a name twice) with their records
+ * (.info: device, size, generation; .pid-PID-START: a holder;
+ * .pty-N-COOKIE: an export), the exports' own records (pty-N: what the
+ * export names) and the GPUs' generations (gpuD.gen). Every change to it is made under an
  * flock() of its file "lock", so what a process reads there is whole.
  *
  * 1. The GPU device node and teardown. For GPU d the registry holds a
@@ -530,14 +531,52 @@ static int fk_entry_read(unsigned int ptn, struct fk_entry *e)
 	return 0;
 }
 
-static int fk_entry_write(unsigned int ptn, const char *name,
-			  unsigned long long cookie)
+static void fk_unlink(const char *name)
+{
+	char path[FAKE_PATH_LEN];
+
+	fk_path(path, "%s", name);
+	unlink(path);
+}
+
+/* Creates the empty file @name in the registry. */
+static int fk_touch(const char *name)
+{
+	char path[FAKE_PATH_LEN];
+	int fd;
+
+	fk_path(path, "%s", name);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+/*
+ * Points export pty @ptn (of @cookie) at allocation @name ("-": none),
+ * from @old (NULL for a new export). Besides its record pty-N, an export
+ * of an allocation is named by a marker NAME.pty-N-COOKIE, so that the
+ * garbage collector finds an allocation's exports by listing the folder,
+ * reading nothing. Registry lock held.
+ */
+static int fk_entry_set(unsigned int ptn, const char *old, const char *name,
+			unsigned long long cookie)
 {
 	char file[32], buf[FAKE_NAME_LEN + 64];
 
+	if (old && strcmp(old, "-")) {
+		snprintf(buf, sizeof(buf), "%s.pty-%u-%llx", old, ptn, cookie);
+		fk_unlink(buf);
+	}
 	snprintf(file, sizeof(file), "pty-%u", ptn);
 	snprintf(buf, sizeof(buf), "%s %llx\n", name, cookie);
-	return fk_write_file(file, buf);
+	if (fk_write_file(file, buf))
+		return -1;
+	if (!strcmp(name, "-"))
+		return 0;
+	snprintf(buf, sizeof(buf), "%s.pty-%u-%llx", name, ptn, cookie);
+	return fk_touch(buf);
 }
 
 /* An allocation's record: its device, size and GPU generation. */
@@ -554,29 +593,55 @@ static int fk_info_read(const char *name, int *dev, size_t *size,
 	return 0;
 }
 
-static void fk_unlink(const char *name)
-{
-	char path[FAKE_PATH_LEN];
-
-	fk_path(path, "%s", name);
-	unlink(path);
-}
-
 static int fk_names_cmp(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 /*
+ * Whether process @pid, started at @start, still runs: then the handles
+ * and mappings it recorded still hold their allocation.
+ */
+static int fk_holder_live(int pid, unsigned long long start)
+{
+	unsigned long long st;
+	int running;
+
+	return !fk_proc_start(pid, &st, &running) && st == start && running;
+}
+
+/* Export pty @ptn was found closed: its marker @mark and its record go. */
+static void fk_forget_export(const char *mark, unsigned int ptn,
+			     unsigned long long cookie)
+{
+	struct fk_entry e;
+	char file[32];
+
+	fk_unlink(mark);
+	snprintf(file, sizeof(file), "pty-%u", ptn);
+	/* Unless the index was reused: its record is a new export's. */
+	if (!fk_entry_read(ptn, &e) && e.cookie == cookie)
+		fk_unlink(file);
+}
+
+/*
  * Frees every allocation nothing holds any more (rule 2) or whose GPU
- * was torn down since it was made (rule 1), and forgets exports whose
- * pty is closed. Returns how many allocations live, or -1 if the
- * registry cannot be read. Registry lock held.
+ * was torn down since it was made (rule 1), and forgets exports found
+ * closed. An allocation's records follow its backing file in the sorted
+ * listing: NAME.info, NAME.pid-PID-START per holding process, and
+ * NAME.pty-N-COOKIE per export. Its exports are probed only when no
+ * process holds it, and only until one is found open: the kernel's
+ * masters keep most allocations of a test, and probing each at every
+ * import would cost the figures measured through the fake. Returns how
+ * many allocations live, or -1 if the registry cannot be read. Registry
+ * lock held.
  */
 static int fk_gc_locked(void)
 {
-	char **names = NULL, **live = NULL;
-	size_t nnames = 0, nlive = 0, cap = 0, i, j;
+	unsigned long long gens[FAKE_MAX_GPUS];
+	int have_gen[FAKE_MAX_GPUS] = { 0 };
+	char **names = NULL;
+	size_t nnames = 0, cap = 0, i, j, len;
 	struct dirent *de;
 	int count = 0;
 	DIR *d = opendir(fk_dir);
@@ -584,8 +649,7 @@ static int fk_gc_locked(void)
 	if (!d)
 		return -1;
 	while ((de = readdir(d))) {
-		if (strncmp(de->d_name, "pty-", 4) &&
-		    strncmp(de->d_name, "alloc-", 6))
+		if (strncmp(de->d_name, "alloc-", 6))
 			continue;
 		if (nnames == cap) {
 			char **n = realloc(names, (cap = cap * 2 + 64) *
@@ -602,69 +666,56 @@ static int fk_gc_locked(void)
 	}
 	closedir(d);
 	d = NULL;
-	/* Sorted, an allocation's records follow its backing file. */
 	qsort(names, nnames, sizeof(*names), fk_names_cmp);
-	live = calloc(nnames + 1, sizeof(*live));
-	if (!live)
-		goto fail;
 
-	/* The exports still open name what they export: that lives. */
-	for (i = 0; i < nnames; i++) {
-		struct fk_entry e;
-		unsigned int ptn;
-		char tail;
-
-		if (sscanf(names[i], "pty-%u%c", &ptn, &tail) != 1)
-			continue;
-		if (fk_entry_read(ptn, &e) || !fk_pty_live(ptn, e.cookie)) {
-			fk_unlink(names[i]);
-			continue;
-		}
-		if (strcmp(e.name, "-"))
-			live[nlive++] = strdup(e.name);
-	}
-
-	for (i = 0; i < nnames; i++) {
-		unsigned long long gen, start, st;
+	for (i = 0; i < nnames; i = j) {
 		const char *n = names[i];
-		int dev, pid, running, alive = 0;
-		size_t size, len;
+		unsigned long long gen, start, cookie;
+		int dev, pid, alive = 0, ok;
+		unsigned int ptn;
+		size_t size;
 
-		if (strncmp(n, "alloc-", 6) || strchr(n, '.'))
-			continue;
 		len = strlen(n);
-		if (!fk_info_read(n, &dev, &size, &gen) &&
-		    gen == fk_gen(dev)) {
-			for (j = 0; j < nlive && !alive; j++)
-				alive = live[j] && !strcmp(live[j], n);
-			/* Its holders: the entries "NAME.pid-PID-START". */
-			for (j = i + 1; j < nnames && !alive; j++) {
-				if (strncmp(names[j], n, len) ||
-				    names[j][len] != '.')
-					continue;
-				if (sscanf(names[j] + len, ".pid-%d-%llu",
-					   &pid, &st) != 2)
-					continue;
-				if (!fk_proc_start(pid, &start, &running) &&
-				    start == st && running)
-					alive = 1;
-				else
-					fk_unlink(names[j]);
-			}
+		/* NAME's records, or a record whose backing file is gone. */
+		for (j = i + 1; j < nnames && !strncmp(names[j], n, len) &&
+		     names[j][len] == '.'; j++)
+			;
+		if (strchr(n, '.')) {
+			fk_unlink(n);
+			continue;
 		}
+		ok = !fk_info_read(n, &dev, &size, &gen);
+		if (ok && !have_gen[dev]) {
+			gens[dev] = fk_gen(dev);
+			have_gen[dev] = 1;
+		}
+		ok = ok && gen == gens[dev];
+		for (size_t k = i + 1; ok && k < j && !alive; k++)
+			if (sscanf(names[k] + len, ".pid-%d-%llu", &pid,
+				   &start) == 2) {
+				alive = fk_holder_live(pid, start);
+				if (!alive)
+					fk_unlink(names[k]);
+			}
+		for (size_t k = i + 1; ok && k < j && !alive; k++)
+			if (sscanf(names[k] + len, ".pty-%u-%llx", &ptn,
+				   &cookie) == 2) {
+				alive = fk_pty_live(ptn, cookie);
+				if (!alive)
+					fk_forget_export(names[k], ptn, cookie);
+			}
 		if (alive) {
 			count++;
 			continue;
 		}
-		/* Freed: the backing file and every record of it. */
-		for (j = i; j < nnames; j++)
-			if (!strncmp(names[j], n, len) &&
-			    (names[j][len] == '.' || !names[j][len]))
-				fk_unlink(names[j]);
+		/*
+		 * Freed: the backing file and every record of it. Its
+		 * exports' pty-N records stay, naming what is gone: an
+		 * import through them fails, a replace still works.
+		 */
+		for (size_t k = i; k < j; k++)
+			fk_unlink(names[k]);
 	}
-	for (i = 0; i < nlive; i++)
-		free(live[i]);
-	free(live);
 	for (i = 0; i < nnames; i++)
 		free(names[i]);
 	free(names);
@@ -1310,8 +1361,8 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 		goto out;
 	fk_gc_locked();
 	/* The device is in the name, for whoever lists the registry. */
-	snprintf(name, sizeof(name), "alloc-%d-%u-dev%d", (int)getpid(),
-		 fk_seq++, dev);
+	snprintf(name, sizeof(name), "alloc-%d-%llu-%u-dev%d", (int)getpid(),
+		 fk_start, fk_seq++, dev);
 	fk_path(path, "%s", name);
 	r = CUDA_ERROR_OPERATING_SYSTEM;
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -1407,7 +1458,7 @@ CUresult cuMemExportToShareableHandle(void *shareableHandle,
 		goto fail;
 	}
 	fk_reg_lock();
-	if (fk_entry_write(ptn, a->mem->name, cookie)) {
+	if (fk_entry_set(ptn, NULL, a->mem->name, cookie)) {
 		fk_reg_unlock();
 		goto fail;
 	}
@@ -1830,7 +1881,7 @@ static CUresult fk_reexport(int fd, const char *name)
 	fk_reg_lock();
 	if (fd < 0 || fk_lookup(fd, &ptn, &e))
 		r = CUDA_ERROR_INVALID_VALUE;
-	else if (fk_entry_write(ptn, name, e.cookie))
+	else if (fk_entry_set(ptn, e.name, name, e.cookie))
 		r = CUDA_ERROR_OPERATING_SYSTEM;
 	fk_reg_unlock();
 	return r;
