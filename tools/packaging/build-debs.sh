@@ -35,8 +35,9 @@
 # Packages: kvpool-dkms (the module's source and dkms.conf: DKMS builds
 # it for every kernel with headers, and on each kernel update),
 # libkvpool1, libkvpool-dev, kvpoolctl (with kvpool-setup.service, the
-# udev rule, the kvpool group, pools.conf(5), kvpool-setup(8), the bash
-# completion) and python3-kvpool. It builds for the Debian it runs on:
+# GPU agent kvpool-gpud and its unit, the udev rule, the kvpool group,
+# pools.conf(5), kvpool-setup(8), the bash completion) and
+# python3-kvpool. It builds for the Debian it runs on:
 # bookworm and trixie are tested (test-install.sh); unit and udev paths
 # follow that suite's systemd (debian/rules). Build dependencies:
 # tools/vm/install-deps.sh installs them. cuda.h comes from
@@ -186,6 +187,8 @@ unitdir=$(pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null ||
 	echo /lib/systemd/system)
 udevdir=$(pkg-config --variable=udevdir udev 2>/dev/null || echo /lib/udev)
 has kvpoolctl /usr/bin/kvpoolctl /usr/share/man/man8/kvpoolctl.8.gz \
+	/usr/sbin/kvpool-gpud /usr/share/man/man8/kvpool-gpud.8.gz \
+	"$unitdir/kvpool-gpud.service" \
 	/usr/libexec/kvpool/kvpool-setup /etc/kvpool/pools.conf \
 	/usr/share/man/man5/pools.conf.5.gz \
 	/usr/share/man/man8/kvpool-setup.8.gz \
@@ -219,22 +222,25 @@ done
 f=$(deb kvpoolctl) &&
 dpkg-deb -I "$f" postinst | grep -q 'systemd-sysusers' &&
 dpkg-deb -I "$f" postinst | grep -q 'kvpool-setup.service' &&
-	pass "kvpoolctl: postinst makes the group and enables kvpool-setup.service" ||
-	fail "kvpoolctl: postinst lacks systemd-sysusers or the unit's enable"
-# The packaged unit's sandbox (tools/packaging/systemd/kvpool-setup.service
-# says what it keeps and why): the issue's bound is 4.0.
+dpkg-deb -I "$f" postinst | grep -q 'kvpool-gpud.service' &&
+	pass "kvpoolctl: postinst makes the group and enables kvpool-setup.service and kvpool-gpud.service" ||
+	fail "kvpoolctl: postinst lacks systemd-sysusers or the units' enable"
+# The packaged units' sandboxes (each unit says what it keeps and why):
+# the issue's bound is 4.0.
 if command -v systemd-analyze >/dev/null && f=$(deb kvpoolctl); then
 	x=$(mktemp -d)
 	dpkg-deb -x "$f" "$x"
-	e=$(systemd-analyze security --offline=yes --no-pager \
-		"$x$unitdir/kvpool-setup.service" 2>&1 |
-		sed -n 's/^.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p')
+	for u in kvpool-setup.service kvpool-gpud.service; do
+		e=$(systemd-analyze security --offline=yes --no-pager \
+			"$x$unitdir/$u" 2>&1 |
+			sed -n 's/^.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p')
+		if [[ -n $e ]] && awk -v e="$e" 'BEGIN { exit !(e <= 4.0) }'; then
+			pass "$u: systemd-analyze security exposure $e (at most 4.0)"
+		else
+			fail "$u: systemd-analyze security exposure '${e}' (want at most 4.0)"
+		fi
+	done
 	rm -rf "$x"
-	if [[ -n $e ]] && awk -v e="$e" 'BEGIN { exit !(e <= 4.0) }'; then
-		pass "kvpool-setup.service: systemd-analyze security exposure $e (at most 4.0)"
-	else
-		fail "kvpool-setup.service: systemd-analyze security exposure '${e}' (want at most 4.0)"
-	fi
 else
 	fail "no systemd-analyze, or no kvpoolctl package: the unit's sandbox unchecked"
 fi

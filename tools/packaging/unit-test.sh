@@ -5,8 +5,9 @@
 # unit-test.sh: the packaging's shell logic without the module, root or
 # udev: kvpool-setup against a fake kvpoolctl, udevadm and sysfs (the
 # order of its udev calls, the names the udev rule asks it for, a rerun,
-# a bad file, udev that does not settle, no udev, no module), and the
-# bash completion of kvpoolctl against kvpoolctl(8). The real thing (the
+# a bad file, udev that does not settle, no udev, no module), the bash
+# completion of kvpoolctl against kvpoolctl(8), and kvpool-gpud.service
+# (systemd-analyze verify and security, offline). The real thing (the
 # module, the packaged tools, udevadm test of the rule) is
 # tools/packaging/test-install.sh's VM half.
 #
@@ -235,6 +236,38 @@ for blk in syn.split(".SY kvpoolctl")[1:]:
     print(" ".join(first[1:]) + "|" + " ".join(opts))
 PY
 )
+
+# --- kvpool-gpud.service: systemd's own checks, offline (the binary a
+# stand-in: verify wants its ExecStart executable), and what its comment
+# promises. The daemon itself is tools/kvpool-gpud's make check.
+gpud=$repo/tools/packaging/systemd/kvpool-gpud.service
+sed "s|^ExecStart=/usr/sbin/kvpool-gpud\$|ExecStart=$(command -v true)|" \
+	"$gpud" >"$t/kvpool-gpud.service"
+if command -v systemd-analyze >/dev/null; then
+	check "kvpool-gpud.service: systemd-analyze verify" \
+		systemd-analyze verify --man=no "$t/kvpool-gpud.service"
+	e=$(systemd-analyze security --offline=yes --no-pager \
+		"$t/kvpool-gpud.service" 2>&1 |
+		sed -n 's/^.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p')
+	check "kvpool-gpud.service: systemd-analyze security exposure ${e:-?} (at most 4.0)" \
+		awk -v e="${e:-99}" 'BEGIN { exit !(e <= 4.0) }'
+else
+	ko "kvpool-gpud.service: no systemd-analyze to verify it with"
+fi
+for line in ExecStart=/usr/sbin/kvpool-gpud Restart=always RestartSec=1 \
+	After=kvpool-setup.service "DeviceAllow=/dev/kvpool-control rw" \
+	"DeviceAllow=char-nvidia-frontend rw" \
+	"DeviceAllow=char-nvidia-uvm rw" CapabilityBoundingSet=CAP_SYS_ADMIN \
+	WantedBy=multi-user.target; do
+	check "kvpool-gpud.service: $line" grep -qx -- "$line" "$gpud"
+done
+check "kvpool-gpud.service: root (no User=, no DynamicUser=)" \
+	bash -c '! grep -qE "^(User|DynamicUser)=" "$1"' _ "$gpud"
+check "kvpoolctl.install ships kvpool-gpud, its man page and its unit" \
+	bash -c 'grep -qx "usr/sbin/kvpool-gpud" "$1" &&
+		 grep -qx "usr/share/man/man8/kvpool-gpud.8" "$1" &&
+		 grep -qx "tools/packaging/systemd/kvpool-gpud.service lib/systemd/system/" "$1"' \
+	_ "$here/debian/kvpoolctl.install"
 
 echo "$pass passed, $fail failed"
 ((fail == 0))
