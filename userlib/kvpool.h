@@ -595,7 +595,12 @@ int kvpool_arena_info(struct kvpool *kp, struct kvpool_arena *out);
  * closes them. *@info, if not NULL, gets the rest of the answer. Returns
  * @count, or -errno (and then no descriptor was made: -ENODATA the pool
  * has no arena, -EINVAL a range past its chunks, -EMFILE too few free
- * descriptors). kvpool_arena_map() does all of this.
+ * descriptors). kvpool_arena_map() does all of this. Of an arena set with
+ * KVPOOL_ARENA_SET_AGENT, each descriptor is an export the pool's GPU
+ * agent made for this call, and the call sleeps until the agent has
+ * answered (-EINTR on a signal, -EIO if it failed a chunk), however long
+ * no agent is attached: kvpool_arena_map() asks with KVPOOL_ARENA_NOWAIT
+ * and a bound.
  */
 int kvpool_arena_fds(struct kvpool *kp, uint32_t first_chunk, uint32_t count,
 		     struct kvpool_arena_fd *fds, struct kvpool_arena *info);
