@@ -11,7 +11,11 @@
 #include <linux/fcntl.h>
 #include <linux/file.h>
 #include <linux/fs.h>
+#include <linux/hashtable.h>
+#include <linux/kdev_t.h>
 #include <linux/magic.h>
+#include <linux/major.h>
+#include <linux/moduleparam.h>
 #include <linux/overflow.h>
 #include <linux/shmem_fs.h>
 #include <linux/slab.h>
@@ -21,6 +25,34 @@
 #define KVPD_ARENA_MAX_PAGE_BYTES	BIT_ULL(32)
 
 /*
+ * The NVIDIA driver's character devices: /dev/nvidiaN is minor N, 254
+ * is nvidia-modeset and 255 the control device, /dev/nvidiactl, whose
+ * files carry CUDA exports.
+ */
+#define KVPD_NV_MAJOR		195
+#define KVPD_NV_CTL_MINOR	255
+#define KVPD_NV_GPU_MINORS	254
+
+/*
+ * Test hook, off unless a test turns it on: also take the fake CUDA
+ * driver's files (selftests/lib/fakecuda), a pty master (5:2) as a
+ * chunk and a FIFO as the GPU device. Read at every ARENA_SET and
+ * AGENT_REPLY, so a test can set it for itself.
+ */
+static bool fake_cuda;
+module_param(fake_cuda, bool, 0644);
+MODULE_PARM_DESC(fake_cuda, "Test only: take the fake CUDA driver's files for CUDA arenas (default false; never on a GPU host)");
+
+#define KVPD_PTMX		MKDEV(TTYAUX_MAJOR, 2)
+
+/*
+ * Every chunk file the module holds, by what names its memory
+ * (kvpd_arena_chunk.key): a chunk has one owner, a pool or a retired
+ * pool's quarantine. Protected by kvpd_pools_lock.
+ */
+static DEFINE_HASHTABLE(kvpd_chunks, 8);
+
+/*
  * Seals a host chunk must have, and seals it must not. F_SEAL_SEAL too:
  * every client gets a descriptor of the same file, and one that could
  * still add F_SEAL_WRITE would stop the others from mapping it writable.
@@ -28,17 +60,78 @@
 #define KVPD_HOST_SEALS		(F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 #define KVPD_HOST_NO_SEALS	(F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)
 
-/* The device's release: the arena goes with its pool. */
+/*
+ * The device's release: the arena goes with its pool, out of the table
+ * of chunks by then (destroy or the end of its retirement took it out).
+ */
 void kvpd_arena_free(struct kvpd_arena *a)
 {
 	u32 i;
 
 	if (!a)
 		return;
+	WARN_ON_ONCE(a->hashed);
 	for (i = 0; i < a->nr_chunks; i++)
 		if (a->chunk[i].file)
 			fput(a->chunk[i].file);
+	if (a->device)
+		fput(a->device);
 	kfree(a);
+}
+
+static struct kvpd_arena_chunk *kvpd_chunk_find_tlocked(const void *key)
+{
+	struct kvpd_arena_chunk *c;
+
+	lockdep_assert_held(&kvpd_pools_lock);
+	hash_for_each_possible(kvpd_chunks, c, node, (unsigned long)key)
+		if (c->key == key)
+			return c;
+	return NULL;
+}
+
+/* Whether @file is a chunk, a CUDA one, of some pool. */
+bool kvpd_chunk_file_hashed_tlocked(struct file *file)
+{
+	return kvpd_chunk_find_tlocked(file) ||
+	       kvpd_chunk_find_tlocked(file_inode(file));
+}
+
+static void kvpd_arena_hash_tlocked(struct kvpd_arena *a)
+{
+	u32 i;
+
+	for (i = 0; i < a->nr_chunks; i++)
+		hash_add(kvpd_chunks, &a->chunk[i].node,
+			 (unsigned long)a->chunk[i].key);
+	a->hashed = true;
+}
+
+/* The pool's destroy, or its quarantine's end: the memory is free to reuse. */
+void kvpd_arena_unhash_tlocked(struct kvpd_arena *a)
+{
+	u32 i;
+
+	lockdep_assert_held(&kvpd_pools_lock);
+	if (!a || !a->hashed)
+		return;
+	for (i = 0; i < a->nr_chunks; i++)
+		hash_del(&a->chunk[i].node);
+	a->hashed = false;
+}
+
+/* What /sys/class/kvpool/retired_{pools,chunks} show. */
+void kvpd_arena_retired_count_tlocked(u32 *pools, u32 *chunks)
+{
+	struct kvpd_dev *kd;
+
+	lockdep_assert_held(&kvpd_pools_lock);
+	*pools = 0;
+	*chunks = 0;
+	list_for_each_entry(kd, &kvpd_retired, retired_link) {
+		(*pools)++;
+		*chunks += kd->arena ? kd->arena->nr_chunks : 0;
+	}
 }
 
 /*
@@ -70,22 +163,45 @@ static int kvpd_arena_check_host(struct file *file, u64 bytes)
 
 /*
  * A CUDA chunk: the descriptor cuMemExportToShareableHandle() gives is a
- * file of the NVIDIA driver's control device, and the driver alone knows
- * what it holds, so the kernel can only hold it, not check it: libkvpool
- * checks the allocation's device and size as it maps it. What is refused
- * here is what could never be one and would do harm as a chunk: a file
- * that is not a character device (a socket or an io_uring could carry
- * files the pool would then keep alive unseen), and the pool devices and
- * control device of kvpool itself, a reference that would keep a pool
- * alive through itself.
+ * file of the NVIDIA driver's control device, 195:255, which carries the
+ * export in its private data (the driver looks it up there only on that
+ * minor). The driver alone knows what it holds, so the kernel checks
+ * only that it is one: libkvpool checks the allocation's device and size
+ * as it maps it. Anything else is refused, and with it everything that
+ * would do harm held by a pool: a socket or an io_uring carrying files,
+ * a tty, kvpool's own devices.
  */
-static int kvpd_arena_check_cuda(struct file *file)
+int kvpd_arena_check_cuda(struct file *file)
 {
-	if (!S_ISCHR(file_inode(file)->i_mode))
+	struct inode *inode = file_inode(file);
+
+	if (!S_ISCHR(inode->i_mode))
 		return -EINVAL;
-	if (file->f_op == &kvpd_pool_fops || file->f_op == kvpd_ctl_misc.fops)
-		return -EINVAL;
-	return 0;
+	if (inode->i_rdev == MKDEV(KVPD_NV_MAJOR, KVPD_NV_CTL_MINOR))
+		return 0;
+	if (READ_ONCE(fake_cuda) && inode->i_rdev == KVPD_PTMX) {
+		pr_warn_once("fake_cuda: taking a pty as a CUDA chunk (tests only)\n");
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/*
+ * The GPU's own device node, /dev/nvidiaN: a file of it open keeps the
+ * driver from tearing the GPU down (docs/gpu-agent.md).
+ */
+static int kvpd_arena_check_device(struct file *file)
+{
+	struct inode *inode = file_inode(file);
+
+	if (S_ISCHR(inode->i_mode) && imajor(inode) == KVPD_NV_MAJOR &&
+	    iminor(inode) < KVPD_NV_GPU_MINORS)
+		return 0;
+	if (READ_ONCE(fake_cuda) && S_ISFIFO(inode->i_mode)) {
+		pr_warn_once("fake_cuda: taking a FIFO as a GPU device (tests only)\n");
+		return 0;
+	}
+	return -EINVAL;
 }
 
 /*
@@ -120,27 +236,42 @@ static int kvpd_arena_layout(struct kvpd_arena *a,
 	return 0;
 }
 
-/* Takes a reference to each chunk's file, checking it can be of @a's kind. */
-static int kvpd_arena_get_files(struct kvpd_arena *a,
-				const struct kvpool_arena_chunk *ch,
-				u32 *error_index)
+/*
+ * Takes a reference to each chunk's file, checking it can be of @a's kind
+ * and has no owner yet: not earlier in this arena (EINVAL), not in the
+ * table (EBUSY). A memfd is named by its inode, which two opens of it
+ * share; a CUDA export by its file, each export being one.
+ */
+static int kvpd_arena_get_files_tlocked(struct kvpd_arena *a,
+					const struct kvpool_arena_chunk *ch,
+					u32 *error_index)
 {
-	u32 i;
+	u32 i, j;
 	int ret;
 
 	for (i = 0; i < a->nr_chunks; i++) {
 		struct file *file = fget(ch[i].fd);
+		const void *key;
 
 		*error_index = i;
 		if (!file)
 			return -EBADF;
 		a->chunk[i].file = file;
-		if (a->kind == KVPOOL_ARENA_HOST)
+		if (a->kind == KVPOOL_ARENA_HOST) {
 			ret = kvpd_arena_check_host(file, a->chunk[i].bytes);
-		else
+			key = file_inode(file);
+		} else {
 			ret = kvpd_arena_check_cuda(file);
+			key = file;
+		}
 		if (ret)
 			return ret;
+		for (j = 0; j < i; j++)
+			if (a->chunk[j].key == key)
+				return -EINVAL;
+		if (kvpd_chunk_find_tlocked(key))
+			return -EBUSY;
+		a->chunk[i].key = key;
 	}
 	*error_index = ~0U;
 	return 0;
@@ -162,6 +293,7 @@ static int kvpd_arena_set(struct kvpool_ctl_arena_set *cmd,
 	if (!a)
 		return -ENOMEM;
 	a->kind = cmd->kind;
+	a->flags = cmd->flags;
 	a->page_bytes = cmd->page_bytes;
 	a->nr_chunks = cmd->nr_chunks;
 
@@ -180,21 +312,39 @@ static int kvpd_arena_set(struct kvpool_ctl_arena_set *cmd,
 		ret = -EINVAL;
 		goto out;
 	}
+	/*
+	 * Set only here, under the table's lock, which we hold: a pool
+	 * with an arena is EEXIST before its chunks are looked at, so a
+	 * retry of a set that took effect is told so, not EBUSY.
+	 */
+	mutex_lock(&kd->core.lock);
+	ret = kd->arena ? -EEXIST : 0;
+	mutex_unlock(&kd->core.lock);
+	if (ret)
+		goto out;
 	/* The pool's geometry is fixed: no pool lock needed to read it. */
 	ret = kvpd_arena_layout(a, ch, kd->core.nr_pages,
 				&cmd->out_error_index);
 	if (!ret)
-		ret = kvpd_arena_get_files(a, ch, &cmd->out_error_index);
+		ret = kvpd_arena_get_files_tlocked(a, ch, &cmd->out_error_index);
 	if (ret)
 		goto out;
+	if (cmd->flags & KVPOOL_ARENA_SET_DEVICE) {
+		a->device = fget(cmd->device_fd);
+		if (!a->device) {
+			ret = -EBADF;
+			goto out;
+		}
+		ret = kvpd_arena_check_device(a->device);
+		if (ret)
+			goto out;
+	}
 
 	mutex_lock(&kd->core.lock);
-	if (kd->arena) {
-		ret = -EEXIST;
-	} else {
-		kd->arena = a;
-		a = NULL;
-	}
+	/* Under the table's lock, as the look-ups were. */
+	kvpd_arena_hash_tlocked(a);
+	kd->arena = a;
+	a = NULL;
 	mutex_unlock(&kd->core.lock);
 out:
 	mutex_unlock(&kvpd_pools_lock);
@@ -209,12 +359,17 @@ int kvpd_ctl_arena_set_ioctl(struct kvpd_ucmd *ucmd)
 	int ret;
 
 	cmd->out_error_index = ~0U;
-	if (cmd->flags)
+	if (cmd->flags & ~(KVPOOL_ARENA_SET_DEVICE | KVPOOL_ARENA_SET_AGENT))
 		return -EOPNOTSUPP;
-	if (cmd->__reserved)
+	if (cmd->__reserved || cmd->__reserved2)
 		return -EINVAL;
 	if (cmd->kind != KVPOOL_ARENA_HOST && cmd->kind != KVPOOL_ARENA_CUDA)
 		return cmd->kind ? -EOPNOTSUPP : -EINVAL;
+	/* Host memory has no device to hold nor exports to mint. */
+	if (cmd->flags && cmd->kind != KVPOOL_ARENA_CUDA)
+		return -EINVAL;
+	if (!(cmd->flags & KVPOOL_ARENA_SET_DEVICE) && cmd->device_fd)
+		return -EINVAL;
 	if (!cmd->page_bytes || cmd->page_bytes > KVPD_ARENA_MAX_PAGE_BYTES ||
 	    !cmd->nr_chunks || cmd->nr_chunks > KVPOOL_ARENA_MAX_CHUNKS)
 		return -EINVAL;
@@ -238,15 +393,19 @@ static void kvpd_arena_describe(const struct kvpd_arena *a,
 	cmd->out_nr_chunks = a ? a->nr_chunks : 0;
 	cmd->out_page_bytes = a ? a->page_bytes : 0;
 	cmd->out_bytes = a ? a->bytes : 0;
+	cmd->out_set_flags = a ? a->flags : 0;
+	cmd->out_agent_pid = 0;
 }
 
 /*
  * Every descriptor is reserved first and the answer written back before
  * any of them is installed, so a fault or a full table leaves the caller
- * with none: installed descriptors could not be taken back.
+ * with none: installed descriptors could not be taken back. @files are
+ * the agent's fresh exports, references the caller gets or that are
+ * dropped; NULL for an arena whose own files are handed out.
  */
 static int kvpd_arena_give_fds(struct kvpd_ucmd *ucmd,
-			       const struct kvpd_arena *a)
+			       const struct kvpd_arena *a, struct file **files)
 {
 	struct kvpool_arena *cmd = ucmd->cmd;
 	struct kvpool_arena_fd *out;
@@ -276,7 +435,7 @@ static int kvpd_arena_give_fds(struct kvpd_ucmd *ucmd,
 		goto out_put;
 	/* The arena lives as long as the pool, which this client holds. */
 	for (i = 0; i < n; i++)
-		fd_install(out[i].out_fd,
+		fd_install(out[i].out_fd, files ? files[i] :
 			   get_file(a->chunk[cmd->first_chunk + i].file));
 	kfree(out);
 	return 0;
@@ -295,16 +454,18 @@ int kvpd_arena_ioctl(struct kvpd_ucmd *ucmd)
 	struct kvpd_dev *kd = kvpd_dev_of(pool);
 	const struct kvpd_arena *a;
 	bool fds = cmd->flags & KVPOOL_ARENA_FDS;
+	struct file **files;
+	u32 agent_pid, i;
 	int ret;
 
 	kvpd_arena_describe(NULL, cmd);
-	if (cmd->flags & ~KVPOOL_ARENA_FDS)
+	if (cmd->flags & ~(KVPOOL_ARENA_FDS | KVPOOL_ARENA_NOWAIT))
 		return -EOPNOTSUPP;
 	if (cmd->__reserved)
 		return -EINVAL;
 	if (!fds) {
 		if (cmd->first_chunk || cmd->count || cmd->fd_entry_len ||
-		    cmd->fds)
+		    cmd->fds || (cmd->flags & KVPOOL_ARENA_NOWAIT))
 			return -EINVAL;
 	} else {
 		ret = kvpd_check_len(cmd->fd_entry_len,
@@ -316,8 +477,10 @@ int kvpd_arena_ioctl(struct kvpd_ucmd *ucmd)
 	/* Set once, under this lock; it cannot go while we hold the pool. */
 	mutex_lock(&pool->lock);
 	a = kd->arena;
+	agent_pid = kvpd_agent_pid_locked(kd);
 	mutex_unlock(&pool->lock);
 	kvpd_arena_describe(a, cmd);
+	cmd->out_agent_pid = agent_pid;
 	if (!fds)
 		return 0;
 	if (!a)
@@ -325,5 +488,20 @@ int kvpd_arena_ioctl(struct kvpd_ucmd *ucmd)
 	if (cmd->first_chunk >= a->nr_chunks || !cmd->count ||
 	    cmd->count > a->nr_chunks - cmd->first_chunk)
 		return -EINVAL;
-	return kvpd_arena_give_fds(ucmd, a);
+	if (!(a->flags & KVPOOL_ARENA_SET_AGENT))
+		return kvpd_arena_give_fds(ucmd, a, NULL);
+
+	files = kcalloc(cmd->count, sizeof(*files), GFP_KERNEL_ACCOUNT);
+	if (!files)
+		return -ENOMEM;
+	ret = kvpd_agent_fetch(kd, a, cmd->first_chunk, cmd->count,
+			       cmd->flags & KVPOOL_ARENA_NOWAIT, files);
+	if (!ret)
+		ret = kvpd_arena_give_fds(ucmd, a, files);
+	/* Given to the caller's table, or to be dropped here. */
+	for (i = 0; ret && i < cmd->count; i++)
+		if (files[i])
+			fput(files[i]);
+	kfree(files);
+	return ret;
 }

@@ -319,12 +319,14 @@ static const struct kvpd_ioctl_op kvpd_ctl_ops[] = {
 		    struct kvpool_ctl_wmark, __reserved),
 	KVPD_CTL_OP(CTL_ARENA_SET, kvpd_ctl_arena_set_ioctl,
 		    struct kvpool_ctl_arena_set, __reserved),
+	KVPD_CTL_OP(CTL_AGENT, kvpd_ctl_agent_ioctl,
+		    struct kvpool_ctl_agent, out_fd),
 };
 
 static long kvpd_ctl_ioctl(struct file *file, unsigned int cmd,
 			   unsigned long arg)
 {
-	return kvpd_dispatch(NULL, kvpd_ctl_ops, ARRAY_SIZE(kvpd_ctl_ops),
+	return kvpd_dispatch(NULL, NULL, kvpd_ctl_ops, ARRAY_SIZE(kvpd_ctl_ops),
 			     KVPOOL_CMD_CTL_CREATE, cmd, arg);
 }
 

@@ -15,9 +15,12 @@
  *   kvpd_scratch.lock	one client file's ioctl buffer, held across one
  *			EXTEND or batch op, the pool lock inside it; only
  *			ever try-locked, so nothing waits for it
+ *			The table of chunk files (kvpd_chunks) and the
+ *			retired pools (kvpd_retired) too.
  *   kvpd_dev.core.lock	one pool: its core state, its clients, @dead,
- *			@nr_exports, the @arena pointer (written once) and
- *			its quarantines (@quarantines)
+ *			@nr_exports, the @arena pointer (written once),
+ *			its quarantines (@quarantines) and its GPU agent
+ *			and the agent's requests
  *   kvpd_users.lock	one client file's list of processes; taken with
  *			no other lock held
  *   (xarray locks)	kvpd_pools' own, and inside a pool lock the core's
@@ -59,7 +62,10 @@
  * the pool lock last still holds a reference, and the memory the mutex
  * lives in cannot be freed under its unlock. A quarantine's check
  * (kvpd_dev.scan_work) holds none: destroy cancels it, once no client is
- * left to add one, before dropping the table's.
+ * left to add one, before dropping the table's; or, if quarantines are
+ * left, retires the pool, and the retirement's own reference keeps the
+ * device until the check ends the last one (kvpd_retire_end()). The
+ * agent file holds one too.
  */
 #ifndef _KVPOOL_DRV_H
 #define _KVPOOL_DRV_H
@@ -79,25 +85,39 @@
 
 #define KVPD_MAX_POOLS		64
 
-/* One chunk of an arena: a file the pool holds a reference to. */
+/*
+ * One chunk of an arena: a file the pool holds a reference to, and its
+ * entry in the module's table of chunks (kvpd_chunks, kvpool_arena.c),
+ * keyed by what names its memory: @node and @key are protected by
+ * kvpd_pools_lock, the rest is fixed once the arena is set.
+ */
 struct kvpd_arena_chunk {
 	struct file *file;
 	u64 offset;		/* in the arena, bytes */
 	u64 bytes;
+	const void *key;	/* a memfd's inode, a CUDA export's file */
+	struct hlist_node node;	/* in kvpd_chunks while hashed */
 };
 
 /*
  * A pool's arena (kvpool_arena.c): fixed once set, freed with the pool's
  * device, so a client of the pool may use it without a lock once it has
- * read kvpd_dev.arena under the pool lock.
+ * read kvpd_dev.arena under the pool lock. Its chunks are in the table
+ * of chunks from the set until the pool's destroy, or, for a pool
+ * destroyed with pages in quarantine, until the last quarantine ends.
  */
 struct kvpd_arena {
 	u32 kind;		/* KVPOOL_ARENA_* */
 	u32 nr_chunks;
+	u32 flags;		/* KVPOOL_ARENA_SET_* */
+	bool hashed;		/* its chunks are in kvpd_chunks */
 	u64 page_bytes;
 	u64 bytes;		/* the chunks' sum */
+	struct file *device;	/* the GPU's device file it holds, or NULL */
 	struct kvpd_arena_chunk chunk[];
 };
+
+struct kvpd_agent;
 
 /* A pool device; see "Lifetime" above. */
 struct kvpd_dev {
@@ -117,6 +137,24 @@ struct kvpd_dev {
 	struct list_head quarantines;
 	struct delayed_work scan_work;
 	unsigned long scan_delay;	/* jiffies until the next check */
+	/*
+	 * Destroyed with pages in quarantine: off the pool table, on
+	 * kvpd_retired by @retired_link (kvpd_pools_lock), holding a
+	 * device reference and its chunks until the last quarantine ends.
+	 */
+	struct list_head retired_link;
+	bool retired;		/* set once, under core.lock and the table's */
+	/*
+	 * The GPU agent (kvpool_agent.c): @agent, @agent_queue (requests
+	 * no agent has taken, by kvpd_agent_req.link) and @agent_seq are
+	 * protected by core.lock. The agent polls @agent_wq; clients
+	 * waiting for answers sleep on @reply_wq.
+	 */
+	struct kvpd_agent *agent;
+	struct list_head agent_queue;
+	u64 agent_seq;
+	wait_queue_head_t agent_wq;
+	wait_queue_head_t reply_wq;
 };
 
 /*
@@ -191,14 +229,23 @@ extern dev_t kvpd_devt;		/* the first of KVPD_MAX_POOLS minors */
 /* Set once init can no longer fail: pools refuse opens before that. */
 extern bool kvpd_live;
 extern struct class kvpd_class;
+/* kvpool_sysfs.c: /sys/class/kvpool/ */
+extern const struct attribute_group *kvpd_class_groups[];
+
+/* Pools destroyed with pages in quarantine, by kvpd_dev.retired_link. */
+extern struct list_head kvpd_retired;
+/* The work of every pool's quarantine check: rmmod waits for it. */
+extern struct workqueue_struct *kvpd_wq;
 
 int kvpd_pool_create_tlocked(u32 id, u32 flags, u32 pages, u32 ptok,
 			     u32 rows, u32 rtok, struct pci_dev *gpu);
 int kvpd_pool_destroy_tlocked(u32 id);
+void kvpd_retire_end(struct kvpd_dev *kd);
 
 /* Per-call state of an ioctl: the user's struct and our copy of it. */
 struct kvpd_ucmd {
 	struct kvp_client *client;	/* NULL for control ops */
+	void *file_priv;		/* the agent file's, for its ops */
 	const void *data;		/* the op's kvpd_ioctl_op.data */
 	void __user *ubuffer;
 	u32 user_size;
@@ -227,6 +274,9 @@ union kvpd_ucmd_buffer {
 	struct kvpool_ctl_wmark wmark;
 	struct kvpool_ctl_create create;
 	struct kvpool_ctl_destroy destroy;
+	struct kvpool_ctl_agent agent;
+	struct kvpool_agent_request agent_request;
+	struct kvpool_agent_reply agent_reply;
 };
 
 #define KVPD_OP_ADMIN	BIT(0)	/* needs CAP_SYS_ADMIN */
@@ -266,9 +316,9 @@ struct kvpd_ioctl_op {
  * "Arrays").
  */
 #define KVPD_STACK_ARRAY	256
-long kvpd_dispatch(struct kvp_client *c, const struct kvpd_ioctl_op *ops,
-		   unsigned int nr_ops, unsigned int base,
-		   unsigned int cmd, unsigned long arg);
+long kvpd_dispatch(struct kvp_client *c, void *file_priv,
+		   const struct kvpd_ioctl_op *ops, unsigned int nr_ops,
+		   unsigned int base, unsigned int cmd, unsigned long arg);
 int kvpd_respond(struct kvpd_ucmd *ucmd);
 long kvpd_pool_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 
@@ -299,6 +349,18 @@ int kvpd_import_ioctl(struct kvpd_ucmd *ucmd);
 int kvpd_arena_ioctl(struct kvpd_ucmd *ucmd);
 int kvpd_ctl_arena_set_ioctl(struct kvpd_ucmd *ucmd);
 void kvpd_arena_free(struct kvpd_arena *a);
+void kvpd_arena_unhash_tlocked(struct kvpd_arena *a);
+bool kvpd_chunk_file_hashed_tlocked(struct file *file);
+int kvpd_arena_check_cuda(struct file *file);
+void kvpd_arena_retired_count_tlocked(u32 *pools, u32 *chunks);
+
+/* kvpool_agent.c: the pool's GPU agent */
+void kvpd_agent_init(struct kvpd_dev *kd);
+int kvpd_agent_fetch(struct kvpd_dev *kd, const struct kvpd_arena *a,
+		     u32 first, u32 count, bool nowait, struct file **files);
+u32 kvpd_agent_pid_locked(struct kvpd_dev *kd);
+void kvpd_agent_pool_dead(struct kvpd_dev *kd);
+int kvpd_ctl_agent_ioctl(struct kvpd_ucmd *ucmd);
 
 /* kvpool_quarantine.c: a dead client's pages */
 int kvpd_users_init(struct kvpd_users *u);

@@ -26,13 +26,13 @@
  * Unknown numbers are ENOTTY for everyone; only then are privileges
  * checked.
  */
-long kvpd_dispatch(struct kvp_client *c, const struct kvpd_ioctl_op *ops,
-		   unsigned int nr_ops, unsigned int base,
-		   unsigned int cmd, unsigned long arg)
+long kvpd_dispatch(struct kvp_client *c, void *file_priv,
+		   const struct kvpd_ioctl_op *ops, unsigned int nr_ops,
+		   unsigned int base, unsigned int cmd, unsigned long arg)
 {
 	union kvpd_ucmd_buffer buf;
 	const struct kvpd_ioctl_op *op;
-	struct kvpd_ucmd ucmd = { .client = c };
+	struct kvpd_ucmd ucmd = { .client = c, .file_priv = file_priv };
 	unsigned int nr = _IOC_NR(cmd);
 	int ret;
 
@@ -120,9 +120,9 @@ static int kvpd_info_ioctl(struct kvpd_ucmd *ucmd)
 	/* Geometry never changes after creation: no lock needed. */
 	cmd->out_abi_version = KVPOOL_ABI_VERSION;
 	cmd->out_pool_id = pool->id;
-	/* The core's ops, and the driver's own: files and cgroup paths. */
+	/* The core's ops, and the driver's own: files, cgroup paths, agents. */
 	cmd->out_features = KVP_CORE_FEATURES | KVPOOL_FEAT_ARENA |
-			    KVPOOL_FEAT_TENANT_PATH;
+			    KVPOOL_FEAT_TENANT_PATH | KVPOOL_FEAT_GPU_AGENT;
 	cmd->out_nr_pages = pool->nr_pages;
 	cmd->out_page_tokens = pool->page_tokens;
 	cmd->out_nr_rows = pool->nr_rows;
@@ -705,7 +705,7 @@ long kvpd_pool_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	u32 seq = READ_ONCE(c->pool->pressure_seq), now;
 	long ret;
 
-	ret = kvpd_dispatch(c, kvpd_pool_ops, ARRAY_SIZE(kvpd_pool_ops),
+	ret = kvpd_dispatch(c, NULL, kvpd_pool_ops, ARRAY_SIZE(kvpd_pool_ops),
 			    KVPOOL_CMD_INFO, cmd, arg);
 	/* The op may have raised someone's ask: let pollers look again. */
 	now = READ_ONCE(c->pool->pressure_seq);

@@ -23,7 +23,8 @@
  * lives): kvpool_ioctl.c has the dispatcher and the pool ioctls,
  * kvpool_uarray.c the copies of structs and arrays in and out,
  * kvpool_file.c the pool device's file operations, kvpool_exportfd.c
- * export files, kvpool_arena.c the pool's memory, kvpool_quarantine.c a
+ * export files, kvpool_arena.c the pool's memory, kvpool_agent.c the
+ * pool's GPU agent, kvpool_quarantine.c a
  * dead client's pages, kvpool_sysfs.c the pool figures, kvpool_ctl.c the
  * control device and kvpool_trace.[ch] the tracepoints. This file has
  * the module: its parameters, the pool table, and pool creation and
@@ -50,9 +51,13 @@ DEFINE_XARRAY_ALLOC(kvpd_pools);
 dev_t kvpd_devt;		/* the first of KVPD_MAX_POOLS minors */
 /* Set once init can no longer fail: pools refuse opens before that. */
 bool kvpd_live;
+/* see kvpd_dev.retired_link */
+LIST_HEAD(kvpd_retired);
+struct workqueue_struct *kvpd_wq;
 
 struct class kvpd_class = {
 	.name = "kvpool",
+	.class_groups = kvpd_class_groups,
 };
 
 static unsigned int nr_pages = 65536;
@@ -109,6 +114,8 @@ int kvpd_pool_create_tlocked(u32 id, u32 flags, u32 pages, u32 ptok,
 	}
 	init_waitqueue_head(&kd->wq);
 	kvpd_quarantines_init(kd);
+	kvpd_agent_init(kd);
+	INIT_LIST_HEAD(&kd->retired_link);
 	/* The core tests its own flags only; INFO and sysfs report all. */
 	if (gpu)
 		kd->core.flags |= KVPOOL_CREATE_GPU;
@@ -168,11 +175,13 @@ static int kvpd_pool_create(u32 flags, u32 pages, u32 ptok, u32 rows,
 int kvpd_pool_destroy_tlocked(u32 id)
 {
 	struct kvpd_dev *kd;
+	bool retire;
 
 	lockdep_assert_held(&kvpd_pools_lock);
 	kd = id < KVPD_MAX_POOLS ? xa_load(&kvpd_pools, id) : NULL;
 	if (!kd)
 		return -ENODEV;
+	retire = false;
 
 	/*
 	 * An open joins under the pool lock and fails once @dead is set;
@@ -184,15 +193,87 @@ int kvpd_pool_destroy_tlocked(u32 id)
 		return -EBUSY;
 	}
 	kd->dead = true;
+	/*
+	 * No client is left to quarantine more. Pages still quarantined
+	 * may be written by their processes through their own mappings:
+	 * the arena's memory stays this pool's, retired, until they are
+	 * gone (docs/gpu-agent.md).
+	 */
+	retire = !list_empty(&kd->quarantines);
+	if (retire) {
+		kd->retired = true;
+		list_add_tail(&kd->retired_link, &kvpd_retired);
+		get_device(&kd->dev);	/* the retirement's */
+		pr_info("pool %u destroyed with %u pages in quarantine: %u chunks held until its writers exit\n",
+			id, kd->core.quarantine_pages,
+			kd->arena ? kd->arena->nr_chunks : 0);
+	}
 	mutex_unlock(&kd->core.lock);
-	/* No client is left to quarantine more. */
-	kvpd_quarantines_drain(kd);
+	kvpd_agent_pool_dead(kd);
+	if (!retire) {
+		kvpd_quarantines_drain(kd);
+		kvpd_arena_unhash_tlocked(kd->arena);
+	}
 
 	/* Waits for sysfs readers; an opener in flight holds its own ref. */
 	cdev_device_del(&kd->cdev, &kd->dev);
 	xa_erase(&kvpd_pools, id);
 	put_device(&kd->dev);	/* the table's */
 	return 0;
+}
+
+/**
+ * kvpd_retire_end() - a retired pool's last quarantine ended: let it go
+ * @kd: the pool, destroyed with pages in quarantine
+ *
+ * Its chunks leave the table, so the memory may be given to a pool
+ * again, and the retirement's device reference goes. Whoever takes @kd
+ * off kvpd_retired does this, once: the quarantine check that found it
+ * done, or rmmod.
+ *
+ * Context: process context, no lock held; the pool's last reference may
+ * go here.
+ */
+void kvpd_retire_end(struct kvpd_dev *kd)
+{
+	bool mine;
+
+	mutex_lock(&kvpd_pools_lock);
+	mine = !list_empty(&kd->retired_link);
+	if (mine) {
+		list_del_init(&kd->retired_link);
+		kvpd_arena_unhash_tlocked(kd->arena);
+	}
+	mutex_unlock(&kvpd_pools_lock);
+	if (!mine)
+		return;
+	pr_info("pool %u's chunks released: its quarantine ended\n",
+		kd->core.id);
+	put_device(&kd->dev);
+}
+
+/*
+ * rmmod: the module's memory goes, so every retirement ends now, as
+ * destroy drains quarantines. The processes keep their own mappings.
+ */
+static void kvpd_retired_drain_all(void)
+{
+	struct kvpd_dev *kd;
+
+	for (;;) {
+		mutex_lock(&kvpd_pools_lock);
+		kd = list_first_entry_or_null(&kvpd_retired, struct kvpd_dev,
+					      retired_link);
+		if (kd)
+			get_device(&kd->dev);
+		mutex_unlock(&kvpd_pools_lock);
+		if (!kd)
+			return;
+		/* Ends the quarantines; its check may end the retirement. */
+		kvpd_quarantines_drain(kd);
+		kvpd_retire_end(kd);
+		put_device(&kd->dev);
+	}
 }
 
 static void kvpd_pool_destroy_all(void)
@@ -243,9 +324,13 @@ static int __init kvpool_init(void)
 		if (ret)
 			return ret;
 	}
+	/* The quarantine checks', so that rmmod can wait for them all. */
+	kvpd_wq = alloc_workqueue("kvpool", 0, 0);
+	if (!kvpd_wq)
+		return -ENOMEM;
 	ret = class_register(&kvpd_class);
 	if (ret)
-		return ret;
+		goto out_wq;
 	ret = alloc_chrdev_region(&kvpd_devt, 0, KVPD_MAX_POOLS, "kvpool");
 	if (ret)
 		goto out_class;
@@ -273,6 +358,8 @@ out_region:
 	unregister_chrdev_region(kvpd_devt, KVPD_MAX_POOLS);
 out_class:
 	class_unregister(&kvpd_class);
+out_wq:
+	destroy_workqueue(kvpd_wq);
 	return ret;
 }
 
@@ -280,6 +367,9 @@ static void __exit kvpool_exit(void)
 {
 	misc_deregister(&kvpd_ctl_misc);
 	kvpd_pool_destroy_all();
+	kvpd_retired_drain_all();
+	/* A check that ended a retirement may still be returning. */
+	destroy_workqueue(kvpd_wq);
 	xa_destroy(&kvpd_pools);
 	unregister_chrdev_region(kvpd_devt, KVPD_MAX_POOLS);
 	class_unregister(&kvpd_class);

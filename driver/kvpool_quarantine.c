@@ -208,7 +208,7 @@ void kvpd_pool_file_release(struct kvpd_pool_file *pf)
 		if (pf->quarantine.nr) {
 			list_add_tail(&pf->quarantine_link, &kd->quarantines);
 			kd->scan_delay = msecs_to_jiffies(KVPD_SCAN_FIRST_MS);
-			mod_delayed_work(system_wq, &kd->scan_work,
+			mod_delayed_work(kvpd_wq, &kd->scan_work,
 					 kd->scan_delay);
 			held = true;
 		}
@@ -232,6 +232,7 @@ static void kvpd_quarantine_scan(struct work_struct *work)
 					   struct kvpd_dev, scan_work);
 	struct kvpd_pool_file *pf, *next;
 	LIST_HEAD(done);
+	bool ended;
 	u32 seq;
 
 	mutex_lock(&kd->core.lock);
@@ -248,14 +249,22 @@ static void kvpd_quarantine_scan(struct work_struct *work)
 	if (!list_empty(&kd->quarantines)) {
 		kd->scan_delay = min_t(unsigned long, 2 * kd->scan_delay,
 				       msecs_to_jiffies(KVPD_SCAN_MAX_MS));
-		queue_delayed_work(system_wq, &kd->scan_work, kd->scan_delay);
+		queue_delayed_work(kvpd_wq, &kd->scan_work, kd->scan_delay);
 	}
+	/*
+	 * Only a retired pool's end takes the table's lock here: a destroy
+	 * that drains (holding it) never has a retired pool to wait for.
+	 */
+	ended = kd->retired && list_empty(&kd->quarantines);
 	mutex_unlock(&kd->core.lock);
 	/* Pages are free again: pollers' asks may have changed. */
 	if (READ_ONCE(kd->core.pressure_seq) != seq)
 		wake_up_interruptible_all(&kd->wq);
 	list_for_each_entry_safe(pf, next, &done, quarantine_link)
 		kvpd_pool_file_free(pf);
+	/* May drop the pool's last reference: @kd is not touched after. */
+	if (ended)
+		kvpd_retire_end(kd);
 }
 
 void kvpd_quarantines_init(struct kvpd_dev *kd)

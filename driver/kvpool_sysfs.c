@@ -189,3 +189,51 @@ const struct attribute_group *kvpd_pool_groups[] = {
 	&kvpd_pool_group,
 	NULL,
 };
+
+/*
+ * /sys/class/kvpool/: pools destroyed with pages in quarantine, whose
+ * chunks stay held until those pages' writers are gone, and their
+ * chunks (docs/gpu-agent.md). KVPD_CLASS_CONST is const where the
+ * kernel's class attributes take const pointers (Kbuild finds out).
+ */
+
+static ssize_t kvpd_retired_show(char *buf, bool chunks)
+{
+	u32 pools, nr_chunks;
+
+	mutex_lock(&kvpd_pools_lock);
+	kvpd_arena_retired_count_tlocked(&pools, &nr_chunks);
+	mutex_unlock(&kvpd_pools_lock);
+	return sysfs_emit(buf, "%u\n", chunks ? nr_chunks : pools);
+}
+
+static ssize_t retired_pools_show(KVPD_CLASS_CONST struct class *class,
+				  KVPD_CLASS_CONST struct class_attribute *attr,
+				  char *buf)
+{
+	return kvpd_retired_show(buf, false);
+}
+static CLASS_ATTR_RO(retired_pools);
+
+static ssize_t retired_chunks_show(KVPD_CLASS_CONST struct class *class,
+				   KVPD_CLASS_CONST struct class_attribute *attr,
+				   char *buf)
+{
+	return kvpd_retired_show(buf, true);
+}
+static CLASS_ATTR_RO(retired_chunks);
+
+static struct attribute *kvpd_class_attrs[] = {
+	&class_attr_retired_pools.attr,
+	&class_attr_retired_chunks.attr,
+	NULL,
+};
+
+static const struct attribute_group kvpd_class_group = {
+	.attrs = kvpd_class_attrs,
+};
+
+const struct attribute_group *kvpd_class_groups[] = {
+	&kvpd_class_group,
+	NULL,
+};

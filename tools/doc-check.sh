@@ -293,7 +293,8 @@ else
 fi
 
 # The test library's first unknown numbers name the last command of each
-# block (pool ops below KVPOOL_CMD_CTL_CREATE, control ops from it).
+# block (pool ops below KVPOOL_CMD_CTL_CREATE, control ops from it, the
+# agent file's from KVPOOL_CMD_AGENT_RECV).
 kvptest=selftests/lib/kvptest.h
 last_pool=$(perl -ne '
 	$ctl = 1 if /^\s*KVPOOL_CMD_CTL_CREATE\b/;
@@ -301,13 +302,17 @@ last_pool=$(perl -ne '
 	END { print $l }' "$uapi")
 last_ctl=$(perl -ne '$l = $1 if /^\s*(KVPOOL_CMD_CTL_\w+)\b/;
 	END { print $l }' "$uapi")
+last_agent=$(perl -ne '$l = $1 if /^\s*(KVPOOL_CMD_AGENT_\w+)\b/;
+	END { print $l }' "$uapi")
 out=""
 grep -qE "^#define\s+KT_POOL_CMD_END\s+\($last_pool \+ 1\)" "$kvptest" ||
 	out+="  $kvptest: KT_POOL_CMD_END is not ($last_pool + 1)"$'\n'
 grep -qE "^#define\s+KT_CTL_CMD_END\s+\($last_ctl \+ 1\)" "$kvptest" ||
 	out+="  $kvptest: KT_CTL_CMD_END is not ($last_ctl + 1)"$'\n'
+grep -qE "^#define\s+KT_AGENT_CMD_END\s+\($last_agent \+ 1\)" "$kvptest" ||
+	out+="  $kvptest: KT_AGENT_CMD_END is not ($last_agent + 1)"$'\n'
 verdict "$out" "ops: the tests' first unknown numbers are not past the last commands" \
-	"ops: KT_POOL_CMD_END, KT_CTL_CMD_END follow $last_pool, $last_ctl"
+	"ops: KT_POOL_CMD_END, KT_CTL_CMD_END, KT_AGENT_CMD_END follow $last_pool, $last_ctl, $last_agent"
 
 # The ABI version the tools' checks expect is the header's.
 abi=$(perl -ne 'print "$1\n" if /^#define\s+KVPOOL_ABI_VERSION\s+(\d+)/' "$uapi")

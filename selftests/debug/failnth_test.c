@@ -57,6 +57,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -122,6 +123,11 @@ struct ctx {
 	int xfd;		/* an export file, or -1 */
 	int mfd;		/* a memfd for the arena, or -1 */
 	int afd;		/* a descriptor ARENA gave, or -1 */
+	int pty;		/* a fake CUDA export (a pty master), or -1 */
+	int agfd;		/* the pool's agent file, or -1 */
+	pid_t waiter;		/* a client waiting in ARENA, or 0 */
+	__u64 req_id;		/* the request the agent took, or 0 */
+	bool answered;		/* the waiter got its file and exits */
 	int xrow;		/* the letter the export file holds */
 	struct row r[NR_LETTERS];
 	__u32 cache[G_PAGES];	/* the client's prefix-cache pages */
@@ -723,6 +729,111 @@ static int st_arena_fds(struct ctx *c)
 #define HAVE_ARENA 0
 #endif
 
+#ifdef KVPOOL_CTL_AGENT
+/*
+ * The GPU agent's ops (docs/gpu-agent.md) on a pool for the guest's GPU
+ * whose arena is one fake CUDA export under the module's fake_cuda hook
+ * (set by prepare()). Setup: the pool, the export, a client of it
+ * forked to wait in ARENA so that a request is queued.
+ */
+static int st_create_gpu(struct ctx *c)
+{
+	int e = -kt_create_gpu_pool(c->ctl, G_PAGES, &c->id);
+
+	if (!e)
+		c->pool = true;
+	return e;
+}
+
+static int st_pty(struct ctx *c)
+{
+	c->pty = kt_fake_export();
+	return c->pty < 0 ? errno : 0;
+}
+
+static int st_arena_set_agent(struct ctx *c)
+{
+	struct kvpool_arena_chunk ch = {
+		.fd = c->pty, .bytes = (__u64)G_PAGES * 4096,
+	};
+	struct kvpool_ctl_arena_set a = {
+		.size = sizeof(a), .flags = KVPOOL_ARENA_SET_AGENT,
+		.pool_id = c->id, .kind = KVPOOL_ARENA_CUDA,
+		.page_bytes = 4096, .nr_chunks = 1,
+		.chunk_entry_len = sizeof(ch), .chunks = kt_ptr(&ch),
+	};
+
+	return xioctl(c->ctl, KVPOOL_CTL_ARENA_SET, &a);
+}
+
+static int st_agent(struct ctx *c)
+{
+	struct kvpool_ctl_agent a = { .size = sizeof(a), .pool_id = c->id };
+	int e = xioctl(c->ctl, KVPOOL_CTL_AGENT, &a);
+
+	if (!e)
+		c->agfd = a.out_fd;
+	return e;
+}
+
+/* Setup: a client process that waits in ARENA; its request is queued. */
+static int st_waiter(struct ctx *c)
+{
+	struct pollfd p = { .fd = c->agfd, .events = POLLIN };
+
+	c->waiter = fork();
+	if (c->waiter < 0)
+		return errno;
+	if (!c->waiter) {
+		struct kvpool_arena_fd f;
+		struct kvpool_arena a = {
+			.size = sizeof(a), .flags = KVPOOL_ARENA_FDS,
+			.count = 1, .fd_entry_len = sizeof(f),
+			.fds = kt_ptr(&f),
+		};
+		int fd = open(c->path, O_RDWR | O_CLOEXEC);
+
+		close(c->agfd);
+		_exit(fd < 0 || ioctl(fd, KVPOOL_ARENA, &a) ? 1 : 0);
+	}
+	return poll(&p, 1, 10000) == 1 ? 0 : ETIMEDOUT;
+}
+
+static int st_agent_recv(struct ctx *c)
+{
+	struct kvpool_agent_request r = { .size = sizeof(r), .out_fd = -1 };
+	int e = xioctl(c->agfd, KVPOOL_AGENT_RECV, &r);
+
+	if (!e) {
+		c->req_id = r.out_id;
+		c->afd = r.out_fd;
+	}
+	return e;
+}
+
+/* Answers with a fresh export (a second pty, made before arming). */
+static int st_agent_reply(struct ctx *c)
+{
+	struct kvpool_agent_reply r = {
+		.size = sizeof(r), .id = c->req_id, .fd = c->mfd,
+	};
+	int e = xioctl(c->agfd, KVPOOL_AGENT_REPLY, &r);
+
+	if (!e)
+		c->answered = true;
+	return e;
+}
+
+static int st_fresh(struct ctx *c)
+{
+	c->mfd = kt_fake_export();
+	return c->mfd < 0 ? errno : 0;
+}
+#define HAVE_AGENT 1
+#else
+#define HAVE_AGENT 0
+#endif
+
 /* ---- sequences ------------------------------------------------------- */
 
 struct step {
@@ -741,6 +852,8 @@ struct step {
 #define ARMED_P(f)	{ #f + 3, f, true, KVPOOL_FEAT_PRESSURE }
 #define SETUP_M(f)	{ #f + 3, f, false, KVPOOL_FEAT_ARENA }
 #define ARMED_M(f)	{ #f + 3, f, true, KVPOOL_FEAT_ARENA }
+#define SETUP_G(f)	{ #f + 3, f, false, KVPOOL_FEAT_GPU_AGENT }
+#define ARMED_G(f)	{ #f + 3, f, true, KVPOOL_FEAT_GPU_AGENT }
 
 /* The common start: a pool, a client, three rows with pages. */
 #define ROWS_SETUP \
@@ -1035,6 +1148,21 @@ static void finish(struct __test_metadata *_metadata, struct ctx *c)
 		EXPECT_EQ(0, close(c->afd));
 		c->afd = -1;
 	}
+	/* A waiter still waits unless it was answered: it is a client. */
+	if (c->waiter > 0) {
+		if (!c->answered)
+			kill(c->waiter, SIGKILL);
+		EXPECT_EQ(c->waiter, waitpid(c->waiter, NULL, 0));
+		c->waiter = 0;
+	}
+	if (c->agfd >= 0) {
+		EXPECT_EQ(0, close(c->agfd));
+		c->agfd = -1;
+	}
+	if (c->pty >= 0) {
+		EXPECT_EQ(0, close(c->pty));
+		c->pty = -1;
+	}
 	if (c->pool) {
 		fd = open(c->path, O_RDWR | O_CLOEXEC);
 		EXPECT_LE(0, fd) {
@@ -1077,6 +1205,8 @@ static void ctx_init(struct ctx *c, int ctl)
 	c->xfd = -1;
 	c->mfd = -1;
 	c->afd = -1;
+	c->pty = -1;
+	c->agfd = -1;
 	c->expect_id = lowest_free_id();
 }
 
@@ -1238,13 +1368,22 @@ FIXTURE(failnth) {
 	const char *skip;
 };
 
+/* The fake CUDA driver's files stand in for NVIDIA's (fake_cuda). */
+static int old_fake_cuda = -1;
+
 FIXTURE_SETUP(failnth)
 {
 	self->skip = prepare();
+	if (!self->skip && (features & KVPOOL_FEAT_GPU_AGENT)) {
+		old_fake_cuda = kt_fake_cuda(1);
+		ASSERT_LE(0, old_fake_cuda);
+	}
 }
 
 FIXTURE_TEARDOWN(failnth)
 {
+	if (old_fake_cuda >= 0)
+		kt_fake_cuda(old_fake_cuda);
 	if (nth_fd >= 0)
 		close(nth_fd);
 }
@@ -1314,6 +1453,18 @@ SEQ(arena_set, SETUP(st_create), SETUP(st_open), SETUP_M(st_memfd),
     ARMED_M(st_arena_set))
 SEQ(arena_fds, SETUP(st_create), SETUP(st_open), SETUP_M(st_memfd),
     SETUP_M(st_arena_set), ARMED_M(st_arena_fds))
+#endif
+#if HAVE_AGENT
+SEQ(arena_set_agent, SETUP_G(st_create_gpu), SETUP(st_open), SETUP_G(st_pty),
+    ARMED_G(st_arena_set_agent))
+SEQ(ctl_agent, SETUP_G(st_create_gpu), SETUP_G(st_pty),
+    SETUP_G(st_arena_set_agent), ARMED_G(st_agent))
+SEQ(agent_recv, SETUP_G(st_create_gpu), SETUP_G(st_pty),
+    SETUP_G(st_arena_set_agent), SETUP_G(st_agent), SETUP_G(st_waiter),
+    ARMED_G(st_agent_recv))
+SEQ(agent_reply, SETUP_G(st_create_gpu), SETUP_G(st_pty),
+    SETUP_G(st_arena_set_agent), SETUP_G(st_agent), SETUP_G(st_waiter),
+    SETUP_G(st_agent_recv), SETUP_G(st_fresh), ARMED_G(st_agent_reply))
 #endif
 /*
  * Everything in one run, armed from the first step to the last: each

@@ -23,6 +23,8 @@
  */
 #include "kvptest_tenant.h"
 
+#include <poll.h>
+
 #define BIG_PAGES 3
 
 FIXTURE(abi) {
@@ -47,6 +49,19 @@ FIXTURE(abi) {
 	struct kvpool_tenant_info tinfo[4];	/* CTL_TENANT_LIST's array */
 	int arena_fd;			/* CTL_ARENA_SET's memfd, or -1 */
 	struct kvpool_arena_chunk chunk[1];	/* and its chunk */
+	/*
+	 * CTL_AGENT and the agent file's ops: a GPU pool whose arena is
+	 * one fake CUDA export (a pty master) handed out by an agent, the
+	 * agent file, and clients blocked in ARENA on it, for requests.
+	 */
+	bool gpu_made;
+	__u32 gpu_pool;
+	int gpu_master;
+	int old_hook;
+	int agent;
+	int nwait;
+	pid_t waiter[64];
+	int fresh;			/* AGENT_REPLY's export, or -1 */
 };
 
 typedef void (*abi_prepare_fn)(struct __test_metadata *_metadata,
@@ -59,6 +74,7 @@ struct abi_op {
 	__u32 min_size;		/* sizeof in the op's first release */
 	__u32 ksize;		/* sizeof the struct this kernel knows */
 	bool ctl;		/* issued on /dev/kvpool-control */
+	bool agent;		/* issued on an agent file */
 	int reserved_off;	/* a must-be-zero __u32, or -1 */
 	__u32 bad_flag;		/* the lowest flag bit the op does not know */
 	abi_prepare_fn prepare;	/* write a valid struct (size = sizeof) */
@@ -436,11 +452,122 @@ static void prep_ctl_arena_set(struct __test_metadata *_metadata,
 	memcpy(buf, &s, sizeof(s));
 }
 
+/* The GPU pool with its agent arena, made once per test. */
+static void abi_gpu_pool(struct __test_metadata *_metadata,
+			 FIXTURE_DATA(abi) *self)
+{
+	struct kvpool_arena_chunk ch = { .bytes = 16 * KT_PAGE_SIZE };
+	struct kvpool_ctl_arena_set s = {
+		.size = sizeof(s), .flags = KVPOOL_ARENA_SET_AGENT,
+		.kind = KVPOOL_ARENA_CUDA, .page_bytes = KT_PAGE_SIZE,
+		.nr_chunks = 1, .chunk_entry_len = sizeof(ch),
+		.chunks = kt_ptr(&ch),
+	};
+	int ret;
+
+	if (self->gpu_made)
+		return;
+	self->old_hook = kt_fake_cuda(1);
+	ASSERT_LE(0, self->old_hook) TH_LOG("no fake_cuda parameter");
+	ret = kt_create_gpu_pool(self->pool.ctl, 16, &self->gpu_pool);
+	ASSERT_EQ(0, ret) TH_LOG("a GPU pool: %s", strerror(-ret));
+	self->gpu_made = true;
+	self->gpu_master = kt_fake_export();
+	ASSERT_LE(0, self->gpu_master);
+	ch.fd = self->gpu_master;
+	s.pool_id = self->gpu_pool;
+	ASSERT_EQ(0, kt_ioctl(self->pool.ctl, KVPOOL_CTL_ARENA_SET, &s));
+}
+
+/*
+ * The agent file, attached, with a request waiting on it: a client is
+ * forked to ask (it waits in ARENA until answered or killed) unless one
+ * waits already.
+ */
+static void abi_agent_request(struct __test_metadata *_metadata,
+			      FIXTURE_DATA(abi) *self)
+{
+	struct kvpool_ctl_agent a = { .size = sizeof(a) };
+	struct pollfd p = { .events = POLLIN };
+	pid_t pid;
+
+	abi_gpu_pool(_metadata, self);
+	if (self->agent < 0) {
+		a.pool_id = self->gpu_pool;
+		ASSERT_EQ(0, kt_ioctl(self->pool.ctl, KVPOOL_CTL_AGENT, &a));
+		self->agent = a.out_fd;
+	}
+	p.fd = self->agent;
+	if (poll(&p, 1, 0) == 1)
+		return;
+	ASSERT_GT(64, self->nwait);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct kvpool_arena_fd f;
+		struct kvpool_arena r = {
+			.size = sizeof(r), .flags = KVPOOL_ARENA_FDS,
+			.count = 1, .fd_entry_len = sizeof(f),
+			.fds = kt_ptr(&f),
+		};
+		int fd = kt_open_id(self->gpu_pool, O_RDWR | O_CLOEXEC);
+
+		close(self->agent);
+		_exit(fd < 0 ? 1 : kt_ioctl(fd, KVPOOL_ARENA, &r) ? 2 : 0);
+	}
+	self->waiter[self->nwait++] = pid;
+	ASSERT_EQ(1, poll(&p, 1, 10000));
+}
+
+static void prep_ctl_agent(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(abi) *self, void *buf)
+{
+	struct kvpool_ctl_agent s = { .size = sizeof(s) };
+
+	abi_gpu_pool(_metadata, self);
+	/* One agent at a time: the last call's file must go first. */
+	if (self->agent >= 0) {
+		close(self->agent);
+		self->agent = -1;
+	}
+	s.pool_id = self->gpu_pool;
+	memcpy(buf, &s, sizeof(s));
+}
+
+static void prep_agent_recv(struct __test_metadata *_metadata,
+			    FIXTURE_DATA(abi) *self, void *buf)
+{
+	struct kvpool_agent_request s = { .size = sizeof(s) };
+
+	abi_agent_request(_metadata, self);
+	memcpy(buf, &s, sizeof(s));
+}
+
+/* A request taken and a fresh export to answer it with. */
+static void prep_agent_reply(struct __test_metadata *_metadata,
+			     FIXTURE_DATA(abi) *self, void *buf)
+{
+	struct kvpool_agent_request r = { .size = sizeof(r) };
+	struct kvpool_agent_reply s = { .size = sizeof(s) };
+
+	abi_agent_request(_metadata, self);
+	ASSERT_EQ(0, kt_ioctl(self->agent, KVPOOL_AGENT_RECV, &r));
+	close(r.out_fd);
+	if (self->fresh < 0)
+		self->fresh = kt_fake_export();
+	ASSERT_LE(0, self->fresh);
+	s.id = r.out_id;
+	s.fd = self->fresh;
+	memcpy(buf, &s, sizeof(s));
+}
+
 #define OP_KMIN(_name, _cmd, _type, _min, _ksize, _ctl, _roff, _bad, _prep) \
 	static const struct abi_op op_##_name = {			\
 		.name = #_name, .cmd = _cmd, .size = sizeof(_type),	\
 		.min_size = _min, .ksize = _ksize,			\
 		.ctl = _ctl, .reserved_off = _roff, .bad_flag = _bad,	\
+		.agent = (_cmd) == KVPOOL_AGENT_RECV ||			\
+			 (_cmd) == KVPOOL_AGENT_REPLY,			\
 		.prepare = _prep,					\
 	};								\
 	FIXTURE_VARIANT_ADD(abi, _name) { .op = &op_##_name }
@@ -552,11 +679,27 @@ OP_MIN(ctl_tenant_list, KVPOOL_CTL_TENANT_LIST, struct kvpool_ctl_tenant_list,
        prep_tenant_list);
 OP(ctl_set_wmark, KVPOOL_CTL_SET_WMARK, struct kvpool_ctl_wmark, true,
    ROFF(struct kvpool_ctl_wmark), 1, prep_set_wmark);
-/* Bit 0 is KVPOOL_ARENA_FDS. */
-OP(arena, KVPOOL_ARENA, struct kvpool_arena, false,
-   ROFF(struct kvpool_arena), KVPOOL_ARENA_FDS << 1, prep_arena);
-OP(ctl_arena_set, KVPOOL_CTL_ARENA_SET, struct kvpool_ctl_arena_set, true,
-   ROFF(struct kvpool_ctl_arena_set), 1, prep_ctl_arena_set);
+/* The agent ops have no reserved field and no flag yet. */
+OP(ctl_agent, KVPOOL_CTL_AGENT, struct kvpool_ctl_agent, true, -1, 1,
+   prep_ctl_agent);
+OP(agent_recv, KVPOOL_AGENT_RECV, struct kvpool_agent_request, false, -1, 1,
+   prep_agent_recv);
+OP(agent_reply, KVPOOL_AGENT_REPLY, struct kvpool_agent_reply, false, -1, 1,
+   prep_agent_reply);
+/* Bits 0-1 are FDS and NOWAIT; ABI 3 adds out_set_flags and on. */
+OP_MIN(arena, KVPOOL_ARENA, struct kvpool_arena,
+       offsetof(struct kvpool_arena, out_set_flags), false,
+       ROFF(struct kvpool_arena), KVPOOL_ARENA_NOWAIT << 1, prep_arena);
+/* Bits 0-1 are DEVICE and AGENT; ABI 3 adds device_fd and on. */
+OP_MIN(ctl_arena_set, KVPOOL_CTL_ARENA_SET, struct kvpool_ctl_arena_set,
+       offsetof(struct kvpool_ctl_arena_set, device_fd), true,
+       ROFF(struct kvpool_ctl_arena_set), KVPOOL_ARENA_SET_AGENT << 1,
+       prep_ctl_arena_set);
+OP_MIN(ctl_arena_set_reserved2, KVPOOL_CTL_ARENA_SET,
+       struct kvpool_ctl_arena_set,
+       offsetof(struct kvpool_ctl_arena_set, device_fd), true,
+       (int)offsetof(struct kvpool_ctl_arena_set, __reserved2),
+       KVPOOL_ARENA_SET_AGENT << 1, prep_ctl_arena_set);
 
 FIXTURE_SETUP(abi)
 {
@@ -570,6 +713,13 @@ FIXTURE_SETUP(abi)
 	self->guard = kt_map_guarded();
 	ASSERT_NE(NULL, self->guard);
 	self->arena_fd = -1;
+	self->gpu_master = -1;
+	self->agent = -1;
+	self->fresh = -1;
+	self->old_hook = -1;
+	/* Every call of an agent op, a bad one too, needs the file. */
+	if (variant->op->agent)
+		abi_agent_request(_metadata, self);
 }
 
 FIXTURE_TEARDOWN(abi)
@@ -578,6 +728,20 @@ FIXTURE_TEARDOWN(abi)
 
 	if (self->arena_fd >= 0)
 		close(self->arena_fd);
+	for (i = 0; i < self->nwait; i++) {
+		kill(self->waiter[i], SIGKILL);
+		waitpid(self->waiter[i], NULL, 0);
+	}
+	if (self->agent >= 0)
+		close(self->agent);
+	if (self->fresh >= 0)
+		close(self->fresh);
+	if (self->gpu_made)
+		EXPECT_EQ(0, kt_destroy(self->pool.ctl, self->gpu_pool));
+	if (self->gpu_master >= 0)
+		close(self->gpu_master);
+	if (self->old_hook >= 0)
+		kt_fake_cuda(self->old_hook);
 	for (i = 0; i < self->nextra; i++) {
 		int ret = kt_destroy(self->pool.ctl, self->extra[i]);
 
@@ -602,7 +766,8 @@ static void abi_prep(struct __test_metadata *_metadata,
 static int abi_call(FIXTURE_DATA(abi) *self,
 		    const FIXTURE_VARIANT(abi) *variant, void *arg)
 {
-	return kt_ioctl(variant->op->ctl ? self->pool.ctl : self->fd,
+	return kt_ioctl(variant->op->agent ? self->agent :
+			variant->op->ctl ? self->pool.ctl : self->fd,
 			variant->op->cmd, arg);
 }
 
@@ -615,6 +780,18 @@ static void abi_after_ok(struct __test_metadata *_metadata,
 		__u32 id = ((struct kvpool_ctl_create *)buf)->out_pool_id;
 
 		EXPECT_EQ(0, kt_destroy(self->pool.ctl, id));
+	} else if (variant->op->cmd == KVPOOL_CTL_AGENT) {
+		self->agent = ((struct kvpool_ctl_agent *)buf)->out_fd;
+		EXPECT_LE(0, self->agent);
+	} else if (variant->op->cmd == KVPOOL_AGENT_RECV) {
+		struct kvpool_agent_request *r = buf;
+		struct kvpool_agent_reply y = {
+			.size = sizeof(y), .id = r->out_id, .error = EIO,
+		};
+
+		/* The client is answered (EIO) and exits. */
+		EXPECT_EQ(0, close(r->out_fd));
+		EXPECT_EQ(0, kt_ioctl(self->agent, KVPOOL_AGENT_REPLY, &y));
 	} else if (variant->op->cmd == KVPOOL_EXPORT) {
 		int fd = ((struct kvpool_export *)buf)->out_fd;
 
@@ -952,6 +1129,22 @@ static void abi_no_reserved(struct __test_metadata *_metadata,
 		/* The fixture's own client made one tenant. */
 		EXPECT_LE(1, v);
 		EXPECT_GE(ARRAY_SIZE(self->tinfo), v);
+	} else if (cmd == KVPOOL_CTL_AGENT || cmd == KVPOOL_AGENT_RECV) {
+		/* The fd's word is an output: junk there is overwritten. */
+		size_t off = cmd == KVPOOL_CTL_AGENT ?
+			     offsetof(struct kvpool_ctl_agent, out_fd) :
+			     offsetof(struct kvpool_agent_request, out_fd);
+
+		memcpy(buf + off, &junk, 4);
+		ASSERT_EQ(0, abi_call(self, variant, buf));
+		memcpy(&v, buf + off, 4);
+		EXPECT_GT(1024, v);
+		abi_after_ok(_metadata, self, variant, buf);
+	} else if (cmd == KVPOOL_AGENT_REPLY) {
+		/* Every word is an input, and none is written back. */
+		memcpy(copy, buf, variant->op->size);
+		ASSERT_EQ(0, abi_call(self, variant, buf));
+		EXPECT_EQ(0, memcmp(copy, buf, variant->op->size));
 	} else {
 		size_t off = offsetof(struct kvpool_batch, out_error_index);
 
@@ -1069,8 +1262,8 @@ TEST_F(info, geometry)
 	EXPECT_EQ(sizeof(i), i.size);
 	EXPECT_EQ(0, i.flags);
 	EXPECT_EQ(KVPOOL_ABI_VERSION, i.out_abi_version);
-	/* 1 was the first release; 2 added the arena. */
-	EXPECT_EQ(2, i.out_abi_version);
+	/* 1 was the first release; 2 added the arena; 3 the GPU agent. */
+	EXPECT_EQ(3, i.out_abi_version);
 	EXPECT_EQ(self->pool.id, i.out_pool_id);
 	EXPECT_EQ(variant->nr_pages, i.out_nr_pages);
 	EXPECT_EQ(variant->page_tokens, i.out_page_tokens);
@@ -1094,7 +1287,7 @@ TEST_F(info, features)
 			   KVPOOL_FEAT_PREFIX_CACHE | KVPOOL_FEAT_SWA |
 			   KVPOOL_FEAT_EXPORT | KVPOOL_FEAT_QUOTA |
 			   KVPOOL_FEAT_PRESSURE | KVPOOL_FEAT_ARENA |
-			   KVPOOL_FEAT_TENANT_PATH;
+			   KVPOOL_FEAT_TENANT_PATH | KVPOOL_FEAT_GPU_AGENT;
 	struct kvpool_info i;
 
 	ASSERT_EQ(0, kt_info(self->fd, &i));
@@ -1398,8 +1591,10 @@ TEST_F(info, enotty)
 		_IO(KVPOOL_TYPE, KVPOOL_CMD_CTL_SET_WMARK),
 		_IO(KVPOOL_TYPE, KVPOOL_CMD_CTL_ARENA_SET),
 		_IO(KVPOOL_TYPE, KT_CTL_CMD_END),
-		/* The last block is kept; nothing above it is ours. */
-		_IO(KVPOOL_TYPE, KT_KEPT_CMD_BASE),
+		/* The agent file's ops are not pool ops; nothing above is ours. */
+		_IO(KVPOOL_TYPE, KVPOOL_CMD_AGENT_RECV),
+		_IO(KVPOOL_TYPE, KVPOOL_CMD_AGENT_REPLY),
+		_IO(KVPOOL_TYPE, KT_AGENT_CMD_END),
 		_IO(KVPOOL_TYPE, KT_CMD_LIMIT - 1),
 		_IO(KVPOOL_TYPE, KT_CMD_LIMIT),
 		_IO(KVPOOL_TYPE, 0xff),

@@ -514,13 +514,32 @@ static int cuda_set(int ctl, __u32 id, int fd, __u64 bytes, __u32 *idx)
 	return kt_arena_set(ctl, id, KVPOOL_ARENA_CUDA, 4096, &ch, 1, idx);
 }
 
+/* The same with ARENA_SET's @flags and @device_fd. */
+static int cuda_set_dev(int ctl, __u32 id, int fd, __u32 flags, int dev,
+			__u32 *idx)
+{
+	struct kvpool_arena_chunk ch = { .fd = fd, .bytes = 16 * 4096 };
+	struct kvpool_ctl_arena_set s = {
+		.size = sizeof(s), .flags = flags, .pool_id = id,
+		.kind = KVPOOL_ARENA_CUDA, .page_bytes = 4096, .nr_chunks = 1,
+		.chunk_entry_len = sizeof(ch), .chunks = kt_ptr(&ch),
+		.out_error_index = 0xdeadbeef, .device_fd = dev,
+	};
+	int ret = kt_ioctl(ctl, KVPOOL_CTL_ARENA_SET, &s);
+
+	*idx = s.out_error_index;
+	return ret;
+}
+
 /*
  * A CUDA arena (KVPOOL_ARENA_CUDA) is for a pool that names its GPU, and
- * its chunks are character device files (the GPU driver's exported
- * handles), which the kernel holds without knowing more of them. Refused
- * with EINVAL: a pool without a GPU, a memfd, a socket, a pool's own
- * device or the control device; each leaves the pool without an arena.
- * A character device is taken, and handed back as the same file.
+ * its chunks are files of the NVIDIA control device (195:255), which the
+ * kernel holds without knowing more of them. Refused with EINVAL: a pool
+ * without a GPU, a memfd, a socket, a character device that is not
+ * 195:255 (/dev/null, a tty, a pty master while the fake-driver hook is
+ * off), a pool's own device or the control device; each leaves the pool
+ * without an arena. With the hook on, a pty master (the fake driver's
+ * export) is taken, and handed back as the same file.
  */
 TEST_F(ctl, arena_cuda)
 {
@@ -528,7 +547,7 @@ TEST_F(ctl, arena_cuda)
 	struct kvpool_arena a;
 	struct stat want, got;
 	__u32 dom, devid, id, plain, idx;
-	int null, mfd, sv[2], fd, pfd;
+	int null, tty, pty, mfd, sv[2], fd, pfd, old;
 	char name[64];
 
 	ASSERT_TRUE(find_pci(true, &dom, &devid, name, sizeof(name)))
@@ -537,8 +556,16 @@ TEST_F(ctl, arena_cuda)
 	self->ids[self->nids++] = id;
 	ASSERT_EQ(0, create_gpu(self, 0, 0, 0, &plain));
 	self->ids[self->nids++] = plain;
+	old = kt_fake_cuda(0);
+	ASSERT_LE(0, old) TH_LOG("no fake_cuda parameter: %s", strerror(-old));
 	null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, null);
+	tty = open("/dev/tty0", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (tty < 0)
+		tty = open("/dev/console", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	ASSERT_LE(0, tty);
+	pty = kt_fake_export();
+	ASSERT_LE(0, pty);
 	mfd = kt_host_memfd(16 * 4096);
 	ASSERT_LE(0, mfd);
 	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
@@ -547,7 +574,7 @@ TEST_F(ctl, arena_cuda)
 	pfd = kt_open_id(plain, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, pfd);
 
-	EXPECT_EQ(EINVAL, cuda_set(self->ctl, plain, null, 16 * 4096, &idx));
+	EXPECT_EQ(EINVAL, cuda_set(self->ctl, plain, pty, 16 * 4096, &idx));
 	EXPECT_EQ(~0u, idx) TH_LOG("no GPU: about no chunk");
 	EXPECT_EQ(0, kt_arena_info(pfd, &a));
 	EXPECT_EQ(KVPOOL_ARENA_NONE, a.out_kind);
@@ -559,33 +586,97 @@ TEST_F(ctl, arena_cuda)
 	EXPECT_EQ(0, idx);
 	EXPECT_EQ(EINVAL, cuda_set(self->ctl, id, self->ctl, 16 * 4096, &idx));
 	EXPECT_EQ(0, idx);
+	EXPECT_EQ(EINVAL, cuda_set(self->ctl, id, null, 16 * 4096, &idx));
+	EXPECT_EQ(0, idx);
+	EXPECT_EQ(EINVAL, cuda_set(self->ctl, id, tty, 16 * 4096, &idx));
+	EXPECT_EQ(0, idx);
+	/* The fake's export is no NVIDIA file: only the test hook takes it. */
+	EXPECT_EQ(EINVAL, cuda_set(self->ctl, id, pty, 16 * 4096, &idx));
+	EXPECT_EQ(0, idx);
 	EXPECT_EQ(EBADF, cuda_set(self->ctl, id, -1, 16 * 4096, &idx));
 	EXPECT_EQ(0, idx);
+	ASSERT_EQ(0, kt_fake_cuda(1));
+	/* The hook takes a pty master, not any tty. */
+	EXPECT_EQ(EINVAL, cuda_set(self->ctl, id, tty, 16 * 4096, &idx));
+	EXPECT_EQ(0, idx);
+	EXPECT_EQ(EINVAL, cuda_set(self->ctl, id, null, 16 * 4096, &idx));
 	/* The sizes are checked as for any arena. */
-	EXPECT_EQ(EINVAL, cuda_set(self->ctl, id, null, 15 * 4096, &idx));
+	EXPECT_EQ(EINVAL, cuda_set(self->ctl, id, pty, 15 * 4096, &idx));
+	/* ARENA_SET's flags: a device only with its flag, CUDA only. */
+	EXPECT_EQ(EINVAL, cuda_set_dev(self->ctl, id, pty, 0, null, &idx));
+	EXPECT_EQ(EOPNOTSUPP, cuda_set_dev(self->ctl, id, pty,
+					   KVPOOL_ARENA_SET_AGENT << 1, 0,
+					   &idx));
+	EXPECT_EQ(EBADF, cuda_set_dev(self->ctl, id, pty,
+				      KVPOOL_ARENA_SET_DEVICE, -1, &idx));
+	EXPECT_EQ(~0u, idx);
+	/* A GPU device is 195:0..253 (or, hooked, a FIFO): not a pty. */
+	EXPECT_EQ(EINVAL, cuda_set_dev(self->ctl, id, pty,
+				       KVPOOL_ARENA_SET_DEVICE, null, &idx));
+	EXPECT_EQ(~0u, idx);
+	EXPECT_EQ(EINVAL, cuda_set_dev(self->ctl, id, pty,
+				       KVPOOL_ARENA_SET_DEVICE, pty, &idx));
 	EXPECT_EQ(0, kt_arena_info(fd, &a));
 	EXPECT_EQ(KVPOOL_ARENA_NONE, a.out_kind);
 
-	ASSERT_EQ(0, cuda_set(self->ctl, id, null, 16 * 4096, &idx));
+	ASSERT_EQ(0, cuda_set(self->ctl, id, pty, 16 * 4096, &idx));
 	EXPECT_EQ(~0u, idx);
 	ASSERT_EQ(0, kt_arena_info(fd, &a));
 	EXPECT_EQ(KVPOOL_ARENA_CUDA, a.out_kind);
 	EXPECT_EQ(16 * 4096, a.out_bytes);
+	EXPECT_EQ(0, a.out_set_flags);
+	EXPECT_EQ(0, a.out_agent_pid);
 	ASSERT_EQ(0, kt_arena_fds(fd, 0, 1, &f, &a));
-	ASSERT_EQ(0, fstat(null, &want));
+	ASSERT_EQ(0, fstat(pty, &want));
 	ASSERT_EQ(0, fstat(f.out_fd, &got));
 	EXPECT_TRUE(S_ISCHR(got.st_mode));
 	EXPECT_EQ(want.st_rdev, got.st_rdev);
+	EXPECT_EQ(0, kt_kcmp_file(pty, f.out_fd)) TH_LOG("not the same file");
 	EXPECT_EQ(FD_CLOEXEC, fcntl(f.out_fd, F_GETFD));
 	close(f.out_fd);
-	EXPECT_EQ(EEXIST, cuda_set(self->ctl, id, null, 16 * 4096, &idx));
+	EXPECT_EQ(EEXIST, cuda_set(self->ctl, id, pty, 16 * 4096, &idx));
 
+	EXPECT_EQ(1, kt_fake_cuda(old));
 	close(fd);
 	close(pfd);
 	close(sv[0]);
 	close(sv[1]);
 	close(mfd);
+	close(pty);
+	close(tty);
 	close(null);
+}
+
+/*
+ * One owner per chunk file: a CUDA export another pool holds is refused
+ * (EBUSY), and with its pool destroyed it may be given again.
+ */
+TEST_F(ctl, arena_cuda_owner)
+{
+	__u32 dom, devid, a, b, idx;
+	char name[64];
+	int pty, dup1, old;
+
+	ASSERT_TRUE(find_pci(true, &dom, &devid, name, sizeof(name)));
+	ASSERT_EQ(0, create_gpu(self, KVPOOL_CREATE_GPU, dom, devid, &b));
+	self->ids[self->nids++] = b;
+	ASSERT_EQ(0, create_gpu(self, KVPOOL_CREATE_GPU, dom, devid, &a));
+	old = kt_fake_cuda(1);
+	ASSERT_LE(0, old);
+	pty = kt_fake_export();
+	ASSERT_LE(0, pty);
+	dup1 = dup(pty);
+	ASSERT_LE(0, dup1);
+
+	ASSERT_EQ(0, cuda_set(self->ctl, a, pty, 16 * 4096, &idx));
+	/* A descriptor is not the file: a dup of it is the same chunk. */
+	EXPECT_EQ(EBUSY, cuda_set(self->ctl, b, dup1, 16 * 4096, &idx));
+	EXPECT_EQ(0, idx);
+	ASSERT_EQ(0, kt_destroy(self->ctl, a));
+	EXPECT_EQ(0, cuda_set(self->ctl, b, dup1, 16 * 4096, &idx));
+	kt_fake_cuda(old);
+	close(dup1);
+	close(pty);
 }
 
 TEST_F(ctl, create_reserved_nonzero)
@@ -932,7 +1023,7 @@ TEST_F(ctl, enotty_without_cap_sys_admin)
 					    KT_CTL_CMD_BASE - 1),
 				     buf) == ENOTTY);
 		CHILD_CHECK(kt_ioctl(c, _IO(KVPOOL_TYPE,
-					    KT_KEPT_CMD_BASE - 1),
+					    KT_AGENT_CMD_BASE - 1),
 				     buf) == ENOTTY);
 		/* The development series' CTL_CREATE: type 0xb7, 0xa0. */
 		CHILD_CHECK(kt_ioctl(c, _IO(0xb7, 0xa0), buf) == ENOTTY);
@@ -1004,7 +1095,7 @@ TEST_F(ctl, wrong_device_enotty)
 	EXPECT_EQ(ENOTTY, kt_ioctl(self->ctl,
 				   _IO(KVPOOL_TYPE, KT_CTL_CMD_BASE - 1), buf));
 	EXPECT_EQ(ENOTTY, kt_ioctl(self->ctl,
-				   _IO(KVPOOL_TYPE, KT_KEPT_CMD_BASE - 1), buf));
+				   _IO(KVPOOL_TYPE, KT_AGENT_CMD_BASE - 1), buf));
 	EXPECT_EQ(ENOTTY, kt_ioctl(self->ctl, _IO(KVPOOL_TYPE, KT_CMD_LIMIT - 1),
 				   buf));
 	EXPECT_EQ(ENOTTY, kt_ioctl(self->ctl, _IO(0xb7, 0xa0), buf));

@@ -8,6 +8,7 @@
 #include "kvptest.h"
 
 #include <stdarg.h>
+#include <sys/syscall.h>
 
 /*
  * ioctl(2) as 0 or the positive errno. A positive return from the kernel is
@@ -1016,6 +1017,69 @@ int kt_host_memfd(__u64 bytes)
 		return -1;
 	}
 	return fd;
+}
+
+#define KT_FAKE_CUDA	"/sys/module/kvpool/parameters/fake_cuda"
+
+int kt_fake_cuda(int on)
+{
+	char old = 0;
+	int fd, ret;
+
+	fd = open(KT_FAKE_CUDA, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = pread(fd, &old, 1, 0) == 1 &&
+	      pwrite(fd, on ? "1" : "0", 1, 0) == 1 ? 0 : -EIO;
+	close(fd);
+	if (ret)
+		return ret;
+	return old == 'Y' || old == '1';
+}
+
+int kt_fake_export(void)
+{
+	return posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+}
+
+int kt_create_gpu_pool(int ctl, __u32 nr_pages, __u32 *id)
+{
+	struct kvpool_ctl_create c = {
+		.size = sizeof(c), .flags = KVPOOL_CREATE_GPU,
+		.nr_pages = nr_pages, .page_tokens = 1, .nr_rows = 4,
+		.row_tokens = 16,
+	};
+	DIR *d = opendir("/sys/bus/pci/devices");
+	struct dirent *e;
+	int ret = -ENODEV;
+
+	if (!d)
+		return -ENODEV;
+	while (ret == -ENODEV && (e = readdir(d))) {
+		unsigned int dom, bus, dev, fn;
+		char path[300], cls[32];
+
+		if (sscanf(e->d_name, "%x:%x:%x.%x", &dom, &bus, &dev, &fn) != 4)
+			continue;
+		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/class",
+			 e->d_name);
+		if (kt_read_text(path, cls, sizeof(cls)) ||
+		    strtoul(cls, NULL, 16) >> 16 != 0x03)
+			continue;
+		c.gpu_domain = dom;
+		c.gpu_devid = bus << 8 | dev << 3 | fn;
+		ret = kt_ioctl(ctl, KVPOOL_CTL_CREATE, &c);
+	}
+	closedir(d);
+	if (!ret)
+		*id = c.out_pool_id;
+	return ret > 0 ? -ret : ret;
+}
+
+int kt_kcmp_file(int a, int b)
+{
+	/* KCMP_FILE is 0 (linux/kcmp.h); 1 or 2 order them, 3 bad fds. */
+	return (int)syscall(SYS_kcmp, getpid(), getpid(), 0, a, b);
 }
 
 int kt_arena_set(int ctl, __u32 id, __u32 kind, __u64 page_bytes,

@@ -80,10 +80,11 @@
 /*
  * The numbers of type KVPOOL_TYPE, as uapi/linux/kvpool.h lays them out:
  * pool ops in [KT_POOL_CMD_BASE, KT_CTL_CMD_BASE), control ops in
- * [KT_CTL_CMD_BASE, KT_KEPT_CMD_BASE), then a block kept for later up to
+ * [KT_CTL_CMD_BASE, KT_AGENT_CMD_BASE), then the agent file's ops up to
  * KT_CMD_LIMIT; nothing at or above it is the module's.
  *
- * KT_POOL_CMD_END and KT_CTL_CMD_END are one past the last command each
+ * KT_POOL_CMD_END, KT_CTL_CMD_END and KT_AGENT_CMD_END are one past the
+ * last command each
  * block defines: the first unknown number, ENOTTY until a release takes
  * it. The header has no count, so they name its last KVPOOL_CMD_* of
  * each block; tools/doc-check.sh fails if a later one is added without
@@ -92,16 +93,21 @@
  */
 #define KT_POOL_CMD_BASE	0x00
 #define KT_CTL_CMD_BASE		0x20
-#define KT_KEPT_CMD_BASE	0x30
+#define KT_AGENT_CMD_BASE	0x30
 #define KT_CMD_LIMIT		0x40
 #define KT_POOL_CMD_END		(KVPOOL_CMD_ARENA + 1)
-#define KT_CTL_CMD_END		(KVPOOL_CMD_CTL_ARENA_SET + 1)
+#define KT_CTL_CMD_END		(KVPOOL_CMD_CTL_AGENT + 1)
+#define KT_AGENT_CMD_END	(KVPOOL_CMD_AGENT_REPLY + 1)
 _Static_assert(KT_POOL_CMD_END <= KT_CTL_CMD_BASE,
 	       "the pool ops ran into the control block");
 _Static_assert(KVPOOL_CMD_CTL_CREATE == KT_CTL_CMD_BASE,
 	       "the control block moved");
-_Static_assert(KT_CTL_CMD_END <= KT_KEPT_CMD_BASE,
-	       "the control ops ran into the kept block");
+_Static_assert(KT_CTL_CMD_END <= KT_AGENT_CMD_BASE,
+	       "the control ops ran into the agent block");
+_Static_assert(KVPOOL_CMD_AGENT_RECV == KT_AGENT_CMD_BASE,
+	       "the agent block moved");
+_Static_assert(KT_AGENT_CMD_END <= KT_CMD_LIMIT,
+	       "the agent ops ran out of numbers");
 
 #ifndef __maybe_unused
 #define __maybe_unused __attribute__((unused))
@@ -476,6 +482,30 @@ int kt_arena_set(int ctl, __u32 id, __u32 kind, __u64 page_bytes,
 
 /* KVPOOL_ARENA without descriptors. */
 int kt_arena_info(int fd, struct kvpool_arena *a);
+
+/*
+ * The module's test hook for the fake CUDA driver's files (its parameter
+ * fake_cuda): set it to @on. Returns the value it had (0 or 1), or -errno
+ * (-ENOENT: a module without the hook).
+ */
+int kt_fake_cuda(int on);
+
+/*
+ * A pty master, O_RDWR | O_CLOEXEC: what the fake CUDA driver exports,
+ * and the kernel takes as a CUDA chunk under kt_fake_cuda(1). Returns
+ * the fd or -1.
+ */
+int kt_fake_export(void);
+
+/* 0 if descriptors @a and @b of this process are one open file (kcmp). */
+int kt_kcmp_file(int a, int b);
+
+/*
+ * KVPOOL_CTL_CREATE of a pool of @nr_pages one-token pages (4 rows of 16
+ * tokens) for the guest's first PCI display controller (vm-run.sh gives
+ * the VM a virtio GPU). 0 and *@id, -ENODEV without one, or the errno.
+ */
+int kt_create_gpu_pool(int ctl, __u32 nr_pages, __u32 *id);
 
 /* KVPOOL_ARENA with KVPOOL_ARENA_FDS for chunks [first, first + count). */
 int kt_arena_fds(int fd, __u32 first, __u32 count,

@@ -104,7 +104,7 @@
  *               is a chunk of a pool already, or of a destroyed pool
  *               whose quarantined pages may still be written (ABI 3).
  *               AGENT: the pool has an agent. AGENT_REPLY: the file is
- *               a chunk of a pool.
+ *               a chunk of a pool (the request's master included).
  * - ENOMEM:     the kernel could not allocate memory. Nothing changed.
  * - EPERM:      a control op, or VERIFY, without CAP_SYS_ADMIN.
  * - EAGAIN:     FROM_SLOT: another thread of the caller changed the slot
@@ -1062,6 +1062,11 @@ struct kvpool_arena_chunk {
 	__aligned_u64 bytes;
 };
 
+/* CTL_ARENA_SET flags (ABI 3), for CUDA arenas */
+#define KVPOOL_ARENA_SET_DEVICE	_BITUL(0)	/* hold device_fd's GPU up */
+/* clients get chunks only as fresh exports of the pool's GPU agent */
+#define KVPOOL_ARENA_SET_AGENT	_BITUL(1)
+
 /**
  * struct kvpool_ctl_arena_set - KVPOOL_CTL_ARENA_SET: give a pool memory
  * @size: sizeof(struct kvpool_ctl_arena_set)
@@ -1103,10 +1108,6 @@ struct kvpool_arena_chunk {
  * hold @device_fd's file with the chunks' (the kernel cannot tell which
  * GPU a minor is: libkvpool finds it by the pool's PCI address).
  */
-#define KVPOOL_ARENA_SET_DEVICE	_BITUL(0)	/* hold @device_fd's GPU up */
-/* clients get chunks only as fresh exports of the pool's GPU agent */
-#define KVPOOL_ARENA_SET_AGENT	_BITUL(1)
-
 struct kvpool_ctl_arena_set {
 	__u32 size;
 	__u32 flags;
@@ -1188,9 +1189,9 @@ struct kvpool_agent_request {
  * @flags: must be 0
  * @id: a request this agent took with AGENT_RECV
  * @fd: with @error 0, a new export of the chunk's allocation: a file of
- *      the NVIDIA control device that is no pool's chunk (EBUSY) and not
- *      the file AGENT_RECV gave (EINVAL). The asking client gets it; the
- *      caller may close its descriptor
+ *      the NVIDIA control device (EINVAL) that is no pool's chunk, the
+ *      file AGENT_RECV gave included (EBUSY). The asking client gets it; the
+ *      caller may close its descriptor. With @error, 0
  * @error: 0, or a positive errno up to 4095 saying why no export could
  *         be made (the client gets EIO)
  *
