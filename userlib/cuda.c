@@ -393,18 +393,16 @@ static int kvp_cu_chunk(const CUmemAllocationProp *prop, uint64_t bytes,
 
 /*
  * The flags CTL_ARENA_SET gets for a CUDA arena of pool @pool_id asked
- * with @flags, and the GPU's device node in *@device_fd (-1 if none):
- * where the kernel has KVPOOL_FEAT_GPU_AGENT the pool holds the GPU up
- * (KVPOOL_ARENA_SET_DEVICE); where it has not, an agent arena cannot
- * be. Before any CUDA call, so that a GPU not found costs nothing.
+ * with @flags: where the kernel has KVPOOL_FEAT_GPU_AGENT the pool holds
+ * the GPU up (KVPOOL_ARENA_SET_DEVICE); where it has not, an agent arena
+ * cannot be. Before any CUDA call, so that a refusal costs nothing.
  */
 static int kvp_cu_set_flags(unsigned int pool_id, uint32_t flags,
-			    uint32_t *set_flags, int *device_fd)
+			    uint32_t *set_flags)
 {
 	uint64_t features;
 	int ret;
 
-	*device_fd = -1;
 	if (flags & ~KVPOOL_ARENA_SET_AGENT) {
 		kvp_arena_fail("flags %#x: only KVPOOL_ARENA_SET_AGENT is the caller's (the library adds KVPOOL_ARENA_SET_DEVICE itself)",
 			       flags);
@@ -422,10 +420,6 @@ static int kvp_cu_set_flags(unsigned int pool_id, uint32_t flags,
 		*set_flags = 0;
 		return 0;
 	}
-	ret = kvp_gpu_device_open(pool_id);
-	if (ret < 0)
-		return ret;
-	*device_fd = ret;
 	*set_flags = flags | KVPOOL_ARENA_SET_DEVICE;
 	return 0;
 }
@@ -441,17 +435,28 @@ int kvpool_arena_create_cuda_flags(unsigned int pool_id, uint64_t page_bytes,
 	struct kvpool_info info;
 	struct kvp_cu_gpu g;
 	uint32_t i, made = 0, set_flags;
-	int ret, device_fd;
+	int ret, device_fd = -1;
 
 	ret = kvp_create_start(pool_id, error_index, &info);
 	if (ret)
 		return ret;
-	ret = kvp_cu_set_flags(pool_id, flags, &set_flags, &device_fd);
+	ret = kvp_cu_set_flags(pool_id, flags, &set_flags);
 	if (ret)
 		return kvp_arena_done(ret);
 	ret = kvp_cu_open(pool_id, -EINVAL, &g, &prop);
 	if (ret)
-		goto out_device;
+		return kvp_arena_done(ret);
+	/*
+	 * The GPU's node once the driver is loaded: its /proc files are
+	 * there from then on (the fake driver's stand-ins from cuInit()).
+	 */
+	if (set_flags & KVPOOL_ARENA_SET_DEVICE) {
+		device_fd = kvp_gpu_device_open(pool_id);
+		if (device_fd < 0) {
+			ret = device_fd;
+			goto out;
+		}
+	}
 	ret = kvp_plan(info.out_nr_pages, page_bytes, nr_chunks, g.gran, bytes);
 	if (ret) {
 		kvp_arena_fail("no plan of %u chunks for %u pages of %llu bytes in units of CUDA device %d's granularity, %zu: %s",
@@ -480,7 +485,6 @@ out:
 	for (i = 0; i < made; i++)
 		close(chunks[i].fd);
 	kvp_cu_close(&g);
-out_device:
 	/* The pool's own reference holds the GPU up now, if it has one. */
 	if (device_fd >= 0)
 		close(device_fd);
