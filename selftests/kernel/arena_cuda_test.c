@@ -134,6 +134,30 @@ static int make_pool(const char *gpu, unsigned int *id)
 	return ret ? ret : kvpool_pool_create(&p, id);
 }
 
+/*
+ * The fake's stand-in of loading NVIDIA's kernel module: a cuInit() (in
+ * a child, which then exits: the test's process never initialises CUDA)
+ * makes the registry's device nodes and procfs files, which libkvpool
+ * reads before it loads the driver library, as it reads
+ * /proc/driver/nvidia on a GPU host. 0, or what failed.
+ */
+static int fake_driver_load(void)
+{
+	__typeof__(&cuInit) init;
+	int st;
+	pid_t pid = fork();
+
+	if (!pid) {
+		void *dl = dlopen(FAKECUDA, RTLD_NOW | RTLD_LOCAL);
+
+		init = dl ? (__typeof__(init))dlsym(dl, "cuInit") : NULL;
+		_exit(init && init(0) == CUDA_SUCCESS ? 0 : 1);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
 FIXTURE_SETUP(acuda)
 {
 	char gpus[160];
@@ -162,6 +186,7 @@ FIXTURE_SETUP(acuda)
 	setenv("KVPOOL_NVIDIA_PROC", self->dir, 1);
 	setenv("KVPOOL_NVIDIA_DEV", self->dir, 1);
 	unsetenv("KVPOOL_FAKECUDA_GRANULARITY");
+	ASSERT_EQ(0, fake_driver_load());
 	/* Set last: a setup that fails has no teardown to put it back. */
 	ASSERT_EQ(0, set_fake_cuda('1'));
 }
