@@ -2,8 +2,10 @@
 """CUDA arenas with the fake CUDA driver (selftests/lib/fakecuda), on a
 pool made for the guest's PCI display controller: the device pointers
 the binding hands out, __cuda_array_interface__ and __dlpack_device__.
-The fake's device pointers are host addresses, readable once mapped, so
-ctypes checks that two mappings see the same bytes."""
+As on a GPU, the fake's device pointers are not the CPU's to touch:
+ctypes calls the driver's copies to check that two mappings see the
+same bytes. The module takes the fake's files under its fake_cuda hook,
+set here for the test's time."""
 
 import ctypes
 import errno
@@ -25,6 +27,7 @@ FAKECUDA = os.path.join(TOPDIR, "selftests", "lib", "fakecuda",
                         "libcuda.so.1")
 PAGES, PB = 64, 64 << 10  # two 2 MiB granules
 KDLCUDA = 2
+FAKE_HOOK = "/sys/module/kvpool/parameters/fake_cuda"
 
 
 def display_gpu() -> str | None:
@@ -45,9 +48,22 @@ def cuda_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     monkeypatch.setenv("KVPOOL_FAKECUDA_GPUS", gpu + ",0000:00:11.0")
     monkeypatch.setenv("KVPOOL_FAKECUDA_DIR", d)
     monkeypatch.setenv("KVPOOL_LIBCUDA", FAKECUDA)
+    # libkvpool opens the GPU's /dev/nvidiaN, found in NVIDIA's procfs;
+    # the fake keeps both in its registry, made at its first cuInit().
+    monkeypatch.setenv("KVPOOL_NVIDIA_PROC", d)
+    monkeypatch.setenv("KVPOOL_NVIDIA_DEV", d)
     monkeypatch.delenv("KVPOOL_FAKECUDA_GRANULARITY", raising=False)
-    yield gpu
-    shutil.rmtree(d, ignore_errors=True)
+    with open(FAKE_HOOK) as f:
+        old = f.read().strip()
+    with open(FAKE_HOOK, "w") as f:
+        f.write("1")
+    assert ctypes.CDLL(FAKECUDA).cuInit(0) == 0
+    try:
+        yield gpu
+    finally:
+        with open(FAKE_HOOK, "w") as f:
+            f.write("1" if old in ("Y", "1") else "0")
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_cuda_arena(pools: Pools, cuda_env: str) -> None:
@@ -76,11 +92,20 @@ def test_cuda_arena(pools: Pools, cuda_env: str) -> None:
     total = a.nbytes // PB
     assert a.layer_ptr(4, 1, 5, kvpool.LAYOUT_LAYER_MAJOR) == \
         a.ptr + (PB // 4) * total + 5 * (PB // 4)
-    # A second mapping (another Pool of this process) sees the bytes.
+    # A second mapping (another Pool of this process) sees the bytes,
+    # copied in and out by the driver (the mapping left its context
+    # current on this thread).
     b = pools.map(pools.open(pid))
     assert b.ptr != a.ptr
-    ctypes.memmove(a.page_ptr(7), b"cuda-kv", 7)
-    assert ctypes.string_at(b.page_ptr(7), 7) == b"cuda-kv"
+    cu = ctypes.CDLL(FAKECUDA)
+    cu.cuMemcpyHtoD_v2.argtypes = [ctypes.c_uint64, ctypes.c_char_p,
+                                   ctypes.c_size_t]
+    cu.cuMemcpyDtoH_v2.argtypes = [ctypes.c_char_p, ctypes.c_uint64,
+                                   ctypes.c_size_t]
+    out = ctypes.create_string_buffer(7)
+    assert cu.cuMemcpyHtoD_v2(a.page_ptr(7), b"cuda-kv", 7) == 0
+    assert cu.cuMemcpyDtoH_v2(out, b.page_ptr(7), 7) == 0
+    assert out.raw == b"cuda-kv"
     with pytest.raises((IndexError, ValueError, kvpool.Error)):
         a.page_ptr(PAGES)
 
