@@ -256,7 +256,7 @@ static long class_count(const char *name)
 /*
  * In a forked child: open pool @id, hold @pages pages in a row, close
  * the file (its pages go to quarantine: this process used it and lives),
- * say so on @ready and live until @go closes.
+ * say so on @ready and live until a byte comes on @go.
  */
 static void __attribute__((noreturn))
 child_quarantine(__u32 id, __u32 pages, int ready, int go)
@@ -319,7 +319,7 @@ TEST_F_TIMEOUT(ctl, retired, 60)
 		TH_LOG("%s", out);
 
 	/* Its user gone, the pool's memory is let go: a wait, bounded. */
-	close(go[1]);
+	kt_child_signal(go[1], 'g');
 	EXPECT_EQ(pid, waitpid(pid, NULL, 0));
 	for (i = 0; i < 2000 && class_count("retired_pools") != pools; i++)
 		usleep(10 * 1000);
@@ -334,6 +334,7 @@ TEST_F_TIMEOUT(ctl, retired, 60)
 					   KVPOOLCTL " status")) TH_LOG("%s", out);
 		EXPECT_EQ(NULL, strstr(out, "retired")) TH_LOG("%s", out);
 	}
+	close(go[1]);
 	close(ready[0]);
 	close(ready[1]);
 	close(ctl);
