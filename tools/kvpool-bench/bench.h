@@ -58,6 +58,9 @@ extern const struct kb_side kb_core_side;
 extern const struct kb_side kb_kernel_side;
 extern const struct kb_side kb_floor_side;
 
+/* kvpool-bench agent (agent.c): a mode of its own, not a workload. */
+int agent_main(int argc, char **argv);
+
 /*
  * The kernel side: whether it can run here (module loaded, --create),
  * and why not; the open pool's fd (for null) and id (for sysfs).

@@ -569,6 +569,7 @@ static void usage(FILE *f)
 "                    [--json FILE] [--scale-max PAGES] [--target-ms MS]\n"
 "                    [--procs-seconds S] [--seed N]\n"
 "       kvpool-bench --count-only WORKLOAD --iters N\n"
+"       kvpool-bench agent --gpu BDF [OPTIONS] (kvpool-bench agent --help)\n"
 "\n"
 "Workloads (comma list, default all): decode release release-256x128\n"
 "prefill slot extend1 scale drift procs mem.\n"
@@ -626,6 +627,9 @@ int main(int argc, char **argv)
 	const char *why = "";
 	int o;
 
+	/* A mode of its own: CUDA arenas through the GPU agent (agent.c). */
+	if (argc > 1 && !strcmp(argv[1], "agent"))
+		return agent_main(argc - 1, argv + 1);
 	saved_argc = argc;
 	saved_argv = argv;
 	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
