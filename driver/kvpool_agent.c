@@ -254,7 +254,6 @@ static int kvpd_agent_reply_ioctl(struct kvpd_ucmd *ucmd)
 	struct kvpd_dev *kd = ag->kd;
 	struct kvpd_agent_req *r;
 	struct file *file = NULL;
-	bool hashed;
 	int ret;
 
 	if (cmd->flags)
@@ -272,11 +271,8 @@ static int kvpd_agent_reply_ioctl(struct kvpd_ucmd *ucmd)
 		 * A chunk of a pool, the request's own master included, is
 		 * its pool's: no client may get it.
 		 */
-		mutex_lock(&kvpd_pools_lock);
-		hashed = kvpd_chunk_file_hashed_tlocked(file);
-		mutex_unlock(&kvpd_pools_lock);
 		ret = -EBUSY;
-		if (hashed)
+		if (kvpd_chunk_file_hashed(file))
 			goto out_put;
 	} else if (cmd->fd) {
 		return -EINVAL;

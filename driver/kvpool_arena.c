@@ -48,8 +48,13 @@ MODULE_PARM_DESC(fake_cuda, "Test only: take the fake CUDA driver's files for CU
 /*
  * Every chunk file the module holds, by what names its memory
  * (kvpd_arena_chunk.key): a chunk has one owner, a pool or a retired
- * pool's quarantine. Protected by kvpd_pools_lock.
+ * pool's quarantine. kvpd_chunks_lock protects it, the retired pools
+ * (kvpd_retired) and each arena's @hashed: a lock of its own, inside
+ * kvpd_pools_lock and outside every pool's, because a quarantine's check
+ * (a work item that destroy cancels holding kvpd_pools_lock) ends a
+ * retirement under it.
  */
+DEFINE_MUTEX(kvpd_chunks_lock);
 static DEFINE_HASHTABLE(kvpd_chunks, 8);
 
 /*
@@ -79,28 +84,34 @@ void kvpd_arena_free(struct kvpd_arena *a)
 	kfree(a);
 }
 
-static struct kvpd_arena_chunk *kvpd_chunk_find_tlocked(const void *key)
+static struct kvpd_arena_chunk *kvpd_chunk_find_chlocked(const void *key)
 {
 	struct kvpd_arena_chunk *c;
 
-	lockdep_assert_held(&kvpd_pools_lock);
+	lockdep_assert_held(&kvpd_chunks_lock);
 	hash_for_each_possible(kvpd_chunks, c, node, (unsigned long)key)
 		if (c->key == key)
 			return c;
 	return NULL;
 }
 
-/* Whether @file is a chunk, a CUDA one, of some pool. */
-bool kvpd_chunk_file_hashed_tlocked(struct file *file)
+/* Whether @file (or its inode, a memfd's name) is a chunk of some pool. */
+bool kvpd_chunk_file_hashed(struct file *file)
 {
-	return kvpd_chunk_find_tlocked(file) ||
-	       kvpd_chunk_find_tlocked(file_inode(file));
+	bool hashed;
+
+	mutex_lock(&kvpd_chunks_lock);
+	hashed = kvpd_chunk_find_chlocked(file) ||
+		 kvpd_chunk_find_chlocked(file_inode(file));
+	mutex_unlock(&kvpd_chunks_lock);
+	return hashed;
 }
 
-static void kvpd_arena_hash_tlocked(struct kvpd_arena *a)
+static void kvpd_arena_hash_chlocked(struct kvpd_arena *a)
 {
 	u32 i;
 
+	lockdep_assert_held(&kvpd_chunks_lock);
 	for (i = 0; i < a->nr_chunks; i++)
 		hash_add(kvpd_chunks, &a->chunk[i].node,
 			 (unsigned long)a->chunk[i].key);
@@ -108,11 +119,11 @@ static void kvpd_arena_hash_tlocked(struct kvpd_arena *a)
 }
 
 /* The pool's destroy, or its quarantine's end: the memory is free to reuse. */
-void kvpd_arena_unhash_tlocked(struct kvpd_arena *a)
+void kvpd_arena_unhash_chlocked(struct kvpd_arena *a)
 {
 	u32 i;
 
-	lockdep_assert_held(&kvpd_pools_lock);
+	lockdep_assert_held(&kvpd_chunks_lock);
 	if (!a || !a->hashed)
 		return;
 	for (i = 0; i < a->nr_chunks; i++)
@@ -121,17 +132,18 @@ void kvpd_arena_unhash_tlocked(struct kvpd_arena *a)
 }
 
 /* What /sys/class/kvpool/retired_{pools,chunks} show. */
-void kvpd_arena_retired_count_tlocked(u32 *pools, u32 *chunks)
+void kvpd_arena_retired_count(u32 *pools, u32 *chunks)
 {
 	struct kvpd_dev *kd;
 
-	lockdep_assert_held(&kvpd_pools_lock);
 	*pools = 0;
 	*chunks = 0;
+	mutex_lock(&kvpd_chunks_lock);
 	list_for_each_entry(kd, &kvpd_retired, retired_link) {
 		(*pools)++;
 		*chunks += kd->arena ? kd->arena->nr_chunks : 0;
 	}
+	mutex_unlock(&kvpd_chunks_lock);
 }
 
 /*
@@ -238,13 +250,13 @@ static int kvpd_arena_layout(struct kvpd_arena *a,
 
 /*
  * Takes a reference to each chunk's file, checking it can be of @a's kind
- * and has no owner yet: not earlier in this arena (EINVAL), not in the
- * table (EBUSY). A memfd is named by its inode, which two opens of it
- * share; a CUDA export by its file, each export being one.
+ * and is not earlier in this arena (EINVAL). A memfd is named by its
+ * inode, which two opens of it share; a CUDA export by its file, each
+ * export being one.
  */
-static int kvpd_arena_get_files_tlocked(struct kvpd_arena *a,
-					const struct kvpool_arena_chunk *ch,
-					u32 *error_index)
+static int kvpd_arena_get_files(struct kvpd_arena *a,
+				const struct kvpool_arena_chunk *ch,
+				u32 *error_index)
 {
 	u32 i, j;
 	int ret;
@@ -269,11 +281,24 @@ static int kvpd_arena_get_files_tlocked(struct kvpd_arena *a,
 		for (j = 0; j < i; j++)
 			if (a->chunk[j].key == key)
 				return -EINVAL;
-		if (kvpd_chunk_find_tlocked(key))
-			return -EBUSY;
 		a->chunk[i].key = key;
 	}
 	*error_index = ~0U;
+	return 0;
+}
+
+/* No chunk of @a may have an owner yet: EBUSY names the first that has. */
+static int kvpd_arena_unowned_chlocked(const struct kvpd_arena *a,
+				       u32 *error_index)
+{
+	u32 i;
+
+	for (i = 0; i < a->nr_chunks; i++) {
+		if (kvpd_chunk_find_chlocked(a->chunk[i].key)) {
+			*error_index = i;
+			return -EBUSY;
+		}
+	}
 	return 0;
 }
 
@@ -326,7 +351,7 @@ static int kvpd_arena_set(struct kvpool_ctl_arena_set *cmd,
 	ret = kvpd_arena_layout(a, ch, kd->core.nr_pages,
 				&cmd->out_error_index);
 	if (!ret)
-		ret = kvpd_arena_get_files_tlocked(a, ch, &cmd->out_error_index);
+		ret = kvpd_arena_get_files(a, ch, &cmd->out_error_index);
 	if (ret)
 		goto out;
 	if (cmd->flags & KVPOOL_ARENA_SET_DEVICE) {
@@ -340,12 +365,17 @@ static int kvpd_arena_set(struct kvpool_ctl_arena_set *cmd,
 			goto out;
 	}
 
-	mutex_lock(&kd->core.lock);
-	/* Under the table's lock, as the look-ups were. */
-	kvpd_arena_hash_tlocked(a);
-	kd->arena = a;
-	a = NULL;
-	mutex_unlock(&kd->core.lock);
+	/* The look-ups and the insertion under one hold of the lock. */
+	mutex_lock(&kvpd_chunks_lock);
+	ret = kvpd_arena_unowned_chlocked(a, &cmd->out_error_index);
+	if (!ret) {
+		mutex_lock(&kd->core.lock);
+		kvpd_arena_hash_chlocked(a);
+		kd->arena = a;
+		a = NULL;
+		mutex_unlock(&kd->core.lock);
+	}
+	mutex_unlock(&kvpd_chunks_lock);
 out:
 	mutex_unlock(&kvpd_pools_lock);
 	kvpd_arena_free(a);

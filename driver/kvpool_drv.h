@@ -3,7 +3,8 @@
  * The kvpool driver's private header: the pool device, the ioctl
  * plumbing and the globals that its files (kvpool_main.c, kvpool_ioctl.c,
  * kvpool_uarray.c, kvpool_file.c, kvpool_exportfd.c, kvpool_arena.c,
- * kvpool_quarantine.c, kvpool_sysfs.c, kvpool_ctl.c, kvpool_trace.c)
+ * kvpool_agent.c, kvpool_quarantine.c, kvpool_sysfs.c, kvpool_ctl.c,
+ * kvpool_trace.c)
  * share.
  *
  * Locking, outermost first:
@@ -15,8 +16,10 @@
  *   kvpd_scratch.lock	one client file's ioctl buffer, held across one
  *			EXTEND or batch op, the pool lock inside it; only
  *			ever try-locked, so nothing waits for it
- *			The table of chunk files (kvpd_chunks) and the
- *			retired pools (kvpd_retired) too.
+ *   kvpd_chunks_lock	the table of chunk files (kvpd_chunks, each
+ *			arena's @hashed) and the retired pools
+ *			(kvpd_retired); taken alone by a quarantine's
+ *			check, which destroy cancels under kvpd_pools_lock
  *   kvpd_dev.core.lock	one pool: its core state, its clients, @dead,
  *			@nr_exports, the @arena pointer (written once),
  *			its quarantines (@quarantines) and its GPU agent
@@ -40,6 +43,7 @@
  *   _tlocked		the pool table's lock, kvpd_pools_lock:
  *			kvpd_pool_create_tlocked() and
  *			kvpd_pool_destroy_tlocked(), which assert it
+ *   _chlocked		the chunk table's, kvpd_chunks_lock
  * One word a concept: the pages of a closed client held back until its
  * processes are gone are a quarantine (struct kvp_quarantine,
  * kvpd_dev.quarantines, kvpool_quarantine.c, out_quarantine_pages);
@@ -88,8 +92,8 @@
 /*
  * One chunk of an arena: a file the pool holds a reference to, and its
  * entry in the module's table of chunks (kvpd_chunks, kvpool_arena.c),
- * keyed by what names its memory: @node and @key are protected by
- * kvpd_pools_lock, the rest is fixed once the arena is set.
+ * keyed by what names its memory: @node is protected by kvpd_chunks_lock,
+ * the rest is fixed once the arena is set.
  */
 struct kvpd_arena_chunk {
 	struct file *file;
@@ -139,11 +143,12 @@ struct kvpd_dev {
 	unsigned long scan_delay;	/* jiffies until the next check */
 	/*
 	 * Destroyed with pages in quarantine: off the pool table, on
-	 * kvpd_retired by @retired_link (kvpd_pools_lock), holding a
+	 * kvpd_retired by @retired_link (kvpd_chunks_lock), holding a
 	 * device reference and its chunks until the last quarantine ends.
+	 * @retired is set under core.lock once @retired_link is linked.
 	 */
 	struct list_head retired_link;
-	bool retired;		/* set once, under core.lock and the table's */
+	bool retired;		/* set once, under core.lock */
 	/*
 	 * The GPU agent (kvpool_agent.c): @agent, @agent_queue (requests
 	 * no agent has taken, by kvpd_agent_req.link) and @agent_seq are
@@ -349,10 +354,12 @@ int kvpd_import_ioctl(struct kvpd_ucmd *ucmd);
 int kvpd_arena_ioctl(struct kvpd_ucmd *ucmd);
 int kvpd_ctl_arena_set_ioctl(struct kvpd_ucmd *ucmd);
 void kvpd_arena_free(struct kvpd_arena *a);
-void kvpd_arena_unhash_tlocked(struct kvpd_arena *a);
-bool kvpd_chunk_file_hashed_tlocked(struct file *file);
+/* The table of chunks and the retired pools: see kvpool_arena.c. */
+extern struct mutex kvpd_chunks_lock;
+void kvpd_arena_unhash_chlocked(struct kvpd_arena *a);
+bool kvpd_chunk_file_hashed(struct file *file);
 int kvpd_arena_check_cuda(struct file *file);
-void kvpd_arena_retired_count_tlocked(u32 *pools, u32 *chunks);
+void kvpd_arena_retired_count(u32 *pools, u32 *chunks);
 
 /* kvpool_agent.c: the pool's GPU agent */
 void kvpd_agent_init(struct kvpd_dev *kd);

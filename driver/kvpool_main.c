@@ -172,6 +172,35 @@ static int kvpd_pool_create(u32 flags, u32 pages, u32 ptok, u32 rows,
 	return ret == -EBUSY ? -ENOSPC : ret;
 }
 
+/*
+ * A pool destroyed with pages in quarantine: on kvpd_retired first, then
+ * marked, so that the check that ends the last quarantine finds it
+ * there. One that ended meanwhile (its check saw no mark) ends here,
+ * once no check runs: the check never outlives the reference it uses.
+ */
+static void kvpd_retire_start(struct kvpd_dev *kd)
+{
+	u32 pages;
+	bool ended;
+
+	get_device(&kd->dev);	/* the retirement's */
+	mutex_lock(&kvpd_chunks_lock);
+	list_add_tail(&kd->retired_link, &kvpd_retired);
+	mutex_unlock(&kvpd_chunks_lock);
+	mutex_lock(&kd->core.lock);
+	kd->retired = true;
+	ended = list_empty(&kd->quarantines);
+	pages = kd->core.quarantine_pages;
+	mutex_unlock(&kd->core.lock);
+	if (ended) {
+		cancel_delayed_work_sync(&kd->scan_work);
+		kvpd_retire_end(kd);
+		return;
+	}
+	pr_info("pool %u destroyed with %u pages in quarantine: %u chunks held until its writers exit\n",
+		kd->core.id, pages, kd->arena ? kd->arena->nr_chunks : 0);
+}
+
 int kvpd_pool_destroy_tlocked(u32 id)
 {
 	struct kvpd_dev *kd;
@@ -200,19 +229,16 @@ int kvpd_pool_destroy_tlocked(u32 id)
 	 * gone (docs/gpu-agent.md).
 	 */
 	retire = !list_empty(&kd->quarantines);
-	if (retire) {
-		kd->retired = true;
-		list_add_tail(&kd->retired_link, &kvpd_retired);
-		get_device(&kd->dev);	/* the retirement's */
-		pr_info("pool %u destroyed with %u pages in quarantine: %u chunks held until its writers exit\n",
-			id, kd->core.quarantine_pages,
-			kd->arena ? kd->arena->nr_chunks : 0);
-	}
 	mutex_unlock(&kd->core.lock);
 	kvpd_agent_pool_dead(kd);
-	if (!retire) {
+	if (retire)
+		kvpd_retire_start(kd);
+	else
 		kvpd_quarantines_drain(kd);
-		kvpd_arena_unhash_tlocked(kd->arena);
+	if (!retire) {
+		mutex_lock(&kvpd_chunks_lock);
+		kvpd_arena_unhash_chlocked(kd->arena);
+		mutex_unlock(&kvpd_chunks_lock);
 	}
 
 	/* Waits for sysfs readers; an opener in flight holds its own ref. */
@@ -229,7 +255,7 @@ int kvpd_pool_destroy_tlocked(u32 id)
  * Its chunks leave the table, so the memory may be given to a pool
  * again, and the retirement's device reference goes. Whoever takes @kd
  * off kvpd_retired does this, once: the quarantine check that found it
- * done, or rmmod.
+ * done, destroy if it ended before the mark, or rmmod.
  *
  * Context: process context, no lock held; the pool's last reference may
  * go here.
@@ -238,13 +264,13 @@ void kvpd_retire_end(struct kvpd_dev *kd)
 {
 	bool mine;
 
-	mutex_lock(&kvpd_pools_lock);
+	mutex_lock(&kvpd_chunks_lock);
 	mine = !list_empty(&kd->retired_link);
 	if (mine) {
 		list_del_init(&kd->retired_link);
-		kvpd_arena_unhash_tlocked(kd->arena);
+		kvpd_arena_unhash_chlocked(kd->arena);
 	}
-	mutex_unlock(&kvpd_pools_lock);
+	mutex_unlock(&kvpd_chunks_lock);
 	if (!mine)
 		return;
 	pr_info("pool %u's chunks released: its quarantine ended\n",
@@ -261,12 +287,12 @@ static void kvpd_retired_drain_all(void)
 	struct kvpd_dev *kd;
 
 	for (;;) {
-		mutex_lock(&kvpd_pools_lock);
+		mutex_lock(&kvpd_chunks_lock);
 		kd = list_first_entry_or_null(&kvpd_retired, struct kvpd_dev,
 					      retired_link);
 		if (kd)
 			get_device(&kd->dev);
-		mutex_unlock(&kvpd_pools_lock);
+		mutex_unlock(&kvpd_chunks_lock);
 		if (!kd)
 			return;
 		/* Ends the quarantines; its check may end the retirement. */

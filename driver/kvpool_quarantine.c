@@ -252,8 +252,9 @@ static void kvpd_quarantine_scan(struct work_struct *work)
 		queue_delayed_work(kvpd_wq, &kd->scan_work, kd->scan_delay);
 	}
 	/*
-	 * Only a retired pool's end takes the table's lock here: a destroy
-	 * that drains (holding it) never has a retired pool to wait for.
+	 * Only a retired pool's end goes on, to the chunk table's lock:
+	 * never the pool table's, which destroy holds while it cancels
+	 * this check.
 	 */
 	ended = kd->retired && list_empty(&kd->quarantines);
 	mutex_unlock(&kd->core.lock);

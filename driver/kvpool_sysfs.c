@@ -201,9 +201,7 @@ static ssize_t kvpd_retired_show(char *buf, bool chunks)
 {
 	u32 pools, nr_chunks;
 
-	mutex_lock(&kvpd_pools_lock);
-	kvpd_arena_retired_count_tlocked(&pools, &nr_chunks);
-	mutex_unlock(&kvpd_pools_lock);
+	kvpd_arena_retired_count(&pools, &nr_chunks);
 	return sysfs_emit(buf, "%u\n", chunks ? nr_chunks : pools);
 }
 
