@@ -736,12 +736,23 @@ static int st_arena_fds(struct ctx *c)
  * (set by prepare()). Setup: the pool, the export, a client of it
  * forked to wait in ARENA so that a request is queued.
  */
+/* st_create()'s pool, for the guest's GPU. */
 static int st_create_gpu(struct ctx *c)
 {
-	int e = -kt_create_gpu_pool(c->ctl, G_PAGES, &c->id);
+	struct kvpool_ctl_create a = {
+		.size = sizeof(a),
+		.flags = KVPOOL_CREATE_RESERVE_ZERO | KVPOOL_CREATE_GPU,
+		.nr_pages = G_PAGES, .page_tokens = G_PTOK,
+		.nr_rows = G_ROWS, .row_tokens = G_RTOK,
+	};
+	int e = -kt_find_gpu(&a.gpu_domain, &a.gpu_devid);
 
 	if (!e)
+		e = xioctl(c->ctl, KVPOOL_CTL_CREATE, &a);
+	if (!e) {
 		c->pool = true;
+		c->id = a.out_pool_id;
+	}
 	return e;
 }
 

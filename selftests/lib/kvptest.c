@@ -8,7 +8,6 @@
 #include "kvptest.h"
 
 #include <stdarg.h>
-#include <sys/syscall.h>
 
 /*
  * ioctl(2) as 0 or the positive errno. A positive return from the kernel is
@@ -1042,20 +1041,15 @@ int kt_fake_export(void)
 	return posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
 }
 
-int kt_create_gpu_pool(int ctl, __u32 nr_pages, __u32 *id)
+int kt_find_gpu(__u32 *domain, __u32 *devid)
 {
-	struct kvpool_ctl_create c = {
-		.size = sizeof(c), .flags = KVPOOL_CREATE_GPU,
-		.nr_pages = nr_pages, .page_tokens = 1, .nr_rows = 4,
-		.row_tokens = 16,
-	};
 	DIR *d = opendir("/sys/bus/pci/devices");
 	struct dirent *e;
 	int ret = -ENODEV;
 
 	if (!d)
 		return -ENODEV;
-	while (ret == -ENODEV && (e = readdir(d))) {
+	while (ret && (e = readdir(d))) {
 		unsigned int dom, bus, dev, fn;
 		char path[300], cls[32];
 
@@ -1066,20 +1060,35 @@ int kt_create_gpu_pool(int ctl, __u32 nr_pages, __u32 *id)
 		if (kt_read_text(path, cls, sizeof(cls)) ||
 		    strtoul(cls, NULL, 16) >> 16 != 0x03)
 			continue;
-		c.gpu_domain = dom;
-		c.gpu_devid = bus << 8 | dev << 3 | fn;
-		ret = kt_ioctl(ctl, KVPOOL_CTL_CREATE, &c);
+		*domain = dom;
+		*devid = bus << 8 | dev << 3 | fn;
+		ret = 0;
 	}
 	closedir(d);
-	if (!ret)
-		*id = c.out_pool_id;
-	return ret > 0 ? -ret : ret;
+	return ret;
 }
 
-int kt_kcmp_file(int a, int b)
+int kt_create_gpu_pool(int ctl, __u32 nr_pages, __u32 *id)
 {
-	/* KCMP_FILE is 0 (linux/kcmp.h); 1 or 2 order them, 3 bad fds. */
-	return (int)syscall(SYS_kcmp, getpid(), getpid(), 0, a, b);
+	struct kvpool_ctl_create c = {
+		.size = sizeof(c), .flags = KVPOOL_CREATE_GPU,
+		.nr_pages = nr_pages, .page_tokens = 1, .nr_rows = 4,
+		.row_tokens = 16,
+	};
+	int ret = kt_find_gpu(&c.gpu_domain, &c.gpu_devid);
+
+	if (!ret)
+		ret = -kt_ioctl(ctl, KVPOOL_CTL_CREATE, &c);
+	if (!ret)
+		*id = c.out_pool_id;
+	return ret;
+}
+
+int kt_pty_index(int fd)
+{
+	unsigned int n;
+
+	return ioctl(fd, TIOCGPTN, &n) ? -1 : (int)n;
 }
 
 int kt_arena_set(int ctl, __u32 id, __u32 kind, __u64 page_bytes,

@@ -497,13 +497,22 @@ int kt_fake_cuda(int on);
  */
 int kt_fake_export(void);
 
-/* 0 if descriptors @a and @b of this process are one open file (kcmp). */
-int kt_kcmp_file(int a, int b);
+/*
+ * The index of the pty whose master @fd is (TIOCGPTN), or -1: each open
+ * of /dev/ptmx is a pty of its own, so two masters with one index are
+ * one open file (kcmp(2) says so too, but debug kernels lack it).
+ */
+int kt_pty_index(int fd);
+
+/*
+ * The guest's first PCI display controller (vm-run.sh gives the VM a
+ * virtio GPU) as KVPOOL_CTL_CREATE names it. 0, or -ENODEV.
+ */
+int kt_find_gpu(__u32 *domain, __u32 *devid);
 
 /*
  * KVPOOL_CTL_CREATE of a pool of @nr_pages one-token pages (4 rows of 16
- * tokens) for the guest's first PCI display controller (vm-run.sh gives
- * the VM a virtio GPU). 0 and *@id, -ENODEV without one, or the errno.
+ * tokens) for that GPU. 0 and *@id, -ENODEV without one, or -errno.
  */
 int kt_create_gpu_pool(int ctl, __u32 nr_pages, __u32 *id);
 
