@@ -91,11 +91,11 @@ fi
 
 # Userspace C: the core as the unit test builds it (-U__KERNEL__: its
 # kernel configuration is sparse's and W=1's), the library, the tools,
-# the fake CUDA driver and its test, the GPU check.
+# the fake CUDA driver and its test, the GPU check, the GPU agent.
 user=(driver/kvp_[a-z]*.c driver/user/*.c selftests/unit/*.c userlib/*.c
       tools/kvpoolctl/*.c tools/kvpool-demo/*.c tools/kvpool-replay/*.c
       tools/kvpool-sim/*.c tools/lib/*.c selftests/lib/fakecuda/*.c
-      tools/gpu-check/*.c)
+      tools/gpu-check/*.c tools/kvpool-gpud/*.c)
 if out=$(cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 		--std=c11 --inline-suppr -U__KERNEL__ -Iuapi -Idriver \
 		-Idriver/user -Iuserlib -Itools/lib "${user[@]}" 2>&1) && [[ -z $out ]]; then
