@@ -350,8 +350,12 @@ static int __init kvpool_init(void)
 		if (ret)
 			return ret;
 	}
-	/* The quarantine checks', so that rmmod can wait for them all. */
-	kvpd_wq = alloc_workqueue("kvpool", 0, 0);
+	/*
+	 * The quarantine checks', so that rmmod can wait for them all;
+	 * unbound: a check has no CPU of its own (7.3 warns at a
+	 * workqueue that says neither WQ_UNBOUND nor WQ_PERCPU).
+	 */
+	kvpd_wq = alloc_workqueue("kvpool", WQ_UNBOUND, 0);
 	if (!kvpd_wq)
 		return -ENOMEM;
 	ret = class_register(&kvpd_class);
