@@ -745,7 +745,7 @@ static int st_create_gpu(struct ctx *c)
 		.nr_pages = G_PAGES, .page_tokens = G_PTOK,
 		.nr_rows = G_ROWS, .row_tokens = G_RTOK,
 	};
-	int e = -kt_find_gpu(&a.gpu_domain, &a.gpu_devid);
+	int e = -kt_find_gpu(&a.gpu_domain, &a.gpu_devid, NULL, 0);
 
 	if (!e)
 		e = xioctl(c->ctl, KVPOOL_CTL_CREATE, &a);

@@ -34,7 +34,6 @@
  */
 #include "kvptest.h"
 
-#include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -54,38 +53,6 @@
 #define OTHER_GPU	"0000:00:11.0"	/* the fake's device 1: no PCI device */
 #define FAKE_PARAM	"/sys/module/kvpool/parameters/fake_cuda"
 #define MARK_BYTES	256	/* each page's head, memset after the copy */
-
-/* The first PCI display controller of the guest, by its sysfs name. */
-static bool display_gpu(char *name, size_t len)
-{
-	struct dirent *e;
-	bool found = false;
-	DIR *d;
-
-	d = opendir("/sys/bus/pci/devices");
-	if (!d)
-		return false;
-	while (!found && (e = readdir(d))) {
-		unsigned int cls = 0;
-		char path[320];
-		FILE *f;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/class",
-			 e->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		/* Base class 0x03: display controller. */
-		found = fscanf(f, "%x", &cls) == 1 && cls >> 16 == 0x03;
-		fclose(f);
-		if (found)
-			snprintf(name, len, "%.*s", (int)len - 1, e->d_name);
-	}
-	closedir(d);
-	return found;
-}
 
 FIXTURE(acuda) {
 	char gpu[64];
@@ -172,7 +139,7 @@ FIXTURE_SETUP(acuda)
 	fclose(f);
 	ASSERT_TRUE(self->fake_cuda == 'Y' || self->fake_cuda == 'N')
 		TH_LOG("%s reads '%c'", FAKE_PARAM, self->fake_cuda);
-	ASSERT_TRUE(display_gpu(self->gpu, sizeof(self->gpu)))
+	ASSERT_EQ(0, kt_find_gpu(NULL, NULL, self->gpu, sizeof(self->gpu)))
 		TH_LOG("no PCI display controller: vm-run.sh adds one");
 	ASSERT_EQ(0, make_pool(self->gpu, &self->id));
 	snprintf(self->dir, sizeof(self->dir), "/dev/shm/kvpool-cuda-XXXXXX");

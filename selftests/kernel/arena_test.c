@@ -831,18 +831,10 @@ TEST_F(arena, destroy_frees)
 static long class_count(const char *name)
 {
 	char path[128], buf[32];
-	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "/sys/class/kvpool/%s", name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (kt_read_text(path, buf, sizeof(buf)) || !buf[0])
 		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
 	return strtol(buf, NULL, 10);
 }
 

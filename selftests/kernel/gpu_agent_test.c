@@ -34,7 +34,6 @@
  */
 #include "kvptest.h"
 
-#include <dirent.h>
 #include <dlfcn.h>
 #include <poll.h>
 #include <signal.h>
@@ -62,38 +61,6 @@
 /* A child's exit status beyond a failed line's. */
 #define KID_MAP_FAILED	250		/* kvpool_arena_map() failed */
 #define KID_BYTES_DIFFER 251		/* mapped, but other bytes */
-
-/* The first PCI display controller of the guest, by its sysfs name. */
-static bool display_gpu(char *name, size_t len)
-{
-	struct dirent *e;
-	bool found = false;
-	DIR *d;
-
-	d = opendir("/sys/bus/pci/devices");
-	if (!d)
-		return false;
-	while (!found && (e = readdir(d))) {
-		unsigned int cls = 0;
-		char path[320];
-		FILE *f;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/class",
-			 e->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		/* Base class 0x03: display controller. */
-		found = fscanf(f, "%x", &cls) == 1 && cls >> 16 == 0x03;
-		fclose(f);
-		if (found)
-			snprintf(name, len, "%.*s", (int)len - 1, e->d_name);
-	}
-	closedir(d);
-	return found;
-}
 
 static int make_pool(const char *gpu, unsigned int *id)
 {
@@ -355,7 +322,7 @@ static void env_setup(struct __test_metadata *_metadata,
 		TH_LOG("%s missing: the module has no fake_cuda hook",
 		       FAKE_CUDA_PARAM);
 	ASSERT_EQ(0, kt_write_text(FAKE_CUDA_PARAM, "1"));
-	ASSERT_TRUE(display_gpu(self->gpu, sizeof(self->gpu)))
+	ASSERT_EQ(0, kt_find_gpu(NULL, NULL, self->gpu, sizeof(self->gpu)))
 		TH_LOG("no PCI display controller: vm-run.sh adds one");
 	ASSERT_EQ(0, make_pool(self->gpu, &self->id));
 	snprintf(self->dir, sizeof(self->dir), "/dev/shm/kvpool-agent-XXXXXX");

@@ -1041,7 +1041,7 @@ int kt_fake_export(void)
 	return posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
 }
 
-int kt_find_gpu(__u32 *domain, __u32 *devid)
+int kt_find_gpu(__u32 *domain, __u32 *devid, char *name, size_t len)
 {
 	DIR *d = opendir("/sys/bus/pci/devices");
 	struct dirent *e;
@@ -1060,8 +1060,12 @@ int kt_find_gpu(__u32 *domain, __u32 *devid)
 		if (kt_read_text(path, cls, sizeof(cls)) ||
 		    strtoul(cls, NULL, 16) >> 16 != 0x03)
 			continue;
-		*domain = dom;
-		*devid = bus << 8 | dev << 3 | fn;
+		if (domain)
+			*domain = dom;
+		if (devid)
+			*devid = bus << 8 | dev << 3 | fn;
+		if (name)
+			snprintf(name, len, "%.*s", (int)len - 1, e->d_name);
 		ret = 0;
 	}
 	closedir(d);
@@ -1075,7 +1079,7 @@ int kt_create_gpu_pool(int ctl, __u32 nr_pages, __u32 *id)
 		.nr_pages = nr_pages, .page_tokens = 1, .nr_rows = 4,
 		.row_tokens = 16,
 	};
-	int ret = kt_find_gpu(&c.gpu_domain, &c.gpu_devid);
+	int ret = kt_find_gpu(&c.gpu_domain, &c.gpu_devid, NULL, 0);
 
 	if (!ret)
 		ret = -kt_ioctl(ctl, KVPOOL_CTL_CREATE, &c);

@@ -506,9 +506,11 @@ int kt_pty_index(int fd);
 
 /*
  * The guest's first PCI display controller (vm-run.sh gives the VM a
- * virtio GPU) as KVPOOL_CTL_CREATE names it. 0, or -ENODEV.
+ * virtio GPU): as KVPOOL_CTL_CREATE names it in *@domain and *@devid,
+ * and by its sysfs name ("0000:00:02.0") in @name, @len bytes; each may
+ * be NULL. 0, or -ENODEV.
  */
-int kt_find_gpu(__u32 *domain, __u32 *devid);
+int kt_find_gpu(__u32 *domain, __u32 *devid, char *name, size_t len);
 
 /*
  * KVPOOL_CTL_CREATE of a pool of @nr_pages one-token pages (4 rows of 16
