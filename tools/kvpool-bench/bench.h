@@ -17,14 +17,19 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <kvpool.h>
 
 #include "kvsched.h"
 
-/* The driver's KVP_MAX_BATCH and KVP_MAX_PAGES (driver/kvp_core.h). */
-#define KB_MAX_BATCH	8192U
-#define KB_MAX_PAGES	0x8000000U
+/*
+ * The driver's KVP_MAX_BATCH, KVP_MAX_PAGES and KVP_MAX_ROW_TOKENS
+ * (driver/kvp_core.h).
+ */
+#define KB_MAX_BATCH		8192U
+#define KB_MAX_PAGES		0x8000000U
+#define KB_MAX_ROW_TOKENS	0x1000000U
 
 /* A pool's geometry, as kvpool_pool_create() takes it. */
 struct kb_geom {
@@ -136,6 +141,7 @@ struct kb_opts {
 	u64 seed;
 	double target_ms;	/* a round's length */
 	double procs_s;		/* procs: seconds a run */
+	double iso_s;		/* isolation: seconds a case */
 	bool quick;
 	bool create;
 };
@@ -160,6 +166,10 @@ void kb_record(const char *workload, const char *params, const char *side,
 void kb_record_p99(const char *workload, const char *params,
 		   const char *side, const char *unit, double median,
 		   double min, double max, double p99, u32 n);
+/* The same with a p999 too (NaN: none), for isolation's tails. */
+void kb_record_tail(const char *workload, const char *params,
+		    const char *side, const char *unit, double median,
+		    double min, double max, double p99, double p999, u32 n);
 void kb_ratio(const char *workload, const char *params, const char *name,
 	      double value);
 /* A recorded median, or NaN. */
@@ -170,6 +180,54 @@ void kb_note(const char *fmt, ...) __printf(1, 2);
 
 /* The workloads, each running its cases if kb_want() says so. */
 void kb_workloads(void);
+/* isolation (isolation.c): one tenant's worst op against another's. */
+void kb_isolation(void);
+
+/* ---- processes (workloads.c): procs and isolation fork them ---- */
+
+/* Latencies, in microseconds; @n of them. */
+struct kb_lat {
+	u64 n;
+	double median, p99, p999, min, max, mean;
+};
+
+/* Summarize @n nanosecond latencies @ns into *@out; sorts @ns. */
+void kb_lat_of(u64 *ns, u64 n, struct kb_lat *out);
+
+/*
+ * Drop to @uid (and gid @uid, no supplementary groups) for good: a pool
+ * opened after this joins the tenant of @uid. 0 or -errno.
+ */
+int kb_become(uid_t uid);
+
+/* kb_decode_child()'s rows, and the tokens each reaches at most. */
+#define KB_PROC_ROWS		64U
+#define KB_PROC_ROW_TOKENS	(320U + 1024U)
+/* kb_decode_child(): keep the parent's uid. */
+#define KB_SAME_UID		((uid_t)-1)
+
+/*
+ * What a forked child sends back, once ready and at the end: @op[0] its
+ * ops' latencies (decode steps, tenant A's EXTENDs, control ops),
+ * @op[1] tenant A's RELEASEs; the tenant it joined (KVPOOL_STATS'
+ * out_tenant_id, 0 for a child with no pool open); 0 or -errno.
+ */
+struct kb_proc_res {
+	struct kb_lat op[2];
+	u32 tenant_id;
+	int err;
+};
+
+/*
+ * A forked child's decode steps (KB_PROC_ROWS rows from 320 tokens, by
+ * one token a step, released and rebuilt every 1024 steps, untimed) on
+ * /dev/kvpool@id for @secs, every step timed. It first drops to @uid
+ * (unless KB_SAME_UID) and opens the pool; if @ready >= 0 it writes a
+ * struct kb_proc_res there with its tenant; then it waits for a byte on
+ * @go. Returns the steps' latencies, or .err.
+ */
+struct kb_proc_res kb_decode_child(unsigned int id, double secs, uid_t uid,
+				   int ready, int go);
 /* --count-only: @iters ops of @workload on the core side, untimed. */
 int kb_count_only(const char *workload, u32 iters);
 

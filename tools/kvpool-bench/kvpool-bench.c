@@ -39,6 +39,7 @@ struct kb_opts kb_opt = {
 	.seed = 1,
 	.target_ms = 10,
 	.procs_s = 2,
+	.iso_s = 3,
 };
 
 bool kb_present[KB_NR_SIDES];
@@ -54,7 +55,7 @@ struct result {
 	char params[96];
 	char side[8];
 	char unit[16];
-	double median, min, max, p99;
+	double median, min, max, p99, p999;
 	u32 n;
 };
 
@@ -166,6 +167,7 @@ static struct result *add_result(const char *workload, const char *params,
 	snprintf(r->side, sizeof(r->side), "%s", side);
 	snprintf(r->unit, sizeof(r->unit), "%s", unit);
 	r->p99 = NAN;
+	r->p999 = NAN;
 	return r;
 }
 
@@ -176,6 +178,8 @@ static void print_line(const struct result *r, const struct result *r2)
 	       r->max, r->n);
 	if (!isnan(r->p99))
 		printf(" p99 %.3f", r->p99);
+	if (!isnan(r->p999))
+		printf(" p999 %.3f", r->p999);
 	if (r2)
 		printf("  %10.2f %s", r2->median, r2->unit);
 	printf("\n");
@@ -211,9 +215,9 @@ void kb_record(const char *workload, const char *params, const char *side,
 	print_line(r, r2);
 }
 
-void kb_record_p99(const char *workload, const char *params,
-		   const char *side, const char *unit, double median,
-		   double min, double max, double p99, u32 n)
+void kb_record_tail(const char *workload, const char *params,
+		    const char *side, const char *unit, double median,
+		    double min, double max, double p99, double p999, u32 n)
 {
 	struct result *r = add_result(workload, params, side, unit);
 
@@ -221,8 +225,17 @@ void kb_record_p99(const char *workload, const char *params,
 	r->min = min;
 	r->max = max;
 	r->p99 = p99;
+	r->p999 = p999;
 	r->n = n;
 	print_line(r, NULL);
+}
+
+void kb_record_p99(const char *workload, const char *params,
+		   const char *side, const char *unit, double median,
+		   double min, double max, double p99, u32 n)
+{
+	kb_record_tail(workload, params, side, unit, median, min, max, p99,
+		       NAN, n);
 }
 
 void kb_ratio(const char *workload, const char *params, const char *name,
@@ -532,6 +545,8 @@ static void write_json(const char *path)
 		json_key_num(f, "max", r->max);
 		if (!isnan(r->p99))
 			json_key_num(f, "p99", r->p99);
+		if (!isnan(r->p999))
+			json_key_num(f, "p999", r->p999);
 		fprintf(f, ", \"n\": %u}", r->n);
 	}
 	fputs("\n  ],\n  \"ratios\": [", f);
@@ -567,22 +582,23 @@ static void usage(FILE *f)
 	fprintf(f,
 "usage: kvpool-bench [--workload LIST] [--rounds R] [--quick] [--create]\n"
 "                    [--json FILE] [--scale-max PAGES] [--target-ms MS]\n"
-"                    [--procs-seconds S] [--seed N]\n"
+"                    [--procs-seconds S] [--iso-seconds S] [--seed N]\n"
 "       kvpool-bench --count-only WORKLOAD --iters N\n"
 "       kvpool-bench agent --gpu BDF [OPTIONS] (kvpool-bench agent --help)\n"
 "\n"
 "Workloads (comma list, default all): decode release release-256x128\n"
-"prefill slot extend1 scale drift procs mem.\n"
+"prefill slot extend1 scale drift procs isolation mem.\n"
 "\n"
 "  --rounds R         rounds per figure, default 7 (--quick: 3)\n"
 "  --quick            3 rounds, 1 ms rounds, small pools (make check)\n"
 "  --create           kernel side: make a pool per workload through\n"
 "                     /dev/kvpool-control (root); without it the kernel,\n"
-"                     null, procs and mem figures are skipped\n"
+"                     null, procs, isolation and mem figures are skipped\n"
 "  --json FILE        write the figures as JSON (README.md)\n"
 "  --scale-max PAGES  largest scale pool (k, M suffixes), default 16M\n"
 "  --target-ms MS     length of the slowest side's round, default 10\n"
 "  --procs-seconds S  procs: each run's length, default 2\n"
+"  --iso-seconds S    isolation: each case's length, default 3\n"
 "  --count-only W     W's op on the core side --iters times, no timing:\n"
 "                     for callgrind (decode, release-256x128, extend1,\n"
 "                     prefill)\n");
@@ -605,7 +621,7 @@ static u32 parse_pages(const char *s)
 int main(int argc, char **argv)
 {
 	enum { O_WL = 256, O_ROUNDS, O_QUICK, O_CREATE, O_JSON, O_SMAX,
-	       O_COUNT, O_ITERS, O_SEED, O_TARGET, O_PROCS, O_HELP,
+	       O_COUNT, O_ITERS, O_SEED, O_TARGET, O_PROCS, O_ISO, O_HELP,
 	       O_VERSION };
 	static const struct option lo[] = {
 		{ "workload", required_argument, NULL, O_WL },
@@ -619,11 +635,12 @@ int main(int argc, char **argv)
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "target-ms", required_argument, NULL, O_TARGET },
 		{ "procs-seconds", required_argument, NULL, O_PROCS },
+		{ "iso-seconds", required_argument, NULL, O_ISO },
 		{ "help", no_argument, NULL, O_HELP },
 		{ "version", no_argument, NULL, O_VERSION },
 		{ NULL, 0, NULL, 0 },
 	};
-	bool rounds_set = false, smax_set = false;
+	bool rounds_set = false, smax_set = false, iso_set = false;
 	const char *why = "";
 	int o;
 
@@ -674,6 +691,14 @@ int main(int argc, char **argv)
 		case O_PROCS:
 			kb_opt.procs_s = strtod(optarg, NULL);
 			break;
+		case O_ISO:
+			kb_opt.iso_s = strtod(optarg, NULL);
+			if (!(kb_opt.iso_s > 0)) {
+				fprintf(stderr, "kvpool-bench: --iso-seconds: above 0\n");
+				return EXIT_USAGE;
+			}
+			iso_set = true;
+			break;
 		case O_HELP:
 			usage(stdout);
 			return 0;
@@ -699,6 +724,8 @@ int main(int argc, char **argv)
 			kb_opt.scale_max = 1U << 20;
 		kb_opt.target_ms = 1;
 		kb_opt.procs_s = 0.2;
+		if (!iso_set)
+			kb_opt.iso_s = 0.3;
 	}
 
 	kb_present[KB_CORE] = true;

@@ -10,7 +10,10 @@
  * a buffer the caller keeps) and one COMMIT of them to the same new
  * lengths, the entries packed from a lengths array each step.
  */
+/* setresuid(), setresgid() */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <grp.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -717,52 +720,94 @@ static void run_drift(void)
 
 /* ---- procs: processes sharing one pool, or one pool each ----------- */
 
-#define PROCS_B		64
+#define PROCS_B		KB_PROC_ROWS
 #define PROCS_PT	16
 #define PROCS_SEG	1024
 #define PROCS_MAX	4
 
-struct proc_res {
-	u64 steps;
-	double median, p99, max, min, mean;	/* microseconds a step */
-	int err;
-};
+_Static_assert(DECODE_START + PROCS_SEG == KB_PROC_ROW_TOKENS,
+	       "bench.h's KB_PROC_ROW_TOKENS is what a child's rows reach");
 
-static int cmp_u32(const void *a, const void *b)
+static int cmp_u64(const void *a, const void *b)
 {
-	u32 x = *(const u32 *)a, y = *(const u32 *)b;
+	u64 x = *(const u64 *)a, y = *(const u64 *)b;
 
 	return x < y ? -1 : x > y;
 }
 
-/* A child: decode steps on /dev/kvpool@id until @secs have passed. */
-static struct proc_res proc_child(unsigned int id, int go)
+void kb_lat_of(u64 *ns, u64 n, struct kb_lat *out)
+{
+	double sum = 0;
+	u64 i;
+
+	memset(out, 0, sizeof(*out));
+	out->n = n;
+	if (!n)
+		return;
+	for (i = 0; i < n; i++)
+		sum += ns[i];
+	qsort(ns, n, sizeof(*ns), cmp_u64);
+	out->median = ns[n / 2] / 1e3;
+	out->p99 = ns[(u64)(n * 0.99)] / 1e3;
+	out->p999 = ns[(u64)(n * 0.999)] / 1e3;
+	out->min = ns[0] / 1e3;
+	out->max = ns[n - 1] / 1e3;
+	out->mean = sum / n / 1e3;
+}
+
+int kb_become(uid_t uid)
+{
+	if (setgroups(0, NULL) || setresgid(uid, uid, uid) ||
+	    setresuid(uid, uid, uid))
+		return -errno;
+	return 0;
+}
+
+struct kb_proc_res kb_decode_child(unsigned int id, double secs, uid_t uid,
+				   int ready, int go)
 {
 	struct kvpool_handle h[PROCS_B];
 	struct kvpool_extend_entry e[PROCS_B];
 	struct kvpool_len_entry l[PROCS_B] = { 0 };
 	u32 lens[PROCS_B], pages[PROCS_B * DECODE_START], cap = 1U << 22;
-	u32 *ts = xcalloc(cap, sizeof(u32));
-	struct proc_res res = { 0 };
+	u64 *ts = xcalloc(cap, sizeof(u64));
+	struct kb_proc_res res = { 0 };
+	struct kvpool_stats st;
 	struct kvpool *kp;
-	double sum = 0;
 	char path[32], c;
-	u64 n = 0, t_end, t0, t1;
+	u64 n = 0, t_end, t0;
 	u32 i, k = PROCS_SEG;
-	int ret;
+	int ret = 0;
 
 	snprintf(path, sizeof(path), "/dev/kvpool%u", id);
-	ret = kvpool_open(path, &kp);
-	if (ret < 0 || read(go, &c, 1) != 1) {
-		res.err = ret < 0 ? ret : -EPIPE;
+	/* The tenant is read at open: drop the uid before it. */
+	if (uid != KB_SAME_UID)
+		ret = kb_become(uid);
+	if (!ret)
+		ret = kvpool_open(path, &kp);
+	if (ret < 0) {
+		res.err = ret;
+		free(ts);
 		return res;
 	}
-	t_end = kb_ns() + (u64)(kb_opt.procs_s * 1e9);
+	if (ready >= 0) {
+		ret = kvpool_stats(kp, &st);
+		res.tenant_id = st.out_tenant_id;
+		res.err = ret;
+		if (!write_full(ready, &res, sizeof(res)) || ret < 0)
+			goto fail;
+	}
+	if (read(go, &c, 1) != 1) {
+		ret = -EPIPE;
+		goto fail;
+	}
+	t_end = kb_ns() + (u64)(secs * 1e9);
 	for (;;) {
 		if (k == PROCS_SEG) {
-			if (n && kvpool_release(kp, h, PROCS_B, NULL) < 0)
-				goto fail;
-			if (kvpool_alloc_rows(kp, h, PROCS_B, NULL) < 0)
+			ret = n ? kvpool_release(kp, h, PROCS_B, NULL) : 0;
+			if (ret >= 0)
+				ret = kvpool_alloc_rows(kp, h, PROCS_B, NULL);
+			if (ret < 0)
 				goto fail;
 			for (i = 0; i < PROCS_B; i++) {
 				lens[i] = DECODE_START;
@@ -771,9 +816,11 @@ static struct proc_res proc_child(unsigned int id, int go)
 				l[i].handle = h[i];
 				l[i].len = DECODE_START;
 			}
-			if (kvpool_extend(kp, e, PROCS_B, pages,
-					  ARRAY_SIZE(pages), NULL) < 0 ||
-			    kvpool_commit(kp, l, PROCS_B, NULL) < 0)
+			ret = kvpool_extend(kp, e, PROCS_B, pages,
+					    ARRAY_SIZE(pages), NULL);
+			if (ret >= 0)
+				ret = kvpool_commit(kp, l, PROCS_B, NULL);
+			if (ret < 0)
 				goto fail;
 			k = 0;
 		}
@@ -790,27 +837,18 @@ static struct proc_res proc_child(unsigned int id, int go)
 			ret = kvpool_commit(kp, l, PROCS_B, NULL);
 		if (ret < 0)
 			goto fail;
-		t1 = kb_ns();
-		ts[n++] = t1 - t0 > UINT32_MAX ? UINT32_MAX : (u32)(t1 - t0);
+		ts[n++] = kb_ns() - t0;
 		k++;
 	}
-	for (i = 0; i < n; i++)
-		sum += ts[i];
-	qsort(ts, n, sizeof(u32), cmp_u32);
-	res.steps = n;
-	if (n) {
-		res.median = ts[n / 2] / 1e3;
-		res.p99 = ts[(u64)(n * 0.99)] / 1e3;
-		res.min = ts[0] / 1e3;
-		res.max = ts[n - 1] / 1e3;
-		res.mean = sum / n / 1e3;
-	}
+	kb_lat_of(ts, n, &res.op[0]);
+	res.err = 0;
 	kvpool_close(kp);
 	free(ts);
 	return res;
 fail:
 	res.err = ret < 0 ? ret : -EIO;
 	kvpool_close(kp);
+	free(ts);
 	return res;
 }
 
@@ -824,7 +862,7 @@ static double procs_run(u32 n, bool shared)
 	unsigned int ids[PROCS_MAX];
 	int fds[PROCS_MAX][2], go[2];
 	pid_t pid[PROCS_MAX];
-	struct proc_res res[PROCS_MAX];
+	struct kb_proc_res res[PROCS_MAX];
 	u32 npools = shared ? 1 : n, per = shared ? n : 1, i;
 	u64 total = 0;
 	char p[96];
@@ -847,10 +885,11 @@ static double procs_run(u32 n, bool shared)
 		if (pid[i] < 0)
 			kb_die("fork: %s", strerror(errno));
 		if (!pid[i]) {
-			struct proc_res r;
+			struct kb_proc_res r;
 
 			close(go[1]);
-			r = proc_child(ids[shared ? 0 : i], go[0]);
+			r = kb_decode_child(ids[shared ? 0 : i], kb_opt.procs_s,
+					    KB_SAME_UID, -1, go[0]);
 			_exit(write_full(fds[i][1], &r, sizeof(r)) ? 0 : 1);
 		}
 		close(fds[i][1]);
@@ -882,13 +921,14 @@ static double procs_run(u32 n, bool shared)
 			       strerror(-res[i].err));
 		snprintf(p, sizeof(p), "procs=%u pools=%s proc=%u", n,
 			 shared ? "shared" : "separate", i);
-		kb_record_p99("procs", p, "kernel", "us/step", res[i].median,
-			      res[i].min, res[i].max, res[i].p99,
-			      (u32)res[i].steps);
+		kb_record_p99("procs", p, "kernel", "us/step",
+			      res[i].op[0].median, res[i].op[0].min,
+			      res[i].op[0].max, res[i].op[0].p99,
+			      (u32)res[i].op[0].n);
 		kb_record_p99("procs", p, "kernel", "us/step-mean",
-			      res[i].mean, res[i].mean, res[i].mean, NAN,
-			      (u32)res[i].steps);
-		total += res[i].steps;
+			      res[i].op[0].mean, res[i].op[0].mean,
+			      res[i].op[0].mean, NAN, (u32)res[i].op[0].n);
+		total += res[i].op[0].n;
 	}
 	snprintf(p, sizeof(p), "procs=%u pools=%s", n,
 		 shared ? "shared" : "separate");
@@ -993,6 +1033,7 @@ void kb_workloads(void)
 	run_scale();
 	run_drift();
 	run_procs();
+	kb_isolation();
 	run_mem();
 }
 
