@@ -19,12 +19,17 @@
  *
  * Control path: process C sets the watermarks of another pool Y, which
  * nothing else touches, in a loop (CTL_SET_WMARK), while process M
- * lists X's tenants in a loop (CTL_TENANT_LIST, as a monitor does);
- * ctl-idle with nothing else on X, ctl-busy with A and B on X as in
- * one-row. Each control op on a pool takes the pool table's lock and
- * then the pool's (driver/kvpool_ctl.c), so M waits for X's lock while
- * A holds it, and as long as M holds the table's lock while it waits,
- * C waits too, for a pool it does not name.
+ * lists X's tenants in a loop (CTL_TENANT_LIST, as a monitor does):
+ *
+ *   ctl-idle   M and C, nothing else on X;
+ *   ctl-busy   M and C, A and B on X as in one-row;
+ *   ctl-nomon  C, A and B on X as in one-row: no control op on X.
+ *
+ * Each control op on a pool takes the pool table's lock and then the
+ * pool's (driver/kvpool_ctl.c), so M waits for X's lock while A holds
+ * it, and as long as M holds the table's lock while it waits, C waits
+ * too, for a pool it does not name. The data path never takes the
+ * table's lock, so ctl-nomon shows what C pays for the busy CPUs alone.
  *
  * A and B are two tenants by uid: the driver reads the tenant from the
  * opener's cgroup and euid at open (driver/kvpool_file.c), so each child
@@ -63,6 +68,12 @@
 
 enum iso_role { ISO_B, ISO_A, ISO_M, ISO_C, ISO_NR_ROLES };
 
+/* The cases, in the order they run (kb_isolation() has the table). */
+enum {
+	CS_ALONE, CS_ONE_ROW, CS_BATCH, CS_CTL_IDLE, CS_CTL_BUSY,
+	CS_CTL_NOMON, CS_NR
+};
+
 /* What a child needs to know: the pools and tenant A's op. */
 struct iso_env {
 	unsigned int x, y;	/* the pools' ids */
@@ -76,7 +87,8 @@ struct iso_case {
 	const char *name;
 	bool b;			/* tenant B decodes on X */
 	u32 a_rows;		/* tenant A's rows an op; 0: no A */
-	bool ctl;		/* M lists X's tenants, C sets Y's wmarks */
+	bool mon;		/* M lists X's tenants */
+	bool ctl;		/* C sets Y's watermarks */
 };
 
 /* Send the ready message, then wait for the start: 0 or -EPIPE. */
@@ -282,7 +294,7 @@ static void iso_run(const struct iso_case *cs, struct iso_env env,
 {
 	bool on[ISO_NR_ROLES] = {
 		[ISO_B] = cs->b, [ISO_A] = cs->a_rows,
-		[ISO_M] = cs->ctl, [ISO_C] = cs->ctl,
+		[ISO_M] = cs->mon, [ISO_C] = cs->ctl,
 	};
 	struct iso_kid kid[ISO_NR_ROLES];
 	int go[2], i;
@@ -334,17 +346,22 @@ static void iso_run(const struct iso_case *cs, struct iso_env env,
 	}
 }
 
-static void iso_record_ctl(const char *name, const struct kb_proc_res *res)
+/* M's and C's ops, of those in case @cs. */
+static void iso_record_ctl(const struct iso_case *cs,
+			   const struct kb_proc_res *res)
 {
 	static const char *const ops[] = { "tenant_list pool=X",
 					   "set_wmark pool=Y" };
+	const bool on[] = { cs->mon, cs->ctl };
 	const struct kb_lat *l;
 	char p[96];
 	int i;
 
 	for (i = 0; i < 2; i++) {
+		if (!on[i])
+			continue;
 		l = &res[i ? ISO_C : ISO_M].op[0];
-		snprintf(p, sizeof(p), "case=%s op=%s", name, ops[i]);
+		snprintf(p, sizeof(p), "case=%s op=%s", cs->name, ops[i]);
 		kb_record_tail("isolation", p, "kernel", "us/op", l->median,
 			       l->min, l->max, l->p99, NAN, (u32)l->n);
 		kb_record_tail("isolation", p, "kernel", "us/op-mean", l->mean,
@@ -380,8 +397,7 @@ static void iso_record(const struct iso_case *cs, const struct iso_env *env,
 			       l->median / 1e3, l->min / 1e3, l->max / 1e3,
 			       NAN, NAN, (u32)l->n);
 	}
-	if (cs->ctl)
-		iso_record_ctl(cs->name, res);
+	iso_record_ctl(cs, res);
 }
 
 static unsigned int iso_pool(u32 pages, u32 rows, u32 row_tokens)
@@ -422,14 +438,18 @@ void kb_isolation(void)
 	/* B's pages at most: every row at its longest (pt 1). */
 	const u32 b_pages = KB_PROC_ROWS * KB_PROC_ROW_TOKENS;
 	const u32 batch = KB_MAX_BATCH;
-	const struct iso_case cases[] = {
-		{ .name = "alone", .b = true },
-		{ .name = "one-row", .b = true, .a_rows = 1 },
-		{ .name = "batch", .b = true, .a_rows = batch },
-		{ .name = "ctl-idle", .ctl = true },
-		{ .name = "ctl-busy", .b = true, .a_rows = 1, .ctl = true },
+	const struct iso_case cases[CS_NR] = {
+		[CS_ALONE] = { .name = "alone", .b = true },
+		[CS_ONE_ROW] = { .name = "one-row", .b = true, .a_rows = 1 },
+		[CS_BATCH] = { .name = "batch", .b = true, .a_rows = batch },
+		[CS_CTL_IDLE] = { .name = "ctl-idle", .mon = true,
+				  .ctl = true },
+		[CS_CTL_BUSY] = { .name = "ctl-busy", .b = true, .a_rows = 1,
+				  .mon = true, .ctl = true },
+		[CS_CTL_NOMON] = { .name = "ctl-nomon", .b = true,
+				   .a_rows = 1, .ctl = true },
 	};
-	struct kb_proc_res res[ARRAY_SIZE(cases)][ISO_NR_ROLES];
+	struct kb_proc_res res[CS_NR][ISO_NR_ROLES];
 	u32 pages = min_u32(kb_opt.quick ? ISO_PAGES_QUICK : ISO_PAGES,
 			    kb_opt.scale_max);
 	struct iso_env env = { .pages = pages, .secs = kb_opt.iso_s };
@@ -470,7 +490,7 @@ void kb_isolation(void)
 		kb_die("isolation: pool %u: max_batch %u, not %u", env.x,
 		       info.out_max_batch, batch);
 
-	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+	for (i = 0; i < CS_NR; i++) {
 		iso_run(&cases[i], env, res[i], &listed);
 		iso_record(&cases[i], &env, res[i]);
 	}
@@ -479,8 +499,8 @@ void kb_isolation(void)
 
 	/* Tenant B's steps beside its steps alone; C's ops likewise. */
 	snprintf(p, sizeof(p), "pages=%u B=%u pt=1", pages, KB_PROC_ROWS);
-	l0 = &res[0][ISO_B].op[0];
-	for (i = 1; i <= 2; i++) {
+	l0 = &res[CS_ALONE][ISO_B].op[0];
+	for (i = CS_ONE_ROW; i <= CS_BATCH; i++) {
 		char name[40];
 
 		l = &res[i][ISO_B].op[0];
@@ -492,10 +512,15 @@ void kb_isolation(void)
 			 cases[i].name);
 		iso_ratio(p, name, l->n, l0->n);
 	}
-	l0 = &res[3][ISO_C].op[0];
-	l = &res[4][ISO_C].op[0];
-	iso_ratio("op=set_wmark pool=Y", "ctl-busy/ctl-idle mean", l->mean,
-		  l0->mean);
-	iso_ratio("op=set_wmark pool=Y", "ctl-busy/ctl-idle max", l->max,
-		  l0->max);
+	l0 = &res[CS_CTL_IDLE][ISO_C].op[0];
+	for (i = CS_CTL_BUSY; i <= CS_CTL_NOMON; i++) {
+		char name[40];
+
+		l = &res[i][ISO_C].op[0];
+		snprintf(name, sizeof(name), "%s/ctl-idle mean",
+			 cases[i].name);
+		iso_ratio("op=set_wmark pool=Y", name, l->mean, l0->mean);
+		snprintf(name, sizeof(name), "%s/ctl-idle max", cases[i].name);
+		iso_ratio("op=set_wmark pool=Y", name, l->max, l0->max);
+	}
 }

@@ -792,7 +792,7 @@ struct kb_proc_res kb_decode_child(unsigned int id, double secs, uid_t uid,
 	}
 	if (ready >= 0) {
 		ret = kvpool_stats(kp, &st);
-		res.tenant_id = st.out_tenant_id;
+		res.tenant_id = ret ? 0 : st.out_tenant_id;
 		res.err = ret;
 		if (!write_full(ready, &res, sizeof(res)) || ret < 0)
 			goto fail;
