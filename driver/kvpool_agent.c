@@ -374,7 +374,7 @@ static const struct file_operations kvpd_agent_fops = {
 	.llseek = noop_llseek,
 };
 
-/* CTL_AGENT, under kvpd_pools_lock as every control op on a pool. */
+/* CTL_AGENT: a reference to the pool, never the table's lock, held. */
 int kvpd_ctl_agent_ioctl(struct kvpd_ucmd *ucmd)
 {
 	struct kvpool_ctl_agent *cmd = ucmd->cmd;
@@ -391,18 +391,17 @@ int kvpd_ctl_agent_ioctl(struct kvpd_ucmd *ucmd)
 		return -ENOMEM;
 	INIT_LIST_HEAD(&ag->taken);
 
-	mutex_lock(&kvpd_pools_lock);
-	kd = cmd->pool_id < KVPD_MAX_POOLS ?
-	     xa_load(&kvpd_pools, cmd->pool_id) : NULL;
-	ret = -ENODEV;
-	if (!kd)
-		goto out_free;
+	kd = kvpd_pool_get(cmd->pool_id);
+	if (!kd) {
+		kfree(ag);
+		return -ENODEV;
+	}
 	/* Only a CUDA arena has exports to mint, and only a GPU pool one. */
 	ret = -EINVAL;
 	if (!kd->gpu)
 		goto out_free;
 	mutex_lock(&kd->core.lock);
-	ret = kd->agent ? -EBUSY : 0;
+	ret = kd->dead ? -ENODEV : kd->agent ? -EBUSY : 0;
 	if (!ret) {
 		ag->kd = kd;
 		ag->pid = get_pid(task_tgid(current));
@@ -412,7 +411,7 @@ int kvpd_ctl_agent_ioctl(struct kvpd_ucmd *ucmd)
 	mutex_unlock(&kd->core.lock);
 	if (ret)
 		goto out_free;
-	mutex_unlock(&kvpd_pools_lock);
+	put_device(&kd->dev);	/* the agent file holds its own */
 
 	/* From here on the file's release, or the lines below, detach it. */
 	file = anon_inode_getfile("[kvpool-agent]", &kvpd_agent_fops, ag,
@@ -437,7 +436,7 @@ int kvpd_ctl_agent_ioctl(struct kvpd_ucmd *ucmd)
 	return 0;
 
 out_free:
-	mutex_unlock(&kvpd_pools_lock);
+	put_device(&kd->dev);
 	kfree(ag);
 	return ret;
 }

@@ -322,12 +322,10 @@ static int kvpd_arena_set(struct kvpool_ctl_arena_set *cmd,
 	a->page_bytes = cmd->page_bytes;
 	a->nr_chunks = cmd->nr_chunks;
 
-	mutex_lock(&kvpd_pools_lock);
-	kd = cmd->pool_id < KVPD_MAX_POOLS ?
-	     xa_load(&kvpd_pools, cmd->pool_id) : NULL;
+	kd = kvpd_pool_get(cmd->pool_id);
 	if (!kd) {
-		ret = -ENODEV;
-		goto out;
+		kvpd_arena_free(a);
+		return -ENODEV;
 	}
 	/*
 	 * A CUDA arena lives on the pool's GPU, which libkvpool finds by
@@ -338,12 +336,12 @@ static int kvpd_arena_set(struct kvpool_ctl_arena_set *cmd,
 		goto out;
 	}
 	/*
-	 * Set only here, under the table's lock, which we hold: a pool
-	 * with an arena is EEXIST before its chunks are looked at, so a
-	 * retry of a set that took effect is told so, not EBUSY.
+	 * A pool with an arena is EEXIST before its chunks are looked at,
+	 * so a retry of a set that took effect is told so, not EBUSY. Two
+	 * sets may both pass here: the one that sets it first wins, below.
 	 */
 	mutex_lock(&kd->core.lock);
-	ret = kd->arena ? -EEXIST : 0;
+	ret = kd->dead ? -ENODEV : kd->arena ? -EEXIST : 0;
 	mutex_unlock(&kd->core.lock);
 	if (ret)
 		goto out;
@@ -370,14 +368,21 @@ static int kvpd_arena_set(struct kvpool_ctl_arena_set *cmd,
 	ret = kvpd_arena_unowned_chlocked(a, &cmd->out_error_index);
 	if (!ret) {
 		mutex_lock(&kd->core.lock);
-		kvpd_arena_hash_chlocked(a);
-		kd->arena = a;
-		a = NULL;
+		/*
+		 * Destroy unhashes the arena it finds once @dead is set, so
+		 * none may be set after that.
+		 */
+		ret = kd->dead ? -ENODEV : kd->arena ? -EEXIST : 0;
+		if (!ret) {
+			kvpd_arena_hash_chlocked(a);
+			kd->arena = a;
+			a = NULL;
+		}
 		mutex_unlock(&kd->core.lock);
 	}
 	mutex_unlock(&kvpd_chunks_lock);
 out:
-	mutex_unlock(&kvpd_pools_lock);
+	put_device(&kd->dev);
 	kvpd_arena_free(a);
 	return ret;
 }

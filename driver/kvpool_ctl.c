@@ -78,11 +78,9 @@ static int kvpd_ctl_create_ioctl(struct kvpd_ucmd *ucmd)
 	if (ret) {
 		pci_dev_put(gpu);
 	} else {
-		mutex_lock(&kvpd_pools_lock);
-		ret = kvpd_pool_create_tlocked(id, cmd->flags, cmd->nr_pages,
-					       cmd->page_tokens, cmd->nr_rows,
-					       cmd->row_tokens, gpu);
-		mutex_unlock(&kvpd_pools_lock);
+		ret = kvpd_pool_create(id, cmd->flags, cmd->nr_pages,
+				       cmd->page_tokens, cmd->nr_rows,
+				       cmd->row_tokens, gpu);
 	}
 	if (ret) {
 		xa_erase(&kvpd_pools, id);
@@ -92,24 +90,24 @@ static int kvpd_ctl_create_ioctl(struct kvpd_ucmd *ucmd)
 	return ret;
 }
 
-/* Runs @fn on pool @id with its lock held, then wakes its pollers. */
+/*
+ * Runs @fn on pool @id with its lock held, then wakes its pollers. Only
+ * a reference is held while waiting for the lock (kvpd_pool_get()), so a
+ * busy pool delays the control ops on it and on no other.
+ */
 static int kvpd_ctl_on_pool(u32 id, int (*fn)(struct kvp_pool *, void *),
 			    void *arg)
 {
-	struct kvpd_dev *kd;
+	struct kvpd_dev *kd = kvpd_pool_get(id);
 	int ret;
 
-	mutex_lock(&kvpd_pools_lock);
-	kd = id < KVPD_MAX_POOLS ? xa_load(&kvpd_pools, id) : NULL;
-	if (!kd) {
-		mutex_unlock(&kvpd_pools_lock);
+	if (!kd)
 		return -ENODEV;
-	}
 	mutex_lock(&kd->core.lock);
-	ret = fn(&kd->core, arg);
+	ret = kd->dead ? -ENODEV : fn(&kd->core, arg);
 	mutex_unlock(&kd->core.lock);
 	wake_up_interruptible_all(&kd->wq);
-	mutex_unlock(&kvpd_pools_lock);
+	put_device(&kd->dev);
 	return ret;
 }
 
@@ -289,16 +287,12 @@ out:
 static int kvpd_ctl_destroy_ioctl(struct kvpd_ucmd *ucmd)
 {
 	struct kvpool_ctl_destroy *cmd = ucmd->cmd;
-	int ret;
 
 	if (cmd->flags)
 		return -EOPNOTSUPP;
 	if (cmd->__reserved)
 		return -EINVAL;
-	mutex_lock(&kvpd_pools_lock);
-	ret = kvpd_pool_destroy_tlocked(cmd->pool_id);
-	mutex_unlock(&kvpd_pools_lock);
-	return ret;
+	return kvpd_pool_destroy(cmd->pool_id);
 }
 
 #define KVPD_CTL_OP(_name, _fn, _struct, _last)				\

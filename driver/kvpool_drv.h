@@ -8,9 +8,12 @@
  * share.
  *
  * Locking, outermost first:
- *   kvpd_pools_lock	publishing a pool in the table and taking it out;
- *			pool creation and destruction; every control op
- *			on a pool (so it cannot go while one runs on it).
+ *   kvpd_pools_lock	publishing a pool in the table and taking it out,
+ *			and taking a reference to one (kvpd_pool_get()).
+ *			Never held while waiting for a pool's lock: a
+ *			control op takes a reference, drops it, then
+ *			takes the pool lock and checks @dead, so one busy
+ *			pool stalls no control op on another.
  *			Reserving an id (xa_alloc) needs only the
  *			xarray's own lock.
  *   kvpd_scratch.lock	one client file's ioctl buffer, held across one
@@ -40,9 +43,6 @@
  * which tools name. A suffix names exactly one lock the caller holds:
  *   _locked		its pool's lock, kvp_pool.lock (kvpd_dev.core.lock):
  *			the core's functions, which assert it
- *   _tlocked		the pool table's lock, kvpd_pools_lock:
- *			kvpd_pool_create_tlocked() and
- *			kvpd_pool_destroy_tlocked(), which assert it
  *   _chlocked		the chunk table's, kvpd_chunks_lock
  * One word a concept: the pages of a closed client held back until its
  * processes are gone are a quarantine (struct kvp_quarantine,
@@ -242,9 +242,10 @@ extern struct list_head kvpd_retired;
 /* The work of every pool's quarantine check: rmmod waits for it. */
 extern struct workqueue_struct *kvpd_wq;
 
-int kvpd_pool_create_tlocked(u32 id, u32 flags, u32 pages, u32 ptok,
-			     u32 rows, u32 rtok, struct pci_dev *gpu);
-int kvpd_pool_destroy_tlocked(u32 id);
+struct kvpd_dev *kvpd_pool_get(u32 id);
+int kvpd_pool_create(u32 id, u32 flags, u32 pages, u32 ptok, u32 rows,
+		     u32 rtok, struct pci_dev *gpu);
+int kvpd_pool_destroy(u32 id);
 void kvpd_retire_end(struct kvpd_dev *kd);
 
 /* Per-call state of an ioctl: the user's struct and our copy of it. */

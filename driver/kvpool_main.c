@@ -87,19 +87,56 @@ static void kvpd_dev_release(struct device *dev)
 	kfree(kd);
 }
 
-/*
- * Makes pool @id, an id the caller reserved in kvpd_pools; publishes it
- * there once its device node exists. Called with kvpd_pools_lock held.
- * @gpu, if not NULL, becomes the device's parent: the pool takes over the
- * caller's reference to it, failure or not.
+/**
+ * kvpd_pool_get() - a reference to pool @id, without the table's lock
+ * @id: the pool's id
+ *
+ * For control ops, which must not wait for one pool's lock with the
+ * table's held: that would stall every control op on every pool behind
+ * one busy pool (docs/gpu-budget.md). The caller takes the pool lock
+ * itself, refuses a pool whose @dead is set, and drops the reference
+ * with put_device().
+ *
+ * Context: process context; takes and drops kvpd_pools_lock.
+ * Return: the pool, or NULL if there is none of that id.
  */
-int kvpd_pool_create_tlocked(u32 id, u32 flags, u32 pages, u32 ptok,
-			     u32 rows, u32 rtok, struct pci_dev *gpu)
+struct kvpd_dev *kvpd_pool_get(u32 id)
+{
+	struct kvpd_dev *kd;
+
+	mutex_lock(&kvpd_pools_lock);
+	/* Under the lock the table's own reference keeps @kd. */
+	kd = id < KVPD_MAX_POOLS ? xa_load(&kvpd_pools, id) : NULL;
+	if (kd)
+		get_device(&kd->dev);
+	mutex_unlock(&kvpd_pools_lock);
+	return kd;
+}
+
+/**
+ * kvpd_pool_create() - make a pool and publish it
+ * @id: an id the caller reserved in kvpd_pools
+ * @flags: ``KVPOOL_CREATE_*``
+ * @pages: pages
+ * @ptok: tokens a page
+ * @rows: rows
+ * @rtok: most tokens a row
+ * @gpu: if not NULL, the device's parent: the pool takes over the
+ *       caller's reference to it, failure or not
+ *
+ * The page table is built before kvpd_pools_lock is taken (a pool of
+ * 2^27 pages takes a while), and the lock is held only to publish the
+ * device: nobody can reach the pool before that.
+ *
+ * Context: process context, no lock held.
+ * Return: 0, or a negative errno with nothing made.
+ */
+int kvpd_pool_create(u32 id, u32 flags, u32 pages, u32 ptok, u32 rows,
+		     u32 rtok, struct pci_dev *gpu)
 {
 	struct kvpd_dev *kd;
 	int ret;
 
-	lockdep_assert_held(&kvpd_pools_lock);
 	kd = kzalloc(sizeof(*kd), GFP_KERNEL);
 	if (!kd) {
 		pci_dev_put(gpu);
@@ -133,15 +170,17 @@ int kvpd_pool_create_tlocked(u32 id, u32 flags, u32 pages, u32 ptok,
 		goto out_put;
 	cdev_init(&kd->cdev, &kvpd_pool_fops);
 	kd->cdev.owner = THIS_MODULE;
+	mutex_lock(&kvpd_pools_lock);
 	ret = cdev_device_add(&kd->cdev, &kd->dev);
+	/* The id is reserved: storing into it allocates nothing. */
+	if (!ret) {
+		ret = xa_err(xa_store(&kvpd_pools, id, kd, GFP_KERNEL));
+		if (ret)
+			cdev_device_del(&kd->cdev, &kd->dev);
+	}
+	mutex_unlock(&kvpd_pools_lock);
 	if (ret)
 		goto out_put;
-	/* The id is reserved: storing into it allocates nothing. */
-	ret = xa_err(xa_store(&kvpd_pools, id, kd, GFP_KERNEL));
-	if (ret) {
-		cdev_device_del(&kd->cdev, &kd->dev);
-		goto out_put;
-	}
 	return 0;
 
 out_put:
@@ -150,8 +189,8 @@ out_put:
 }
 
 /* Reserves an id and makes the pool: for the default pool at init. */
-static int kvpd_pool_create(u32 flags, u32 pages, u32 ptok, u32 rows,
-			    u32 rtok)
+static int kvpd_pool_create_default(u32 flags, u32 pages, u32 ptok,
+				    u32 rows, u32 rtok)
 {
 	u32 id;
 	int ret;
@@ -159,16 +198,14 @@ static int kvpd_pool_create(u32 flags, u32 pages, u32 ptok, u32 rows,
 	ret = kvp_geom_check(flags, pages, ptok, rows, rtok);
 	if (ret)
 		return ret;
-	mutex_lock(&kvpd_pools_lock);
 	ret = xa_alloc(&kvpd_pools, &id, NULL, XA_LIMIT(0, KVPD_MAX_POOLS - 1),
 		       GFP_KERNEL);
 	if (!ret) {
-		ret = kvpd_pool_create_tlocked(id, flags, pages, ptok, rows,
-					       rtok, NULL);
+		ret = kvpd_pool_create(id, flags, pages, ptok, rows, rtok,
+				       NULL);
 		if (ret)
 			xa_erase(&kvpd_pools, id);
 	}
-	mutex_unlock(&kvpd_pools_lock);
 	return ret == -EBUSY ? -ENOSPC : ret;
 }
 
@@ -201,25 +238,39 @@ static void kvpd_retire_start(struct kvpd_dev *kd)
 		kd->core.id, pages, kd->arena ? kd->arena->nr_chunks : 0);
 }
 
-int kvpd_pool_destroy_tlocked(u32 id)
+/**
+ * kvpd_pool_destroy() - destroy pool @id, if nobody uses it
+ * @id: the pool's id
+ *
+ * In two parts, so that the table's lock is never held while waiting for
+ * the pool's: under the pool lock alone, the check that no client or
+ * export file is left and @dead; then, under kvpd_pools_lock, the pool
+ * goes out of the table. Between the two, control ops and opens find
+ * the pool dead and answer ENODEV.
+ *
+ * Context: process context, no lock held.
+ * Return: 0; -ENODEV if there is no such pool or another destroy has it;
+ * -EBUSY if a client or an export file is left.
+ */
+int kvpd_pool_destroy(u32 id)
 {
-	struct kvpd_dev *kd;
-	bool retire;
+	struct kvpd_dev *kd = kvpd_pool_get(id);
+	bool retire = false;
+	int ret;
 
-	lockdep_assert_held(&kvpd_pools_lock);
-	kd = id < KVPD_MAX_POOLS ? xa_load(&kvpd_pools, id) : NULL;
 	if (!kd)
 		return -ENODEV;
-	retire = false;
-
 	/*
 	 * An open joins under the pool lock and fails once @dead is set;
 	 * with no clients and no export files now, none can appear.
 	 */
 	mutex_lock(&kd->core.lock);
-	if (kd->core.nr_clients || kd->nr_exports) {
+	ret = kd->dead ? -ENODEV :
+	      kd->core.nr_clients || kd->nr_exports ? -EBUSY : 0;
+	if (ret) {
 		mutex_unlock(&kd->core.lock);
-		return -EBUSY;
+		put_device(&kd->dev);
+		return ret;
 	}
 	kd->dead = true;
 	/*
@@ -230,6 +281,8 @@ int kvpd_pool_destroy_tlocked(u32 id)
 	 */
 	retire = !list_empty(&kd->quarantines);
 	mutex_unlock(&kd->core.lock);
+
+	mutex_lock(&kvpd_pools_lock);
 	kvpd_agent_pool_dead(kd);
 	if (retire)
 		kvpd_retire_start(kd);
@@ -245,6 +298,8 @@ int kvpd_pool_destroy_tlocked(u32 id)
 	cdev_device_del(&kd->cdev, &kd->dev);
 	xa_erase(&kvpd_pools, id);
 	put_device(&kd->dev);	/* the table's */
+	mutex_unlock(&kvpd_pools_lock);
+	put_device(&kd->dev);	/* ours */
 	return 0;
 }
 
@@ -307,11 +362,12 @@ static void kvpd_pool_destroy_all(void)
 	struct kvpd_dev *kd;
 	unsigned long id;
 
-	/* No file of ours is open: the module could not be unloading. */
-	mutex_lock(&kvpd_pools_lock);
+	/*
+	 * No file of ours is open: the module could not be unloading. So
+	 * no control op runs either, and the table holds still.
+	 */
 	xa_for_each(&kvpd_pools, id, kd)
-		WARN_ON(kvpd_pool_destroy_tlocked(id));
-	mutex_unlock(&kvpd_pools_lock);
+		WARN_ON(kvpd_pool_destroy(id));
 }
 
 /* Says which default-pool parameter is out of range, and the rule. */
@@ -365,10 +421,10 @@ static int __init kvpool_init(void)
 	if (ret)
 		goto out_class;
 	if (nr_pages) {
-		ret = kvpd_pool_create(reserve_zero ?
-				       KVPOOL_CREATE_RESERVE_ZERO : 0,
-				       nr_pages, page_tokens, nr_rows,
-				       row_tokens);
+		ret = kvpd_pool_create_default(reserve_zero ?
+					       KVPOOL_CREATE_RESERVE_ZERO : 0,
+					       nr_pages, page_tokens, nr_rows,
+					       row_tokens);
 		if (ret) {
 			pr_err("default pool: %d\n", ret);
 			goto out_region;

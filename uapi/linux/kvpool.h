@@ -126,7 +126,8 @@
  * - EBADF:      IMPORT: @fd is not an open file. (control) ARENA_SET: a
  *               chunk's fd is not an open file.
  * - EXDEV:      IMPORT: the export file belongs to another pool.
- * - ENODEV:     (control) no pool with that id; (open) the pool is going
+ * - ENODEV:     (control) no pool with that id, or it is being
+ *               destroyed; (open) the pool is going
  *               or the module is still loading. AGENT_RECV, AGENT_REPLY:
  *               the agent's pool was destroyed.
  * - ENXIO:      (control) CREATE: no PCI device at the GPU address.
