@@ -1,0 +1,307 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""kvcached 0.1.6 beside a static split on one three-model trace.
+
+    run.py [--quick] [--out DIR] [--sides kvcached,static]
+           [--scenarios trace,race,kill]
+
+Scenarios (each a fresh stand-in GPU, fresh engine processes):
+
+trace  three models (A, B, C: 1x/2x/4x bytes per token) on one GPU,
+       intermittent staggered peaks (trace.py). Every side. The three
+       engines are started at once, so the kvcached side also answers
+       #193 (start-up failures: an engine not ready, or failed).
+race   #262's setup: six instances of one model at
+       KVCACHED_GPU_UTILIZATION=0.90, all peaking together; counts race
+       misses (available_size() said yes, alloc() returned None).
+kill   three engines as in trace; one is SIGKILLed at its first peak
+       (#134). Reports what the stand-in GPU gives back (at once: the
+       driver frees a dead process's memory) and what stays stranded in
+       kvcached's own shm budget (the dead engine's /dev/shm segment:
+       its limit, used and prealloc bytes, which kvctl and kvtop still
+       show) and for how long, and how soon the other engines grow into
+       the freed memory.
+
+Output: DIR/results.json (per side and scenario: per-engine metrics,
+thinned timelines, the stand-in's counts) and a printed table per side.
+The exit status is 0 when every check held: held bytes never below the
+live need, every kvcached engine's cuMemCreate/cuMemRelease and
+cuMemMap/cuMemUnmap balanced at its exit and no bytes left on the GPU
+(the killed engine excepted), the static side's blocks all returned.
+Timing is not checked. KVB_PYTHON is the interpreter of the kvcached
+venv (install.sh prints it).
+"""
+import argparse
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import gpu as gpumod  # noqa: E402
+import metrics  # noqa: E402
+import trace as tracemod  # noqa: E402
+
+GIB = 2**30
+
+
+def spawn(args, env):
+    return subprocess.Popen([args[0], os.path.join(HERE, 'engine.py')]
+                            + args[1:], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+
+
+def run_side(side, scen, cfg, tr_path, tr, engines, rundir, gpu_bytes,
+             util=None, die=None):
+    """Start engines (name -> model) at once, wait ready, go, collect."""
+    os.makedirs(rundir, exist_ok=True)
+    gpu_path = f'/dev/shm/kvb-{os.getpid()}-{scen}-{side}'
+    gpumod.create(gpu_path, gpu_bytes)
+    py = cfg.python if side == 'kvcached' else sys.executable
+    procs = {}
+    t_launch = time.monotonic()
+    for name, model in engines.items():
+        env = dict(os.environ, KVB_GPU=gpu_path,
+                   KVCACHED_IPC_NAME=f'kvb-{os.getpid()}-{scen}-{name}',
+                   KVCACHED_LOG_LEVEL='ERROR', PYTHONWARNINGS='ignore')
+        if util is not None:
+            env['KVCACHED_GPU_UTILIZATION'] = str(util)
+        args = [py, '--backend', side, '--model', model, '--trace', tr_path,
+                '--dir', rundir, '--name', name, '--gpu-bytes',
+                str(gpu_bytes), '--share-bytes',
+                str(gpu_bytes // len(engines)), '--step-ms',
+                str(cfg.step_ms)]
+        if die and name == die[0]:
+            args += ['--die-at', str(die[1])]
+        procs[name] = spawn(args, env)
+    ready = {}
+    deadline = time.monotonic() + cfg.ready_timeout + 60
+    while len(ready) < len(procs) and time.monotonic() < deadline:
+        for name, p in procs.items():
+            f = os.path.join(rundir, name + '.ready')
+            if name not in ready and os.path.exists(f):
+                with open(f) as fh:
+                    ready[name] = json.load(fh)
+            elif name not in ready and p.poll() is not None:
+                ready[name] = {'ready': False,
+                               'error': f'exited {p.returncode}'}
+        time.sleep(0.05)
+    startup_s = round(time.monotonic() - t_launch, 2)
+    for name in procs:
+        ready.setdefault(name, {'ready': False, 'error': 'not ready'})
+    with open(os.path.join(rundir, 'go'), 'w') as f:
+        f.write(repr(time.time() + 0.2))
+    watch = watch_kill(procs, die, engines, gpu_path, cfg) if die else None
+    logs = {}
+    for name, p in procs.items():
+        logs[name] = p.communicate(timeout=cfg.timeout)[0]
+        if p.returncode not in (0, -9):
+            sys.stderr.write(f'--- {scen}/{side}/{name} exit '
+                             f'{p.returncode}\n{logs[name][-3000:]}\n')
+    total, slots = gpumod.read(gpu_path)
+    res = {'gpu_bytes': gpu_bytes, 'startup_s': startup_s,
+           'start_failures': sum(1 for r in ready.values()
+                                 if not r.get('ready')),
+           'engines': {}, 'checks': {}}
+    for name, model in engines.items():
+        r = ready[name]
+        e = {'model': model, 'ready': r.get('ready'),
+             'ready_s': r.get('ready_s'), 'error': r.get('error')}
+        sp = os.path.join(rundir, name + '.samples')
+        sm = os.path.join(rundir, name + '.summary')
+        samples = metrics.load_samples(sp) if os.path.exists(sp) else []
+        summary = {}
+        if os.path.exists(sm):
+            with open(sm) as f:
+                summary = json.load(f)
+        geo = tr['models'][model]
+        if samples:
+            e['metrics'] = metrics.engine_metrics(
+                samples, r, summary, geo['bytes_per_token'],
+                tr['block_tokens'], cfg.step_ms)
+            e['timeline'] = metrics.timeline(samples)
+        slot = slots.get(r.get('pid'))
+        if slot:
+            e['standin'] = {k: slot[k] for k in gpumod.FIELDS}
+        e['shutdown_ok'] = summary.get('shutdown_ok')
+        res['engines'][name] = e
+        res['checks'][name] = check(side, e, summary, die, name)
+    if watch:
+        res['kill'] = watch
+    res['gpu_left_bytes'] = gpumod.used(gpu_path)
+    os.unlink(gpu_path)
+    return res
+
+
+def check(side, e, summary, die, name):
+    """The accounting invariants; a list of the ones that failed."""
+    bad = []
+    m = e.get('metrics')
+    if not e.get('ready'):
+        return bad  # a start-up failure is a measured result, not a check
+    if m is None:
+        return ['no samples']
+    if m['steps_held_below_need']:
+        bad.append(f'held < need at {m["steps_held_below_need"]} steps')
+    if die and name == die[0]:
+        return bad
+    if side == 'kvcached':
+        s = e.get('standin') or {}
+        if s.get('creates') != s.get('releases'):
+            bad.append(f'cuMemCreate {s.get("creates")} != cuMemRelease '
+                       f'{s.get("releases")}')
+        if s.get('maps') != s.get('unmaps'):
+            bad.append(f'cuMemMap {s.get("maps")} != cuMemUnmap '
+                       f'{s.get("unmaps")}')
+        if s.get('bytes'):
+            bad.append(f'{s["bytes"]} bytes left on the GPU')
+    elif summary.get('leaked_blocks'):
+        bad.append(f'{summary["leaked_blocks"]} blocks not returned')
+    return bad
+
+
+def watch_kill(procs, die, engines, gpu_path, cfg):
+    """Wait for the victim to die; then time what comes back."""
+    name = die[0]
+    p = procs[name]
+    while p.poll() is None:
+        time.sleep(0.002)
+    t_dead = time.monotonic()
+    seg = f'/dev/shm/kvb-{os.getpid()}-kill-{name}'
+    _, slots = gpumod.read(gpu_path)
+    dead = [s for s in slots.values() if not s['alive']]
+    others0 = {s['pid']: s['bytes'] for s in slots.values() if s['alive']}
+    stranded = None
+    if os.path.exists(seg):
+        with open(seg, 'rb') as f:
+            stranded = list(struct.unpack('<3q', f.read(24)))
+    grew_ms = None
+    while any(q.poll() is None for q in procs.values()):
+        _, slots = gpumod.read(gpu_path)
+        if grew_ms is None and any(
+                s['bytes'] > others0.get(s['pid'], 0)
+                for s in slots.values() if s['alive']):
+            grew_ms = round((time.monotonic() - t_dead) * 1000, 1)
+        time.sleep(0.005)
+    t_end = time.monotonic()
+    still = os.path.exists(seg)
+    out = {'victim': name, 'model': engines[name],
+           'gpu_bytes_of_dead_at_death': sum(s['bytes'] for s in dead),
+           'gpu_used_by_others_at_death': sum(others0.values()),
+           'gpu_used_at_death': gpumod.used(gpu_path),
+           'segment_after_death': stranded,
+           'segment_bytes_stranded': (stranded[1] + stranded[2])
+           if stranded else 0,
+           'segment_still_there_at_end': still,
+           'segment_stranded_s_at_least': round(t_end - t_dead, 2)
+           if still else None,
+           'first_growth_of_others_ms': grew_ms}
+    if still:
+        os.unlink(seg)  # what `kvctl delete` would do by hand
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(
+        description=__doc__.split('\n')[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--quick', action='store_true')
+    ap.add_argument('--out')
+    ap.add_argument('--sides', default='kvcached,static')
+    ap.add_argument('--scenarios', default='trace,race,kill')
+    ap.add_argument('--gpu-gib', type=float, default=12.0)
+    ap.add_argument('--step-ms', type=float, default=20.0)
+    ap.add_argument('--ready-timeout', type=float, default=120.0)
+    ap.add_argument('--timeout', type=float, default=900.0)
+    ap.add_argument('--seed', type=int, default=1)
+    a = ap.parse_args()
+    a.python = os.environ.get('KVB_PYTHON', '')
+    sides = a.sides.split(',')
+    if 'kvcached' in sides and not a.python:
+        sys.exit('run.py: set KVB_PYTHON to the kvcached venv\'s python '
+                 '(tools/engine-bench/kvcached/install.sh prints it)')
+    out = a.out or tempfile.mkdtemp(prefix='kvb-kvcached.')
+    os.makedirs(out, exist_ok=True)
+    cycles, period = (1, 300) if a.quick else (3, 600)
+    gpu_bytes = int(a.gpu_gib * GIB)
+    tr = tracemod.make(cycles=cycles, period=period, seed=a.seed)
+    tr_path = os.path.join(out, 'trace.json')
+    tracemod.save(tr, tr_path)
+    # #262: one model six times, every instance at its peak together.
+    race = tracemod.make(models=('B',) * 1, cycles=cycles, period=period,
+                         peak_rate=1.5, output=(256, 768), seed=a.seed + 1,
+                         stagger=False)
+    race_path = os.path.join(out, 'trace-race.json')
+    tracemod.save(race, race_path)
+    three = {'A': 'A', 'B': 'B', 'C': 'C'}
+    results = {'argv': sys.argv[1:], 'gpu_bytes': gpu_bytes,
+               'step_ms': a.step_ms, 'steps': tr['steps'],
+               'models': tr['models'], 'requests':
+               {m: len(r) for m, r in tr['requests'].items()},
+               'sides': {}}
+    scen = a.scenarios.split(',')
+    for side in sides:
+        r = results['sides'].setdefault(side, {})
+        if 'trace' in scen:
+            r['trace'] = run_side(side, 'trace', a, tr_path, tr, three,
+                                  os.path.join(out, f'trace-{side}'),
+                                  gpu_bytes)
+        if side != 'kvcached':
+            continue
+        if 'race' in scen:
+            six = {f'B{i}': 'B' for i in range(6)}
+            r['race'] = run_side(side, 'race', a, race_path, race, six,
+                                 os.path.join(out, 'race'), gpu_bytes,
+                                 util=0.90)
+        if 'kill' in scen:
+            # C at its first peak: C's ramp starts 2/3 of a period in.
+            at = int(period * (2 / 3 + 0.2))
+            r['kill'] = run_side(side, 'kill', a, tr_path, tr, three,
+                                 os.path.join(out, 'kill'), gpu_bytes,
+                                 die=('C', at))
+    with open(os.path.join(out, 'results.json'), 'w') as f:
+        json.dump(results, f, indent=1)
+    failed = report(results)
+    print(f'results: {out}/results.json')
+    return 1 if failed else 0
+
+
+def report(results):
+    failed = []
+    for side, scens in results['sides'].items():
+        for scen, r in scens.items():
+            rows = {n: e['metrics'] for n, e in r['engines'].items()
+                    if 'metrics' in e}
+            print(f'\n{side} / {scen}: GPU {r["gpu_bytes"] / GIB:.1f} GiB, '
+                  f'start-up failures {r["start_failures"]} of '
+                  f'{len(r["engines"])} (all ready in {r["startup_s"]} s)')
+            print(metrics.table(side, rows))
+            if scen.startswith('race'):
+                print('race misses (#262: fatal before kvcached\'s '
+                      'allocate_slots patch): '
+                      f'{sum(m["race_misses"] for m in rows.values())}')
+            if 'kill' in r:
+                k = r['kill']
+                print(f'kill: {k["victim"]} held '
+                      f'{metrics.gib(k["gpu_bytes_of_dead_at_death"])} GiB '
+                      'on the GPU, free again at death; its shm segment '
+                      f'still says {metrics.gib(k["segment_bytes_stranded"])}'
+                      f' GiB used+prealloc, there '
+                      f'{k["segment_stranded_s_at_least"]} s later (end of '
+                      'run); others grew '
+                      f'{k["first_growth_of_others_ms"]} ms after')
+            for n, bad in r['checks'].items():
+                for b in bad:
+                    failed.append(f'{side}/{scen}/{n}: {b}')
+    for f in failed:
+        print('CHECK FAILED:', f)
+    return failed
+
+
+if __name__ == '__main__':
+    sys.exit(main())
