@@ -80,6 +80,76 @@ int kvp_client_attach_locked(struct kvp_pool *pool, struct kvp_client *c)
 	return kvp_client_attach_tenant_locked(pool, c, 0, 0, NULL);
 }
 
+/*
+ * One row of a closing client: its tail within @budget, then, if the
+ * budget is left, the row itself (@link: its slot chain link, or NULL
+ * for a held row). Returns the budget used.
+ */
+static u32 kvp_reclaim_row(struct kvp_client *c, struct kvp_row *r,
+			   u32 *link, struct kvp_quarantine *q, u32 budget)
+{
+	struct kvp_pool *pool = c->pool;
+	u32 n = kvp_row_free_tail(pool, r, budget, q);
+
+	pool->reclaimed_pages += n;
+	if (n == budget)
+		return n;
+	/* The rest is its prefix: borrowed pages and holes, r->nr of them. */
+	n += r->nr < budget - n ? r->nr : budget - n;
+	pool->reclaimed_pages += link ? kvp_slot_free(pool, r, link, q) :
+				 kvp_row_free_quarantine(pool, r, q);
+	return n;
+}
+
+/**
+ * kvp_client_reclaim_step_locked() - give back part of a closing client's
+ * @c: the client, whose file is gone: no call of its can run any more
+ * @q: where the pages of its rows and slots go, or NULL to free them
+ *
+ * Frees (or puts in @q) at most about %KVP_STEP_PAGES pages of @c's
+ * slots, rows and prefix cache, in the order
+ * kvp_client_detach_quarantine_locked() would, so that the close of a
+ * client that held most of a big pool does not hold the pool lock for
+ * all of it at once: the driver calls it until it returns false,
+ * dropping the lock between calls, then detaches the client, which
+ * finds nothing left to free. Between two calls the pool is as if @c
+ * had released part of what it held.
+ *
+ * Context: @c->pool->lock held.
+ * Return: true while @c holds pages or rows.
+ */
+bool kvp_client_reclaim_step_locked(struct kvp_client *c,
+				    struct kvp_quarantine *q)
+{
+	struct kvp_pool *pool = c->pool;
+	u32 budget = KVP_STEP_PAGES;
+	u32 b;
+
+	lockdep_assert_held(&pool->lock);
+	for (b = 0; b < KVP_SLOT_BUCKETS; b++) {
+		while (c->slot_head[b] != KVP_NIL) {
+			budget -= kvp_reclaim_row(c,
+						  &pool->rows[c->slot_head[b]],
+						  &c->slot_head[b], q, budget);
+			if (!budget)
+				return true;
+		}
+	}
+	while (c->held_head != KVP_NIL) {
+		budget -= kvp_reclaim_row(c, &pool->rows[c->held_head], NULL,
+					  q, budget);
+		if (!budget)
+			return true;
+	}
+	/* Only its own rows borrow from its cache: all unpinned by now. */
+	while (c->nr_cache_pages && budget) {
+		kvp_cache_free(c, c->cache[c->nr_cache_pages - 1].page);
+		pool->reclaimed_pages++;
+		budget--;
+	}
+	return c->nr_cache_pages;
+}
+
 /**
  * kvp_client_detach_quarantine_locked() - take a client out of its pool
  * @c: the client
@@ -152,18 +222,39 @@ void kvp_client_detach_locked(struct kvp_client *c)
 u32 kvp_quarantine_end_locked(struct kvp_pool *pool,
 			      struct kvp_quarantine *q)
 {
-	u32 n = q->nr;
+	u32 n = kvp_quarantine_free_locked(pool, q, U32_MAX);
+
+	q->head = KVP_NIL;
+	return n;
+}
+
+/**
+ * kvp_quarantine_free_locked() - free some of the pages a quarantine held
+ * @pool: the pool the pages are of
+ * @q: the quarantine
+ * @budget: most pages to free
+ *
+ * kvp_quarantine_end_locked() in steps, for a driver that drops the pool
+ * lock between them: what is left stays held back, counted as before.
+ *
+ * Context: @pool->lock held.
+ * Return: the pages freed.
+ */
+u32 kvp_quarantine_free_locked(struct kvp_pool *pool,
+			       struct kvp_quarantine *q, u32 budget)
+{
+	u32 n = 0;
 
 	lockdep_assert_held(&pool->lock);
-	while (q->nr) {
+	while (q->nr && n < budget) {
 		u32 id = q->head;
 
 		q->head = pool->pages[id].next;
 		q->nr--;
 		pool->quarantine_pages--;
 		kvp_page_push(pool, id);
+		n++;
 	}
-	q->head = KVP_NIL;
 	/* Pages are free again: an ask may shrink, a waiter may go on. */
 	if (n)
 		kvp_pressure_changed(pool);

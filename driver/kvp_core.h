@@ -39,6 +39,13 @@
 #define KVP_TENANT_HASH_BITS	6	/* buckets of the tenant lookup */
 #define KVP_PATH_BYTES_MAX	(1024U * 1024)	/* a pool's tenant paths */
 #define KVP_MAP_LEVELS		5	/* the free map of 2^27 pages */
+/*
+ * Most pages one step of an op moves under one hold of the pool lock:
+ * a bigger EXTEND or RELEASE is stepped (struct kvp_op), so that no
+ * client holds the lock that every other client of the pool needs for
+ * longer than this many page moves (docs/gpu-budget.md).
+ */
+#define KVP_STEP_PAGES		16384U
 
 /*
  * The KVPOOL_FEAT_* whose ops the core implements, the one list of them:
@@ -116,6 +123,8 @@ struct kvp_client;
  * @mark: batch epoch, to refuse a row named twice in one batch
  * @gen: generation of the current (or last) handle; never 0
  * @state: an &enum kvp_row_state
+ * @busy: a stepped op (&struct kvp_op) is working on it: lookups answer
+ *        -EBUSY until its last step
  *
  * Everything is protected by &kvp_pool.lock. @state, @owner and @owned
  * change only through kvp_row_move(), kvp_row_own() and kvp_row_take()
@@ -138,6 +147,7 @@ struct kvp_row {
 	u32 mark;
 	u32 gen;
 	u8 state;
+	u8 busy;
 };
 
 /**
@@ -193,6 +203,8 @@ struct kvp_quarantine {
  * @cache_pages: of which in caches
  * @cache_pinned: of which pinned there
  * @rows: rows its clients hold, parked included
+ * @pending: pages stepped EXTENDs of its clients have reserved and not
+ *           taken yet: counted as held by every quota check
  * @nr_clients: its clients, the length of @clients
  * @configured: the administrator set limits: kept with no clients
  * @cgroup_seen: its cgroup was seen alive (kvp_tenant_seen_locked(),
@@ -217,6 +229,7 @@ struct kvp_tenant {
 	u32 cache_pages;
 	u32 cache_pinned;
 	u32 rows;
+	u32 pending;
 	u32 nr_clients;
 	bool configured;
 	bool cgroup_seen;
@@ -312,6 +325,9 @@ struct kvp_client {
  * @export_rows: rows held by export files
  * @export_pages: pages those rows own
  * @quarantine_pages: pages in some &struct kvp_quarantine
+ * @pending_pages: free pages stepped EXTENDs have reserved: still on the
+ *                 free map, but not available to anyone else (the sum of
+ *                 the tenants' &kvp_tenant.pending)
  * @array_bytes: bytes of the rows' page arrays and the clients' cache
  *               arrays (their capacity), for kvp_mem_bytes_locked()
  * @refused_space: ROW_ALLOC, EXTEND and IMPORT refused with ENOSPC, ever
@@ -365,6 +381,7 @@ struct kvp_pool {
 
 	u32 export_rows, export_pages;
 	u32 quarantine_pages;
+	u32 pending_pages;
 	u64 array_bytes;
 	u64 refused_space, refused_quota;
 	u64 reclaimed_pages;
@@ -390,8 +407,12 @@ int kvp_client_attach_locked(struct kvp_pool *pool, struct kvp_client *c);
 void kvp_client_detach_locked(struct kvp_client *c);
 void kvp_client_detach_quarantine_locked(struct kvp_client *c,
 					 struct kvp_quarantine *q);
+bool kvp_client_reclaim_step_locked(struct kvp_client *c,
+				    struct kvp_quarantine *q);
 u32 kvp_quarantine_end_locked(struct kvp_pool *pool,
 			      struct kvp_quarantine *q);
+u32 kvp_quarantine_free_locked(struct kvp_pool *pool,
+			       struct kvp_quarantine *q, u32 budget);
 
 void kvp_stats_locked(struct kvp_client *c, struct kvpool_stats *st);
 
@@ -417,6 +438,53 @@ struct kvp_extend_result {
 	u32 shortfall;
 	u32 error_index;
 };
+
+/**
+ * struct kvp_op - an EXTEND or RELEASE done in steps
+ * @c: the client
+ * @extend: EXTEND's entries (the caller's, kept until the last step)
+ * @release: RELEASE's handles (likewise)
+ * @res: EXTEND's result, completed by the last step
+ * @nr_freed: RELEASE's count of freed pages, likewise
+ * @count: entries
+ * @i: the entry being worked on
+ * @given: pages entry @i has been given (EXTEND)
+ * @left: pages still to move (EXTEND), 0 once done
+ * @free_before: free pages before the op, for the watermark crossing
+ * @stepped: the op moves more than %KVP_STEP_PAGES pages: its rows are
+ *           busy and its pages reserved until its last step
+ * @is_release: which op it is
+ *
+ * kvp_extend_start_locked() and kvp_release_start_locked() check and
+ * allocate everything, so that no step can fail; kvp_op_step_locked()
+ * then moves at most %KVP_STEP_PAGES pages a call. The caller may drop
+ * the pool lock between two steps: every state in between is one the
+ * invariants hold for (docs/gpu-budget.md, "Stepped ops").
+ */
+struct kvp_op {
+	struct kvp_client *c;
+	struct kvpool_extend_entry *extend;
+	const struct kvpool_handle *release;
+	struct kvp_extend_result *res;
+	u32 *nr_freed;
+	u32 count;
+	u32 i;
+	u32 given;
+	u32 left;
+	u32 free_before;
+	bool stepped;
+	bool is_release;
+};
+
+int kvp_extend_start_locked(struct kvp_client *c,
+			    struct kvpool_extend_entry *e, u32 count,
+			    u32 pages_cap, u32 *buf, u32 buf_cap,
+			    struct kvp_extend_result *res, struct kvp_op *op);
+int kvp_release_start_locked(struct kvp_client *c,
+			     const struct kvpool_handle *h, u32 count,
+			     u32 flags, u32 *nr_freed, u32 *error_index,
+			     struct kvp_op *op);
+bool kvp_op_step_locked(struct kvp_op *op);
 
 int kvp_extend_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 		      u32 count, u32 pages_cap, struct kvp_extend_result *res);

@@ -193,7 +193,8 @@ int kvp_import_locked(struct kvp_client *c, u32 idx,
 	if (r->state != KVP_ROW_EXPORTED)
 		return -EALREADY;
 	owned = r->owned;
-	if ((owned && t->max_pages && t->pages + owned > t->max_pages) ||
+	if ((owned && t->max_pages &&
+	     t->pages + t->pending + owned > t->max_pages) ||
 	    (t->max_rows && t->rows + 1 > t->max_rows)) {
 		kvp_refused(pool, t, false, -EDQUOT);
 		return -EDQUOT;

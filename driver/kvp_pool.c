@@ -521,8 +521,58 @@ counted:
 	r->protected = 0;
 	r->swa_evicted = 0;
 	r->session = 0;
+	r->busy = 0;
 	kvp_row_push(pool, idx);
 	return freed;
+}
+
+/**
+ * kvp_row_free_tail() - free part of a row's pages, from its end
+ * @pool: the pool
+ * @r: the row, held or parked
+ * @budget: most pages to free
+ * @q: where the pages go instead of the free stack, or NULL
+ *
+ * For the steps of a big RELEASE and of a big client's close: frees the
+ * pages at the row's tail above its protected prefix and its sliding
+ * window's holes (those it owns for certain), and cuts its lengths as a
+ * TRIM would, so that the row is an ordinary one afterwards. What is
+ * left, the prefix, kvp_row_free_quarantine() frees with the row.
+ *
+ * Context: @pool->lock held.
+ * Return: the pages freed (or quarantined).
+ */
+u32 kvp_row_free_tail(struct kvp_pool *pool, struct kvp_row *r, u32 budget,
+		      struct kvp_quarantine *q)
+{
+	u32 keep = r->protected > r->swa_evicted ? r->protected : r->swa_evicted;
+	u32 idx = kvp_row_index(pool, r);
+	u32 floor = kvp_pages_for(pool, keep);
+	u32 n = 0;
+	u64 len;
+
+	while (r->nr > floor && n < budget) {
+		u32 id = r->pages[r->nr - 1];
+
+		/* Not its own after all: left to the row's free. */
+		if (id == KVPOOL_PAGE_NONE || pool->pages[id].owner != idx)
+			break;
+		if (q)
+			kvp_page_quarantine(pool, q, id);
+		else
+			kvp_page_push(pool, id);
+		r->nr--;
+		n++;
+	}
+	if (!n)
+		return 0;
+	kvp_row_take(pool, r, -(int)n);
+	len = (u64)r->nr * pool->page_tokens;
+	if (r->allocated > len)
+		r->allocated = (u32)len;
+	if (r->committed > r->allocated)
+		r->committed = r->allocated;
+	return n;
 }
 
 /**

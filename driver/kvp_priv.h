@@ -110,6 +110,9 @@ static inline int kvp_held_by(const struct kvp_row *r,
 	/* A generation not issued yet names nothing; an older one is stale. */
 	if (r->gen != h->generation)
 		return (s32)(h->generation - r->gen) > 0 ? -ENOENT : -ESTALE;
+	/* Mid-way through a stepped op of another thread of @c's. */
+	if (unlikely(r->busy))
+		return -EBUSY;
 	return 0;
 }
 
@@ -123,7 +126,8 @@ static inline int kvp_held_by(const struct kvp_row *r,
  * Return: 0; -ENOENT if @h is out of range, names a row @c does not hold
  * (free, parked, exported or another client's) or has a generation not
  * issued yet; -ESTALE if @c holds the row under a newer generation, so
- * the caller's handle is a dead one.
+ * the caller's handle is a dead one; -EBUSY if the row is in a stepped
+ * op (&struct kvp_op) another call of @c's has not finished.
  */
 static inline int kvp_lookup(struct kvp_client *c,
 			     const struct kvpool_handle *h,
@@ -273,6 +277,8 @@ void kvp_row_own(struct kvp_pool *pool, struct kvp_row *r, int n);
 void kvp_row_take(struct kvp_pool *pool, struct kvp_row *r, int n);
 void kvp_held_take(struct kvp_client *c, int n);
 u32 kvp_row_free(struct kvp_pool *pool, struct kvp_row *r);
+u32 kvp_row_free_tail(struct kvp_pool *pool, struct kvp_row *r, u32 budget,
+		      struct kvp_quarantine *q);
 u32 kvp_row_free_quarantine(struct kvp_pool *pool, struct kvp_row *r,
 			    struct kvp_quarantine *q);
 int kvp_row_reserve(struct kvp_pool *pool, struct kvp_row *r, u32 want);

@@ -74,13 +74,15 @@ int kvp_row_alloc_locked(struct kvp_client *c, struct kvpool_handle *out,
  * Context: @c->pool->lock held; may sleep (allocates).
  * Return: 0; -EINVAL if @count is 0 or above &kvp_pool.max_batch, a row
  * is named twice, or a new_len is below the row's allocated length or
- * above row_tokens; -ENOENT or -ESTALE if a handle names no row @c holds
- * (kvp_lookup()); -ENOBUFS if the new pages would not fit @pages_cap;
- * -EDQUOT if @c's tenant would go over its max_pages; -ENOSPC if fewer
- * pages are available to the tenant (free ones less other tenants' unmet
- * guarantees); -ENOMEM. On error nothing changed (a refusal records
- * pressure; a row's page array may keep room it grew) and @res says
- * which entry and how many pages, see &struct kvp_extend_result.
+ * above row_tokens; -ENOENT or -ESTALE if a handle names no row @c holds,
+ * -EBUSY if one in another call's stepped op (kvp_lookup()); -ENOBUFS if
+ * the new pages would not fit @pages_cap; -EDQUOT if @c's tenant would go
+ * over its max_pages (counting its stepped EXTENDs' reserved pages);
+ * -ENOSPC if fewer pages are available to the tenant (free ones less
+ * those reserved and less other tenants' unmet guarantees); -ENOMEM. On
+ * error nothing changed (a refusal records pressure; a row's page array
+ * may keep room it grew) and @res says which entry and how many pages,
+ * see &struct kvp_extend_result.
  */
 int kvp_extend_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 		      u32 count, u32 pages_cap, struct kvp_extend_result *res)
@@ -101,7 +103,8 @@ int kvp_extend_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
  *       the new ids fit it, which the caller must not kvfree()
  *
  * The driver offers a buffer on its stack, so that a decode step of a
- * small batch allocates nothing.
+ * small batch allocates nothing. This is kvp_extend_start_locked() and
+ * all its steps in one hold of the lock.
  *
  * Context: @c->pool->lock held; may sleep (allocates).
  * Return: as kvp_extend_locked().
@@ -110,19 +113,53 @@ int kvp_extend_buf_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 			  u32 count, u32 pages_cap, u32 *buf, u32 buf_cap,
 			  struct kvp_extend_result *res)
 {
+	struct kvp_op op;
+	int ret;
+
+	ret = kvp_extend_start_locked(c, e, count, pages_cap, buf, buf_cap,
+				      res, &op);
+	while (!ret && kvp_op_step_locked(&op))
+		;
+	return ret;
+}
+
+/**
+ * kvp_extend_start_locked() - check and prepare an EXTEND
+ * @c: the client
+ * @e: the entries, as for kvp_extend_locked(); the caller keeps them
+ *     until the op's last step
+ * @count: entries
+ * @pages_cap: most new page ids the caller can take
+ * @buf: room for @buf_cap page ids, or NULL
+ * @buf_cap: ids @buf holds
+ * @res: the result, complete after the last step
+ * @op: the op, for kvp_op_step_locked()
+ *
+ * Everything that can fail happens here, before any page moves: the
+ * lookups, the lengths, the quota and space checks and the allocations.
+ * An op of more than %KVP_STEP_PAGES pages then reserves them
+ * (&kvp_pool.pending_pages) and marks its rows busy, so that the lock may
+ * be dropped between its steps.
+ *
+ * Context: @c->pool->lock held; may sleep (allocates).
+ * Return: as kvp_extend_locked(); on error nothing changed and @op must
+ * not be stepped.
+ */
+int kvp_extend_start_locked(struct kvp_client *c,
+			    struct kvpool_extend_entry *e, u32 count,
+			    u32 pages_cap, u32 *buf, u32 buf_cap,
+			    struct kvp_extend_result *res, struct kvp_op *op)
+{
 	struct kvp_pool *pool = c->pool;
 	const u32 pt = pool->page_tokens, row_tokens = pool->row_tokens;
 	const u8 shift = pool->page_shift;
-	u32 free_before = pool->free_pages;
-	u32 bad = ~0U, done = 0;
-	struct kvp_page *table;
-	struct kvp_popper pop;
+	u32 bad = ~0U;
 	struct kvp_batch b;
 	struct kvp_tenant *t;
 	bool grow = false;
-	u32 avail, *out;
 	u64 need = 0;
-	u32 i, j;
+	u32 avail;
+	u32 i;
 	int ret;
 
 	lockdep_assert_held(&pool->lock);
@@ -167,8 +204,10 @@ int kvp_extend_buf_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 		return -ENOBUFS;
 	}
 	t = c->tenant;
-	if (need && t->max_pages && t->pages + need > t->max_pages) {
-		res->shortfall = (u32)(t->pages + need - t->max_pages);
+	if (need && t->max_pages &&
+	    t->pages + t->pending + need > t->max_pages) {
+		res->shortfall = (u32)(t->pages + t->pending + need -
+				       t->max_pages);
 		kvp_refused(pool, t, false, -EDQUOT);
 		return -EDQUOT;
 	}
@@ -204,18 +243,50 @@ int kvp_extend_buf_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 		}
 	}
 
-	/*
-	 * The pages first, lowest first, into the answer; then each row
-	 * takes its share from there. Two tight loops: a decode step's rows
-	 * take one page each, and one loop doing both keeps too much live.
-	 */
-	out = res->pages;
-	table = pool->pages;
+	*op = (struct kvp_op){
+		.c = c,
+		.extend = e,
+		.res = res,
+		.count = count,
+		.left = (u32)need,
+		.free_before = pool->free_pages,
+		.stepped = need > KVP_STEP_PAGES,
+	};
+	if (op->stepped) {
+		pool->pending_pages += (u32)need;
+		t->pending += (u32)need;
+		for (i = 0; i < count; i++)
+			kvp_row_of(c, &e[i].handle)->busy = 1;
+	}
+	return 0;
+}
+
+/*
+ * One step of an EXTEND: up to %KVP_STEP_PAGES pages off the free map,
+ * lowest first, into the answer; then the entries take their share from
+ * there. Two tight loops: a decode step's rows take one page each, and
+ * one loop doing both keeps too much live. A row that has not got all
+ * its pages yet has the length of those it has (capped by its target),
+ * so that between steps it is a row like any other.
+ */
+static bool kvp_extend_step(struct kvp_op *op)
+{
+	struct kvp_client *c = op->c;
+	struct kvp_pool *pool = c->pool;
+	struct kvpool_extend_entry *e = op->extend;
+	struct kvp_extend_result *res = op->res;
+	u32 n = op->left < KVP_STEP_PAGES ? op->left : KVP_STEP_PAGES;
+	u32 *out = res->pages + res->nr_pages;
+	struct kvp_page *table = pool->pages;
+	u32 done = res->nr_pages, end = done + n;
+	struct kvp_popper pop;
+	u32 j;
+
 	kvp_pop_begin(&pop, pool);
-	for (j = 0; j < need; ) {
+	for (j = 0; j < n; ) {
 		kvp_pop_fill(&pop);
 		/* A prefill takes whole free words: no bit scan per page. */
-		if (pop.bits == ~0ULL && need - j >= 64) {
+		if (pop.bits == ~0ULL && n - j >= 64) {
 			u32 k, base = kvp_pop_word(&pop);
 
 			for (k = 0; k < 64; k++)
@@ -225,31 +296,73 @@ int kvp_extend_buf_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 		}
 		out[j++] = kvp_pop_next(&pop);
 	}
-	kvp_pop_end(&pop);
-	for (i = 0; i < count; i++) {
-		u32 idx = e[i].handle.req_pool_idx;
-		struct kvp_row *r = &b.rows[idx];
-		u32 n = e[i].out_nr_new;
+	if (n)
+		kvp_pop_end(&pop);
+	out = res->pages;
+	for (; op->i < op->count; op->i++, op->given = 0) {
+		struct kvpool_extend_entry *x = &e[op->i];
+		u32 idx = x->handle.req_pool_idx;
+		struct kvp_row *r = &pool->rows[idx];
+		u32 k = x->out_nr_new - op->given;
 		u32 *pages;
 
-		r->allocated = e[i].new_len;
-		if (!n)
-			continue;	/* within its last page: maybe no array */
-		pages = r->pages + r->nr;
-		for (j = 0; j < n; j++, done++) {
-			pages[j] = out[done];
-			table[out[done]] = (struct kvp_page){ .next = KVP_NIL,
-							      .owner = idx };
+		if (k > end - done)
+			k = end - done;
+		/* Within its last page a row may have no array at all. */
+		if (k) {
+			pages = r->pages + r->nr;
+			for (j = 0; j < k; j++, done++) {
+				pages[j] = out[done];
+				table[out[done]] = (struct kvp_page){
+					.next = KVP_NIL, .owner = idx };
+			}
+			r->nr += k;
+			r->owned += k;
+			op->given += k;
 		}
-		r->nr += n;
-		r->owned += n;
+		if (op->given < x->out_nr_new) {
+			u64 len = (u64)r->nr * pool->page_tokens;
+
+			r->allocated = len < x->new_len ? (u32)len : x->new_len;
+			break;
+		}
+		r->allocated = x->new_len;
+		r->busy = 0;
 	}
-	kvp_held_take(c, (int)done);
+	kvp_held_take(c, (int)n);
 	res->nr_pages = done;
+	op->left -= n;
+	if (op->stepped) {
+		pool->pending_pages -= n;
+		c->tenant->pending -= n;
+	}
+	if (op->left)
+		return true;
 	/* Crossing the low watermark wakes pollers (see kvpool_pressure). */
-	if (free_before >= pool->low_wmark && pool->free_pages < pool->low_wmark)
+	if (op->free_before >= pool->low_wmark &&
+	    pool->free_pages < pool->low_wmark)
 		kvp_pressure_changed(pool);
-	return 0;
+	return false;
+}
+
+static bool kvp_release_step(struct kvp_op *op);
+
+/**
+ * kvp_op_step_locked() - do the next step of a started op
+ * @op: an op kvp_extend_start_locked() or kvp_release_start_locked()
+ *      returned 0 for
+ *
+ * Moves at most %KVP_STEP_PAGES pages. The caller calls it until it
+ * returns false, and may drop and retake the pool lock between two
+ * calls; the op's result is complete once it has returned false.
+ *
+ * Context: @op->c->pool->lock held.
+ * Return: true while steps are left.
+ */
+bool kvp_op_step_locked(struct kvp_op *op)
+{
+	lockdep_assert_held(&op->c->pool->lock);
+	return op->is_release ? kvp_release_step(op) : kvp_extend_step(op);
 }
 
 /**
@@ -367,21 +480,57 @@ int kvp_trim_locked(struct kvp_client *c, const struct kvpool_handle *h,
  *
  * With %KVPOOL_RELEASE_DONATE each row first donates its whole committed
  * pages to @c's prefix cache, as kvp_donate_locked() to the committed
- * length would; the handles are dead afterwards.
+ * length would; the handles are dead afterwards. This is
+ * kvp_release_start_locked() and all its steps in one hold of the lock.
  *
  * Context: @c->pool->lock held; may sleep (allocates, with the flag).
  * Return: 0; -EOPNOTSUPP for another flag; -EINVAL if @count is 0 or
  * above &kvp_pool.max_batch, a row is named twice, or, with the flag, a
- * row's prefix has holes (kvp_prefix_holed()); -ENOENT or -ESTALE if a
- * handle names no row @c holds (kvp_lookup()); -ENOMEM, with the flag, if
- * the cache cannot grow. On error nothing changed (the cache array may
- * keep room it grew).
+ * row's prefix has holes (kvp_prefix_holed()); -ENOENT, -ESTALE or
+ * -EBUSY if a handle names no row @c holds or one in another call's
+ * stepped op (kvp_lookup()); -ENOMEM, with the flag, if the cache cannot
+ * grow. On error nothing changed (the cache array may keep room it grew).
  */
 int kvp_release_locked(struct kvp_client *c, const struct kvpool_handle *h,
 		       u32 count, u32 flags, u32 *nr_freed, u32 *error_index)
 {
+	struct kvp_op op;
+	int ret;
+
+	ret = kvp_release_start_locked(c, h, count, flags, nr_freed,
+				       error_index, &op);
+	while (!ret && kvp_op_step_locked(&op))
+		;
+	return ret;
+}
+
+/**
+ * kvp_release_start_locked() - check and prepare a RELEASE
+ * @c: the client
+ * @h: the rows' handles; the caller keeps them until the op's last step
+ * @count: handles
+ * @flags: 0 or %KVPOOL_RELEASE_DONATE
+ * @nr_freed: gets the pages freed, complete after the last step
+ * @error_index: gets the entry at fault; ~0U when none is
+ * @op: the op, for kvp_op_step_locked()
+ *
+ * Everything is checked here. With %KVPOOL_RELEASE_DONATE, or when the
+ * rows own at most %KVP_STEP_PAGES pages, the whole op is done here;
+ * otherwise the rows are marked busy and the steps free their pages from
+ * each row's tail, as a TRIM would, then the rows.
+ *
+ * Context: @c->pool->lock held; may sleep (allocates, with the flag).
+ * Return: as kvp_release_locked(); on error nothing changed and @op must
+ * not be stepped.
+ */
+int kvp_release_start_locked(struct kvp_client *c,
+			     const struct kvpool_handle *h, u32 count,
+			     u32 flags, u32 *nr_freed, u32 *error_index,
+			     struct kvp_op *op)
+{
 	struct kvp_pool *pool = c->pool;
 	u32 freed = 0, donate = 0;
+	u64 owned = 0;
 	u32 i;
 	int ret;
 
@@ -393,7 +542,23 @@ int kvp_release_locked(struct kvp_client *c, const struct kvpool_handle *h,
 	ret = kvp_lookup_batch(c, h, sizeof(*h), count, error_index);
 	if (ret)
 		return ret;
-	if (flags & KVPOOL_RELEASE_DONATE) {
+	*op = (struct kvp_op){
+		.c = c,
+		.release = h,
+		.nr_freed = nr_freed,
+		.count = count,
+		.is_release = true,
+	};
+	if (!(flags & KVPOOL_RELEASE_DONATE)) {
+		for (i = 0; i < count; i++)
+			owned += kvp_row_of(c, &h[i])->owned;
+		op->stepped = owned > KVP_STEP_PAGES;
+		if (op->stepped) {
+			for (i = 0; i < count; i++)
+				kvp_row_of(c, &h[i])->busy = 1;
+			return 0;
+		}
+	} else {
 		for (i = 0; i < count; i++) {
 			struct kvp_row *r = kvp_row_of(c, &h[i]);
 
@@ -407,6 +572,7 @@ int kvp_release_locked(struct kvp_client *c, const struct kvpool_handle *h,
 		if (ret)
 			return ret;
 	}
+	/* Not stepped: all of it now, and the steps find nothing left. */
 	for (i = 0; i < count; i++) {
 		struct kvp_row *r = kvp_row_of(c, &h[i]);
 
@@ -415,7 +581,29 @@ int kvp_release_locked(struct kvp_client *c, const struct kvpool_handle *h,
 		freed += kvp_row_free(pool, r);
 	}
 	*nr_freed = freed;
+	op->i = count;
 	return 0;
+}
+
+/* One step of a stepped RELEASE: tails first, then each row itself. */
+static bool kvp_release_step(struct kvp_op *op)
+{
+	struct kvp_client *c = op->c;
+	struct kvp_pool *pool = c->pool;
+	u32 budget = KVP_STEP_PAGES;
+
+	for (; op->i < op->count; op->i++) {
+		struct kvp_row *r = kvp_row_of(c, &op->release[op->i]);
+		u32 n = kvp_row_free_tail(pool, r, budget, NULL);
+
+		*op->nr_freed += n;
+		budget -= n;
+		if (!budget)
+			return true;	/* this row again, next step */
+		/* What is left is its prefix: borrowed pages and holes. */
+		*op->nr_freed += kvp_row_free(pool, r);
+	}
+	return false;
 }
 
 /**

@@ -13,12 +13,16 @@
  */
 #include "kvp_priv.h"
 
-/* Pages @t may take: free ones less what others are guaranteed. */
+/*
+ * Pages @t may take: free ones less those stepped EXTENDs have reserved
+ * and less what others are guaranteed.
+ */
 u32 kvp_available(struct kvp_pool *pool, const struct kvp_tenant *t)
 {
 	u32 others = pool->unmet - kvp_unmet(t);
+	u32 free = pool->free_pages - pool->pending_pages;
 
-	return pool->free_pages > others ? pool->free_pages - others : 0;
+	return free > others ? free - others : 0;
 }
 
 /**

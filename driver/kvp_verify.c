@@ -82,7 +82,8 @@ static void kvp_verify_row(struct kvp_pool *pool, struct kvp_row *r,
 	case KVP_ROW_FREE:
 	case KVP_ROW_RESERVED:
 		if (r->owner || r->nr || r->allocated || r->committed ||
-		    r->protected || r->swa_evicted || r->pages || r->owned)
+		    r->protected || r->swa_evicted || r->pages || r->owned ||
+		    r->busy)
 			kvp_violation(pool, bad,
 				      "row %u: free but not zeroed (nr %u alloc %u)",
 				      idx, r->nr, r->allocated);
@@ -104,6 +105,10 @@ static void kvp_verify_row(struct kvp_pool *pool, struct kvp_row *r,
 			      idx, r->state);
 		return;
 	}
+	/* Only a held row is ever in a stepped op. */
+	if (r->busy && r->state != KVP_ROW_HELD)
+		kvp_violation(pool, bad, "row %u: busy in state %u", idx,
+			      r->state);
 
 	if (r->committed > r->allocated || r->allocated > pool->row_tokens)
 		kvp_violation(pool, bad,
@@ -469,7 +474,7 @@ static bool kvp_verify_hashed(struct kvp_pool *pool, struct kvp_tenant *t)
 /* Tenants: usage, clients and the guarantee sum, from the bottom up. */
 static void kvp_verify_tenants(struct kvp_pool *pool, struct kvp_vstate *vs)
 {
-	u32 n = 0, unmet = 0, clients, listed, path_bytes = 0;
+	u32 n = 0, unmet = 0, clients, listed, path_bytes = 0, pending = 0;
 	struct kvp_tenant *t;
 	u64 sum_min = 0;
 	unsigned long i;
@@ -489,6 +494,7 @@ static void kvp_verify_tenants(struct kvp_pool *pool, struct kvp_vstate *vs)
 				      t->nr_clients, listed);
 		unmet += kvp_unmet(t);
 		sum_min += t->min_pages;
+		pending += t->pending;
 		if (t->path)
 			path_bytes += t->path_len + 1;
 	}
@@ -500,6 +506,12 @@ static void kvp_verify_tenants(struct kvp_pool *pool, struct kvp_vstate *vs)
 			      (unsigned long long)sum_min,
 			      (unsigned long long)pool->sum_min,
 			      path_bytes, pool->path_bytes);
+	/* A stepped EXTEND's reservation is of free pages, all its tenant's. */
+	if (pending != pool->pending_pages ||
+	    pool->pending_pages > pool->free_pages)
+		kvp_violation(pool, &vs->bad,
+			      "pending pages: tenants %u, pool %u, free %u",
+			      pending, pool->pending_pages, pool->free_pages);
 }
 
 /**

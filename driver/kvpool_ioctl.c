@@ -227,6 +227,21 @@ efault:
 /* Page ids an EXTEND keeps on its stack (docs/design.md, "Arrays"). */
 #define KVPD_STACK_PAGES	64
 
+/*
+ * The steps of a started op, with the pool lock dropped between two of
+ * them: another client waits at most one step's pages for it, not for
+ * the whole op (docs/gpu-budget.md). The op cannot fail any more, and
+ * its rows are busy to its own client, so nothing it relies on changes
+ * while the lock is free. @lt, when timed, ends up with the longest
+ * single hold and the waits of all retakes.
+ */
+static void kvpd_op_run(struct kvp_pool *pool, struct kvp_op *op,
+			struct kvpd_lock_ns *lt)
+{
+	while (kvp_op_step_locked(op))
+		kvpd_lock_break(pool, lt);
+}
+
 static int kvpd_extend_ioctl(struct kvpd_ucmd *ucmd)
 {
 	struct kvp_client *c = ucmd->client;
@@ -235,6 +250,7 @@ static int kvpd_extend_ioctl(struct kvpd_ucmd *ucmd)
 	struct kvpool_extend_entry *e;
 	struct kvp_extend_result res;
 	struct kvpd_lock_ns lt;
+	struct kvp_op op;
 	u32 pbuf[KVPD_STACK_PAGES];
 	size_t ssize, esize, eroom;
 	u32 *pages = pbuf, pcap;
@@ -281,8 +297,10 @@ static int kvpd_extend_ioctl(struct kvpd_ucmd *ucmd)
 	}
 
 	kvpd_lock_timed(c->pool, &lt, trace_kvpool_extend_enabled());
-	ret = kvp_extend_buf_locked(c, e, cmd->count, cmd->pages_cap,
-				    pages, pcap, &res);
+	ret = kvp_extend_start_locked(c, e, cmd->count, cmd->pages_cap,
+				      pages, pcap, &res, &op);
+	if (!ret)
+		kvpd_op_run(c->pool, &op, &lt);
 	trace_kvpool_extend(c, cmd->count, e, &res, ret, &lt);
 	trace_kvpool_refuse(c, KVPOOL_CMD_EXTEND, ret, res.shortfall);
 	mutex_unlock(&c->pool->lock);
@@ -310,7 +328,8 @@ out_scratch:
  * The ops that share struct kvpool_batch, one row each in
  * kvpd_batch_ops[] (by command number): the size of an entry, the flags
  * the op takes, its core call and its event. @run is called under the
- * pool lock with the entries read in; it fills cmd->out_*. @traced and
+ * pool lock with the entries read in; it fills cmd->out_*, and may drop
+ * the lock between the steps of a stepped op (kvpd_op_run()). @traced and
  * @trace are the event's trace_*_enabled() and trace_*() (one event
  * class, so one type), or NULL for an op without one: the lock is timed
  * only when the event is on.
@@ -319,7 +338,7 @@ struct kvpd_batch_op {
 	size_t entry_size;
 	u32 flags;
 	int (*run)(struct kvp_client *c, const void *e,
-		   struct kvpool_batch *cmd);
+		   struct kvpool_batch *cmd, struct kvpd_lock_ns *lt);
 	bool (*traced)(void);
 	void (*trace)(const struct kvp_client *c, u32 count, u32 row,
 		      u32 flags, u32 pages, u32 error_index, int err,
@@ -335,41 +354,53 @@ static_assert(offsetof(struct kvpool_handle, req_pool_idx) == 0);
 static_assert(offsetof(struct kvpool_len_entry, handle) == 0);
 
 static int kvpd_commit_run(struct kvp_client *c, const void *e,
-			   struct kvpool_batch *cmd)
+			   struct kvpool_batch *cmd,
+			   struct kvpd_lock_ns *lt)
 {
 	return kvp_commit_locked(c, e, cmd->count, &cmd->out_error_index);
 }
 
 static int kvpd_trim_run(struct kvp_client *c, const void *e,
-			 struct kvpool_batch *cmd)
+			 struct kvpool_batch *cmd,
+			 struct kvpd_lock_ns *lt)
 {
 	return kvp_trim_locked(c, e, cmd->count, &cmd->out_nr_pages,
 			       &cmd->out_error_index);
 }
 
 static int kvpd_release_run(struct kvp_client *c, const void *e,
-			    struct kvpool_batch *cmd)
+			    struct kvpool_batch *cmd, struct kvpd_lock_ns *lt)
 {
-	return kvp_release_locked(c, e, cmd->count, cmd->flags,
-				  &cmd->out_nr_pages, &cmd->out_error_index);
+	struct kvp_op op;
+	int ret;
+
+	ret = kvp_release_start_locked(c, e, cmd->count, cmd->flags,
+				       &cmd->out_nr_pages,
+				       &cmd->out_error_index, &op);
+	if (!ret)
+		kvpd_op_run(c->pool, &op, lt);
+	return ret;
 }
 
 static int kvpd_donate_run(struct kvp_client *c, const void *e,
-			   struct kvpool_batch *cmd)
+			   struct kvpool_batch *cmd,
+			   struct kvpd_lock_ns *lt)
 {
 	return kvp_donate_locked(c, e, cmd->count, &cmd->out_nr_pages,
 				 &cmd->out_error_index);
 }
 
 static int kvpd_swa_free_run(struct kvp_client *c, const void *e,
-			     struct kvpool_batch *cmd)
+			     struct kvpool_batch *cmd,
+			     struct kvpd_lock_ns *lt)
 {
 	return kvp_swa_free_locked(c, e, cmd->count, &cmd->out_nr_pages,
 				   &cmd->out_error_index);
 }
 
 static int kvpd_cache_evict_run(struct kvp_client *c, const void *e,
-				struct kvpool_batch *cmd)
+				struct kvpool_batch *cmd,
+				struct kvpd_lock_ns *lt)
 {
 	int ret = kvp_cache_evict_locked(c, e, cmd->count,
 					 &cmd->out_error_index);
@@ -449,7 +480,7 @@ static int kvpd_batch_ioctl(struct kvpd_ucmd *ucmd)
 	}
 
 	kvpd_lock_timed(c->pool, &lt, op->traced && op->traced());
-	ret = op->run(c, e, cmd);
+	ret = op->run(c, e, cmd, &lt);
 	if (op->trace)
 		op->trace(c, cmd->count, *(const u32 *)e, cmd->flags,
 			  cmd->out_nr_pages, cmd->out_error_index, ret, &lt);

@@ -182,6 +182,7 @@ void kvpd_pool_file_release(struct kvpd_pool_file *pf)
 	struct kvp_pool *pool = pf->c.pool;
 	struct kvpd_dev *kd = kvpd_dev_of(pool);
 	struct kvpd_trace_held th = {};
+	struct kvpd_lock_ns lt = {};
 	bool held = false;
 	u32 n;
 
@@ -197,6 +198,14 @@ void kvpd_pool_file_release(struct kvpd_pool_file *pf)
 		th.pages = pf->c.nr_pages;
 		th.cache_pages = pf->c.nr_cache_pages;
 	}
+	/*
+	 * A client that held most of a big pool gives it back in steps,
+	 * the lock free between them for the pool's other clients
+	 * (docs/gpu-budget.md): nobody else can reach what it holds.
+	 */
+	while (kvp_client_reclaim_step_locked(&pf->c, kd->arena ?
+					      &pf->quarantine : NULL))
+		kvpd_lock_break(pool, &lt);
 	if (kd->arena) {
 		kvp_client_detach_quarantine_locked(&pf->c, &pf->quarantine);
 		trace_kvpool_reclaim(pool, pf->c.id, &th, pf->quarantine.nr);
@@ -231,6 +240,7 @@ static void kvpd_quarantine_scan(struct work_struct *work)
 	struct kvpd_dev *kd = container_of(to_delayed_work(work),
 					   struct kvpd_dev, scan_work);
 	struct kvpd_pool_file *pf, *next;
+	struct kvpd_lock_ns lt = {};
 	LIST_HEAD(done);
 	bool ended;
 	u32 seq;
@@ -238,11 +248,22 @@ static void kvpd_quarantine_scan(struct work_struct *work)
 	mutex_lock(&kd->core.lock);
 	seq = kd->core.pressure_seq;
 	list_for_each_entry_safe(pf, next, &kd->quarantines, quarantine_link) {
-		u32 n;
+		u32 n = 0;
 
 		if (kvpd_users_prune(&pf->users))
 			continue;
-		n = kvp_quarantine_end_locked(&kd->core, &pf->quarantine);
+		/*
+		 * In steps, as a close gives pages back. Only this check
+		 * and drain, which cancels it first, take quarantines off
+		 * the list, so @next stays on it across a break.
+		 */
+		while (pf->quarantine.nr > KVP_STEP_PAGES) {
+			n += kvp_quarantine_free_locked(&kd->core,
+							&pf->quarantine,
+							KVP_STEP_PAGES);
+			kvpd_lock_break(&kd->core, &lt);
+		}
+		n += kvp_quarantine_end_locked(&kd->core, &pf->quarantine);
 		trace_kvpool_quarantine_end(&kd->core, pf->c.id, n);
 		list_move(&pf->quarantine_link, &done);
 	}

@@ -26,6 +26,7 @@
 #define _KVPOOL_TRACE_H
 
 #include <linux/ktime.h>
+#include <linux/sched.h>
 #include <linux/tracepoint.h>
 #include <linux/types.h>
 
@@ -45,6 +46,7 @@
 struct kvpd_lock_ns {
 	u64 t;
 	u64 wait_ns;
+	u64 held_max;	/* the longest earlier hold of a stepped op */
 };
 
 /**
@@ -62,6 +64,7 @@ static inline void kvpd_lock_timed(struct kvp_pool *pool,
 
 	l->t = 0;
 	l->wait_ns = 0;
+	l->held_max = 0;
 	if (!on) {
 		mutex_lock(&pool->lock);
 		return;
@@ -72,10 +75,47 @@ static inline void kvpd_lock_timed(struct kvp_pool *pool,
 	l->wait_ns = l->t - t0;
 }
 
-/* Nanoseconds the lock has been held; 0 if it was not timed. */
+/**
+ * kvpd_lock_break() - let other clients have a pool lock between two steps
+ * @pool: the pool, whose lock the caller holds
+ * @l: the op's times, from kvpd_lock_timed()
+ *
+ * Context: process context, @pool->lock held; may sleep. Returns with the
+ * lock held again.
+ */
+static inline void kvpd_lock_break(struct kvp_pool *pool,
+				   struct kvpd_lock_ns *l)
+{
+	u64 t0;
+
+	if (!l->t) {
+		mutex_unlock(&pool->lock);
+		cond_resched();
+		mutex_lock(&pool->lock);
+		return;
+	}
+	t0 = ktime_get_ns();
+	if (t0 - l->t > l->held_max)
+		l->held_max = t0 - l->t;
+	mutex_unlock(&pool->lock);
+	cond_resched();
+	mutex_lock(&pool->lock);
+	l->t = ktime_get_ns();
+	l->wait_ns += l->t - t0;
+}
+
+/*
+ * Nanoseconds the lock has been held, the longest hold of a stepped op;
+ * 0 if it was not timed.
+ */
 static inline u64 kvpd_lock_held_ns(const struct kvpd_lock_ns *l)
 {
-	return l && l->t ? ktime_get_ns() - l->t : 0;
+	u64 now;
+
+	if (!l || !l->t)
+		return 0;
+	now = ktime_get_ns() - l->t;
+	return now > l->held_max ? now : l->held_max;
 }
 
 static inline u64 kvpd_lock_wait_ns(const struct kvpd_lock_ns *l)

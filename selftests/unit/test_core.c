@@ -1916,6 +1916,223 @@ static int sequence(struct tpool *t)
  * through: each failure must be -ENOMEM, leave the pool sound, and leak
  * nothing once the clients and the pool are gone.
  */
+/*
+ * EXTEND and RELEASE bigger than one step (struct kvp_op): between two
+ * steps, where the driver lets other clients have the lock, the pool is
+ * whole, the rows are busy to their own client, the reserved pages are
+ * out of everyone else's reach and the tenant's quota counts them.
+ */
+static void test_stepped(void)
+{
+	const u32 step = KVP_STEP_PAGES, big = 2 * step + step / 2;
+	struct kvpool_extend_entry e[2];
+	struct kvp_extend_result res, r2;
+	struct kvpool_handle h[2], o, p;
+	struct kvp_pool pool;
+	struct kvp_client c[3];
+	u32 sh, steps, freed, idx, free0, i, got;
+	struct kvp_op op;
+	bool more;
+
+	EXPECT_EQ(0, kvp_pool_init(&pool, 4, 0, 3 * step + 100, 1, 8,
+				   4 * step));
+	mutex_lock(&pool.lock);
+	/* c[0] and c[1] one tenant (max 3 steps' worth), c[2] another. */
+	EXPECT_EQ(0, set_tenant(&pool, 10, 1000, 3 * step, 0, 0));
+	for (i = 0; i < 3; i++)
+		EXPECT_EQ(0, kvp_client_attach_tenant_locked(&pool, &c[i],
+							     i < 2 ? 10 : 12,
+							     i < 2 ? 1000 : 0,
+							     NULL));
+	EXPECT_EQ(0, kvp_row_alloc_locked(&c[0], h, 2, &sh));
+	EXPECT_EQ(0, kvp_row_alloc_locked(&c[1], &o, 1, &sh));
+	EXPECT_EQ(0, kvp_row_alloc_locked(&c[2], &p, 1, &sh));
+	free0 = pool.free_pages;
+
+	/* A small EXTEND is not stepped: done in its one step. */
+	memset(e, 0, sizeof(e));
+	e[0].handle = h[1];
+	e[0].new_len = 10;
+	EXPECT_EQ(0, kvp_extend_start_locked(&c[0], e, 1, ~0U, NULL, 0, &res,
+					     &op));
+	EXPECT_FALSE(op.stepped);
+	EXPECT_EQ(0, pool.pending_pages);
+	EXPECT_FALSE(kvp_op_step_locked(&op));
+	EXPECT_EQ(10, res.nr_pages);
+	kvfree(res.pages);
+
+	/* One big, one growing within its last page: both busy. */
+	e[0].handle = h[0];
+	e[0].new_len = big;
+	e[1].handle = h[1];
+	e[1].new_len = 10;
+	EXPECT_EQ(0, kvp_extend_start_locked(&c[0], e, 2, ~0U, NULL, 0, &res,
+					     &op));
+	EXPECT_TRUE(op.stepped);
+	EXPECT_EQ(big, pool.pending_pages);
+	EXPECT_EQ(big, c[0].tenant->pending);
+	EXPECT_EQ(0, verify(&pool));
+	/* The rows are busy to their own client, whatever it asks. */
+	EXPECT_EQ(-EBUSY, extend1(&c[0], h[0], big + 1, NULL));
+	EXPECT_EQ(-EBUSY, extend1(&c[0], h[1], 11, NULL));
+	EXPECT_EQ(-EBUSY, commit1(&c[0], h[1], 1));
+	EXPECT_EQ(-EBUSY, kvp_release_locked(&c[0], h, 1, 0, &freed, &idx));
+	EXPECT_EQ(0, idx);
+	/* Its tenant's quota counts the reservation... */
+	EXPECT_EQ(-EDQUOT, extend1(&c[1], o, 3 * step - big - 10 + 1, NULL));
+	/* ...and nobody else may take the reserved pages. */
+	EXPECT_EQ(-ENOSPC, extend1(&c[2], p, free0 - 10 - big + 1, NULL));
+	EXPECT_EQ(0, extend1(&c[2], p, free0 - 10 - big, NULL));
+	EXPECT_EQ(0, verify(&pool));
+	steps = 0;
+	do {
+		more = kvp_op_step_locked(&op);
+		steps++;
+		EXPECT_EQ(0, verify(&pool));
+		if (more) {
+			struct kvp_row *r = &pool.rows[h[0].req_pool_idx];
+
+			/* A row like any other: its pages, their length. */
+			EXPECT_EQ(r->nr, r->allocated);
+			EXPECT_EQ(big - res.nr_pages, pool.pending_pages);
+			EXPECT_EQ(-EBUSY, extend1(&c[0], h[0], big, NULL));
+		}
+	} while (more && steps < 10);
+	EXPECT_EQ(3, steps);
+	EXPECT_EQ(big, res.nr_pages);
+	EXPECT_EQ(0, pool.pending_pages);
+	EXPECT_EQ(0, c[0].tenant->pending);
+	EXPECT_EQ(0, pool.free_pages);
+	EXPECT_EQ(big, e[0].out_nr_new);
+	EXPECT_EQ(0, e[1].out_nr_new);
+	EXPECT_EQ(big, query(&c[0], h[0], NULL).out_allocated_len);
+	EXPECT_EQ(10, query(&c[0], h[1], NULL).out_allocated_len);
+	/* The answer's ids are the row's, in order. */
+	for (i = 0, got = 0; i < big; i++)
+		got += pool.rows[h[0].req_pool_idx].pages[i] == res.pages[i];
+	EXPECT_EQ(big, got);
+	kvfree(res.pages);
+	EXPECT_EQ(0, commit1(&c[0], h[0], big - 5));
+
+	/* A big RELEASE frees from the tails, then the rows. */
+	EXPECT_EQ(0, kvp_release_start_locked(&c[0], h, 2, 0, &freed, &idx,
+					      &op));
+	EXPECT_TRUE(op.stepped);
+	EXPECT_EQ(-EBUSY, commit1(&c[0], h[1], 1));
+	steps = 0;
+	do {
+		more = kvp_op_step_locked(&op);
+		steps++;
+		EXPECT_EQ(0, verify(&pool));
+		if (more) {
+			EXPECT_EQ(freed, pool.free_pages);
+			EXPECT_EQ(-EBUSY, commit1(&c[0], h[0], 1));
+		}
+	} while (more && steps < 10);
+	EXPECT_EQ(3, steps);
+	EXPECT_EQ(big + 10, freed);
+	EXPECT_EQ(0, c[0].nr_rows);
+	EXPECT_EQ(-ENOENT, extend1(&c[0], h[0], 1, NULL));
+
+	/*
+	 * A stepped RELEASE of a row borrowing a cached prefix: the tail
+	 * stops at it, the row's free unpins it, the cache keeps it.
+	 */
+	memset(&r2, 0, sizeof(r2));
+	EXPECT_EQ(0, kvp_row_alloc_locked(&c[0], h, 1, &sh));
+	EXPECT_EQ(0, extend1(&c[0], h[0], 64, NULL));
+	EXPECT_EQ(0, commit1(&c[0], h[0], 64));
+	EXPECT_EQ(0, donate1(&c[0], h[0], 64, NULL));
+	EXPECT_EQ(64, c[0].nr_cache_pinned);
+	EXPECT_EQ(0, extend1(&c[0], h[0], 64 + big - 10 - 64, NULL));
+	EXPECT_EQ(0, kvp_release_start_locked(&c[0], h, 1, 0, &freed, &idx,
+					      &op));
+	EXPECT_TRUE(op.stepped);
+	while (kvp_op_step_locked(&op))
+		EXPECT_EQ(0, verify(&pool));
+	EXPECT_EQ(0, verify(&pool));
+	EXPECT_EQ(big - 10 - 64, freed);
+	EXPECT_EQ(64, c[0].nr_cache_pages);
+	EXPECT_EQ(0, c[0].nr_cache_pinned);
+
+	for (i = 0; i < 3; i++)
+		kvp_client_detach_locked(&c[i]);
+	EXPECT_EQ(0, verify(&pool));
+	EXPECT_EQ(pool.nr_pages, pool.free_pages);
+	mutex_unlock(&pool.lock);
+	kvp_pool_fini(&pool);
+}
+
+/*
+ * A closing client that holds more than a step gives it back in steps
+ * (kvp_client_reclaim_step_locked()), slots, rows and cache, freed or
+ * quarantined; every state between two steps verifies, and the detach
+ * after the last finds nothing left. A big quarantine ends in steps too.
+ */
+static void test_reclaim_stepped(void)
+{
+	const u32 step = KVP_STEP_PAGES;
+	struct kvpool_handle h[3];
+	struct kvp_quarantine q = { .head = KVP_NIL };
+	struct kvp_pool pool;
+	struct kvp_client c[2];
+	u64 reclaimed;
+	u32 sh, nr, steps, held, pass;
+
+	EXPECT_EQ(0, kvp_pool_init(&pool, 5, 0, 6 * step, 1, 8, 4 * step));
+	mutex_lock(&pool.lock);
+	for (pass = 0; pass < 2; pass++) {
+		EXPECT_EQ(0, kvp_client_attach_locked(&pool, &c[0]));
+		EXPECT_EQ(0, kvp_client_attach_locked(&pool, &c[1]));
+		EXPECT_EQ(0, kvp_row_alloc_locked(&c[0], h, 3, &sh));
+		/* A slot of two steps, a row of a step and a half... */
+		EXPECT_EQ(0, extend1(&c[0], h[0], 2 * step + 3, NULL));
+		EXPECT_EQ(0, kvp_to_slot_locked(&c[0], &h[0], 42, &nr));
+		EXPECT_EQ(0, extend1(&c[0], h[1], step + step / 2, NULL));
+		/* ...and one that borrows a prefix it gave its cache. */
+		EXPECT_EQ(0, extend1(&c[0], h[2], 100, NULL));
+		EXPECT_EQ(0, commit1(&c[0], h[2], 100));
+		EXPECT_EQ(0, donate1(&c[0], h[2], 100, NULL));
+		EXPECT_EQ(0, extend1(&c[0], h[2], 100 + step, NULL));
+		held = c[0].nr_pages + c[0].nr_cache_pages;
+		EXPECT_EQ(4 * step + step / 2 + 103, held);
+		reclaimed = pool.reclaimed_pages;
+		steps = 0;
+		while (kvp_client_reclaim_step_locked(&c[0], pass ? &q : NULL)
+		       && steps < 20) {
+			steps++;
+			EXPECT_EQ(0, verify(&pool));
+			/* The other client's ops go on between steps. */
+			EXPECT_EQ(0, kvp_row_alloc_locked(&c[1], h, 1, &sh));
+			EXPECT_EQ(0, extend1(&c[1], h[0], 1, NULL));
+		}
+		EXPECT_EQ(4, steps);
+		EXPECT_EQ(0, c[0].nr_pages);
+		EXPECT_EQ(0, c[0].nr_rows + c[0].nr_slots);
+		EXPECT_EQ(0, c[0].nr_cache_pages);
+		EXPECT_EQ(held, pool.reclaimed_pages - reclaimed);
+		kvp_client_detach_quarantine_locked(&c[0], pass ? &q : NULL);
+		EXPECT_EQ(held, pool.reclaimed_pages - reclaimed);
+		kvp_client_detach_locked(&c[1]);
+		EXPECT_EQ(0, verify(&pool));
+		/* Cache pages are freed, the rows' own held back. */
+		EXPECT_EQ(pass ? held - 100 : 0, q.nr);
+		EXPECT_EQ(q.nr, pool.quarantine_pages);
+	}
+	steps = 0;
+	while (q.nr > step) {
+		EXPECT_EQ(step, kvp_quarantine_free_locked(&pool, &q, step));
+		EXPECT_EQ(0, verify(&pool));
+		steps++;
+	}
+	EXPECT_EQ(4, steps);
+	EXPECT_EQ(step / 2 + 3, kvp_quarantine_end_locked(&pool, &q));
+	EXPECT_EQ(0, verify(&pool));
+	EXPECT_EQ(pool.nr_pages, pool.free_pages);
+	mutex_unlock(&pool.lock);
+	kvp_pool_fini(&pool);
+}
+
 static void test_fail_nth(void)
 {
 	unsigned long nth;
@@ -2165,7 +2382,7 @@ static void test_commit_trim_pt16(void) { test_commit_trim(16); }
 int main(int argc, char **argv)
 {
 	kvp_user_verbose = argc > 1 && !strcmp(argv[1], "-v");
-	printf("TAP version 13\n1..30\n");
+	printf("TAP version 13\n1..32\n");
 	run("geometry", test_geometry);
 	run("reserve_zero", test_reserve_zero);
 	run("row_alloc", test_row_alloc);
@@ -2196,6 +2413,8 @@ int main(int argc, char **argv)
 	run("free_map", test_free_map);
 	run("random_ops", test_random);
 	run("lock_assert", test_lock_assert);
+	run("stepped_ops", test_stepped);
+	run("reclaim_stepped", test_reclaim_stepped);
 	printf("# unit: %d passed, %d failed\n", nr_pass, nr_fail);
 	return nr_fail ? 1 : 0;
 }

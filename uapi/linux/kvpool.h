@@ -97,7 +97,12 @@
  *               (control) ARENA_SET: the pool has an arena already.
  * - EALREADY:   DONATE: the row's cache already holds that prefix.
  *               IMPORT: the export file was imported already.
- * - EBUSY:      CACHE_EVICT: a page is pinned (a row borrows it).
+ * - EBUSY:      a handle names a row that another call of this client
+ *               (another thread) is extending or releasing in steps: an
+ *               EXTEND or RELEASE of more than 16384 pages lets other
+ *               clients have the pool lock between steps, and its rows
+ *               are busy until it returns. Nothing changed; call again.
+ *               CACHE_EVICT: a page is pinned (a row borrows it).
  *               EXPORT: the row borrows a cache page another row also
  *               borrows. (control) DESTROY: the pool still has clients or
  *               export files. ARENA_SET: a chunk's file (or its memfd)
