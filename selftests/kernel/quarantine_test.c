@@ -36,13 +36,8 @@ FIXTURE(quar) {
 static void give_arena(struct __test_metadata *_metadata,
 		       FIXTURE_DATA(quar) *self)
 {
-	struct kvpool_arena_chunk ch = { .bytes = (__u64)NR_PAGES * PB };
-
-	ch.fd = kt_host_memfd(ch.bytes);
-	ASSERT_LE(0, ch.fd);
-	ASSERT_EQ(0, kt_arena_set(self->pool.ctl, self->pool.id,
-				  KVPOOL_ARENA_HOST, PB, &ch, 1, NULL));
-	close(ch.fd);
+	ASSERT_EQ(0, kt_host_arena(self->pool.ctl, self->pool.id, NR_PAGES,
+				   PB));
 }
 
 FIXTURE_SETUP(quar)

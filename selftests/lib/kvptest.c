@@ -1018,6 +1018,21 @@ int kt_host_memfd(__u64 bytes)
 	return fd;
 }
 
+int kt_host_arena(int ctl, __u32 id, __u32 nr_pages, __u64 page_bytes)
+{
+	struct kvpool_arena_chunk ch = { 0 };
+	int ret;
+
+	ch.bytes = (__u64)nr_pages * page_bytes;
+	ch.fd = kt_host_memfd(ch.bytes);
+	if (ch.fd < 0)
+		return errno ? errno : EIO;
+	ret = kt_arena_set(ctl, id, KVPOOL_ARENA_HOST, page_bytes, &ch, 1,
+			   NULL);
+	close(ch.fd);
+	return ret;
+}
+
 #define KT_FAKE_CUDA	"/sys/module/kvpool/parameters/fake_cuda"
 
 int kt_fake_cuda(int on)

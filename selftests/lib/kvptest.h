@@ -475,6 +475,12 @@ void *kt_fault_edge(void *base);
  */
 int kt_host_memfd(__u64 bytes);
 
+/*
+ * Give pool @id a host arena of one memfd chunk, @nr_pages of
+ * @page_bytes (their product a multiple of the CPU page); 0 or an errno.
+ */
+int kt_host_arena(int ctl, __u32 id, __u32 nr_pages, __u64 page_bytes);
+
 /* KVPOOL_CTL_ARENA_SET; *@error_index (if not NULL) gets out_error_index. */
 int kt_arena_set(int ctl, __u32 id, __u32 kind, __u64 page_bytes,
 		 const struct kvpool_arena_chunk *chunks, __u32 nr,
