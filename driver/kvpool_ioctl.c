@@ -242,6 +242,26 @@ static void kvpd_op_run(struct kvp_pool *pool, struct kvp_op *op,
 		kvpd_lock_break(pool, lt);
 }
 
+/*
+ * EXTEND under the pool lock, in steps if it is big. Its own frame: the
+ * op beside the ioctl's stack buffers would pass the kernel's frame
+ * limit in a KASAN build.
+ */
+static noinline_for_stack int
+kvpd_extend_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
+		   const struct kvpool_extend *cmd, u32 *pages, u32 pcap,
+		   struct kvp_extend_result *res, struct kvpd_lock_ns *lt)
+{
+	struct kvp_op op;
+	int ret;
+
+	ret = kvp_extend_start_locked(c, e, cmd->count, cmd->pages_cap,
+				      pages, pcap, res, &op);
+	if (!ret)
+		kvpd_op_run(c->pool, &op, lt);
+	return ret;
+}
+
 static int kvpd_extend_ioctl(struct kvpd_ucmd *ucmd)
 {
 	struct kvp_client *c = ucmd->client;
@@ -250,7 +270,6 @@ static int kvpd_extend_ioctl(struct kvpd_ucmd *ucmd)
 	struct kvpool_extend_entry *e;
 	struct kvp_extend_result res;
 	struct kvpd_lock_ns lt;
-	struct kvp_op op;
 	u32 pbuf[KVPD_STACK_PAGES];
 	size_t ssize, esize, eroom;
 	u32 *pages = pbuf, pcap;
@@ -297,10 +316,7 @@ static int kvpd_extend_ioctl(struct kvpd_ucmd *ucmd)
 	}
 
 	kvpd_lock_timed(c->pool, &lt, trace_kvpool_extend_enabled());
-	ret = kvp_extend_start_locked(c, e, cmd->count, cmd->pages_cap,
-				      pages, pcap, &res, &op);
-	if (!ret)
-		kvpd_op_run(c->pool, &op, &lt);
+	ret = kvpd_extend_locked(c, e, cmd, pages, pcap, &res, &lt);
 	trace_kvpool_extend(c, cmd->count, e, &res, ret, &lt);
 	trace_kvpool_refuse(c, KVPOOL_CMD_EXTEND, ret, res.shortfall);
 	mutex_unlock(&c->pool->lock);
