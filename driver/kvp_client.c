@@ -89,7 +89,7 @@ static u32 kvp_reclaim_row(struct kvp_client *c, struct kvp_row *r,
 			   u32 *link, struct kvp_quarantine *q, u32 budget)
 {
 	struct kvp_pool *pool = c->pool;
-	u32 n = kvp_row_free_tail(pool, r, budget, q);
+	u32 n = kvp_row_free_tail(pool, r, kvp_row_prefix(r), budget, q);
 
 	pool->reclaimed_pages += n;
 	if (n == budget)

@@ -41,7 +41,8 @@
 #define KVP_MAP_LEVELS		5	/* the free map of 2^27 pages */
 /*
  * Most pages one step of an op moves under one hold of the pool lock:
- * a bigger EXTEND or RELEASE is stepped (struct kvp_op), so that no
+ * a bigger EXTEND, RELEASE, TRIM or SWA_FREE is stepped (struct
+ * kvp_op), or a close (kvp_client_reclaim_step_locked()), so that no
  * client holds the lock that every other client of the pool needs for
  * longer than this many page moves (docs/gpu-budget.md).
  */
@@ -440,40 +441,60 @@ struct kvp_extend_result {
 };
 
 /**
- * struct kvp_op - an EXTEND or RELEASE done in steps
+ * enum kvp_op_kind - the ops that run in steps
+ * @KVP_OP_EXTEND: EXTEND
+ * @KVP_OP_RELEASE: RELEASE without %KVPOOL_RELEASE_DONATE
+ * @KVP_OP_TRIM: TRIM
+ * @KVP_OP_SWA_FREE: SWA_FREE
+ */
+enum kvp_op_kind {
+	KVP_OP_EXTEND,
+	KVP_OP_RELEASE,
+	KVP_OP_TRIM,
+	KVP_OP_SWA_FREE,
+};
+
+/**
+ * struct kvp_op - an op done in steps
  * @c: the client
  * @extend: EXTEND's entries (the caller's, kept until the last step)
- * @release: RELEASE's handles (likewise)
+ * @handles: RELEASE's and TRIM's handles (likewise)
+ * @lens: SWA_FREE's entries (likewise)
  * @res: EXTEND's result, completed by the last step
- * @nr_freed: RELEASE's count of freed pages, likewise
+ * @nr_freed: the other ops' count of freed pages, likewise
  * @count: entries
  * @i: the entry being worked on
  * @given: pages entry @i has been given (EXTEND)
  * @left: pages still to move (EXTEND), 0 once done
  * @free_before: free pages before the op, for the watermark crossing
  * @stepped: the op moves more than %KVP_STEP_PAGES pages: its rows are
- *           busy and its pages reserved until its last step
- * @is_release: which op it is
+ *           busy (and an EXTEND's pages reserved) until its last step
+ * @kind: an &enum kvp_op_kind
  *
- * kvp_extend_start_locked() and kvp_release_start_locked() check and
- * allocate everything, so that no step can fail; kvp_op_step_locked()
- * then moves at most %KVP_STEP_PAGES pages a call. The caller may drop
- * the pool lock between two steps: every state in between is one the
- * invariants hold for (docs/gpu-budget.md, "Stepped ops").
+ * The ops' _start_locked() functions check and allocate everything, so
+ * that no step can fail; kvp_op_step_locked() then moves at most
+ * %KVP_STEP_PAGES pages a call. The caller may drop the pool lock
+ * between two steps: every state in between is one the invariants hold
+ * for (docs/gpu-budget.md, "Stepped ops").
  */
 struct kvp_op {
 	struct kvp_client *c;
-	struct kvpool_extend_entry *extend;
-	const struct kvpool_handle *release;
-	struct kvp_extend_result *res;
-	u32 *nr_freed;
+	union {
+		struct kvpool_extend_entry *extend;
+		const struct kvpool_handle *handles;
+		const struct kvpool_len_entry *lens;
+	};
+	union {
+		struct kvp_extend_result *res;
+		u32 *nr_freed;
+	};
 	u32 count;
 	u32 i;
 	u32 given;
 	u32 left;
 	u32 free_before;
 	bool stepped;
-	bool is_release;
+	u8 kind;
 };
 
 int kvp_extend_start_locked(struct kvp_client *c,
@@ -484,6 +505,13 @@ int kvp_release_start_locked(struct kvp_client *c,
 			     const struct kvpool_handle *h, u32 count,
 			     u32 flags, u32 *nr_freed, u32 *error_index,
 			     struct kvp_op *op);
+int kvp_trim_start_locked(struct kvp_client *c, const struct kvpool_handle *h,
+			  u32 count, u32 *nr_freed, u32 *error_index,
+			  struct kvp_op *op);
+int kvp_swa_free_start_locked(struct kvp_client *c,
+			      const struct kvpool_len_entry *e, u32 count,
+			      u32 *nr_freed, u32 *error_index,
+			      struct kvp_op *op);
 bool kvp_op_step_locked(struct kvp_op *op);
 
 int kvp_extend_locked(struct kvp_client *c, struct kvpool_extend_entry *e,

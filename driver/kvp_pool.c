@@ -530,22 +530,22 @@ counted:
  * kvp_row_free_tail() - free part of a row's pages, from its end
  * @pool: the pool
  * @r: the row, held or parked
+ * @keep: tokens at its start to keep, at least kvp_row_prefix()
  * @budget: most pages to free
  * @q: where the pages go instead of the free stack, or NULL
  *
- * For the steps of a big RELEASE and of a big client's close: frees the
- * pages at the row's tail above its protected prefix and its sliding
- * window's holes (those it owns for certain), and cuts its lengths as a
- * TRIM would, so that the row is an ordinary one afterwards. What is
- * left, the prefix, kvp_row_free_quarantine() frees with the row.
+ * For the steps of a big RELEASE, TRIM and close: frees the pages at the
+ * row's tail past @keep (past its protected prefix and its sliding
+ * window's holes every page is its own), and cuts its lengths as a TRIM
+ * would, so that the row is an ordinary one afterwards. What is left,
+ * the prefix, kvp_row_free_quarantine() frees with the row.
  *
  * Context: @pool->lock held.
  * Return: the pages freed (or quarantined).
  */
-u32 kvp_row_free_tail(struct kvp_pool *pool, struct kvp_row *r, u32 budget,
-		      struct kvp_quarantine *q)
+u32 kvp_row_free_tail(struct kvp_pool *pool, struct kvp_row *r, u32 keep,
+		      u32 budget, struct kvp_quarantine *q)
 {
-	u32 keep = r->protected > r->swa_evicted ? r->protected : r->swa_evicted;
 	u32 idx = kvp_row_index(pool, r);
 	u32 floor = kvp_pages_for(pool, keep);
 	u32 n = 0;

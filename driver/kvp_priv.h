@@ -268,6 +268,16 @@ static inline bool kvp_prefix_holed(const struct kvp_row *r)
 	return r->swa_evicted > r->protected;
 }
 
+/*
+ * Tokens at a row's start that may hold pages not its own (borrowed
+ * cache pages) or holes (freed behind its window): past them, every
+ * entry is a page the row owns.
+ */
+static inline u32 kvp_row_prefix(const struct kvp_row *r)
+{
+	return r->protected > r->swa_evicted ? r->protected : r->swa_evicted;
+}
+
 /* kvp_pool.c */
 void kvp_pinned(struct kvp_client *c, int d);
 void kvp_pin(struct kvp_client *c, u32 id);
@@ -277,8 +287,8 @@ void kvp_row_own(struct kvp_pool *pool, struct kvp_row *r, int n);
 void kvp_row_take(struct kvp_pool *pool, struct kvp_row *r, int n);
 void kvp_held_take(struct kvp_client *c, int n);
 u32 kvp_row_free(struct kvp_pool *pool, struct kvp_row *r);
-u32 kvp_row_free_tail(struct kvp_pool *pool, struct kvp_row *r, u32 budget,
-		      struct kvp_quarantine *q);
+u32 kvp_row_free_tail(struct kvp_pool *pool, struct kvp_row *r, u32 keep,
+		      u32 budget, struct kvp_quarantine *q);
 u32 kvp_row_free_quarantine(struct kvp_pool *pool, struct kvp_row *r,
 			    struct kvp_quarantine *q);
 int kvp_row_reserve(struct kvp_pool *pool, struct kvp_row *r, u32 want);

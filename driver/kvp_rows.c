@@ -90,6 +90,17 @@ int kvp_extend_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 	return kvp_extend_buf_locked(c, e, count, pages_cap, NULL, 0, res);
 }
 
+/*
+ * An op started by one of the _start_locked() functions, done in one
+ * hold: for the core's users that never drop the lock between steps.
+ */
+static int kvp_op_all(int ret, struct kvp_op *op)
+{
+	while (!ret && kvp_op_step_locked(op))
+		;
+	return ret;
+}
+
 /**
  * kvp_extend_buf_locked() - kvp_extend_locked() into the caller's buffer
  * @c: the client
@@ -114,13 +125,12 @@ int kvp_extend_buf_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 			  struct kvp_extend_result *res)
 {
 	struct kvp_op op;
+
 	int ret;
 
 	ret = kvp_extend_start_locked(c, e, count, pages_cap, buf, buf_cap,
 				      res, &op);
-	while (!ret && kvp_op_step_locked(&op))
-		;
-	return ret;
+	return kvp_op_all(ret, &op);
 }
 
 /**
@@ -248,6 +258,7 @@ int kvp_extend_start_locked(struct kvp_client *c,
 		.extend = e,
 		.res = res,
 		.count = count,
+		.kind = KVP_OP_EXTEND,
 		.left = (u32)need,
 		.free_before = pool->free_pages,
 		.stepped = need > KVP_STEP_PAGES,
@@ -346,6 +357,8 @@ static bool kvp_extend_step(struct kvp_op *op)
 }
 
 static bool kvp_release_step(struct kvp_op *op);
+static bool kvp_trim_step(struct kvp_op *op);
+static bool kvp_swa_free_step(struct kvp_op *op);
 
 /**
  * kvp_op_step_locked() - do the next step of a started op
@@ -362,7 +375,16 @@ static bool kvp_release_step(struct kvp_op *op);
 bool kvp_op_step_locked(struct kvp_op *op)
 {
 	lockdep_assert_held(&op->c->pool->lock);
-	return op->is_release ? kvp_release_step(op) : kvp_extend_step(op);
+	switch (op->kind) {
+	case KVP_OP_RELEASE:
+		return kvp_release_step(op);
+	case KVP_OP_TRIM:
+		return kvp_trim_step(op);
+	case KVP_OP_SWA_FREE:
+		return kvp_swa_free_step(op);
+	default:
+		return kvp_extend_step(op);
+	}
 }
 
 /**
@@ -430,15 +452,41 @@ int kvp_commit_locked(struct kvp_client *c,
  *
  * Context: @c->pool->lock held.
  * Return: 0; -EINVAL if @count is 0 or above &kvp_pool.max_batch or a
- * row is named twice; -ENOENT or -ESTALE if a handle names no row @c
- * holds (kvp_lookup()). On error nothing changed.
+ * row is named twice; -ENOENT, -ESTALE or -EBUSY if a handle names no
+ * row @c holds or one in another call's stepped op (kvp_lookup()). On
+ * error nothing changed.
  */
 int kvp_trim_locked(struct kvp_client *c, const struct kvpool_handle *h,
 		    u32 count, u32 *nr_freed, u32 *error_index)
 {
+	struct kvp_op op;
+
+	int ret;
+
+	ret = kvp_trim_start_locked(c, h, count, nr_freed, error_index, &op);
+	return kvp_op_all(ret, &op);
+}
+
+/**
+ * kvp_trim_start_locked() - check and prepare a TRIM
+ * @c: the client
+ * @h: the rows' handles; the caller keeps them until the op's last step
+ * @count: handles
+ * @nr_freed: gets the pages freed, complete after the last step
+ * @error_index: gets the entry at fault; ~0U when none is
+ * @op: the op, for kvp_op_step_locked()
+ *
+ * Context: @c->pool->lock held.
+ * Return: as kvp_trim_locked(); on error nothing changed and @op must not
+ * be stepped.
+ */
+int kvp_trim_start_locked(struct kvp_client *c, const struct kvpool_handle *h,
+			  u32 count, u32 *nr_freed, u32 *error_index,
+			  struct kvp_op *op)
+{
 	struct kvp_pool *pool = c->pool;
-	u32 freed = 0;
-	u32 i, j;
+	u64 beyond = 0;
+	u32 i;
 	int ret;
 
 	lockdep_assert_held(&pool->lock);
@@ -448,11 +496,46 @@ int kvp_trim_locked(struct kvp_client *c, const struct kvpool_handle *h,
 		return ret;
 	for (i = 0; i < count; i++) {
 		struct kvp_row *r = kvp_row_of(c, &h[i]);
-		u32 idx = h[i].req_pool_idx;
-		u32 keep = kvp_pages_for(pool, r->committed);
-		u32 n = 0;
 
-		/* committed >= protected, so borrowed pages are never here. */
+		beyond += r->nr - kvp_pages_for(pool, r->committed);
+	}
+	*op = (struct kvp_op){
+		.c = c,
+		.handles = h,
+		.nr_freed = nr_freed,
+		.count = count,
+		.stepped = beyond > KVP_STEP_PAGES,
+		.kind = KVP_OP_TRIM,
+	};
+	for (i = 0; op->stepped && i < count; i++)
+		kvp_row_of(c, &h[i])->busy = 1;
+	return 0;
+}
+
+/* One step of a TRIM: each row's pages past its committed length. */
+static bool kvp_trim_step(struct kvp_op *op)
+{
+	struct kvp_client *c = op->c;
+	struct kvp_pool *pool = c->pool;
+	u32 budget = KVP_STEP_PAGES;
+
+	for (; op->i < op->count; op->i++) {
+		struct kvp_row *r = kvp_row_of(c, &op->handles[op->i]);
+		u32 idx = op->handles[op->i].req_pool_idx;
+		u32 keep = kvp_pages_for(pool, r->committed);
+		u32 n, j;
+
+		/*
+		 * committed >= protected and >= swa_evicted, so past it every
+		 * page is the row's own and the tail step takes them all.
+		 */
+		n = kvp_row_free_tail(pool, r, r->committed, budget, NULL);
+		*op->nr_freed += n;
+		budget -= n;
+		if (r->nr > keep && !budget)
+			return true;	/* this row again, next step */
+		/* What a tail step would not take: none, by the above. */
+		n = 0;
 		for (j = keep; j < r->nr; j++) {
 			if (r->pages[j] == KVPOOL_PAGE_NONE ||
 			    pool->pages[r->pages[j]].owner != idx)
@@ -461,12 +544,12 @@ int kvp_trim_locked(struct kvp_client *c, const struct kvpool_handle *h,
 			n++;
 		}
 		kvp_row_take(pool, r, -(int)n);
-		freed += n;
+		*op->nr_freed += n;
 		r->nr = keep;
 		r->allocated = r->committed;
+		r->busy = 0;
 	}
-	*nr_freed = freed;
-	return 0;
+	return false;
 }
 
 /**
@@ -495,13 +578,12 @@ int kvp_release_locked(struct kvp_client *c, const struct kvpool_handle *h,
 		       u32 count, u32 flags, u32 *nr_freed, u32 *error_index)
 {
 	struct kvp_op op;
+
 	int ret;
 
 	ret = kvp_release_start_locked(c, h, count, flags, nr_freed,
 				       error_index, &op);
-	while (!ret && kvp_op_step_locked(&op))
-		;
-	return ret;
+	return kvp_op_all(ret, &op);
 }
 
 /**
@@ -544,10 +626,10 @@ int kvp_release_start_locked(struct kvp_client *c,
 		return ret;
 	*op = (struct kvp_op){
 		.c = c,
-		.release = h,
+		.handles = h,
 		.nr_freed = nr_freed,
 		.count = count,
-		.is_release = true,
+		.kind = KVP_OP_RELEASE,
 	};
 	if (!(flags & KVPOOL_RELEASE_DONATE)) {
 		for (i = 0; i < count; i++)
@@ -593,8 +675,9 @@ static bool kvp_release_step(struct kvp_op *op)
 	u32 budget = KVP_STEP_PAGES;
 
 	for (; op->i < op->count; op->i++) {
-		struct kvp_row *r = kvp_row_of(c, &op->release[op->i]);
-		u32 n = kvp_row_free_tail(pool, r, budget, NULL);
+		struct kvp_row *r = kvp_row_of(c, &op->handles[op->i]);
+		u32 n = kvp_row_free_tail(pool, r, kvp_row_prefix(r), budget,
+					  NULL);
 
 		*op->nr_freed += n;
 		budget -= n;
@@ -623,17 +706,50 @@ static bool kvp_release_step(struct kvp_op *op)
  * Return: 0; -EINVAL if @count is 0 or above &kvp_pool.max_batch, a row
  * is named twice, an entry's reserved field is set, or an edge is above
  * the row's committed length or below its protected or swa_evicted one;
- * -ENOENT or -ESTALE if a handle names no row @c holds (kvp_lookup()).
- * On error nothing changed.
+ * -ENOENT, -ESTALE or -EBUSY if a handle names no row @c holds or one in
+ * another call's stepped op (kvp_lookup()). On error nothing changed.
  */
 int kvp_swa_free_locked(struct kvp_client *c,
 			const struct kvpool_len_entry *e, u32 count,
 			u32 *nr_freed, u32 *error_index)
 {
+	struct kvp_op op;
+
+	int ret;
+
+	ret = kvp_swa_free_start_locked(c, e, count, nr_freed, error_index,
+					&op);
+	return kvp_op_all(ret, &op);
+}
+
+/* Where a row's window may free from: past its prefix and its holes. */
+static u32 kvp_swa_start(const struct kvp_row *r, u32 pt)
+{
+	return kvp_row_prefix(r) / pt;
+}
+
+/**
+ * kvp_swa_free_start_locked() - check and prepare a SWA_FREE
+ * @c: the client
+ * @e: the entries; the caller keeps them until the op's last step
+ * @count: entries
+ * @nr_freed: gets the pages freed, complete after the last step
+ * @error_index: gets the entry at fault; ~0U when none is
+ * @op: the op, for kvp_op_step_locked()
+ *
+ * Context: @c->pool->lock held.
+ * Return: as kvp_swa_free_locked(); on error nothing changed and @op must
+ * not be stepped.
+ */
+int kvp_swa_free_start_locked(struct kvp_client *c,
+			      const struct kvpool_len_entry *e, u32 count,
+			      u32 *nr_freed, u32 *error_index,
+			      struct kvp_op *op)
+{
 	struct kvp_pool *pool = c->pool;
 	u32 pt = pool->page_tokens;
-	u32 freed = 0;
-	u32 i, p;
+	u64 span = 0;
+	u32 i;
 	int ret;
 
 	lockdep_assert_held(&pool->lock);
@@ -643,35 +759,64 @@ int kvp_swa_free_locked(struct kvp_client *c,
 		return ret;
 	for (i = 0; i < count; i++) {
 		struct kvp_row *r = kvp_row_of(c, &e[i].handle);
+		u32 start = kvp_swa_start(r, pt);
 
 		if (e[i].__reserved || e[i].len > r->committed ||
 		    e[i].len < r->protected || e[i].len < r->swa_evicted) {
 			*error_index = i;
 			return -EINVAL;
 		}
+		if (e[i].len / pt > start)
+			span += e[i].len / pt - start;
 	}
-	for (i = 0; i < count; i++) {
-		struct kvp_row *r = kvp_row_of(c, &e[i].handle);
-		u32 start = (r->protected > r->swa_evicted ? r->protected :
-			     r->swa_evicted) / pt;
-		u32 end = e[i].len / pt;
-		u32 n = 0;
+	*op = (struct kvp_op){
+		.c = c,
+		.lens = e,
+		.nr_freed = nr_freed,
+		.count = count,
+		.stepped = span > KVP_STEP_PAGES,
+		.kind = KVP_OP_SWA_FREE,
+	};
+	for (i = 0; op->stepped && i < count; i++)
+		kvp_row_of(c, &e[i].handle)->busy = 1;
+	return 0;
+}
+
+/*
+ * One step of a SWA_FREE. A row left mid-way has its window's edge where
+ * the step stopped, a whole page: an ordinary row between steps.
+ */
+static bool kvp_swa_free_step(struct kvp_op *op)
+{
+	struct kvp_client *c = op->c;
+	struct kvp_pool *pool = c->pool;
+	u32 pt = pool->page_tokens;
+	u32 budget = KVP_STEP_PAGES;
+
+	for (; op->i < op->count; op->i++) {
+		const struct kvpool_len_entry *x = &op->lens[op->i];
+		struct kvp_row *r = kvp_row_of(c, &x->handle);
+		u32 end = x->len / pt;
+		u32 n = 0, p;
 
 		/* protected and swa_evicted are whole pages: all owned here. */
-		for (p = start; p < end; p++) {
+		for (p = kvp_swa_start(r, pt); p < end && budget; p++) {
 			if (r->pages[p] == KVPOOL_PAGE_NONE)
 				continue;
 			kvp_page_push(pool, r->pages[p]);
 			r->pages[p] = KVPOOL_PAGE_NONE;
 			n++;
+			budget--;
 		}
-		if (end * pt > r->swa_evicted)
-			r->swa_evicted = end * pt;
+		if (p * pt > r->swa_evicted)
+			r->swa_evicted = p * pt;
 		kvp_row_take(pool, r, -(int)n);
-		freed += n;
+		*op->nr_freed += n;
+		if (p < end)
+			return true;	/* this row again, next step */
+		r->busy = 0;
 	}
-	*nr_freed = freed;
-	return 0;
+	return false;
 }
 
 /**

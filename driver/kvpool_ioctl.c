@@ -228,18 +228,19 @@ efault:
 #define KVPD_STACK_PAGES	64
 
 /*
- * The steps of a started op, with the pool lock dropped between two of
- * them: another client waits at most one step's pages for it, not for
- * the whole op (docs/gpu-budget.md). The op cannot fail any more, and
- * its rows are busy to its own client, so nothing it relies on changes
- * while the lock is free. @lt, when timed, ends up with the longest
+ * The steps of an op its _start_locked() function returned @ret for,
+ * with the pool lock dropped between two of them: another client waits
+ * at most one step's pages for it, not for the whole op
+ * (docs/gpu-budget.md). The op cannot fail any more, and its rows are
+ * busy to its own client, so nothing it relies on changes while the
+ * lock is free. @lt, when timed, ends up with the longest
  * single hold and the waits of all retakes.
  */
-static void kvpd_op_run(struct kvp_pool *pool, struct kvp_op *op,
-			struct kvpd_lock_ns *lt)
+static int kvpd_op_run(int ret, struct kvp_op *op, struct kvpd_lock_ns *lt)
 {
-	while (kvp_op_step_locked(op))
-		kvpd_lock_break(pool, lt);
+	while (!ret && kvp_op_step_locked(op))
+		kvpd_lock_break(op->c->pool, lt);
+	return ret;
 }
 
 /*
@@ -257,9 +258,7 @@ kvpd_extend_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 
 	ret = kvp_extend_start_locked(c, e, cmd->count, cmd->pages_cap,
 				      pages, pcap, res, &op);
-	if (!ret)
-		kvpd_op_run(c->pool, &op, lt);
-	return ret;
+	return kvpd_op_run(ret, &op, lt);
 }
 
 static int kvpd_extend_ioctl(struct kvpd_ucmd *ucmd)
@@ -380,8 +379,12 @@ static int kvpd_trim_run(struct kvp_client *c, const void *e,
 			 struct kvpool_batch *cmd,
 			 struct kvpd_lock_ns *lt)
 {
-	return kvp_trim_locked(c, e, cmd->count, &cmd->out_nr_pages,
-			       &cmd->out_error_index);
+	struct kvp_op op;
+	int ret;
+
+	ret = kvp_trim_start_locked(c, e, cmd->count, &cmd->out_nr_pages,
+				    &cmd->out_error_index, &op);
+	return kvpd_op_run(ret, &op, lt);
 }
 
 static int kvpd_release_run(struct kvp_client *c, const void *e,
@@ -393,9 +396,7 @@ static int kvpd_release_run(struct kvp_client *c, const void *e,
 	ret = kvp_release_start_locked(c, e, cmd->count, cmd->flags,
 				       &cmd->out_nr_pages,
 				       &cmd->out_error_index, &op);
-	if (!ret)
-		kvpd_op_run(c->pool, &op, lt);
-	return ret;
+	return kvpd_op_run(ret, &op, lt);
 }
 
 static int kvpd_donate_run(struct kvp_client *c, const void *e,
@@ -410,8 +411,12 @@ static int kvpd_swa_free_run(struct kvp_client *c, const void *e,
 			     struct kvpool_batch *cmd,
 			     struct kvpd_lock_ns *lt)
 {
-	return kvp_swa_free_locked(c, e, cmd->count, &cmd->out_nr_pages,
-				   &cmd->out_error_index);
+	struct kvp_op op;
+	int ret;
+
+	ret = kvp_swa_free_start_locked(c, e, cmd->count, &cmd->out_nr_pages,
+					&cmd->out_error_index, &op);
+	return kvpd_op_run(ret, &op, lt);
 }
 
 static int kvpd_cache_evict_run(struct kvp_client *c, const void *e,

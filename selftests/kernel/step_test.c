@@ -4,8 +4,9 @@
  * long (docs/gpu-budget.md, "Stepped ops"), and control ops that wait for
  * one pool only.
  *
- * An EXTEND or RELEASE of more than KVP_STEP_PAGES (16384) pages drops the
- * pool lock between steps. What must hold, and is checked here through
+ * An EXTEND, RELEASE, TRIM or SWA_FREE of more than KVP_STEP_PAGES (16384)
+ * pages, and the close of a client holding more, drop the pool lock
+ * between steps. What must hold, and is checked here through
  * the real driver: the op's answer is the same as in one hold (ids, counts,
  * ROW_QUERY); every state another client can see between two steps passes
  * VERIFY; another client's ops never fail for it (its reservation is out
@@ -61,6 +62,7 @@ TEST_F(step, big_extend_release_answer)
 	struct kvpool_row_query rq;
 	struct kvpool_handle h[2];
 	struct kvpool_extend x;
+	struct kvpool_len_entry sw = { 0 };
 	struct kvpool_batch b;
 	struct kvpool_stats st;
 	__u32 *ids = big_buf(), sh, i, same = 0;
@@ -86,9 +88,26 @@ TEST_F(step, big_extend_release_answer)
 	EXPECT_EQ(self->pool.usable_pages - BIG - 7, st.out_free_pages);
 	kt_expect_verify(_metadata, &self->pool, fd);
 
+	/* TRIM past a short commit, then the window past most of it. */
+	ASSERT_EQ(0, kt_commit1(fd, h[0], 100));
+	memset(&b, 0, sizeof(b));
+	ASSERT_EQ(0, kt_batch(fd, KVPOOL_TRIM, 0, h, 1, &b));
+	EXPECT_EQ(BIG - 100, b.out_nr_pages);
+	ASSERT_EQ(0, kt_grow(fd, h[0], BIG));
+	ASSERT_EQ(0, kt_commit1(fd, h[0], BIG));
+	sw.handle = h[0];
+	sw.len = BIG - 10;
+	ASSERT_EQ(0, kt_batch(fd, KVPOOL_SWA_FREE, 0, &sw, 1, &b));
+	EXPECT_EQ(BIG - 10, b.out_nr_pages);
+	ASSERT_EQ(0, kt_query(fd, h[0], q, BIG + 64, &rq));
+	EXPECT_EQ(BIG, rq.out_nr_pages);
+	EXPECT_EQ(KVPOOL_PAGE_NONE, q[BIG - 11]);
+	EXPECT_NE(KVPOOL_PAGE_NONE, q[BIG - 10]);
+	kt_expect_verify(_metadata, &self->pool, fd);
+
 	memset(&b, 0, sizeof(b));
 	ASSERT_EQ(0, kt_batch(fd, KVPOOL_RELEASE, 0, h, 2, &b));
-	EXPECT_EQ(BIG + 7, b.out_nr_pages);
+	EXPECT_EQ(10 + 7, b.out_nr_pages);
 	EXPECT_EQ(ENOENT, kt_query(fd, h[0], q, BIG + 64, &rq));
 	ASSERT_EQ(0, kt_stats(fd, &st));
 	EXPECT_EQ(self->pool.usable_pages, st.out_free_pages);

@@ -2133,6 +2133,67 @@ static void test_reclaim_stepped(void)
 	kvp_pool_fini(&pool);
 }
 
+/* TRIM and SWA_FREE bigger than a step, checked between the steps. */
+static void test_trim_swa_stepped(void)
+{
+	const u32 step = KVP_STEP_PAGES, big = 2 * step + 7;
+	struct kvpool_len_entry le;
+	struct kvpool_handle h;
+	struct kvp_row *r;
+	struct tpool t;
+	u32 freed, idx, steps;
+	struct kvp_op op;
+
+	EXPECT_EQ(0, tpool_init(&t, 0, 3 * step, 1, 4, 4 * step));
+	EXPECT_EQ(0, alloc1(&t.c[0], &h));
+	r = &t.pool.rows[h.req_pool_idx];
+	EXPECT_EQ(0, extend1(&t.c[0], h, big, NULL));
+	EXPECT_EQ(0, commit1(&t.c[0], h, 100));
+	EXPECT_EQ(0, kvp_trim_start_locked(&t.c[0], &h, 1, &freed, &idx,
+					   &op));
+	EXPECT_TRUE(op.stepped);
+	for (steps = 0; kvp_op_step_locked(&op) && steps < 10; steps++) {
+		EXPECT_TRUE(clean(&t));
+		EXPECT_EQ(-EBUSY, commit1(&t.c[0], h, 100));
+		EXPECT_EQ(r->nr, r->allocated);
+	}
+	EXPECT_EQ(1, steps);	/* a step and a last one */
+	EXPECT_EQ(big - 100, freed);
+	EXPECT_EQ(100, r->allocated);
+	EXPECT_EQ(100, r->nr);
+	EXPECT_FALSE(r->busy);
+	EXPECT_TRUE(clean(&t));
+
+	/* The window passes most of a long row. */
+	EXPECT_EQ(0, extend1(&t.c[0], h, big, NULL));
+	EXPECT_EQ(0, commit1(&t.c[0], h, big));
+	le = (struct kvpool_len_entry){ .handle = h, .len = big - 10 };
+	EXPECT_EQ(0, kvp_swa_free_start_locked(&t.c[0], &le, 1, &freed, &idx,
+					       &op));
+	EXPECT_TRUE(op.stepped);
+	for (steps = 0; kvp_op_step_locked(&op) && steps < 10; steps++) {
+		EXPECT_TRUE(clean(&t));
+		EXPECT_EQ(-EBUSY, commit1(&t.c[0], h, big));
+		EXPECT_EQ(step, r->swa_evicted);
+	}
+	EXPECT_EQ(1, steps);
+	EXPECT_EQ(big - 10, freed);
+	EXPECT_EQ(big - 10, r->swa_evicted);
+	EXPECT_EQ(KVPOOL_PAGE_NONE, r->pages[big - 11]);
+	EXPECT_TRUE(r->pages[big - 10] != KVPOOL_PAGE_NONE);
+	/* A small one is one step, as before. */
+	le.len = big - 5;
+	EXPECT_EQ(0, kvp_swa_free_start_locked(&t.c[0], &le, 1, &freed, &idx,
+					       &op));
+	EXPECT_FALSE(op.stepped);
+	EXPECT_FALSE(kvp_op_step_locked(&op));
+	EXPECT_EQ(5, freed);
+	EXPECT_EQ(0, kvp_release_locked(&t.c[0], &h, 1, 0, &freed, &idx));
+	EXPECT_EQ(5, freed);
+	EXPECT_TRUE(clean(&t));
+	tpool_fini(&t);
+}
+
 static void test_fail_nth(void)
 {
 	unsigned long nth;
@@ -2382,7 +2443,7 @@ static void test_commit_trim_pt16(void) { test_commit_trim(16); }
 int main(int argc, char **argv)
 {
 	kvp_user_verbose = argc > 1 && !strcmp(argv[1], "-v");
-	printf("TAP version 13\n1..32\n");
+	printf("TAP version 13\n1..33\n");
 	run("geometry", test_geometry);
 	run("reserve_zero", test_reserve_zero);
 	run("row_alloc", test_row_alloc);
@@ -2415,6 +2476,7 @@ int main(int argc, char **argv)
 	run("lock_assert", test_lock_assert);
 	run("stepped_ops", test_stepped);
 	run("reclaim_stepped", test_reclaim_stepped);
+	run("trim_swa_stepped", test_trim_swa_stepped);
 	printf("# unit: %d passed, %d failed\n", nr_pass, nr_fail);
 	return nr_fail ? 1 : 0;
 }
