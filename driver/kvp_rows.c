@@ -287,12 +287,14 @@ static bool kvp_extend_step(struct kvp_op *op)
 	struct kvpool_extend_entry *e = op->extend;
 	struct kvp_extend_result *res = op->res;
 	u32 n = op->left < KVP_STEP_PAGES ? op->left : KVP_STEP_PAGES;
-	u32 *out = res->pages + res->nr_pages;
 	struct kvp_page *table = pool->pages;
 	u32 done = res->nr_pages, end = done + n;
 	struct kvp_popper pop;
+	u32 *out;
 	u32 j;
 
+	/* No pages at all (growth within last pages): res->pages is NULL. */
+	out = n ? res->pages + done : NULL;
 	kvp_pop_begin(&pop, pool);
 	for (j = 0; j < n; ) {
 		kvp_pop_fill(&pop);
