@@ -44,9 +44,13 @@
  * a bigger EXTEND, RELEASE, TRIM or SWA_FREE is stepped (struct
  * kvp_op), or a close (kvp_client_reclaim_step_locked()), so that no
  * client holds the lock that every other client of the pool needs for
- * longer than this many page moves (docs/gpu-budget.md).
+ * longer than this many page moves (docs/gpu-budget.md). The fuzzer
+ * builds the core with a step of a few pages, so that its small pools
+ * go through the steps' every edge.
  */
+#ifndef KVP_STEP_PAGES
 #define KVP_STEP_PAGES		16384U
+#endif
 
 /*
  * The KVPOOL_FEAT_* whose ops the core implements, the one list of them:

@@ -2,7 +2,9 @@
 /*
  * libFuzzer target over the kvpool core (driver/core.mk), compiled in
  * userspace against driver/user/kvp_os_user.{h,c} exactly as the unit
- * test is, with ASan and UBSan on.
+ * test is, with ASan and UBSan on, and with KVP_STEP_PAGES at 5 (see
+ * the Makefile), so that EXTEND, RELEASE, TRIM, SWA_FREE and a close
+ * run in steps here as they do only on big pools in the kernel.
  *
  * One input is one small pool and a sequence of operations on it by 3 or
  * 4 clients: every core op (row_alloc, extend, commit, trim, release with
@@ -1977,6 +1979,12 @@ static void op_reattach(struct fz *f, struct fz_in *in)
 
 		fz_log(f, "close (%u rows and slots, %u pages, %u cached)",
 		       rows, pages, cache);
+		/*
+		 * As the driver closes: in steps (of 5 pages here: Makefile),
+		 * the pool whole between every two, then the detach.
+		 */
+		while (kvp_client_reclaim_step_locked(c, NULL))
+			fz_verify(f);
 		kvp_client_detach_locked(c);
 		f->attached[f->ci] = false;
 		fz_verify(f);
