@@ -73,17 +73,32 @@ void kvp_cache_free(struct kvp_client *c, u32 id)
 	kvp_charge(c->pool, c->tenant, -1);
 }
 
-/* Pages of @r a donate up to @upto would move: [protected, upto) whole. */
+/*
+ * Pages of @r a donate up to @upto would move: [protected, upto) whole.
+ * Its callers refuse a row whose window passed its prefix
+ * (kvp_prefix_holed()), so no hole is there: no walk needed.
+ */
 u32 kvp_donate_count(struct kvp_pool *pool, struct kvp_row *r,
 		     u32 upto)
 {
+	u32 start = r->protected / pool->page_tokens;
 	u32 end = upto / pool->page_tokens;
-	u32 n = 0;
-	u32 p;
 
-	for (p = r->protected / pool->page_tokens; p < end; p++)
-		n += r->pages[p] != KVPOOL_PAGE_NONE;
-	return n;
+	return end > start ? end - start : 0;
+}
+
+/*
+ * kvp_row_donate() of at most @budget more pages, toward @upto: for the
+ * steps of DONATE and of RELEASE with the flag. A row left part-way has
+ * donated a shorter prefix, a state of its own. Returns the pages moved.
+ */
+u32 kvp_donate_some(struct kvp_client *c, struct kvp_row *r, u32 upto,
+		    u32 budget)
+{
+	u32 pt = c->pool->page_tokens;
+	u64 most = (u64)(r->protected / pt + budget) * pt;
+
+	return kvp_row_donate(c, r, most < upto ? (u32)most : upto);
 }
 
 /* Moves them into @c's cache, which has room; the row borrows them now. */
@@ -132,8 +147,34 @@ int kvp_donate_locked(struct kvp_client *c,
 		      const struct kvpool_len_entry *e, u32 count,
 		      u32 *nr_donated, u32 *error_index)
 {
+	struct kvp_op op;
+	int ret;
+
+	ret = kvp_donate_start_locked(c, e, count, nr_donated, error_index,
+				      &op);
+	return kvp_op_all(ret, &op);
+}
+
+/**
+ * kvp_donate_start_locked() - check and prepare a DONATE
+ * @c: the client
+ * @e: the entries; the caller keeps them until the op's last step
+ * @count: entries
+ * @nr_donated: gets the pages moved, complete after the last step
+ * @error_index: gets the entry at fault; ~0U when none is
+ * @op: the op, for kvp_op_step_locked()
+ *
+ * Context: @c->pool->lock held; may sleep (allocates).
+ * Return: as kvp_donate_locked(); on error nothing changed and @op must
+ * not be stepped.
+ */
+int kvp_donate_start_locked(struct kvp_client *c,
+			    const struct kvpool_len_entry *e, u32 count,
+			    u32 *nr_donated, u32 *error_index,
+			    struct kvp_op *op)
+{
 	struct kvp_pool *pool = c->pool;
-	u32 total = 0, done = 0;
+	u32 total = 0;
 	u32 i;
 	int ret;
 
@@ -159,11 +200,37 @@ int kvp_donate_locked(struct kvp_client *c,
 	ret = kvp_cache_reserve(c, total);
 	if (ret)
 		return ret;
-	for (i = 0; i < count; i++)
-		done += kvp_row_donate(c, kvp_row_of(c, &e[i].handle),
-				       e[i].len);
-	*nr_donated = done;
+	*op = (struct kvp_op){
+		.c = c,
+		.lens = e,
+		.nr_freed = nr_donated,
+		.count = count,
+		.stepped = total > KVP_STEP_PAGES,
+		.kind = KVP_OP_DONATE,
+	};
+	for (i = 0; op->stepped && i < count; i++)
+		kvp_row_of(c, &e[i].handle)->busy = 1;
 	return 0;
+}
+
+/* One step of a DONATE: the rows' prefixes, a part at a time. */
+bool kvp_donate_step(struct kvp_op *op)
+{
+	u32 budget = KVP_STEP_PAGES;
+
+	for (; op->i < op->count; op->i++) {
+		const struct kvpool_len_entry *x = &op->lens[op->i];
+		struct kvp_row *r = kvp_row_of(op->c, &x->handle);
+		u32 n = kvp_donate_some(op->c, r, x->len, budget);
+
+		*op->nr_freed += n;
+		budget -= n;
+		if (r->protected < x->len / op->c->pool->page_tokens *
+				   op->c->pool->page_tokens)
+			return true;	/* this row again, next step */
+		r->busy = 0;
+	}
+	return false;
 }
 
 /*

@@ -81,23 +81,23 @@ int kvp_client_attach_locked(struct kvp_pool *pool, struct kvp_client *c)
 }
 
 /*
- * One row of a closing client: its tail within @budget, then, if the
- * budget is left, the row itself (@link: its slot chain link, or NULL
- * for a held row). Returns the budget used.
+ * One row of a closing client: its entries from the end, within @budget,
+ * then the row itself once it has none (@link: its slot chain link, or
+ * NULL for a held row). Returns the budget used.
  */
 static u32 kvp_reclaim_row(struct kvp_client *c, struct kvp_row *r,
 			   u32 *link, struct kvp_quarantine *q, u32 budget)
 {
 	struct kvp_pool *pool = c->pool;
-	u32 n = kvp_row_free_tail(pool, r, kvp_row_prefix(r), budget, q);
+	u32 freed, n = kvp_row_free_tail(pool, r, 0, budget, q, &freed);
 
-	pool->reclaimed_pages += n;
-	if (n == budget)
-		return n;
-	/* The rest is its prefix: borrowed pages and holes, r->nr of them. */
-	n += r->nr < budget - n ? r->nr : budget - n;
-	pool->reclaimed_pages += link ? kvp_slot_free(pool, r, link, q) :
-				 kvp_row_free_quarantine(pool, r, q);
+	pool->reclaimed_pages += freed;
+	if (r->nr)
+		return n;	/* the budget is spent */
+	if (link)
+		kvp_slot_free(pool, r, link, q);
+	else
+		kvp_row_free_quarantine(pool, r, q);
 	return n;
 }
 

@@ -41,8 +41,8 @@
 #define KVP_MAP_LEVELS		5	/* the free map of 2^27 pages */
 /*
  * Most pages one step of an op moves under one hold of the pool lock:
- * a bigger EXTEND, RELEASE, TRIM or SWA_FREE is stepped (struct
- * kvp_op), or a close (kvp_client_reclaim_step_locked()), so that no
+ * a bigger EXTEND, RELEASE, TRIM, SWA_FREE or DONATE is stepped (struct
+ * kvp_op), as is a close (kvp_client_reclaim_step_locked()), so that no
  * client holds the lock that every other client of the pool needs for
  * longer than this many page moves (docs/gpu-budget.md). The fuzzer
  * builds the core with a step of a few pages, so that its small pools
@@ -447,15 +447,17 @@ struct kvp_extend_result {
 /**
  * enum kvp_op_kind - the ops that run in steps
  * @KVP_OP_EXTEND: EXTEND
- * @KVP_OP_RELEASE: RELEASE without %KVPOOL_RELEASE_DONATE
+ * @KVP_OP_RELEASE: RELEASE, with or without %KVPOOL_RELEASE_DONATE
  * @KVP_OP_TRIM: TRIM
  * @KVP_OP_SWA_FREE: SWA_FREE
+ * @KVP_OP_DONATE: DONATE
  */
 enum kvp_op_kind {
 	KVP_OP_EXTEND,
 	KVP_OP_RELEASE,
 	KVP_OP_TRIM,
 	KVP_OP_SWA_FREE,
+	KVP_OP_DONATE,
 };
 
 /**
@@ -463,9 +465,10 @@ enum kvp_op_kind {
  * @c: the client
  * @extend: EXTEND's entries (the caller's, kept until the last step)
  * @handles: RELEASE's and TRIM's handles (likewise)
- * @lens: SWA_FREE's entries (likewise)
+ * @lens: SWA_FREE's and DONATE's entries (likewise)
  * @res: EXTEND's result, completed by the last step
- * @nr_freed: the other ops' count of freed pages, likewise
+ * @nr_freed: the other ops' count of freed (DONATE: donated) pages,
+ *            likewise
  * @count: entries
  * @i: the entry being worked on
  * @given: pages entry @i has been given (EXTEND)
@@ -473,6 +476,7 @@ enum kvp_op_kind {
  * @free_before: free pages before the op, for the watermark crossing
  * @stepped: the op moves more than %KVP_STEP_PAGES pages: its rows are
  *           busy (and an EXTEND's pages reserved) until its last step
+ * @donate: RELEASE with %KVPOOL_RELEASE_DONATE: each row donates first
  * @kind: an &enum kvp_op_kind
  *
  * The ops' _start_locked() functions check and allocate everything, so
@@ -498,6 +502,7 @@ struct kvp_op {
 	u32 left;
 	u32 free_before;
 	bool stepped;
+	bool donate;
 	u8 kind;
 };
 
@@ -516,6 +521,10 @@ int kvp_swa_free_start_locked(struct kvp_client *c,
 			      const struct kvpool_len_entry *e, u32 count,
 			      u32 *nr_freed, u32 *error_index,
 			      struct kvp_op *op);
+int kvp_donate_start_locked(struct kvp_client *c,
+			    const struct kvpool_len_entry *e, u32 count,
+			    u32 *nr_donated, u32 *error_index,
+			    struct kvp_op *op);
 bool kvp_op_step_locked(struct kvp_op *op);
 
 int kvp_extend_locked(struct kvp_client *c, struct kvpool_extend_entry *e,

@@ -527,51 +527,59 @@ counted:
 }
 
 /**
- * kvp_row_free_tail() - free part of a row's pages, from its end
+ * kvp_row_free_tail() - drop part of a row's pages, from its end
  * @pool: the pool
  * @r: the row, held or parked
- * @keep: tokens at its start to keep, at least kvp_row_prefix()
- * @budget: most pages to free
- * @q: where the pages go instead of the free stack, or NULL
+ * @keep: tokens at its start to keep
+ * @budget: most entries to drop
+ * @q: where its own pages go instead of the free stack, or NULL
+ * @freed: gets the pages it owned that were freed (or put in @q)
  *
- * For the steps of a big RELEASE, TRIM and close: frees the pages at the
- * row's tail past @keep (past its protected prefix and its sliding
- * window's holes every page is its own), and cuts its lengths as a TRIM
- * would, so that the row is an ordinary one afterwards. What is left,
- * the prefix, kvp_row_free_quarantine() frees with the row.
+ * For the steps of a big RELEASE, TRIM and close: drops the row's last
+ * entries down to @keep's pages, freeing (or quarantining) the pages it
+ * owns, unpinning the cache pages it borrows and skipping holes, and
+ * cuts its lengths, protected and window edge included, to what is
+ * left, so that it is an ordinary row afterwards: one that was given a
+ * shorter prefix, or trimmed.
  *
  * Context: @pool->lock held.
- * Return: the pages freed (or quarantined).
+ * Return: the entries dropped, at most @budget.
  */
 u32 kvp_row_free_tail(struct kvp_pool *pool, struct kvp_row *r, u32 keep,
-		      u32 budget, struct kvp_quarantine *q)
+		      u32 budget, struct kvp_quarantine *q, u32 *freed)
 {
 	u32 idx = kvp_row_index(pool, r);
 	u32 floor = kvp_pages_for(pool, keep);
-	u32 n = 0;
-	u64 len;
+	u32 n = 0, own = 0;
+	u32 len;
 
 	while (r->nr > floor && n < budget) {
-		u32 id = r->pages[r->nr - 1];
+		u32 id = r->pages[--r->nr];
 
-		/* Not its own after all: left to the row's free. */
-		if (id == KVPOOL_PAGE_NONE || pool->pages[id].owner != idx)
-			break;
+		n++;
+		if (id == KVPOOL_PAGE_NONE)
+			continue;	/* freed behind the window */
+		if (pool->pages[id].owner != idx) {
+			kvp_unpin(r->owner, id);	/* borrowed: its cache */
+			continue;
+		}
 		if (q)
 			kvp_page_quarantine(pool, q, id);
 		else
 			kvp_page_push(pool, id);
-		r->nr--;
-		n++;
+		own++;
 	}
+	*freed = own;
 	if (!n)
 		return 0;
-	kvp_row_take(pool, r, -(int)n);
-	len = (u64)r->nr * pool->page_tokens;
-	if (r->allocated > len)
-		r->allocated = (u32)len;
-	if (r->committed > r->allocated)
-		r->committed = r->allocated;
+	kvp_row_take(pool, r, -(int)own);
+	/* r->nr <= 2^24 and page_tokens <= 2^16: clamp before multiplying. */
+	len = r->nr > U32_MAX / pool->page_tokens ? U32_MAX :
+	      r->nr * pool->page_tokens;
+	r->allocated = min(r->allocated, len);
+	r->committed = min(r->committed, r->allocated);
+	r->protected = min(r->protected, len);
+	r->swa_evicted = min(r->swa_evicted, len);
 	return n;
 }
 

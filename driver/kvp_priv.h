@@ -288,7 +288,7 @@ void kvp_row_take(struct kvp_pool *pool, struct kvp_row *r, int n);
 void kvp_held_take(struct kvp_client *c, int n);
 u32 kvp_row_free(struct kvp_pool *pool, struct kvp_row *r);
 u32 kvp_row_free_tail(struct kvp_pool *pool, struct kvp_row *r, u32 keep,
-		      u32 budget, struct kvp_quarantine *q);
+		      u32 budget, struct kvp_quarantine *q, u32 *freed);
 u32 kvp_row_free_quarantine(struct kvp_pool *pool, struct kvp_row *r,
 			    struct kvp_quarantine *q);
 int kvp_row_reserve(struct kvp_pool *pool, struct kvp_row *r, u32 want);
@@ -300,6 +300,17 @@ struct kvp_row *kvp_slot_find(struct kvp_client *c, u64 session,
 u32 kvp_slot_free(struct kvp_pool *pool, struct kvp_row *r, u32 *link,
 		  struct kvp_quarantine *q);
 
+/*
+ * An op started by one of the _start_locked() functions, done in one
+ * hold: for the core's users that never drop the lock between steps.
+ */
+static inline int kvp_op_all(int ret, struct kvp_op *op)
+{
+	while (!ret && kvp_op_step_locked(op))
+		;
+	return ret;
+}
+
 /* kvp_cache.c */
 int kvp_cache_reserve(struct kvp_client *c, u32 more);
 void kvp_cache_unlink(struct kvp_client *c, u32 id);
@@ -307,6 +318,9 @@ void kvp_cache_free(struct kvp_client *c, u32 id);
 u32 kvp_donate_count(struct kvp_pool *pool, struct kvp_row *r,
 		     u32 upto);
 u32 kvp_row_donate(struct kvp_client *c, struct kvp_row *r, u32 upto);
+u32 kvp_donate_some(struct kvp_client *c, struct kvp_row *r, u32 upto,
+		    u32 budget);
+bool kvp_donate_step(struct kvp_op *op);
 
 /* kvp_tenant.c */
 u32 kvp_available(struct kvp_pool *pool, const struct kvp_tenant *t);

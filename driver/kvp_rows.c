@@ -90,17 +90,6 @@ int kvp_extend_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 	return kvp_extend_buf_locked(c, e, count, pages_cap, NULL, 0, res);
 }
 
-/*
- * An op started by one of the _start_locked() functions, done in one
- * hold: for the core's users that never drop the lock between steps.
- */
-static int kvp_op_all(int ret, struct kvp_op *op)
-{
-	while (!ret && kvp_op_step_locked(op))
-		;
-	return ret;
-}
-
 /**
  * kvp_extend_buf_locked() - kvp_extend_locked() into the caller's buffer
  * @c: the client
@@ -364,8 +353,7 @@ static bool kvp_swa_free_step(struct kvp_op *op);
 
 /**
  * kvp_op_step_locked() - do the next step of a started op
- * @op: an op kvp_extend_start_locked() or kvp_release_start_locked()
- *      returned 0 for
+ * @op: an op one of the _start_locked() functions returned 0 for
  *
  * Moves at most %KVP_STEP_PAGES pages. The caller calls it until it
  * returns false, and may drop and retake the pool lock between two
@@ -384,6 +372,8 @@ bool kvp_op_step_locked(struct kvp_op *op)
 		return kvp_trim_step(op);
 	case KVP_OP_SWA_FREE:
 		return kvp_swa_free_step(op);
+	case KVP_OP_DONATE:
+		return kvp_donate_step(op);
 	default:
 		return kvp_extend_step(op);
 	}
@@ -523,31 +513,13 @@ static bool kvp_trim_step(struct kvp_op *op)
 
 	for (; op->i < op->count; op->i++) {
 		struct kvp_row *r = kvp_row_of(c, &op->handles[op->i]);
-		u32 idx = op->handles[op->i].req_pool_idx;
-		u32 keep = kvp_pages_for(pool, r->committed);
-		u32 n, j;
+		u32 freed;
 
-		/*
-		 * committed >= protected and >= swa_evicted, so past it every
-		 * page is the row's own and the tail step takes them all.
-		 */
-		n = kvp_row_free_tail(pool, r, r->committed, budget, NULL);
-		*op->nr_freed += n;
-		budget -= n;
-		if (r->nr > keep && !budget)
+		budget -= kvp_row_free_tail(pool, r, r->committed, budget, NULL,
+					    &freed);
+		*op->nr_freed += freed;
+		if (r->nr > kvp_pages_for(pool, r->committed))
 			return true;	/* this row again, next step */
-		/* What a tail step would not take: none, by the above. */
-		n = 0;
-		for (j = keep; j < r->nr; j++) {
-			if (r->pages[j] == KVPOOL_PAGE_NONE ||
-			    pool->pages[r->pages[j]].owner != idx)
-				continue;
-			kvp_page_push(pool, r->pages[j]);
-			n++;
-		}
-		kvp_row_take(pool, r, -(int)n);
-		*op->nr_freed += n;
-		r->nr = keep;
 		r->allocated = r->committed;
 		r->busy = 0;
 	}
@@ -613,8 +585,9 @@ int kvp_release_start_locked(struct kvp_client *c,
 			     struct kvp_op *op)
 {
 	struct kvp_pool *pool = c->pool;
-	u32 freed = 0, donate = 0;
-	u64 owned = 0;
+	bool donate = flags & KVPOOL_RELEASE_DONATE;
+	u32 freed = 0, moved = 0;
+	u64 work = 0;
 	u32 i;
 	int ret;
 
@@ -626,41 +599,42 @@ int kvp_release_start_locked(struct kvp_client *c,
 	ret = kvp_lookup_batch(c, h, sizeof(*h), count, error_index);
 	if (ret)
 		return ret;
+	for (i = 0; donate && i < count; i++) {
+		struct kvp_row *r = kvp_row_of(c, &h[i]);
+
+		if (kvp_prefix_holed(r)) {
+			*error_index = i;
+			return -EINVAL;
+		}
+		moved += kvp_donate_count(pool, r, r->committed);
+	}
+	if (donate) {
+		ret = kvp_cache_reserve(c, moved);
+		if (ret)
+			return ret;
+	}
+	/* Every entry of every row is looked at once, donated ones twice. */
+	for (i = 0; i < count; i++)
+		work += kvp_row_of(c, &h[i])->nr;
 	*op = (struct kvp_op){
 		.c = c,
 		.handles = h,
 		.nr_freed = nr_freed,
 		.count = count,
+		.stepped = work + moved > KVP_STEP_PAGES,
+		.donate = donate,
 		.kind = KVP_OP_RELEASE,
 	};
-	if (!(flags & KVPOOL_RELEASE_DONATE)) {
+	if (op->stepped) {
 		for (i = 0; i < count; i++)
-			owned += kvp_row_of(c, &h[i])->owned;
-		op->stepped = owned > KVP_STEP_PAGES;
-		if (op->stepped) {
-			for (i = 0; i < count; i++)
-				kvp_row_of(c, &h[i])->busy = 1;
-			return 0;
-		}
-	} else {
-		for (i = 0; i < count; i++) {
-			struct kvp_row *r = kvp_row_of(c, &h[i]);
-
-			if (kvp_prefix_holed(r)) {
-				*error_index = i;
-				return -EINVAL;
-			}
-			donate += kvp_donate_count(pool, r, r->committed);
-		}
-		ret = kvp_cache_reserve(c, donate);
-		if (ret)
-			return ret;
+			kvp_row_of(c, &h[i])->busy = 1;
+		return 0;
 	}
 	/* Not stepped: all of it now, and the steps find nothing left. */
 	for (i = 0; i < count; i++) {
 		struct kvp_row *r = kvp_row_of(c, &h[i]);
 
-		if (flags & KVPOOL_RELEASE_DONATE)
+		if (donate)
 			kvp_row_donate(c, r, r->committed);
 		freed += kvp_row_free(pool, r);
 	}
@@ -669,7 +643,10 @@ int kvp_release_start_locked(struct kvp_client *c,
 	return 0;
 }
 
-/* One step of a stepped RELEASE: tails first, then each row itself. */
+/*
+ * One step of a stepped RELEASE: with the flag, a row's donation first,
+ * then its entries from the end, then the row, emptied.
+ */
 static bool kvp_release_step(struct kvp_op *op)
 {
 	struct kvp_client *c = op->c;
@@ -678,15 +655,18 @@ static bool kvp_release_step(struct kvp_op *op)
 
 	for (; op->i < op->count; op->i++) {
 		struct kvp_row *r = kvp_row_of(c, &op->handles[op->i]);
-		u32 n = kvp_row_free_tail(pool, r, kvp_row_prefix(r), budget,
-					  NULL);
+		u32 freed;
 
-		*op->nr_freed += n;
-		budget -= n;
-		if (!budget)
-			return true;	/* this row again, next step */
-		/* What is left is its prefix: borrowed pages and holes. */
-		*op->nr_freed += kvp_row_free(pool, r);
+		if (op->donate) {
+			budget -= kvp_donate_some(c, r, r->committed, budget);
+			if (!budget)
+				return true;	/* this row again, next step */
+		}
+		budget -= kvp_row_free_tail(pool, r, 0, budget, NULL, &freed);
+		*op->nr_freed += freed;
+		if (r->nr)
+			return true;
+		kvp_row_free(pool, r);
 	}
 	return false;
 }

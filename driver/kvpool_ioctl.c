@@ -403,8 +403,12 @@ static int kvpd_donate_run(struct kvp_client *c, const void *e,
 			   struct kvpool_batch *cmd,
 			   struct kvpd_lock_ns *lt)
 {
-	return kvp_donate_locked(c, e, cmd->count, &cmd->out_nr_pages,
-				 &cmd->out_error_index);
+	struct kvp_op op;
+	int ret;
+
+	ret = kvp_donate_start_locked(c, e, cmd->count, &cmd->out_nr_pages,
+				      &cmd->out_error_index, &op);
+	return kvpd_op_run(ret, &op, lt);
 }
 
 static int kvpd_swa_free_run(struct kvp_client *c, const void *e,

@@ -39,7 +39,7 @@ static const struct kvp_errtext kvp_errtexts[] = {
 	{ ENOMEM, "out of kernel memory" },
 	{ EPERM, "operation not permitted: needs CAP_SYS_ADMIN (control operations and verify); the device's file permissions let this process in" },
 	{ EACCES, "permission denied opening the kvpool device: its file mode and owner keep this user out (root only by default; a missing capability is EPERM, not this)" },
-	{ EBUSY, "busy: a row is in another thread's EXTEND, RELEASE, TRIM or SWA_FREE of more than 16384 pages (call again), a cache page is pinned by a row that borrows it (evict, export), the pool still has clients or export files, a chunk file is a pool's already (or a destroyed pool's whose quarantine waits), or the pool has a GPU agent" },
+	{ EBUSY, "busy: a row is in another thread's EXTEND, RELEASE, TRIM, SWA_FREE or DONATE of more than 16384 pages (call again), a cache page is pinned by a row that borrows it (evict, export), the pool still has clients or export files, a chunk file is a pool's already (or a destroyed pool's whose quarantine waits), or the pool has a GPU agent" },
 	{ EMFILE, "too many open files (no descriptor free, e.g. for an export or an arena's chunks), or the pool has its maximum of clients (65536) or tenants" },
 	{ ENODEV, "no such pool, the pool is being destroyed, or the module is still loading" },
 	{ EBADF, "bad file descriptor: not an open file (an import's, or an arena chunk's)" },

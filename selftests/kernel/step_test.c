@@ -4,10 +4,10 @@
  * long (docs/gpu-budget.md, "Stepped ops"), and control ops that wait for
  * one pool only.
  *
- * An EXTEND, RELEASE, TRIM or SWA_FREE of more than KVP_STEP_PAGES (16384)
- * pages, and the close of a client holding more, drop the pool lock
- * between steps. What must hold, and is checked here through
- * the real driver: the op's answer is the same as in one hold (ids, counts,
+ * An EXTEND, RELEASE, TRIM, SWA_FREE or DONATE of more than
+ * KVP_STEP_PAGES (16384) pages, and the close of a client holding more,
+ * drop the pool lock between steps. What must hold, and is checked here
+ * through the real driver: the op's answer is the same as in one hold (ids, counts,
  * ROW_QUERY); every state another client can see between two steps passes
  * VERIFY; another client's ops never fail for it (its reservation is out
  * of their reach, not theirs out of its); the same client's other threads
@@ -111,6 +111,28 @@ TEST_F(step, big_extend_release_answer)
 	EXPECT_EQ(ENOENT, kt_query(fd, h[0], q, BIG + 64, &rq));
 	ASSERT_EQ(0, kt_stats(fd, &st));
 	EXPECT_EQ(self->pool.usable_pages, st.out_free_pages);
+	EXPECT_EQ(0, st.out_client_rows);
+	kt_expect_verify(_metadata, &self->pool, fd);
+}
+
+/* DONATE and RELEASE with the flag, both stepped, through the driver. */
+TEST_F(step, big_donate)
+{
+	int fd = kt_pool_open(_metadata, &self->pool);
+	struct kvpool_handle h;
+	struct kvpool_stats st;
+	__u32 sh, n;
+
+	ASSERT_EQ(0, kt_row_alloc(fd, 1, &h, &sh));
+	ASSERT_EQ(0, kt_grow(fd, h, BIG));
+	ASSERT_EQ(0, kt_commit1(fd, h, BIG - 1));
+	ASSERT_EQ(0, kt_donate1(fd, h, STEP + 50, &n));
+	EXPECT_EQ(STEP + 50, n);
+	ASSERT_EQ(0, kt_release_donate1(fd, h, &n));
+	EXPECT_EQ(1, n);	/* the uncommitted page; the rest is cached */
+	ASSERT_EQ(0, kt_stats(fd, &st));
+	EXPECT_EQ(BIG - 1, st.out_client_cache_pages);
+	EXPECT_EQ(BIG - 1, st.out_cache_evictable);
 	EXPECT_EQ(0, st.out_client_rows);
 	kt_expect_verify(_metadata, &self->pool, fd);
 }

@@ -2194,6 +2194,71 @@ static void test_trim_swa_stepped(void)
 	tpool_fini(&t);
 }
 
+/*
+ * DONATE and RELEASE with KVPOOL_RELEASE_DONATE bigger than a step: the
+ * prefix moves into the cache a part at a time, then (RELEASE) the
+ * entries go from the end, borrowed ones unpinned, holes skipped.
+ */
+static void test_donate_stepped(void)
+{
+	const u32 step = KVP_STEP_PAGES, big = 2 * step + 9;
+	struct kvpool_len_entry le;
+	struct kvpool_handle h;
+	struct kvp_row *r;
+	struct tpool t;
+	u32 n, idx, steps;
+	struct kvp_op op;
+
+	EXPECT_EQ(0, tpool_init(&t, 0, 4 * step, 4, 4, 4 * step * 4));
+	EXPECT_EQ(0, alloc1(&t.c[0], &h));
+	r = &t.pool.rows[h.req_pool_idx];
+	EXPECT_EQ(0, extend1(&t.c[0], h, big * 4, NULL));
+	EXPECT_EQ(0, commit1(&t.c[0], h, big * 4 - 2));	/* mid-page */
+	le = (struct kvpool_len_entry){ .handle = h, .len = big * 4 - 2 };
+	EXPECT_EQ(0, kvp_donate_start_locked(&t.c[0], &le, 1, &n, &idx, &op));
+	EXPECT_TRUE(op.stepped);
+	for (steps = 0; kvp_op_step_locked(&op) && steps < 10; steps++) {
+		EXPECT_TRUE(clean(&t));
+		EXPECT_EQ(-EBUSY, commit1(&t.c[0], h, big * 4 - 1));
+		EXPECT_EQ((steps + 1) * step * 4, r->protected);
+	}
+	EXPECT_EQ(2, steps);
+	EXPECT_EQ(big - 1, n);
+	EXPECT_EQ((big - 1) * 4, r->protected);
+	EXPECT_EQ(big - 1, t.c[0].nr_cache_pinned);
+	EXPECT_FALSE(r->busy);
+	EXPECT_TRUE(clean(&t));
+
+	/* Its release: the last page freed, the prefix unpinned, stepped. */
+	EXPECT_EQ(0, kvp_release_start_locked(&t.c[0], &h, 1,
+					      KVPOOL_RELEASE_DONATE, &n, &idx,
+					      &op));
+	EXPECT_TRUE(op.stepped);
+	for (steps = 0; kvp_op_step_locked(&op) && steps < 10; steps++)
+		EXPECT_TRUE(clean(&t));
+	EXPECT_EQ(2, steps);
+	EXPECT_EQ(1, n);
+	EXPECT_EQ(big - 1, t.c[0].nr_cache_pages);
+	EXPECT_EQ(0, t.c[0].nr_cache_pinned);
+	EXPECT_EQ(0, t.c[0].nr_rows);
+
+	/* A fresh row: RELEASE with the flag donates all of it, stepped. */
+	EXPECT_EQ(0, alloc1(&t.c[1], &h));
+	EXPECT_EQ(0, extend1(&t.c[1], h, (step + 5) * 4, NULL));
+	EXPECT_EQ(0, commit1(&t.c[1], h, (step + 5) * 4));
+	EXPECT_EQ(0, kvp_release_start_locked(&t.c[1], &h, 1,
+					      KVPOOL_RELEASE_DONATE, &n, &idx,
+					      &op));
+	EXPECT_TRUE(op.stepped);
+	while (kvp_op_step_locked(&op))
+		EXPECT_TRUE(clean(&t));
+	EXPECT_EQ(0, n);
+	EXPECT_EQ(step + 5, t.c[1].nr_cache_pages);
+	EXPECT_EQ(0, t.c[1].nr_cache_pinned);
+	EXPECT_TRUE(clean(&t));
+	tpool_fini(&t);
+}
+
 static void test_fail_nth(void)
 {
 	unsigned long nth;
@@ -2443,7 +2508,7 @@ static void test_commit_trim_pt16(void) { test_commit_trim(16); }
 int main(int argc, char **argv)
 {
 	kvp_user_verbose = argc > 1 && !strcmp(argv[1], "-v");
-	printf("TAP version 13\n1..33\n");
+	printf("TAP version 13\n1..34\n");
 	run("geometry", test_geometry);
 	run("reserve_zero", test_reserve_zero);
 	run("row_alloc", test_row_alloc);
@@ -2477,6 +2542,7 @@ int main(int argc, char **argv)
 	run("stepped_ops", test_stepped);
 	run("reclaim_stepped", test_reclaim_stepped);
 	run("trim_swa_stepped", test_trim_swa_stepped);
+	run("donate_stepped", test_donate_stepped);
 	printf("# unit: %d passed, %d failed\n", nr_pass, nr_fail);
 	return nr_fail ? 1 : 0;
 }

@@ -99,10 +99,10 @@
  *               IMPORT: the export file was imported already.
  * - EBUSY:      a handle names a row that another call of this client
  *               (another thread) is working on in steps: an EXTEND,
- *               RELEASE, TRIM or SWA_FREE of more than 16384 pages lets
- *               other clients have the pool lock between steps, and its
- *               rows are busy until it returns. Nothing changed; call
- *               again.
+ *               RELEASE, TRIM, SWA_FREE or DONATE of more than 16384
+ *               pages lets other clients have the pool lock between
+ *               steps, and its rows are busy until it returns. Nothing
+ *               changed; call again.
  *               CACHE_EVICT: a page is pinned (a row borrows it).
  *               EXPORT: the row borrows a cache page another row also
  *               borrows. (control) DESTROY: the pool still has clients or
