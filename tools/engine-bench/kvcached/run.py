@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """kvcached 0.1.6 beside a static split on one three-model trace.
 
-    run.py [--quick] [--out DIR] [--sides kvcached,static]
-           [--scenarios trace,race,kill]
+    run.py [--quick] [--out DIR] [--sides kvcached,kvcached-prefix,static]
+           [--scenarios trace,handoff,race,kill]
 
 Scenarios (each a fresh stand-in GPU, fresh engine processes):
 
@@ -11,6 +11,10 @@ trace  three models (A, B, C: 1x/2x/4x bytes per token) on one GPU,
        intermittent staggered peaks (trace.py). Every side. The three
        engines are started at once, so the kvcached side also answers
        #193 (start-up failures: an engine not ready, or failed).
+handoff  C fills most of the GPU, B arrives and cannot fit, C's
+       requests all finish at once: the time from C's memory going to
+       B's growing (memory moving from the idle model to the busy one;
+       on the static side it never moves). Every side.
 race   #262's setup: six instances of one model at
        KVCACHED_GPU_UTILIZATION=0.90, all peaking together; counts race
        misses (available_size() said yes, alloc() returned None).
@@ -56,18 +60,23 @@ def spawn(args, env):
                             stderr=subprocess.STDOUT, text=True)
 
 
+def ipc_name(scen, side, name):
+    """The engine's kvcached shm segment (KVCACHED_IPC_NAME)."""
+    return f'kvb-{os.getpid()}-{scen}-{side}-{name}'
+
+
 def run_side(side, scen, cfg, tr_path, tr, engines, rundir, gpu_bytes,
-             util=None, die=None):
+             util=None, die=None, drain=1500, idle=150):
     """Start engines (name -> model) at once, wait ready, go, collect."""
     os.makedirs(rundir, exist_ok=True)
     gpu_path = f'/dev/shm/kvb-{os.getpid()}-{scen}-{side}'
     gpumod.create(gpu_path, gpu_bytes)
-    py = cfg.python if side == 'kvcached' else sys.executable
+    py = cfg.python if side.startswith('kvcached') else sys.executable
     procs = {}
     t_launch = time.monotonic()
     for name, model in engines.items():
         env = dict(os.environ, KVB_GPU=gpu_path,
-                   KVCACHED_IPC_NAME=f'kvb-{os.getpid()}-{scen}-{name}',
+                   KVCACHED_IPC_NAME=ipc_name(scen, side, name),
                    KVCACHED_LOG_LEVEL='ERROR', PYTHONWARNINGS='ignore')
         if util is not None:
             env['KVCACHED_GPU_UTILIZATION'] = str(util)
@@ -75,7 +84,8 @@ def run_side(side, scen, cfg, tr_path, tr, engines, rundir, gpu_bytes,
                 '--dir', rundir, '--name', name, '--gpu-bytes',
                 str(gpu_bytes), '--share-bytes',
                 str(gpu_bytes // len(engines)), '--step-ms',
-                str(cfg.step_ms)]
+                str(cfg.step_ms), '--ready-timeout', str(cfg.ready_timeout),
+                '--drain', str(drain), '--idle', str(idle)]
         if die and name == die[0]:
             args += ['--die-at', str(die[1])]
         procs[name] = spawn(args, env)
@@ -94,8 +104,11 @@ def run_side(side, scen, cfg, tr_path, tr, engines, rundir, gpu_bytes,
     startup_s = round(time.monotonic() - t_launch, 2)
     for name in procs:
         ready.setdefault(name, {'ready': False, 'error': 'not ready'})
-    with open(os.path.join(rundir, 'go'), 'w') as f:
+    # Written whole, then renamed: an engine polls for the name.
+    go = os.path.join(rundir, 'go')
+    with open(go + '.new', 'w') as f:
         f.write(repr(time.time() + 0.2))
+    os.replace(go + '.new', go)
     watch = watch_kill(procs, die, engines, gpu_path, cfg) if die else None
     logs = {}
     for name, p in procs.items():
@@ -129,6 +142,12 @@ def run_side(side, scen, cfg, tr_path, tr, engines, rundir, gpu_bytes,
         if slot:
             e['standin'] = {k: slot[k] for k in gpumod.FIELDS}
         e['shutdown_ok'] = summary.get('shutdown_ok')
+        # A segment left by an engine that did not shut down (#134): say
+        # so, and remove it, as `kvctl delete` would.
+        seg = '/dev/shm/' + ipc_name(scen, side, name)
+        e['segment_left'] = os.path.exists(seg)
+        if e['segment_left']:
+            os.unlink(seg)
         res['engines'][name] = e
         res['checks'][name] = check(side, e, summary, die, name)
     if watch:
@@ -150,7 +169,7 @@ def check(side, e, summary, die, name):
         bad.append(f'held < need at {m["steps_held_below_need"]} steps')
     if die and name == die[0]:
         return bad
-    if side == 'kvcached':
+    if side.startswith('kvcached'):
         s = e.get('standin') or {}
         if s.get('creates') != s.get('releases'):
             bad.append(f'cuMemCreate {s.get("creates")} != cuMemRelease '
@@ -172,7 +191,7 @@ def watch_kill(procs, die, engines, gpu_path, cfg):
     while p.poll() is None:
         time.sleep(0.002)
     t_dead = time.monotonic()
-    seg = f'/dev/shm/kvb-{os.getpid()}-kill-{name}'
+    seg = '/dev/shm/' + ipc_name('kill', 'kvcached', name)
     _, slots = gpumod.read(gpu_path)
     dead = [s for s in slots.values() if not s['alive']]
     others0 = {s['pid']: s['bytes'] for s in slots.values() if s['alive']}
@@ -206,14 +225,45 @@ def watch_kill(procs, die, engines, gpu_path, cfg):
     return out
 
 
+def handoff_trace(tr):
+    """C fills most of the GPU and finishes all at once; B arrives while
+    C runs and cannot fit until C is gone."""
+    t = dict(tr, steps=260, requests={
+        'C': [[0, 1024, 100, -1, 0]] * 60,
+        'B': [[30, 2048, 100, -1, 0]] * 60})
+    t['models'] = {m: tr['models'][m] for m in ('B', 'C')}
+    return t
+
+
+def handoff(rundir, src='C', dst='B'):
+    """Time from src's first drop in held bytes (its requests finished)
+    to dst's first rise after it: memory moving between models. Both
+    engines stamp samples from the same start (the go file)."""
+    def rows(n):
+        return metrics.load_samples(os.path.join(rundir, n + '.samples'))
+    a, b = rows(src), rows(dst)
+    t_drop = next((s['t'] for p, s in zip(a, a[1:])
+                   if s['held_bytes'] < p['held_bytes']), None)
+    if t_drop is None:
+        return {'released_at_s': None, 'moved_ms': None}
+    before = max((s['held_bytes'] for s in b if s['t'] <= t_drop), default=0)
+    t_rise = next((s['t'] for s in b
+                   if s['t'] > t_drop and s['held_bytes'] > before), None)
+    waited = [s for s in b if s['refused']]
+    return {'released_at_s': t_drop,
+            'moved_ms': None if t_rise is None
+            else round((t_rise - t_drop) * 1000, 1),
+            'dst_refused_steps': len(waited)}
+
+
 def main():
     ap = argparse.ArgumentParser(
         description=__doc__.split('\n')[0],
         formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--quick', action='store_true')
     ap.add_argument('--out')
-    ap.add_argument('--sides', default='kvcached,static')
-    ap.add_argument('--scenarios', default='trace,race,kill')
+    ap.add_argument('--sides', default='kvcached,kvcached-prefix,static')
+    ap.add_argument('--scenarios', default='trace,handoff,race,kill')
     ap.add_argument('--gpu-gib', type=float, default=12.0)
     ap.add_argument('--step-ms', type=float, default=20.0)
     ap.add_argument('--ready-timeout', type=float, default=120.0)
@@ -222,7 +272,7 @@ def main():
     a = ap.parse_args()
     a.python = os.environ.get('KVB_PYTHON', '')
     sides = a.sides.split(',')
-    if 'kvcached' in sides and not a.python:
+    if any(s.startswith('kvcached') for s in sides) and not a.python:
         sys.exit('run.py: set KVB_PYTHON to the kvcached venv\'s python '
                  '(tools/engine-bench/kvcached/install.sh prints it)')
     out = a.out or tempfile.mkdtemp(prefix='kvb-kvcached.')
@@ -251,14 +301,23 @@ def main():
             r['trace'] = run_side(side, 'trace', a, tr_path, tr, three,
                                   os.path.join(out, f'trace-{side}'),
                                   gpu_bytes)
-        if side != 'kvcached':
+        if 'handoff' in scen:
+            ho = handoff_trace(tr)
+            ho_path = os.path.join(out, 'trace-handoff.json')
+            tracemod.save(ho, ho_path)
+            d = os.path.join(out, f'handoff-{side}')
+            r['handoff'] = run_side(side, 'handoff', a, ho_path, ho,
+                                    {'C': 'C', 'B': 'B'}, d, gpu_bytes,
+                                    drain=0, idle=0)
+            r['handoff']['handoff'] = handoff(d)
+        if side == 'static':
             continue
         if 'race' in scen:
             six = {f'B{i}': 'B' for i in range(6)}
             r['race'] = run_side(side, 'race', a, race_path, race, six,
-                                 os.path.join(out, 'race'), gpu_bytes,
-                                 util=0.90)
-        if 'kill' in scen:
+                                 os.path.join(out, f'race-{side}'),
+                                 gpu_bytes, util=0.90, drain=0, idle=0)
+        if 'kill' in scen and side == 'kvcached':
             # C at its first peak: C's ramp starts 2/3 of a period in.
             at = int(period * (2 / 3 + 0.2))
             r['kill'] = run_side(side, 'kill', a, tr_path, tr, three,
@@ -285,6 +344,16 @@ def report(results):
                 print('race misses (#262: fatal before kvcached\'s '
                       'allocate_slots patch): '
                       f'{sum(m["race_misses"] for m in rows.values())}')
+            if 'handoff' in r:
+                h = r['handoff']
+                if h['released_at_s'] is None:
+                    print('handoff: C\'s part never comes free (its held '
+                          'bytes never drop), so B never grows into it')
+                else:
+                    print(f'handoff: C released at {h["released_at_s"]} s;'
+                          f' B grew {h["moved_ms"]} ms later (samples are '
+                          f'one step apart; B refused '
+                          f'{h["dst_refused_steps"]} steps)')
             if 'kill' in r:
                 k = r['kill']
                 print(f'kill: {k["victim"]} held '

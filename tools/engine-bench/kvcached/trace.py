@@ -42,26 +42,37 @@ def poisson(rng, lam):
     return k
 
 
-def make(models=('A', 'B', 'C'), cycles=2, period=600, peak_rate=1.2,
+def make(models=('A', 'B', 'C'), cycles=2, period=600, peak_rate=0.5,
          base_rate=0.02, prompt=(256, 1024), output=(64, 384), seed=1,
-         stagger=True):
+         stagger=True, tail=0, hot=16, hot_tokens=(128, 256),
+         hot_ratio=0.3):
     """Requests per model. period: steps of one ramp up and down;
     peak_rate/base_rate: arrivals per step at the top and outside it;
-    stagger: delay model i's ramp by i/len(models) of a period."""
+    stagger: delay model i's ramp by i/len(models) of a period; tail:
+    steps with no arrivals at the end, so that every model goes idle.
+
+    hot, hot_tokens, hot_ratio: a share of the prompts starts with one of
+    a few hot prefixes (as kvcached's bench_idle_footprint workload
+    mixes hot prefixes with a cold tail); only a side with a prefix
+    cache uses them. A request is [arrival, prompt, output, hot prefix
+    id or -1, hot prefix tokens]."""
     rng = random.Random(seed)
     out = {}
-    steps = cycles * period
+    steps = cycles * period + tail
     for i, m in enumerate(models):
         delay = int(period * i / len(models)) if stagger else 0
+        hot_len = [rng.randint(*hot_tokens) for _ in range(hot)]
         reqs = []
-        for k in range(steps):
+        for k in range(cycles * period):
             # Triangle of half the period's width, the rest at base_rate.
             x = ((k - delay) % period) / period
             rate = base_rate
             if x < 0.5:
                 rate += (peak_rate - base_rate) * (1 - abs(4 * x - 1))
             for _ in range(poisson(rng, rate)):
-                reqs.append((k, rng.randint(*prompt), rng.randint(*output)))
+                h = rng.randrange(hot) if rng.random() < hot_ratio else -1
+                reqs.append((k, rng.randint(*prompt), rng.randint(*output),
+                             h, hot_len[h] if h >= 0 else 0))
         out[m] = reqs
     return {'steps': steps, 'period': period, 'block_tokens': BLOCK_TOKENS,
             'models': {m: dict(MODELS[m], bytes_per_token=bytes_per_token(m))

@@ -28,6 +28,16 @@ create_kv_tensors() sized as alloc_kv_cache() sizes them (the whole
 GPU's memory, per layer, per K/V, in pages: every instance's virtual
 capacity is the GPU), then the KVCacheManager get_kv_cache_manager()
 makes (reserve_null_block=True).
+
+With prefix_cache (engine.py --backend kvcached-prefix) the blocks come
+through kvcached's ElasticBlockPool, its replacement for vLLM's
+BlockPool with the prefix cache capped at KVCACHED_MAX_CACHED_TOKENS
+(16000 by default: 1000 blocks) and its page-aware eviction (#359,
+#390). It is built as kvcached's own tests/test_prefix_cache.py and
+benchmarks/bench_idle_footprint/sim_eviction.py build it: injected by
+ElasticBlockPoolPatch into a module whose BlockPool is object and whose
+KVCacheBlock is the small class below (vLLM's is a plain record too),
+with get_kv_cache_manager() answering this process's KVCacheManager.
 """
 import os
 import struct
@@ -36,8 +46,24 @@ import time
 import gpu as gpumod
 
 
+class Block:
+    """The fields of vLLM's KVCacheBlock that ElasticBlockPool uses."""
+
+    def __init__(self, block_id):
+        self.block_id = block_id
+        self.ref_cnt = 0
+        self.is_null = False
+        self.block_hash = None
+
+
+class _Req:
+    def __init__(self, hashes):
+        self.block_hashes = hashes
+
+
 class Pool:
-    def __init__(self, geo, block_tokens, gpu_bytes, ready_timeout):
+    def __init__(self, geo, block_tokens, gpu_bytes, ready_timeout,
+                 prefix_cache=False):
         from kvcached import vmm_ops
         from kvcached.kv_cache_manager import KVCacheManager
         from kvcached.utils import CONTIGUOUS_LAYOUT, PAGE_SIZE
@@ -62,20 +88,76 @@ class Pool:
                                f'{ready_timeout} s')
         if self.m.null_block is None:
             raise RuntimeError('KVCacheManager has no null block')
+        self.prefix_cache = prefix_cache
+        self.block_tokens = block_tokens
+        if prefix_cache:
+            self._make_block_pool(nblocks, block_tokens, cell, layers)
         self.page_bytes = PAGE_SIZE * layers * 2  # one compound page
         self.nblocks = nblocks
         self.page_blocks = PAGE_SIZE // self.block_bytes
         self.pid = os.getpid()
 
+    def _make_block_pool(self, nblocks, block_tokens, cell, layers):
+        import types
+
+        from kvcached.integration.vllm import interfaces
+        from kvcached.integration.vllm.patches import ElasticBlockPoolPatch
+        from kvcached.utils import MAX_CACHED_TOKENS
+
+        mod = types.ModuleType('kvbench_block_pool')
+        mod.BlockPool = object
+        mod.KVCacheBlock = Block
+        ElasticBlockPoolPatch().inject_elastic_block_pool(mod)
+        real = interfaces.get_kv_cache_manager
+        interfaces.get_kv_cache_manager = lambda *a, **k: self.m
+        try:
+            # max_cached_blocks as kvcached's vLLM patch passes it.
+            self.bp = mod.ElasticBlockPool(
+                nblocks, block_tokens, cell, layers, enable_caching=True,
+                max_cached_blocks=MAX_CACHED_TOKENS // block_tokens)
+        finally:
+            interfaces.get_kv_cache_manager = real
+
     def available(self):
+        if self.prefix_cache:
+            return self.bp.get_num_free_blocks()
         return self.m.available_size()
 
     def alloc(self, n):
-        return self.m.alloc(n)
+        if not self.prefix_cache:
+            return self.m.alloc(n)
+        from kvcached.utils import KVCachePoolExhausted
+        try:
+            return [b.block_id for b in self.bp.get_new_blocks(n)]
+        except KVCachePoolExhausted:
+            return None
 
     def free(self, ids):
-        if ids:
+        if not ids:
+            return
+        if not self.prefix_cache:
             self.m.free(ids)
+            return
+        # vLLM frees a request's blocks tail first, so that the tail is
+        # evicted before the shared head.
+        self.bp.free_blocks([self.bp.kv_block_pool[i] for i in reversed(ids)])
+
+    def lookup(self, hashes):
+        """The longest cached run of hashes, touched (vLLM's
+        get_computed_blocks + touch)."""
+        hit = []
+        for h in hashes:
+            b = self.bp.get_cached_block(h)
+            if b is None:
+                break
+            hit.append(b)
+        self.bp.touch(hit)
+        return [b.block_id for b in hit]
+
+    def cache(self, hashes, ids, num_cached, num_full):
+        self.bp.cache_full_blocks(_Req(hashes),
+                                  [self.bp.kv_block_pool[i] for i in ids],
+                                  num_cached, num_full, self.block_tokens)
 
     def segment(self):
         """kvcached's own shm record: (limit, used, prealloc) bytes."""
@@ -91,8 +173,11 @@ class Pool:
 
     def sample(self):
         _, used, prealloc = self.segment()
-        return {'held_bytes': self.held(), 'seg_used': used,
-                'seg_prealloc': prealloc}
+        s = {'held_bytes': self.held(), 'seg_used': used,
+             'seg_prealloc': prealloc}
+        if self.prefix_cache:
+            s['cached_blocks'] = len(self.bp._evictable_blocks)
+        return s
 
     def describe(self):
         return {'blocks': self.nblocks, 'page_total': self.page_bytes,
@@ -103,6 +188,8 @@ class Pool:
         allocator), so that every mapping is undone and the stand-in's
         counts can be checked to balance."""
         t = time.monotonic()
+        if self.prefix_cache:
+            self.bp.reset_prefix_cache()  # the cached blocks go back first
         ok = self.m.shutdown()
         self.vmm.shutdown_kvcached()
         return {'shutdown_ok': bool(ok),

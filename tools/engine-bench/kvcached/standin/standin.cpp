@@ -73,15 +73,25 @@ struct Gpu {
 	Slot slot[kSlots];
 };
 
-std::mutex g_lock; /* this process's tables; taken before the flock */
+/*
+ * This process's tables, taken before the flock. Made once and never
+ * destroyed: kvcached's own statics (FTensorAllocator's allocators) may
+ * unmap and release pages from their destructors at exit, after this
+ * file's statics would have been destroyed.
+ */
+struct State {
+	std::mutex lock;
+	uint64_t next_handle = 1;
+	std::unordered_map<uint64_t, size_t> handles;
+	std::unordered_map<uint64_t, int> handle_maps; /* live mappings */
+	std::map<uintptr_t, std::pair<size_t, uint64_t>> maps;
+	std::map<uintptr_t, size_t> reserved;
+};
+State &g = *new State;
+std::mutex &g_lock = g.lock;
 int g_fd = -1;
 Gpu *g_gpu;
 Slot *g_self;
-uint64_t g_next_handle = 1;
-std::unordered_map<uint64_t, size_t> g_handles;
-std::unordered_map<uint64_t, int> g_handle_maps; /* live mappings of it */
-std::map<uintptr_t, std::pair<size_t, uint64_t>> g_maps;
-std::map<uintptr_t, size_t> g_reserved;
 
 bool alive(int64_t pid)
 {
@@ -214,30 +224,30 @@ KVB_HIDDEN int kvb_mem_create(unsigned long long *handle, size_t size)
 	if (g_self->bytes > g_self->peak)
 		g_self->peak = g_self->bytes;
 	flock(g_fd, LOCK_UN);
-	*handle = g_next_handle++;
-	g_handles[*handle] = size;
-	g_handle_maps[*handle] = 0;
+	*handle = g.next_handle++;
+	g.handles[*handle] = size;
+	g.handle_maps[*handle] = 0;
 	return CUDA_SUCCESS;
 }
 
 KVB_HIDDEN int kvb_mem_release(unsigned long long handle)
 {
 	std::lock_guard<std::mutex> guard(g_lock);
-	auto it = g_handles.find(handle);
-	if (!g_self || it == g_handles.end())
+	auto it = g.handles.find(handle);
+	if (!g_self || it == g.handles.end())
 		return CUDA_ERROR_INVALID_VALUE;
 	/*
 	 * The driver defers the free of a still-mapped allocation until its
 	 * last unmap; kvcached never relies on that, so flag it instead.
 	 */
-	if (g_handle_maps[handle] != 0)
+	if (g.handle_maps[handle] != 0)
 		return CUDA_ERROR_INVALID_VALUE;
 	flock(g_fd, LOCK_EX);
 	g_self->bytes -= it->second;
 	g_self->releases++;
 	flock(g_fd, LOCK_UN);
-	g_handles.erase(it);
-	g_handle_maps.erase(handle);
+	g.handles.erase(it);
+	g.handle_maps.erase(handle);
 	return CUDA_SUCCESS;
 }
 
@@ -253,20 +263,20 @@ KVB_HIDDEN int kvb_address_reserve(uintptr_t *ptr, size_t size, size_t align,
 	uintptr_t base = reinterpret_cast<uintptr_t>(p);
 	uintptr_t aligned = align ? (base + align - 1) / align * align : base;
 	*ptr = aligned;
-	g_reserved[aligned] = size;
+	g.reserved[aligned] = size;
 	return CUDA_SUCCESS;
 }
 
 KVB_HIDDEN int kvb_address_free(uintptr_t ptr, size_t size)
 {
 	std::lock_guard<std::mutex> guard(g_lock);
-	auto it = g_reserved.find(ptr);
-	if (it == g_reserved.end() || it->second != size)
+	auto it = g.reserved.find(ptr);
+	if (it == g.reserved.end() || it->second != size)
 		return CUDA_ERROR_INVALID_VALUE;
-	auto m = g_maps.lower_bound(ptr);
-	if (m != g_maps.end() && m->first < ptr + size)
+	auto m = g.maps.lower_bound(ptr);
+	if (m != g.maps.end() && m->first < ptr + size)
 		return CUDA_ERROR_INVALID_VALUE; /* still mapped */
-	g_reserved.erase(it);
+	g.reserved.erase(it);
 	return CUDA_SUCCESS;
 }
 
@@ -274,25 +284,25 @@ KVB_HIDDEN int kvb_mem_map(uintptr_t ptr, size_t size, size_t offset,
 			   unsigned long long handle)
 {
 	std::lock_guard<std::mutex> guard(g_lock);
-	auto h = g_handles.find(handle);
-	if (!g_self || h == g_handles.end() || offset + size > h->second)
+	auto h = g.handles.find(handle);
+	if (!g_self || h == g.handles.end() || offset + size > h->second)
 		return CUDA_ERROR_INVALID_VALUE;
-	auto r = g_reserved.upper_bound(ptr);
-	if (r == g_reserved.begin())
+	auto r = g.reserved.upper_bound(ptr);
+	if (r == g.reserved.begin())
 		return CUDA_ERROR_INVALID_VALUE;
 	--r;
 	if (ptr + size > r->first + r->second)
 		return CUDA_ERROR_INVALID_VALUE;
-	auto m = g_maps.lower_bound(ptr);
-	if (m != g_maps.end() && m->first < ptr + size)
+	auto m = g.maps.lower_bound(ptr);
+	if (m != g.maps.end() && m->first < ptr + size)
 		return CUDA_ERROR_ALREADY_MAPPED;
-	if (m != g_maps.begin()) {
+	if (m != g.maps.begin()) {
 		auto prev = std::prev(m);
 		if (prev->first + prev->second.first > ptr)
 			return CUDA_ERROR_ALREADY_MAPPED;
 	}
-	g_maps[ptr] = {size, handle};
-	g_handle_maps[handle]++;
+	g.maps[ptr] = {size, handle};
+	g.handle_maps[handle]++;
 	__atomic_add_fetch(&g_self->maps, 1, __ATOMIC_RELAXED);
 	return CUDA_SUCCESS;
 }
@@ -302,16 +312,16 @@ KVB_HIDDEN int kvb_mem_unmap(uintptr_t ptr, size_t size)
 	std::lock_guard<std::mutex> guard(g_lock);
 	if (!g_self)
 		return CUDA_ERROR_INVALID_VALUE;
-	auto m = g_maps.lower_bound(ptr);
-	if (m == g_maps.end() || m->first >= ptr + size)
+	auto m = g.maps.lower_bound(ptr);
+	if (m == g.maps.end() || m->first >= ptr + size)
 		return CUDA_ERROR_NOT_MAPPED;
 	/* A range unmap (FTensor teardown) takes every mapping inside it. */
-	while (m != g_maps.end() && m->first < ptr + size) {
+	while (m != g.maps.end() && m->first < ptr + size) {
 		if (m->first + m->second.first > ptr + size)
 			return CUDA_ERROR_INVALID_VALUE;
-		g_handle_maps[m->second.second]--;
+		g.handle_maps[m->second.second]--;
 		__atomic_add_fetch(&g_self->unmaps, 1, __ATOMIC_RELAXED);
-		m = g_maps.erase(m);
+		m = g.maps.erase(m);
 	}
 	return CUDA_SUCCESS;
 }
@@ -319,8 +329,8 @@ KVB_HIDDEN int kvb_mem_unmap(uintptr_t ptr, size_t size)
 KVB_HIDDEN int kvb_set_access(uintptr_t ptr, size_t size)
 {
 	std::lock_guard<std::mutex> guard(g_lock);
-	auto m = g_maps.lower_bound(ptr);
-	if (m == g_maps.end() || m->first >= ptr + size)
+	auto m = g.maps.lower_bound(ptr);
+	if (m == g.maps.end() || m->first >= ptr + size)
 		return CUDA_ERROR_NOT_MAPPED;
 	return CUDA_SUCCESS;
 }
