@@ -9,10 +9,13 @@
  */
 #include "kvp_priv.h"
 
-/* Room for @more pages in @c's cache: the one allocation a donate makes. */
+/*
+ * Room for @more pages in @c's cache: the one allocation a donate makes.
+ * The room stepped donations still count on (another thread's) is kept.
+ */
 int kvp_cache_reserve(struct kvp_client *c, u32 more)
 {
-	u32 want = c->nr_cache_pages + more;
+	u32 want = c->nr_cache_pages + c->cache_pending + more;
 	u32 cap = c->cache_cap ? c->cache_cap : 64;
 	struct kvp_cache_ent *ents;
 
@@ -208,8 +211,11 @@ int kvp_donate_start_locked(struct kvp_client *c,
 		.stepped = total > KVP_STEP_PAGES,
 		.kind = KVP_OP_DONATE,
 	};
-	for (i = 0; op->stepped && i < count; i++)
-		kvp_row_of(c, &e[i].handle)->busy = 1;
+	if (op->stepped) {
+		c->cache_pending += total;
+		for (i = 0; i < count; i++)
+			kvp_row_of(c, &e[i].handle)->busy = 1;
+	}
 	return 0;
 }
 
@@ -223,6 +229,8 @@ bool kvp_donate_step(struct kvp_op *op)
 		struct kvp_row *r = kvp_row_of(op->c, &x->handle);
 		u32 n = kvp_donate_some(op->c, r, x->len, budget);
 
+		if (op->stepped)
+			op->c->cache_pending -= n;
 		*op->nr_freed += n;
 		budget -= n;
 		if (r->protected < x->len / op->c->pool->page_tokens *

@@ -252,6 +252,9 @@ struct kvp_tenant {
  * @nr_cache_pages: pages in @cache
  * @nr_cache_pinned: of which a row borrows
  * @cache_cap: room in @cache
+ * @cache_pending: of that room, entries stepped donations of its own
+ *                 still to add have reserved: kvp_cache_reserve() keeps
+ *                 it for them
  * @cache: its prefix cache's pages, @nr_cache_pages of them, room for
  *         @cache_cap; order is arbitrary (removal swaps the last in)
  * @tenant: the tenant it belongs to
@@ -273,6 +276,7 @@ struct kvp_client {
 	u32 nr_cache_pages;
 	u32 nr_cache_pinned;
 	u32 cache_cap;
+	u32 cache_pending;
 	struct kvp_cache_ent *cache;
 	struct kvp_tenant *tenant;
 	struct list_head tenant_link;

@@ -626,6 +626,7 @@ int kvp_release_start_locked(struct kvp_client *c,
 		.kind = KVP_OP_RELEASE,
 	};
 	if (op->stepped) {
+		c->cache_pending += moved;
 		for (i = 0; i < count; i++)
 			kvp_row_of(c, &h[i])->busy = 1;
 		return 0;
@@ -658,7 +659,10 @@ static bool kvp_release_step(struct kvp_op *op)
 		u32 freed;
 
 		if (op->donate) {
-			budget -= kvp_donate_some(c, r, r->committed, budget);
+			u32 n = kvp_donate_some(c, r, r->committed, budget);
+
+			c->cache_pending -= n;
+			budget -= n;
 			if (!budget)
 				return true;	/* this row again, next step */
 		}

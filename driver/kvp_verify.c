@@ -553,6 +553,12 @@ int kvp_verify_locked(struct kvp_pool *pool, u32 *violations)
 		if (c->cidx != i || c->pool != pool)
 			kvp_violation(pool, &vs.bad, "client %u: at %lu, says %u",
 				      c->id, i, c->cidx);
+		/* Room a stepped donation counts on is there. */
+		if ((u64)c->nr_cache_pages + c->cache_pending > c->cache_cap)
+			kvp_violation(pool, &vs.bad,
+				      "client %u: cache %u + %u pending, room %u",
+				      c->id, c->nr_cache_pages,
+				      c->cache_pending, c->cache_cap);
 		vs.cl[i].c = c;
 		vs.cl[i].base = ncache;
 		ncache += c->nr_cache_pages;

@@ -2203,13 +2203,13 @@ static void test_donate_stepped(void)
 {
 	const u32 step = KVP_STEP_PAGES, big = 2 * step + 9;
 	struct kvpool_len_entry le;
-	struct kvpool_handle h;
+	struct kvpool_handle h, g;
 	struct kvp_row *r;
 	struct tpool t;
 	u32 n, idx, steps;
 	struct kvp_op op;
 
-	EXPECT_EQ(0, tpool_init(&t, 0, 4 * step, 4, 4, 4 * step * 4));
+	EXPECT_EQ(0, tpool_init(&t, 0, 6 * step, 4, 8, 4 * step * 4));
 	EXPECT_EQ(0, alloc1(&t.c[0], &h));
 	r = &t.pool.rows[h.req_pool_idx];
 	EXPECT_EQ(0, extend1(&t.c[0], h, big * 4, NULL));
@@ -2241,6 +2241,35 @@ static void test_donate_stepped(void)
 	EXPECT_EQ(big - 1, t.c[0].nr_cache_pages);
 	EXPECT_EQ(0, t.c[0].nr_cache_pinned);
 	EXPECT_EQ(0, t.c[0].nr_rows);
+
+	/*
+	 * Another thread of the client donates a row of its own between
+	 * two steps of a big DONATE: the room the big one counts on stays.
+	 * Its D pages fill the cache array it grows to (2 * step entries)
+	 * but for 60, so that without that the second one's 100 would not
+	 * grow it and the big one's later pages would not fit.
+	 */
+	EXPECT_EQ(0, alloc1(&t.c[2], &h));
+	EXPECT_EQ(0, alloc1(&t.c[2], &g));
+	EXPECT_EQ(0, extend1(&t.c[2], h, (2 * step - 60) * 4, NULL));
+	EXPECT_EQ(0, commit1(&t.c[2], h, (2 * step - 60) * 4));
+	EXPECT_EQ(0, extend1(&t.c[2], g, 400, NULL));
+	EXPECT_EQ(0, commit1(&t.c[2], g, 400));
+	le = (struct kvpool_len_entry){ .handle = h,
+					.len = (2 * step - 60) * 4 };
+	EXPECT_EQ(0, kvp_donate_start_locked(&t.c[2], &le, 1, &n, &idx, &op));
+	EXPECT_TRUE(op.stepped);
+	EXPECT_EQ(2 * step - 60, t.c[2].cache_pending);
+	EXPECT_EQ(2 * step, t.c[2].cache_cap);
+	EXPECT_TRUE(kvp_op_step_locked(&op));
+	EXPECT_EQ(0, donate1(&t.c[2], g, 400, NULL));
+	EXPECT_LE(t.c[2].nr_cache_pages + t.c[2].cache_pending,
+		  t.c[2].cache_cap);
+	EXPECT_TRUE(clean(&t));
+	EXPECT_FALSE(kvp_op_step_locked(&op));
+	EXPECT_EQ(0, t.c[2].cache_pending);
+	EXPECT_EQ(2 * step - 60 + 100, t.c[2].nr_cache_pages);
+	EXPECT_TRUE(clean(&t));
 
 	/* A fresh row: RELEASE with the flag donates all of it, stepped. */
 	EXPECT_EQ(0, alloc1(&t.c[1], &h));
