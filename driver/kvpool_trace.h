@@ -37,16 +37,19 @@
 
 /**
  * struct kvpd_lock_ns - how long an op waited for its pool lock
- * @t: ktime_get_ns() when it got the lock; 0 when it was not timed
- * @wait_ns: nanoseconds mutex_lock() took
+ * @t: ktime_get_ns() when it got the lock (last retook it, for a
+ *     stepped op); 0 when it was not timed
+ * @wait_ns: nanoseconds mutex_lock() took, every retake's added
+ * @held_max: the longest of a stepped op's earlier holds
  *
- * Filled by kvpd_lock_timed() only while the op's event is enabled: with
- * tracing off an op pays one patched-out jump for it, nothing more.
+ * Filled by kvpd_lock_timed() and kvpd_lock_break() only while the op's
+ * event is enabled: with tracing off an op pays one patched-out jump for
+ * it, nothing more.
  */
 struct kvpd_lock_ns {
 	u64 t;
 	u64 wait_ns;
-	u64 held_max;	/* the longest earlier hold of a stepped op */
+	u64 held_max;
 };
 
 /**
