@@ -195,6 +195,7 @@ def watch_kill(procs, die, engines, gpu_path, cfg):
     _, slots = gpumod.read(gpu_path)
     dead = [s for s in slots.values() if not s['alive']]
     others0 = {s['pid']: s['bytes'] for s in slots.values() if s['alive']}
+    used0 = gpumod.used(gpu_path)
     stranded = None
     if os.path.exists(seg):
         with open(seg, 'rb') as f:
@@ -212,7 +213,7 @@ def watch_kill(procs, die, engines, gpu_path, cfg):
     out = {'victim': name, 'model': engines[name],
            'gpu_bytes_of_dead_at_death': sum(s['bytes'] for s in dead),
            'gpu_used_by_others_at_death': sum(others0.values()),
-           'gpu_used_at_death': gpumod.used(gpu_path),
+           'gpu_used_at_death': used0,
            'segment_after_death': stranded,
            'segment_bytes_stranded': (stranded[1] + stranded[2])
            if stranded else 0,
