@@ -3,7 +3,7 @@
 """kvcached 0.1.6 beside a static split on one three-model trace.
 
     run.py [--quick] [--out DIR] [--sides kvcached,kvcached-prefix,static]
-           [--scenarios trace,handoff,race,kill]
+           [--scenarios trace,handoff,race,pair,kill]
 
 Scenarios (each a fresh stand-in GPU, fresh engine processes):
 
@@ -18,6 +18,9 @@ handoff  C fills most of the GPU, B arrives and cannot fit, C's
 race   #262's setup: six instances of one model at
        KVCACHED_GPU_UTILIZATION=0.90, all peaking together; counts race
        misses (available_size() said yes, alloc() returned None).
+pair   #262's pair at its narrowest (pair.py): six instances at 0.90
+       call available_size() then alloc() as fast as they can, at the
+       GPU's limit, freeing in waves; counts the pairs and the misses.
 kill   three engines as in trace; one is SIGKILLed at its first peak
        (#134). Reports what the stand-in GPU gives back (at once: the
        driver frees a dead process's memory) and what stays stranded in
@@ -257,6 +260,57 @@ def handoff(rundir, src='C', dst='B'):
             'dst_refused_steps': len(waited)}
 
 
+def run_pair(cfg, out, gpu_bytes, n=6, util=0.90, seconds=20.0):
+    """pair.py in n processes at once on one stand-in GPU."""
+    gpu_path = f'/dev/shm/kvb-{os.getpid()}-pair'
+    gpumod.create(gpu_path, gpu_bytes)
+    go = os.path.join(out, 'pair-go')
+    # Together they want 1.4x what the GPU lets kvcached use.
+    block = tracemod.BLOCK_TOKENS * tracemod.bytes_per_token('B')
+    hold = int(gpu_bytes * util * 1.4 / n / block)
+    procs = []
+    for i in range(n):
+        env = dict(os.environ, KVB_GPU=gpu_path,
+                   KVCACHED_IPC_NAME=ipc_name('pair', 'kvcached', f'P{i}'),
+                   KVCACHED_LOG_LEVEL='ERROR', PYTHONWARNINGS='ignore',
+                   KVCACHED_GPU_UTILIZATION=str(util))
+        procs.append(subprocess.Popen(
+            [cfg.python, os.path.join(HERE, 'pair.py'), '--gpu-bytes',
+             str(gpu_bytes), '--hold', str(hold), '--go', go, '--seconds',
+             str(seconds), '--seed', str(i)], env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True))
+    for p in procs:  # each says ready on its first line
+        p.stdout.readline()
+    with open(go, 'w'):
+        pass
+    rows = []
+    for p in procs:
+        o = p.communicate(timeout=cfg.timeout)[0].strip().splitlines()
+        rows.append(json.loads(o[-1]) if o else {'error': p.returncode})
+    _, slots = gpumod.read(gpu_path)
+    for r in rows:
+        s = slots.get(r.get('pid'))
+        if s:
+            r['standin'] = {k: s[k] for k in gpumod.FIELDS}
+    os.unlink(gpu_path)
+    tot = {k: sum(r.get(k, 0) for r in rows)
+           for k in ('pairs', 'misses', 'refused', 'frees')}
+    tot['cuMemCreate_refused'] = sum(r.get('standin', {}).get('refused', 0)
+                                     for r in rows)
+    checks = {}
+    for i, r in enumerate(rows):
+        s = r.get('standin', {})
+        bad = []
+        if 'error' in r or not s:
+            bad.append(f'no result ({r.get("error")})')
+        elif s['creates'] != s['releases'] or s['maps'] != s['unmaps']:
+            bad.append(f'stand-in counts do not balance: {s}')
+        checks[f'P{i}'] = bad
+    return {'instances': n, 'util': util, 'seconds': seconds,
+            'hold_blocks': hold, 'totals': tot, 'per_instance': rows,
+            'checks': checks}
+
+
 def main():
     ap = argparse.ArgumentParser(
         description=__doc__.split('\n')[0],
@@ -264,7 +318,7 @@ def main():
     ap.add_argument('--quick', action='store_true')
     ap.add_argument('--out')
     ap.add_argument('--sides', default='kvcached,kvcached-prefix,static')
-    ap.add_argument('--scenarios', default='trace,handoff,race,kill')
+    ap.add_argument('--scenarios', default='trace,handoff,race,pair,kill')
     ap.add_argument('--gpu-gib', type=float, default=12.0)
     ap.add_argument('--step-ms', type=float, default=20.0)
     ap.add_argument('--ready-timeout', type=float, default=120.0)
@@ -318,6 +372,9 @@ def main():
             r['race'] = run_side(side, 'race', a, race_path, race, six,
                                  os.path.join(out, f'race-{side}'),
                                  gpu_bytes, util=0.90, drain=0, idle=0)
+        if 'pair' in scen and side == 'kvcached':
+            r['pair'] = run_pair(a, out, gpu_bytes,
+                                 seconds=5.0 if a.quick else 20.0)
         if 'kill' in scen and side == 'kvcached':
             # C at its first peak: C's ramp starts 2/3 of a period in.
             at = int(period * (2 / 3 + 0.2))
@@ -335,6 +392,17 @@ def report(results):
     failed = []
     for side, scens in results['sides'].items():
         for scen, r in scens.items():
+            if scen == 'pair':
+                t = r['totals']
+                print(f'\n{side} / pair: {r["instances"]} instances at '
+                      f'{r["util"]}, {r["seconds"]} s: {t["pairs"]} '
+                      f'available_size()/alloc() pairs, {t["misses"]} '
+                      f'misses (#262), {t["refused"]} refused by the '
+                      f'check, {t["cuMemCreate_refused"]} cuMemCreate '
+                      'refused')
+                for n, bad in r['checks'].items():
+                    failed += [f'{side}/pair/{n}: {b}' for b in bad]
+                continue
             rows = {n: e['metrics'] for n, e in r['engines'].items()
                     if 'metrics' in e}
             print(f'\n{side} / {scen}: GPU {r["gpu_bytes"] / GIB:.1f} GiB, '
