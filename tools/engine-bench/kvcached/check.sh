@@ -21,6 +21,10 @@ r = json.load(open(sys.argv[1]))
 bad = []
 for side, scens in r["sides"].items():
     for scen, s in scens.items():
+        if scen == "pair":  # no engines; run.py checked its counts
+            if not s["totals"]["pairs"]:
+                bad.append(f"{side}/pair: no available/alloc pair at all")
+            continue
         if s["start_failures"]:
             bad.append(f"{side}/{scen}: {s['start_failures']} engines "
                        "did not start")
