@@ -510,10 +510,45 @@ struct kvp_op {
 	u8 kind;
 };
 
+/**
+ * struct kvp_extend_mem - the big arrays of an EXTEND, allocated unlocked
+ * @pages: room for the answer's ids, @pages_cap of them, or NULL
+ * @pages_cap: ids @pages holds
+ * @row: a page array for row @row_idx, room for @row_cap ids, or NULL
+ * @row_idx: the row @row is for
+ * @row_cap: ids @row holds
+ * @want_pages: set when kvp_extend_start_locked() asks: the ids @pages
+ *              must hold, or 0
+ * @want_row_idx: likewise, the row whose array to allocate
+ * @want_row_cap: and its room, or 0
+ *
+ * A big EXTEND's two allocations (the answer's ids, and the growth of
+ * its biggest row's array, a copy of the row's ids included) would hold
+ * the pool lock for as long as the allocation of megabytes takes, steps
+ * or none. Given one of these, kvp_extend_start_locked() answers
+ * %KVP_EXTEND_NEED_MEM, changing nothing, when it needs more of them
+ * than a step's worth; the caller drops the lock, allocates what is
+ * asked, takes the lock and starts again. What the op uses becomes its
+ * own (NULL here); the caller kvfree()s what is left.
+ */
+struct kvp_extend_mem {
+	u32 *pages;
+	u32 pages_cap;
+	u32 *row;
+	u32 row_idx;
+	u32 row_cap;
+	u32 want_pages;
+	u32 want_row_idx;
+	u32 want_row_cap;
+};
+
+#define KVP_EXTEND_NEED_MEM	1	/* see struct kvp_extend_mem */
+
 int kvp_extend_start_locked(struct kvp_client *c,
 			    struct kvpool_extend_entry *e, u32 count,
 			    u32 pages_cap, u32 *buf, u32 buf_cap,
-			    struct kvp_extend_result *res, struct kvp_op *op);
+			    struct kvp_extend_result *res, struct kvp_op *op,
+			    struct kvp_extend_mem *mem);
 int kvp_release_start_locked(struct kvp_client *c,
 			     const struct kvpool_handle *h, u32 count,
 			     u32 flags, u32 *nr_freed, u32 *error_index,

@@ -600,25 +600,45 @@ u32 kvp_row_free(struct kvp_pool *pool, struct kvp_row *r)
 
 #define KVP_ROW_MIN_CAP	16U
 
-/* Grows @r's page array to hold at least @want ids. */
-int kvp_row_reserve(struct kvp_pool *pool, struct kvp_row *r, u32 want)
+/* The room @r's page array grows to for @want ids: it doubles. */
+u32 kvp_row_cap_for(const struct kvp_row *r, u32 want)
 {
 	u32 cap = r->cap ? r->cap : KVP_ROW_MIN_CAP;
-	u32 *pages;
 
-	if (want <= r->cap)
-		return 0;
 	while (cap < want)
 		cap = cap > U32_MAX / 2 ? want : cap * 2;
-	pages = kvmalloc_array(cap, sizeof(*pages), GFP_KERNEL_ACCOUNT);
-	if (!pages)
-		return -ENOMEM;
+	return cap;
+}
+
+/*
+ * Makes @pages, room for @cap ids (kvp_row_cap_for()), @r's page array,
+ * its ids copied over: the array may come from the caller, allocated
+ * without the pool lock.
+ */
+void kvp_row_install(struct kvp_pool *pool, struct kvp_row *r, u32 *pages,
+		     u32 cap)
+{
 	if (r->nr)
 		memcpy(pages, r->pages, r->nr * sizeof(*pages));
 	kvfree(r->pages);
 	pool->array_bytes += (u64)(cap - r->cap) * sizeof(*pages);
 	r->pages = pages;
 	r->cap = cap;
+}
+
+/* Grows @r's page array to hold at least @want ids. */
+int kvp_row_reserve(struct kvp_pool *pool, struct kvp_row *r, u32 want)
+{
+	u32 cap;
+	u32 *pages;
+
+	if (want <= r->cap)
+		return 0;
+	cap = kvp_row_cap_for(r, want);
+	pages = kvmalloc_array(cap, sizeof(*pages), GFP_KERNEL_ACCOUNT);
+	if (!pages)
+		return -ENOMEM;
+	kvp_row_install(pool, r, pages, cap);
 	return 0;
 }
 

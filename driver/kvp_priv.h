@@ -292,6 +292,9 @@ u32 kvp_row_free_tail(struct kvp_pool *pool, struct kvp_row *r, u32 keep,
 u32 kvp_row_free_quarantine(struct kvp_pool *pool, struct kvp_row *r,
 			    struct kvp_quarantine *q);
 int kvp_row_reserve(struct kvp_pool *pool, struct kvp_row *r, u32 want);
+u32 kvp_row_cap_for(const struct kvp_row *r, u32 want);
+void kvp_row_install(struct kvp_pool *pool, struct kvp_row *r, u32 *pages,
+		     u32 cap);
 int kvp_lookup_batch(struct kvp_client *c, const void *entries,
 		     size_t stride, u32 count, u32 *error_index);
 u32 kvp_slot_bucket(u64 session);

@@ -118,8 +118,50 @@ int kvp_extend_buf_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 	int ret;
 
 	ret = kvp_extend_start_locked(c, e, count, pages_cap, buf, buf_cap,
-				      res, &op);
+				      res, &op, NULL);
 	return kvp_op_all(ret, &op);
+}
+
+/*
+ * Whether an EXTEND that passed its checks should have its big arrays
+ * allocated without the lock first (struct kvp_extend_mem): the answer's
+ * ids, and the biggest growth of a row's array, each when bigger than a
+ * step's pages and not already given. Sets what to allocate.
+ */
+static bool kvp_extend_wants(struct kvp_client *c,
+			     const struct kvpool_extend_entry *e, u32 count,
+			     u32 need, u32 buf_cap, bool grow,
+			     struct kvp_extend_mem *mem)
+{
+	struct kvp_pool *pool = c->pool;
+	u32 i, best = 0, best_cap = 0, idx = 0;
+
+	mem->want_pages = 0;
+	mem->want_row_cap = 0;
+	if (need > buf_cap && need > KVP_STEP_PAGES &&
+	    (!mem->pages || mem->pages_cap < need))
+		mem->want_pages = need;
+	for (i = 0; grow && i < count; i++) {
+		struct kvp_row *r = kvp_row_of(c, &e[i].handle);
+		u32 want = kvp_pages_for(pool, e[i].new_len);
+		u32 cap;
+
+		if (want <= r->cap)
+			continue;
+		cap = kvp_row_cap_for(r, want);
+		if (cap - r->cap > best) {
+			best = cap - r->cap;
+			best_cap = cap;
+			idx = kvp_row_index(pool, r);
+		}
+	}
+	/* Given already, for this row and this room: nothing to ask. */
+	if (best > KVP_STEP_PAGES &&
+	    (!mem->row || mem->row_idx != idx || mem->row_cap != best_cap)) {
+		mem->want_row_idx = idx;
+		mem->want_row_cap = best_cap;
+	}
+	return mem->want_pages || mem->want_row_cap;
 }
 
 /**
@@ -133,6 +175,8 @@ int kvp_extend_buf_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
  * @buf_cap: ids @buf holds
  * @res: the result, complete after the last step
  * @op: the op, for kvp_op_step_locked()
+ * @mem: arrays the caller allocated without the lock, or NULL to
+ *       allocate them here
  *
  * Everything that can fail happens here, before any page moves: the
  * lookups, the lengths, the quota and space checks and the allocations.
@@ -141,13 +185,15 @@ int kvp_extend_buf_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
  * be dropped between its steps.
  *
  * Context: @c->pool->lock held; may sleep (allocates).
- * Return: as kvp_extend_locked(); on error nothing changed and @op must
- * not be stepped.
+ * Return: as kvp_extend_locked(), or %KVP_EXTEND_NEED_MEM when @mem
+ * should hold more first (what, it says); on error and on that answer
+ * nothing changed and @op must not be stepped.
  */
 int kvp_extend_start_locked(struct kvp_client *c,
 			    struct kvpool_extend_entry *e, u32 count,
 			    u32 pages_cap, u32 *buf, u32 buf_cap,
-			    struct kvp_extend_result *res, struct kvp_op *op)
+			    struct kvp_extend_result *res, struct kvp_op *op,
+			    struct kvp_extend_mem *mem)
 {
 	struct kvp_pool *pool = c->pool;
 	const u32 pt = pool->page_tokens, row_tokens = pool->row_tokens;
@@ -217,11 +263,18 @@ int kvp_extend_start_locked(struct kvp_client *c,
 		return -ENOSPC;
 	}
 
+	if (mem && kvp_extend_wants(c, e, count, (u32)need, buf_cap, grow,
+				    mem))
+		return KVP_EXTEND_NEED_MEM;
+
 	/*
 	 * Allocations come before any page moves. A row's array may keep
 	 * the room it grew if a later one fails: that is capacity, not state.
 	 */
-	if (need > buf_cap) {
+	if (need > buf_cap && mem && mem->pages && mem->pages_cap >= need) {
+		res->pages = mem->pages;
+		mem->pages = NULL;
+	} else if (need > buf_cap) {
 		res->pages = kvmalloc_array((u32)need, sizeof(u32),
 					    GFP_KERNEL_ACCOUNT);
 		if (!res->pages)
@@ -231,9 +284,14 @@ int kvp_extend_start_locked(struct kvp_client *c,
 	}
 	for (i = 0; grow && i < count; i++) {
 		struct kvp_row *r = kvp_row_of(c, &e[i].handle);
+		u32 want = kvp_pages_for(pool, e[i].new_len);
 
-		ret = kvp_row_reserve(pool, r,
-				      kvp_pages_for(pool, e[i].new_len));
+		if (mem && mem->row && mem->row_idx == kvp_row_index(pool, r) &&
+		    want > r->cap && mem->row_cap == kvp_row_cap_for(r, want)) {
+			kvp_row_install(pool, r, mem->row, mem->row_cap);
+			mem->row = NULL;
+		}
+		ret = kvp_row_reserve(pool, r, want);
 		if (ret) {
 			if (res->pages != buf)
 				kvfree(res->pages);

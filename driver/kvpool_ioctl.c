@@ -244,6 +244,37 @@ static int kvpd_op_run(int ret, struct kvp_op *op, struct kvpd_lock_ns *lt)
 }
 
 /*
+ * Allocates what kvp_extend_start_locked() asked for, the pool lock not
+ * held; on failure leaves @arg's arrays NULL, which the caller reads as
+ * ENOMEM.
+ */
+static void kvpd_extend_mem_get(void *arg)
+{
+	struct kvp_extend_mem *mem = arg;
+
+	if (mem->want_pages) {
+		kvfree(mem->pages);
+		mem->pages_cap = mem->want_pages;
+		mem->pages = kvmalloc_array(mem->pages_cap, sizeof(u32),
+					    GFP_KERNEL_ACCOUNT);
+	}
+	if (mem->want_row_cap) {
+		kvfree(mem->row);
+		mem->row_idx = mem->want_row_idx;
+		mem->row_cap = mem->want_row_cap;
+		mem->row = kvmalloc_array(mem->row_cap, sizeof(u32),
+					  GFP_KERNEL_ACCOUNT);
+	}
+	if ((mem->want_pages && !mem->pages) ||
+	    (mem->want_row_cap && !mem->row)) {
+		kvfree(mem->pages);
+		kvfree(mem->row);
+		mem->pages = NULL;
+		mem->row = NULL;
+	}
+}
+
+/*
  * EXTEND under the pool lock, in steps if it is big. Its own frame: the
  * op beside the ioctl's stack buffers would pass the kernel's frame
  * limit in a KASAN build.
@@ -253,11 +284,31 @@ kvpd_extend_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 		   const struct kvpool_extend *cmd, u32 *pages, u32 pcap,
 		   struct kvp_extend_result *res, struct kvpd_lock_ns *lt)
 {
+	struct kvp_extend_mem mem = {};
 	struct kvp_op op;
-	int ret;
+	int tries, ret;
 
-	ret = kvp_extend_start_locked(c, e, cmd->count, cmd->pages_cap,
-				      pages, pcap, res, &op);
+	/*
+	 * A big EXTEND's arrays are allocated with the lock dropped (struct
+	 * kvp_extend_mem): the start asks, changing nothing, and is run
+	 * again with them. The pool may change meanwhile, so it may ask
+	 * again; after a few tries it allocates under the lock, so that an
+	 * EXTEND always ends.
+	 */
+	for (tries = 0; ; tries++) {
+		ret = kvp_extend_start_locked(c, e, cmd->count, cmd->pages_cap,
+					      pages, pcap, res, &op,
+					      tries < 3 ? &mem : NULL);
+		if (ret != KVP_EXTEND_NEED_MEM)
+			break;
+		kvpd_lock_break_do(c->pool, lt, kvpd_extend_mem_get, &mem);
+		if (!mem.pages && !mem.row) {
+			ret = -ENOMEM;
+			break;
+		}
+	}
+	kvfree(mem.pages);
+	kvfree(mem.row);
 	return kvpd_op_run(ret, &op, lt);
 }
 

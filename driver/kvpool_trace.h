@@ -79,6 +79,40 @@ static inline void kvpd_lock_timed(struct kvp_pool *pool,
 }
 
 /**
+ * kvpd_lock_break_do() - drop a pool lock, do something, take it again
+ * @pool: the pool, whose lock the caller holds
+ * @l: the op's times, from kvpd_lock_timed()
+ * @fn: what to do without the lock (an allocation), or NULL
+ * @arg: its argument
+ *
+ * Context: process context, @pool->lock held; may sleep. Returns with the
+ * lock held again.
+ */
+static inline void kvpd_lock_break_do(struct kvp_pool *pool,
+				      struct kvpd_lock_ns *l,
+				      void (*fn)(void *arg), void *arg)
+{
+	u64 t0 = 0;
+
+	if (l->t) {
+		t0 = ktime_get_ns();
+		if (t0 - l->t > l->held_max)
+			l->held_max = t0 - l->t;
+	}
+	mutex_unlock(&pool->lock);
+	if (fn)
+		fn(arg);
+	cond_resched();
+	if (l->t)
+		t0 = ktime_get_ns();
+	mutex_lock(&pool->lock);
+	if (l->t) {
+		l->t = ktime_get_ns();
+		l->wait_ns += l->t - t0;
+	}
+}
+
+/**
  * kvpd_lock_break() - let other clients have a pool lock between two steps
  * @pool: the pool, whose lock the caller holds
  * @l: the op's times, from kvpd_lock_timed()
@@ -89,22 +123,7 @@ static inline void kvpd_lock_timed(struct kvp_pool *pool,
 static inline void kvpd_lock_break(struct kvp_pool *pool,
 				   struct kvpd_lock_ns *l)
 {
-	u64 t0;
-
-	if (!l->t) {
-		mutex_unlock(&pool->lock);
-		cond_resched();
-		mutex_lock(&pool->lock);
-		return;
-	}
-	t0 = ktime_get_ns();
-	if (t0 - l->t > l->held_max)
-		l->held_max = t0 - l->t;
-	mutex_unlock(&pool->lock);
-	cond_resched();
-	mutex_lock(&pool->lock);
-	l->t = ktime_get_ns();
-	l->wait_ns += l->t - t0;
+	kvpd_lock_break_do(pool, l, NULL, NULL);
 }
 
 /*

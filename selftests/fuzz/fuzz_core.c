@@ -1262,6 +1262,49 @@ out:
 	free(h);
 }
 
+/*
+ * EXTEND as the driver runs it (kvpd_extend_locked()): the big arrays
+ * asked for by the start are allocated "without the lock" and the start
+ * run again, up to three times, then the steps.
+ */
+static int fz_extend(struct kvp_client *c, struct kvpool_extend_entry *e,
+		     u32 count, u32 cap, struct kvp_extend_result *res)
+{
+	struct kvp_extend_mem mem = { 0 };
+	struct kvp_op op;
+	int tries, ret;
+
+	for (tries = 0; ; tries++) {
+		ret = kvp_extend_start_locked(c, e, count, cap, NULL, 0, res,
+					      &op, tries < 3 ? &mem : NULL);
+		if (ret != KVP_EXTEND_NEED_MEM)
+			break;
+		if (mem.want_pages) {
+			kvfree(mem.pages);
+			mem.pages_cap = mem.want_pages;
+			mem.pages = kvmalloc_array(mem.pages_cap, sizeof(u32),
+						   GFP_KERNEL);
+		}
+		if (mem.want_row_cap) {
+			kvfree(mem.row);
+			mem.row_idx = mem.want_row_idx;
+			mem.row_cap = mem.want_row_cap;
+			mem.row = kvmalloc_array(mem.row_cap, sizeof(u32),
+						 GFP_KERNEL);
+		}
+		if ((mem.want_pages && !mem.pages) ||
+		    (mem.want_row_cap && !mem.row)) {
+			ret = -ENOMEM;
+			break;
+		}
+	}
+	kvfree(mem.pages);
+	kvfree(mem.row);
+	while (!ret && kvp_op_step_locked(&op))
+		;
+	return ret;
+}
+
 /* Bad entries by the value rules of each len-entry op, from before. */
 static int extend_value(struct fz *f, const struct kvpool_extend_entry *e)
 {
@@ -1316,7 +1359,7 @@ static void op_extend(struct fz *f, struct fz_in *in)
 		want = -EDQUOT;	/* growth only: a limit below use takes nothing */
 	else if (!want && need > avail)
 		want = -ENOSPC;
-	ret = kvp_extend_locked(fz_cur(f), e, count, cap, &res);
+	ret = fz_extend(fz_cur(f), e, count, cap, &res);
 	fz_log(f, "count %u cap %u need %llu: %u@%u/%u ...", count, cap,
 	       (unsigned long long)need, n ? e[0].handle.req_pool_idx : 0,
 	       n ? e[0].handle.generation : 0, n ? e[0].new_len : 0);

@@ -1954,7 +1954,7 @@ static void test_stepped(void)
 	e[0].handle = h[1];
 	e[0].new_len = 10;
 	EXPECT_EQ(0, kvp_extend_start_locked(&c[0], e, 1, ~0U, NULL, 0, &res,
-					     &op));
+					     &op, NULL));
 	EXPECT_FALSE(op.stepped);
 	EXPECT_EQ(0, pool.pending_pages);
 	EXPECT_FALSE(kvp_op_step_locked(&op));
@@ -1967,7 +1967,7 @@ static void test_stepped(void)
 	e[1].handle = h[1];
 	e[1].new_len = 10;
 	EXPECT_EQ(0, kvp_extend_start_locked(&c[0], e, 2, ~0U, NULL, 0, &res,
-					     &op));
+					     &op, NULL));
 	EXPECT_TRUE(op.stepped);
 	EXPECT_EQ(big, pool.pending_pages);
 	EXPECT_EQ(big, c[0].tenant->pending);
@@ -2288,6 +2288,82 @@ static void test_donate_stepped(void)
 	tpool_fini(&t);
 }
 
+/*
+ * A big EXTEND's arrays come from its caller, allocated without the
+ * lock (struct kvp_extend_mem): the start asks, changing nothing, takes
+ * what it is given, and asks again when the pool changed meanwhile.
+ */
+static void test_extend_mem(void)
+{
+	const u32 step = KVP_STEP_PAGES, big = 2 * step + 3;
+	struct kvp_extend_mem mem = { 0 };
+	struct kvpool_extend_entry e;
+	struct kvp_extend_result res;
+	struct kvpool_handle h, o;
+	struct kvpool_stats st;
+	struct kvp_row *r;
+	struct tpool t;
+	struct kvp_op op;
+	u32 first, last;
+
+	EXPECT_EQ(0, tpool_init(&t, 0, 3 * step, 1, 4, 4 * step));
+	EXPECT_EQ(0, alloc1(&t.c[0], &h));
+	EXPECT_EQ(0, alloc1(&t.c[0], &o));
+	r = &t.pool.rows[h.req_pool_idx];
+	EXPECT_EQ(0, extend1(&t.c[0], h, 100, NULL));
+	first = r->pages[0];
+	last = r->pages[99];
+	st = stats(&t.c[0]);
+	memset(&e, 0, sizeof(e));
+	e.handle = h;
+	e.new_len = big;
+	EXPECT_EQ(KVP_EXTEND_NEED_MEM,
+		  kvp_extend_start_locked(&t.c[0], &e, 1, ~0U, NULL, 0, &res,
+					  &op, &mem));
+	EXPECT_TRUE(stats_eq(&t.c[0], &st));
+	EXPECT_EQ(big - 100, mem.want_pages);
+	EXPECT_EQ(h.req_pool_idx, mem.want_row_idx);
+	EXPECT_EQ(4 * step, mem.want_row_cap);	/* 128 doubled to >= big */
+	EXPECT_EQ(128, r->cap);
+	EXPECT_TRUE(clean(&t));
+
+	/* Given for another row: asked again, for this one. */
+	mem.row_idx = o.req_pool_idx;
+	mem.row_cap = mem.want_row_cap;
+	mem.row = kvmalloc_array(mem.row_cap, sizeof(u32), GFP_KERNEL);
+	mem.pages_cap = mem.want_pages;
+	mem.pages = kvmalloc_array(mem.pages_cap, sizeof(u32), GFP_KERNEL);
+	EXPECT_EQ(KVP_EXTEND_NEED_MEM,
+		  kvp_extend_start_locked(&t.c[0], &e, 1, ~0U, NULL, 0, &res,
+					  &op, &mem));
+	EXPECT_EQ(0, mem.want_pages);	/* that one it has */
+	EXPECT_EQ(h.req_pool_idx, mem.want_row_idx);
+	mem.row_idx = h.req_pool_idx;
+	EXPECT_EQ(0, kvp_extend_start_locked(&t.c[0], &e, 1, ~0U, NULL, 0,
+					     &res, &op, &mem));
+	/* Both became the op's: the answer's ids and the row's array. */
+	EXPECT_TRUE(!mem.pages && !mem.row);
+	EXPECT_EQ(4 * step, r->cap);
+	EXPECT_EQ(first, r->pages[0]);	/* the ids it had, copied over */
+	EXPECT_EQ(last, r->pages[99]);
+	while (kvp_op_step_locked(&op))
+		;
+	EXPECT_EQ(big - 100, res.nr_pages);
+	EXPECT_EQ(big, r->allocated);
+	kvfree(res.pages);
+	EXPECT_TRUE(clean(&t));
+
+	/* Small ones never ask. */
+	e.handle = o;
+	e.new_len = 5;
+	EXPECT_EQ(0, kvp_extend_start_locked(&t.c[0], &e, 1, ~0U, NULL, 0,
+					     &res, &op, &mem));
+	while (kvp_op_step_locked(&op))
+		;
+	kvfree(res.pages);
+	tpool_fini(&t);
+}
+
 static void test_fail_nth(void)
 {
 	unsigned long nth;
@@ -2537,7 +2613,7 @@ static void test_commit_trim_pt16(void) { test_commit_trim(16); }
 int main(int argc, char **argv)
 {
 	kvp_user_verbose = argc > 1 && !strcmp(argv[1], "-v");
-	printf("TAP version 13\n1..34\n");
+	printf("TAP version 13\n1..35\n");
 	run("geometry", test_geometry);
 	run("reserve_zero", test_reserve_zero);
 	run("row_alloc", test_row_alloc);
@@ -2572,6 +2648,7 @@ int main(int argc, char **argv)
 	run("reclaim_stepped", test_reclaim_stepped);
 	run("trim_swa_stepped", test_trim_swa_stepped);
 	run("donate_stepped", test_donate_stepped);
+	run("extend_mem", test_extend_mem);
 	printf("# unit: %d passed, %d failed\n", nr_pass, nr_fail);
 	return nr_fail ? 1 : 0;
 }
