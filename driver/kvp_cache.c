@@ -213,8 +213,7 @@ int kvp_donate_start_locked(struct kvp_client *c,
 	};
 	if (op->stepped) {
 		c->cache_pending += total;
-		for (i = 0; i < count; i++)
-			kvp_row_of(c, &e[i].handle)->busy = 1;
+		kvp_rows_busy(c, e, sizeof(*e), count);
 	}
 	return 0;
 }

@@ -724,6 +724,20 @@ int kvp_lookup_batch(struct kvp_client *c, const void *entries,
 	return 0;
 }
 
+/*
+ * Marks busy the rows a stepped op's entries name: entries as
+ * kvp_lookup_batch() reads them, already looked up by it.
+ */
+void kvp_rows_busy(struct kvp_client *c, const void *entries, size_t stride,
+		   u32 count)
+{
+	u32 i;
+
+	for (i = 0; i < count; i++)
+		kvp_row_of(c, (const void *)((const char *)entries +
+					     i * stride))->busy = 1;
+}
+
 u32 kvp_slot_bucket(u64 session)
 {
 	/* Fibonacci hashing: the top bits of a golden-ratio product. */

@@ -297,6 +297,8 @@ void kvp_row_install(struct kvp_pool *pool, struct kvp_row *r, u32 *pages,
 		     u32 cap);
 int kvp_lookup_batch(struct kvp_client *c, const void *entries,
 		     size_t stride, u32 count, u32 *error_index);
+void kvp_rows_busy(struct kvp_client *c, const void *entries, size_t stride,
+		   u32 count);
 u32 kvp_slot_bucket(u64 session);
 struct kvp_row *kvp_slot_find(struct kvp_client *c, u64 session,
 			      u32 **link);

@@ -313,8 +313,7 @@ int kvp_extend_start_locked(struct kvp_client *c,
 	if (op->stepped) {
 		pool->pending_pages += (u32)need;
 		t->pending += (u32)need;
-		for (i = 0; i < count; i++)
-			kvp_row_of(c, &e[i].handle)->busy = 1;
+		kvp_rows_busy(c, e, sizeof(*e), count);
 	}
 	return 0;
 }
@@ -557,8 +556,8 @@ int kvp_trim_start_locked(struct kvp_client *c, const struct kvpool_handle *h,
 		.stepped = beyond > KVP_STEP_PAGES,
 		.kind = KVP_OP_TRIM,
 	};
-	for (i = 0; op->stepped && i < count; i++)
-		kvp_row_of(c, &h[i])->busy = 1;
+	if (op->stepped)
+		kvp_rows_busy(c, h, sizeof(*h), count);
 	return 0;
 }
 
@@ -685,8 +684,7 @@ int kvp_release_start_locked(struct kvp_client *c,
 	};
 	if (op->stepped) {
 		c->cache_pending += moved;
-		for (i = 0; i < count; i++)
-			kvp_row_of(c, &h[i])->busy = 1;
+		kvp_rows_busy(c, h, sizeof(*h), count);
 		return 0;
 	}
 	/* Not stepped: all of it now, and the steps find nothing left. */
@@ -821,8 +819,8 @@ int kvp_swa_free_start_locked(struct kvp_client *c,
 		.stepped = span > KVP_STEP_PAGES,
 		.kind = KVP_OP_SWA_FREE,
 	};
-	for (i = 0; op->stepped && i < count; i++)
-		kvp_row_of(c, &e[i].handle)->busy = 1;
+	if (op->stepped)
+		kvp_rows_busy(c, e, sizeof(*e), count);
 	return 0;
 }
 
