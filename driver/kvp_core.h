@@ -528,8 +528,9 @@ struct kvp_op {
  * or none. Given one of these, kvp_extend_start_locked() answers
  * %KVP_EXTEND_NEED_MEM, changing nothing, when it needs more of them
  * than a step's worth; the caller drops the lock, allocates what is
- * asked, takes the lock and starts again. What the op uses becomes its
- * own (NULL here); the caller kvfree()s what is left.
+ * asked (kvp_extend_mem_get()), takes the lock and starts again. What
+ * the op uses becomes its own (NULL here); the caller frees what is left
+ * (kvp_extend_mem_put()).
  */
 struct kvp_extend_mem {
 	u32 *pages;
@@ -543,6 +544,9 @@ struct kvp_extend_mem {
 };
 
 #define KVP_EXTEND_NEED_MEM	1	/* see struct kvp_extend_mem */
+
+int kvp_extend_mem_get(struct kvp_extend_mem *mem);
+void kvp_extend_mem_put(struct kvp_extend_mem *mem);
 
 int kvp_extend_start_locked(struct kvp_client *c,
 			    struct kvpool_extend_entry *e, u32 count,

@@ -122,6 +122,53 @@ int kvp_extend_buf_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 	return kvp_op_all(ret, &op);
 }
 
+/**
+ * kvp_extend_mem_get() - allocate what kvp_extend_start_locked() asked for
+ * @mem: the arrays, with its want_* fields as the start left them
+ *
+ * Replaces the arrays the start asked for with ones of the sizes asked;
+ * touches nothing but @mem, so the caller calls it without the pool lock.
+ *
+ * Context: may sleep; no lock needed.
+ * Return: 0; -ENOMEM with every array of @mem freed and NULL.
+ */
+int kvp_extend_mem_get(struct kvp_extend_mem *mem)
+{
+	if (mem->want_pages) {
+		kvfree(mem->pages);
+		mem->pages_cap = mem->want_pages;
+		mem->pages = kvmalloc_array(mem->pages_cap, sizeof(u32),
+					    GFP_KERNEL_ACCOUNT);
+	}
+	if (mem->want_row_cap) {
+		kvfree(mem->row);
+		mem->row_idx = mem->want_row_idx;
+		mem->row_cap = mem->want_row_cap;
+		mem->row = kvmalloc_array(mem->row_cap, sizeof(u32),
+					  GFP_KERNEL_ACCOUNT);
+	}
+	if ((mem->want_pages && !mem->pages) ||
+	    (mem->want_row_cap && !mem->row)) {
+		kvp_extend_mem_put(mem);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/**
+ * kvp_extend_mem_put() - free what an EXTEND did not take of @mem
+ * @mem: the arrays; NULL afterwards
+ *
+ * Context: any; no lock needed.
+ */
+void kvp_extend_mem_put(struct kvp_extend_mem *mem)
+{
+	kvfree(mem->pages);
+	kvfree(mem->row);
+	mem->pages = NULL;
+	mem->row = NULL;
+}
+
 /*
  * Whether an EXTEND that passed its checks should have its big arrays
  * allocated without the lock first (struct kvp_extend_mem): the answer's

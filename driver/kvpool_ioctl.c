@@ -243,35 +243,12 @@ static int kvpd_op_run(int ret, struct kvp_op *op, struct kvpd_lock_ns *lt)
 	return ret;
 }
 
-/*
- * Allocates what kvp_extend_start_locked() asked for, the pool lock not
- * held; on failure leaves @arg's arrays NULL, which the caller reads as
- * ENOMEM.
- */
+/* kvp_extend_mem_get() as kvpd_lock_break_do() calls it, unlocked. */
 static void kvpd_extend_mem_get(void *arg)
 {
 	struct kvp_extend_mem *mem = arg;
 
-	if (mem->want_pages) {
-		kvfree(mem->pages);
-		mem->pages_cap = mem->want_pages;
-		mem->pages = kvmalloc_array(mem->pages_cap, sizeof(u32),
-					    GFP_KERNEL_ACCOUNT);
-	}
-	if (mem->want_row_cap) {
-		kvfree(mem->row);
-		mem->row_idx = mem->want_row_idx;
-		mem->row_cap = mem->want_row_cap;
-		mem->row = kvmalloc_array(mem->row_cap, sizeof(u32),
-					  GFP_KERNEL_ACCOUNT);
-	}
-	if ((mem->want_pages && !mem->pages) ||
-	    (mem->want_row_cap && !mem->row)) {
-		kvfree(mem->pages);
-		kvfree(mem->row);
-		mem->pages = NULL;
-		mem->row = NULL;
-	}
+	kvp_extend_mem_get(mem);
 }
 
 /*
@@ -302,13 +279,13 @@ kvpd_extend_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 		if (ret != KVP_EXTEND_NEED_MEM)
 			break;
 		kvpd_lock_break_do(c->pool, lt, kvpd_extend_mem_get, &mem);
+		/* A failed allocation leaves none: ENOMEM, nothing changed. */
 		if (!mem.pages && !mem.row) {
 			ret = -ENOMEM;
 			break;
 		}
 	}
-	kvfree(mem.pages);
-	kvfree(mem.row);
+	kvp_extend_mem_put(&mem);
 	return kvpd_op_run(ret, &op, lt);
 }
 

@@ -1279,27 +1279,11 @@ static int fz_extend(struct kvp_client *c, struct kvpool_extend_entry *e,
 					      &op, tries < 3 ? &mem : NULL);
 		if (ret != KVP_EXTEND_NEED_MEM)
 			break;
-		if (mem.want_pages) {
-			kvfree(mem.pages);
-			mem.pages_cap = mem.want_pages;
-			mem.pages = kvmalloc_array(mem.pages_cap, sizeof(u32),
-						   GFP_KERNEL);
-		}
-		if (mem.want_row_cap) {
-			kvfree(mem.row);
-			mem.row_idx = mem.want_row_idx;
-			mem.row_cap = mem.want_row_cap;
-			mem.row = kvmalloc_array(mem.row_cap, sizeof(u32),
-						 GFP_KERNEL);
-		}
-		if ((mem.want_pages && !mem.pages) ||
-		    (mem.want_row_cap && !mem.row)) {
-			ret = -ENOMEM;
+		ret = kvp_extend_mem_get(&mem);
+		if (ret)
 			break;
-		}
 	}
-	kvfree(mem.pages);
-	kvfree(mem.row);
+	kvp_extend_mem_put(&mem);
 	while (!ret && kvp_op_step_locked(&op))
 		;
 	return ret;
