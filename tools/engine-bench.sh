@@ -42,6 +42,8 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 TOP=$PWD
+# shellcheck source=tools/engine-bench/venv.sh
+. tools/engine-bench/venv.sh
 CACHE=${KVPOOL_CACHE:-/var/cache/kvpool}
 ENGINE=$CACHE/engine-venv
 VENV=$CACHE/engine-bench-venv
@@ -79,7 +81,7 @@ now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", b - a }'; }
 
 make_venv() {
-	local t0 t1 pip dl site esite stamp
+	local t0 t1 pip dl stamp
 	stamp="$VLLM $(echo $DEPS) engine-venv: $(cat "$ENGINE/.stamp")"
 	if [ -f "$VENV/.stamp" ] && [ "$(cat "$VENV/.stamp")" = "$stamp" ] &&
 	   PYTHONWARNINGS=ignore "$VENV/bin/python" -c "$IMPORTS" \
@@ -91,14 +93,7 @@ make_venv() {
 	echo "bench venv: making $VENV"
 	rm -rf "$VENV" "$VENV.dl"
 	t0=$(now)
-	"$PY" -m venv "$VENV"
-	site=$("$VENV/bin/python" -c \
-		'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-	esite=$("$ENGINE/bin/python" -c \
-		'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-	# addsitedir, not a bare path line: the engine venv's own .pth
-	# files are read too, as they are there.
-	echo "import site; site.addsitedir('$esite')" > "$site/engine-venv.pth"
+	kvp_venv_over_engine "$VENV" "$ENGINE" "$PY"
 	pip="$VENV/bin/python -m pip -q --disable-pip-version-check"
 	$pip download --no-cache-dir --no-deps -d "$VENV.dl" "$VLLM" $DEPS
 	dl=$(du -sh "$VENV.dl" | cut -f1)

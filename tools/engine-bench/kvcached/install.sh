@@ -35,6 +35,8 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/../../.." && pwd)
+# shellcheck source=tools/engine-bench/venv.sh
+. "$HERE/../venv.sh"
 CACHE=${KVPOOL_CACHE:-/var/cache/kvpool}
 ENGINE=$CACHE/engine-venv
 VENV=$CACHE/kvcached-venv
@@ -60,12 +62,11 @@ fi
 echo "kvcached venv: making $VENV"
 t0=$(date +%s)
 rm -rf "$VENV"
-"$PY" -m venv "$VENV"
+kvp_venv_over_engine "$VENV" "$ENGINE" "$PY"
 site=$("$VENV/bin/python" -c \
 	'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 esite=$("$ENGINE/bin/python" -c \
 	'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-echo "import site; site.addsitedir('$esite')" > "$site/engine-venv.pth"
 pip="$VENV/bin/python -m pip -q --disable-pip-version-check"
 $pip install --no-cache-dir "$POSIX_IPC"
 
