@@ -111,6 +111,7 @@
  *               whose quarantined pages may still be written (ABI 3).
  *               AGENT: the pool has an agent. AGENT_REPLY: the file is
  *               a chunk of a pool (the request's master included).
+ *               BUDGET: destroying a budget that pools are on (ABI 4).
  * - ENOMEM:     the kernel could not allocate memory. Nothing changed.
  * - EPERM:      a control op, or VERIFY, without CAP_SYS_ADMIN.
  * - EAGAIN:     FROM_SLOT: another thread of the caller changed the slot
@@ -138,6 +139,12 @@
  *               the agent's pool was destroyed.
  * - ENXIO:      (control) CREATE: no PCI device at the GPU address.
  * - ENODATA:    ARENA with KVPOOL_ARENA_FDS: the pool has no arena.
+ *               (control) BUDGET: no budget with that id (ABI 4).
+ *
+ * mmap() of a pool file (ABI 4, pools on a budget only): ENODEV for a
+ * pool not on a budget, EINVAL for a private mapping or a range past
+ * kvpool_arena.out_bytes. A page of the mapping whose chunk the pool does
+ * not hold is SIGBUS when touched.
  */
 
 /*
@@ -155,10 +162,11 @@
  * CTL_ARENA_SET, host and CUDA kinds, the quarantine of a dead client's
  * pages and kvpool_stats.out_quarantine_pages) and tenants named by cgroup
  * path (KVPOOL_FEAT_TENANT_PATH); 3 the GPU device a CUDA arena holds
- * and the pool's GPU agent (KVPOOL_FEAT_GPU_AGENT). It is bumped when a
+ * and the pool's GPU agent (KVPOOL_FEAT_GPU_AGENT); 4 chunk budgets that
+ * pools grow and shrink on (KVPOOL_FEAT_BUDGET). It is bumped when a
  * later release adds ops or fields; test out_features, not this number.
  */
-#define KVPOOL_ABI_VERSION	3
+#define KVPOOL_ABI_VERSION	4
 
 /* Returned in kvpool_info.out_features. */
 #define KVPOOL_FEAT_ROWS	_BITULL(0)	/* ROW_ALLOC, RELEASE, ROW_QUERY */
@@ -180,6 +188,8 @@
  * AGENT_RECV and AGENT_REPLY (ABI 3)
  */
 #define KVPOOL_FEAT_GPU_AGENT	_BITULL(11)
+/* CTL_BUDGET, KVPOOL_CREATE_BUDGET, mmap() of a pool file (ABI 4) */
+#define KVPOOL_FEAT_BUDGET	_BITULL(12)
 
 /* Pool ops are 0x00-0x1f, control ops 0x20-0x2f, agent file ops 0x30-0x3f. */
 enum {
@@ -211,7 +221,8 @@ enum {
 	KVPOOL_CMD_CTL_SET_WMARK,
 	KVPOOL_CMD_CTL_ARENA_SET,
 	KVPOOL_CMD_CTL_AGENT,
-	/* 0x27..0x2f: kept for later control ops */
+	KVPOOL_CMD_CTL_BUDGET,
+	/* 0x28..0x2f: kept for later control ops */
 	KVPOOL_CMD_AGENT_RECV = 0x30,
 	KVPOOL_CMD_AGENT_REPLY,
 	/* 0x32..0x3f: kept for later agent file ops */
@@ -234,6 +245,8 @@ struct kvpool_handle {
 #define KVPOOL_CREATE_RESERVE_ZERO	_BITUL(0)
 /* The pool belongs to the GPU at gpu_domain/gpu_devid (ABI 2). */
 #define KVPOOL_CREATE_GPU		_BITUL(1)
+/* The pool's pages are backed by chunks of budget_id, on demand (ABI 4). */
+#define KVPOOL_CREATE_BUDGET		_BITUL(2)
 
 /**
  * struct kvpool_info - KVPOOL_INFO: geometry and feature discovery
@@ -793,6 +806,16 @@ struct kvpool_arena_fd {
  * request taken leaves it for the next one. With KVPOOL_ARENA_NOWAIT it
  * fails with EAGAIN instead when no agent is attached. EINTR on a
  * signal, EIO if the agent failed a chunk; no descriptor is made then.
+ *
+ * A pool on a budget (ABI 4) says KVPOOL_ARENA_HOST and, in
+ * @out_set_flags, KVPOOL_ARENA_SET_BUDGET; @out_nr_chunks is the chunks it
+ * holds now and @out_bytes the length of its whole id space in chunks.
+ * It hands out no files (KVPOOL_ARENA_FDS is EOPNOTSUPP): a client maps
+ * the pool file, MAP_SHARED, at offsets 0..@out_bytes, and the kernel
+ * maps each chunk the pool holds on first touch and unmaps it from every
+ * client when the pool gives it back. The pool is one trust domain, as
+ * above; what a client can never reach is a chunk while another pool
+ * holds it, or the bytes it held before it was cleared.
  */
 struct kvpool_arena {
 	__u32 size;
@@ -832,6 +855,21 @@ struct kvpool_arena {
  * @gpu_domain: with KVPOOL_CREATE_GPU, the GPU's PCI domain (else 0)
  * @gpu_devid: with KVPOOL_CREATE_GPU, its bus << 8 | device << 3 |
  *             function, as lspci's bb:dd.f (else 0)
+ * @budget_id: with KVPOOL_CREATE_BUDGET, the budget the pool's chunks come
+ *             from (ENODATA if there is none; else 0) (ABI 4)
+ * @__reserved2: must be 0
+ * @page_bytes: with KVPOOL_CREATE_BUDGET, bytes of one page: it divides
+ *              the budget's chunk_bytes (EINVAL otherwise; else 0)
+ *
+ * A pool on a budget holds no memory at first: @nr_pages is its id space,
+ * page p living in chunk slot p / (chunk_bytes / page_bytes). It takes the
+ * budget's free chunks as its allocations need them, lowest slot first,
+ * and gives back its highest wholly free slots once more than its high
+ * watermark's worth of pages is free; a chunk that last held another
+ * pool's pages is cleared before it is used (docs/gpu-budget.md). With
+ * KVPOOL_CREATE_RESERVE_ZERO, slot 0 is backed at once and kept. Its
+ * arena is the budget's: ARENA_SET is EEXIST, and clients map the pool
+ * file itself (ARENA's KVPOOL_ARENA_SET_BUDGET).
  *
  * With KVPOOL_CREATE_GPU the pool's device is a child of that PCI device
  * (/sys/class/kvpool/kvpoolN/device links to it, and its gpu attribute
@@ -850,6 +888,9 @@ struct kvpool_ctl_create {
 	__u32 __reserved;
 	__u32 gpu_domain;
 	__u32 gpu_devid;
+	__u32 budget_id;
+	__u32 __reserved2;
+	__aligned_u64 page_bytes;
 };
 
 #define KVPOOL_CTL_CREATE _IO(KVPOOL_TYPE, KVPOOL_CMD_CTL_CREATE)
@@ -1073,6 +1114,8 @@ struct kvpool_arena_chunk {
 #define KVPOOL_ARENA_SET_DEVICE	_BITUL(0)	/* hold device_fd's GPU up */
 /* clients get chunks only as fresh exports of the pool's GPU agent */
 #define KVPOOL_ARENA_SET_AGENT	_BITUL(1)
+/* In ARENA's out_set_flags only: the pool is on a budget (ABI 4) */
+#define KVPOOL_ARENA_SET_BUDGET	_BITUL(2)
 
 /**
  * struct kvpool_ctl_arena_set - KVPOOL_CTL_ARENA_SET: give a pool memory
@@ -1155,6 +1198,74 @@ struct kvpool_ctl_agent {
 };
 
 #define KVPOOL_CTL_AGENT _IO(KVPOOL_TYPE, KVPOOL_CMD_CTL_AGENT)
+
+/* CTL_BUDGET ops (kvpool_ctl_budget.op, ABI 4) */
+#define KVPOOL_BUDGET_CREATE	1	/* make a budget of @nr_chunks chunks */
+#define KVPOOL_BUDGET_DESTROY	2	/* remove budget @budget_id */
+#define KVPOOL_BUDGET_LIMITS	3	/* set pool @pool_id's floor, ceiling */
+#define KVPOOL_BUDGET_INFO	4	/* read @budget_id's counters */
+
+/* The most chunks one budget has (2^20: 2 TiB in 2 MiB chunks). */
+#define KVPOOL_BUDGET_MAX_CHUNKS	0x100000U
+
+/**
+ * struct kvpool_ctl_budget - KVPOOL_CTL_BUDGET: memory pools grow and
+ *                            shrink on (ABI 4)
+ * @size: sizeof(struct kvpool_ctl_budget)
+ * @flags: must be 0
+ * @op: KVPOOL_BUDGET_*; 0 is EINVAL, one this kernel does not know
+ *      EOPNOTSUPP
+ * @budget_id: CREATE: written back; the others: the budget (ENODATA if
+ *             none; LIMITS: the pool's own, EINVAL for another)
+ * @kind: CREATE: KVPOOL_ARENA_HOST (host memory the kernel allocates;
+ *        KVPOOL_ARENA_CUDA is EOPNOTSUPP in this release); INFO: written
+ *        back; else 0
+ * @nr_chunks: CREATE: chunks, 1..KVPOOL_BUDGET_MAX_CHUNKS; INFO: written
+ *             back; else 0
+ * @chunk_bytes: CREATE: bytes of a chunk, a multiple of PAGE_SIZE up to
+ *               1 GiB; INFO: written back; else 0
+ * @pool_id: LIMITS: the pool, one created on @budget_id; else 0
+ * @__reserved: must be 0
+ * @min_bytes: LIMITS: bytes of chunks the pool keeps and that no other
+ *             pool may take from the budget (rounded up to chunks; the
+ *             floors together may not pass the budget: ENOSPC); else 0
+ * @max_bytes: LIMITS: the most bytes of chunks the pool may hold (rounded
+ *             down to chunks; 0: no limit; below @min_bytes: EINVAL);
+ *             else 0
+ * @out_free_chunks: INFO: chunks no pool holds
+ * @out_nr_pools: INFO: pools on the budget
+ * @out_moves: INFO: chunks a pool took that another pool held last
+ * @out_cleared_bytes: INFO: bytes cleared before a chunk changed pools
+ * @out_clear_ns: INFO: time spent clearing them, in nanoseconds
+ *
+ * CREATE allocates every chunk at once (ENOMEM if the memory is not
+ * there, or the budget would be above half of the machine's RAM) and
+ * charges it to the caller's memory cgroup. DESTROY is EBUSY while a pool
+ * is on the budget; a destroyed pool's chunks return to it once no
+ * client of the pool has it open. A limit below what the pool holds
+ * takes nothing at once: the pool gives chunks back as their pages come
+ * free.
+ */
+struct kvpool_ctl_budget {
+	__u32 size;
+	__u32 flags;
+	__u32 op;
+	__u32 budget_id;
+	__u32 kind;
+	__u32 nr_chunks;
+	__aligned_u64 chunk_bytes;
+	__u32 pool_id;
+	__u32 __reserved;
+	__aligned_u64 min_bytes;
+	__aligned_u64 max_bytes;
+	__u32 out_free_chunks;
+	__u32 out_nr_pools;
+	__aligned_u64 out_moves;
+	__aligned_u64 out_cleared_bytes;
+	__aligned_u64 out_clear_ns;
+};
+
+#define KVPOOL_CTL_BUDGET _IO(KVPOOL_TYPE, KVPOOL_CMD_CTL_BUDGET)
 
 /*
  * Agent file: the ops of the file KVPOOL_CTL_AGENT gives. Whoever holds
