@@ -48,8 +48,9 @@ int kvpool_pool_create(const struct kvpool_pool_params *params,
 		       unsigned int *pool_id)
 {
 	/*
-	 * Always the ABI 2 struct: a module of ABI 1 takes its zero GPU
-	 * tail as no GPU, and refuses KVPOOL_CREATE_GPU itself.
+	 * Always the newest struct: a module of ABI 1 takes its zero GPU
+	 * tail as no GPU, one before ABI 4 its zero budget tail as no
+	 * budget, and each refuses the flag it does not know itself.
 	 */
 	struct kvpool_ctl_create arg = {
 		.size = sizeof(arg),

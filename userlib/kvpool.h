@@ -584,7 +584,9 @@ int kvpool_set_wmark(unsigned int pool_id, unsigned int low,
 /*
  * Ask the pool about its arena with KVPOOL_ARENA (flags 0) and copy the
  * answer to *@out: out_kind (KVPOOL_ARENA_NONE if it has none),
- * out_nr_chunks, out_page_bytes, out_bytes. Returns 0 or -errno.
+ * out_nr_chunks, out_page_bytes, out_bytes; of a pool on a budget,
+ * KVPOOL_ARENA_SET_BUDGET in out_set_flags, the chunks it holds now and
+ * the bytes of its whole id space in chunks. Returns 0 or -errno.
  */
 int kvpool_arena_info(struct kvpool *kp, struct kvpool_arena *out);
 
@@ -595,7 +597,8 @@ int kvpool_arena_info(struct kvpool *kp, struct kvpool_arena *out);
  * closes them. *@info, if not NULL, gets the rest of the answer. Returns
  * @count, or -errno (and then no descriptor was made: -ENODATA the pool
  * has no arena, -EINVAL a range past its chunks, -EMFILE too few free
- * descriptors). kvpool_arena_map() does all of this. Of an arena set with
+ * descriptors, -EOPNOTSUPP a pool on a budget, which has no chunk files).
+ * kvpool_arena_map() does all of this. Of an arena set with
  * KVPOOL_ARENA_SET_AGENT, each descriptor is an export the pool's GPU
  * agent made for this call, and the call sleeps until the agent has
  * answered (-EINTR on a signal, -EIO if it failed a chunk), however long
@@ -626,7 +629,10 @@ int kvpool_arena_fds(struct kvpool *kp, uint32_t first_chunk, uint32_t count,
  * @page_bytes: bytes of one page
  * @kind:       KVPOOL_ARENA_HOST or KVPOOL_ARENA_CUDA
  * @nr_pages:   the pool's pages: ids 0..nr_pages-1
- * @nr_chunks:  the files the arena is made of, mapped end to end
+ * @nr_chunks:  the files the arena is made of, mapped end to end; of a
+ *              pool on a budget, the chunks it held when it was mapped:
+ *              that changes as the pool grows and shrinks, and
+ *              kvpool_arena_info()'s out_nr_chunks says how many now
  * @__resv:     room for later versions of this library; 0 for a host
  *              arena. For a CUDA arena the library keeps there what
  *              kvpool_arena_unmap() must give back (whether it retained
@@ -680,6 +686,19 @@ struct kvpool_arena_view {
  * kvpool-gpud running?)"; -EINVAL: $KVPOOL_AGENT_WAIT_MS is no number
  * from 0 to 86400000; -EINTR: a signal came while the agent worked; -EIO:
  * the agent could not export a chunk.
+ *
+ * A pool on a chunk budget (ABI 4: KVPOOL_ARENA_SET_BUDGET in
+ * out_set_flags, a KVPOOL_ARENA_HOST arena) hands out no chunk files:
+ * the pool's own file is mapped instead, whole, in one mmap(2) of
+ * out_bytes (its id space in chunks), read-write and MAP_SHARED, and no
+ * descriptor is opened. The kernel backs each chunk the pool holds on
+ * first touch, and takes a chunk the pool gives back out of every
+ * client's mapping at once: touching a page of a chunk the pool does not
+ * hold (one it has not taken yet, or gave back) is SIGBUS, so a client
+ * touches only the pages of rows it holds. @v->nr_chunks is the chunks
+ * held at the time of the map. kvpool_arena_unmap() unmaps it as a host
+ * arena. Further errors: mmap(2)'s (-ENODEV: the kernel says the pool is
+ * on no budget after all).
  */
 int kvpool_arena_map(struct kvpool *kp, struct kvpool_arena_view *v);
 
@@ -851,6 +870,80 @@ int kvpool_agent_attach(unsigned int pool_id);
  * file).
  */
 int kvpool_agent_serve(int agent_fd);
+
+/*
+ * Chunk budgets (ABI 4, KVPOOL_FEAT_BUDGET; without it the control ops
+ * fail with -ENOTTY). A budget is a set of equal chunks of host memory,
+ * all allocated when it is made; the pools created on it
+ * (kvpool_pool_create_budget()) take its free chunks as their
+ * allocations need them and give back their wholly free ones, so that
+ * memory one pool does not use is there for another. Budgets are named
+ * by ids 0..63, each a control op through KVPOOL_CONTROL_PATH (needs
+ * CAP_SYS_ADMIN). A pool's sysfs attributes budget (its budget's id, -1
+ * for none) and chunks (the chunks it holds now) show where it stands.
+ */
+
+/*
+ * Make a budget of @nr_chunks chunks (1..KVPOOL_BUDGET_MAX_CHUNKS) of
+ * @chunk_bytes bytes each (a multiple of the CPU page, at most 1 GiB) of
+ * memory @kind, KVPOOL_ARENA_HOST, with KVPOOL_CTL_BUDGET
+ * (KVPOOL_BUDGET_CREATE), and store its id in *@budget_id (if not NULL).
+ * Every chunk is allocated, zeroed, at once and charged to the caller's
+ * memory cgroup. Returns 0 or -errno (-EINVAL: a figure out of range;
+ * -EOPNOTSUPP: KVPOOL_ARENA_CUDA, or a kind the module does not know;
+ * -ENOMEM: the memory is not there, or the budget would be above half
+ * of the machine's RAM; -ENOSPC: 64 budgets exist; -ENOTTY: a module
+ * before ABI 4).
+ */
+int kvpool_budget_create(uint32_t kind, uint32_t nr_chunks,
+			 uint64_t chunk_bytes, unsigned int *budget_id);
+
+/*
+ * Remove budget @budget_id and free its memory (KVPOOL_BUDGET_DESTROY).
+ * Returns 0 or -errno (-EBUSY: a pool is on it, a destroyed one whose
+ * file is still open included; -ENODATA: no such budget).
+ */
+int kvpool_budget_destroy(unsigned int budget_id);
+
+/*
+ * Set pool @pool_id's floor and ceiling on its budget @budget_id
+ * (KVPOOL_BUDGET_LIMITS): @min_bytes of chunks (rounded up to chunks)
+ * the pool keeps and no other pool may take, at most @max_bytes
+ * (rounded down to chunks; 0: no limit) it may hold. A ceiling below
+ * what the pool holds takes nothing at once: the pool gives chunks back
+ * as their pages come free. Returns 0 or -errno (-EINVAL: @max_bytes
+ * below @min_bytes, or the pool is not on @budget_id; -ENOSPC: the
+ * budget's floors together would pass its chunks; -ENODEV: no such
+ * pool; -ENODATA: no such budget).
+ */
+int kvpool_budget_limits(unsigned int budget_id, unsigned int pool_id,
+			 uint64_t min_bytes, uint64_t max_bytes);
+
+/*
+ * Read budget @budget_id (KVPOOL_BUDGET_INFO) into *@out, if not NULL:
+ * kind, nr_chunks and chunk_bytes as it was made, out_free_chunks (no
+ * pool holds them), out_nr_pools, out_moves (chunks a pool took that
+ * another pool held last), out_cleared_bytes and out_clear_ns (the
+ * clearing those moves cost). Returns 0 or -errno (-ENODATA: no such
+ * budget), and writes *@out only on success.
+ */
+int kvpool_budget_info(unsigned int budget_id, struct kvpool_ctl_budget *out);
+
+/*
+ * kvpool_pool_create() of a pool on budget @budget_id, of @page_bytes
+ * pages (KVPOOL_CREATE_BUDGET; @page_bytes divides the budget's
+ * chunk_bytes). @params->nr_pages is its id space: page p lives in the
+ * budget chunk the pool holds as slot p / (chunk_bytes / page_bytes),
+ * and a new pool holds none (with KVPOOL_CREATE_RESERVE_ZERO, slot 0).
+ * Its arena is the budget's: kvpool_arena_set() is -EEXIST, and clients
+ * map it with kvpool_arena_map(). Returns 0 or -errno as
+ * kvpool_pool_create(), and -EINVAL: @page_bytes 0 or no divisor of the
+ * chunks, or KVPOOL_CREATE_GPU in @params->flags; -ENODATA: no such
+ * budget; -EOPNOTSUPP or -E2BIG: a module before ABI 4.
+ */
+int kvpool_pool_create_budget(const struct kvpool_pool_params *params,
+			      unsigned int budget_id, uint64_t page_bytes,
+			      unsigned int *pool_id);
 
 /*
  * Why this thread's last arena call (kvpool_arena_map(),

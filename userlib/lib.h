@@ -26,6 +26,8 @@
  *   gpu.c      a pool's GPU: its PCI name, its /dev/nvidiaN (found in
  *              the NVIDIA driver's /proc files), the pool's features
  *   agent.c    the pool's GPU agent: attach, and serve the requests
+ *   budget.c   chunk budgets: create, destroy, limits, info, and a pool
+ *              created on one (a budget pool maps in map.c)
  *   sysfs.c    what sysfs says without a pool fd: list, status, extra, gpu
  *   error.c    kvpool_strerror()
  *   version.c  kvpool_version()

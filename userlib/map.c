@@ -3,16 +3,47 @@
  * libkvpool: an arena mapped into this process and unmapped, and page and
  * layer addresses in the mapping. A host arena maps here with mmap(2), a
  * CUDA one through cuda.c; both walk the chunks with arena.c's
- * kvp_arena_walk(). Kept apart from arena.c so that the arena's calls do
- * not depend on the CUDA backend that depends on them.
+ * kvp_arena_walk(). A pool on a budget maps its own file instead, in one
+ * mmap(2), and unmaps as a host arena does. Kept apart from arena.c so
+ * that the arena's calls do not depend on the CUDA backend that depends
+ * on them.
  *
  * Copyright (C) 2026 The kvpool authors
  */
 #include "lib.h"
 
+#include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
+
+/*
+ * A pool on a budget (ABI 4): no chunk files, the pool file itself,
+ * mapped whole and shared. The kernel backs each chunk the pool holds
+ * on first touch and takes it out of every mapping when the pool gives
+ * it back, so the one mapping stays right as the pool grows and
+ * shrinks; a page of a slot not backed is SIGBUS, not this call's
+ * concern.
+ */
+static int kvp_budget_map(struct kvpool *kp, const struct kvpool_arena *a,
+			  void **base)
+{
+	void *p;
+	int ret;
+
+	p = mmap(NULL, (size_t)a->out_bytes, PROT_READ | PROT_WRITE,
+		 MAP_SHARED, kp->fd, 0);
+	if (p == MAP_FAILED) {
+		ret = -errno;
+		kvp_arena_fail("mapping pool %u's %llu bytes (a budget pool's file): mmap: %s",
+			       kp->info.out_pool_id,
+			       (unsigned long long)a->out_bytes,
+			       strerror(-ret));
+		return ret;
+	}
+	*base = p;
+	return 0;
+}
 
 /* A host arena's chunk @c mapped into the reservation at @ctx. */
 static int kvp_host_map_chunk(void *ctx, const struct kvpool_arena_fd *c,
@@ -42,6 +73,7 @@ int kvpool_arena_map(struct kvpool *kp, struct kvpool_arena_view *v)
 {
 	struct kvpool_arena a;
 	uint64_t next = 0;
+	bool budget;
 	char *base;
 	int ret;
 
@@ -55,12 +87,23 @@ int kvpool_arena_map(struct kvpool *kp, struct kvpool_arena_view *v)
 	/* Host memory maps with mmap(2), CUDA's with the driver's calls. */
 	if (a.out_kind != KVPOOL_ARENA_HOST && a.out_kind != KVPOOL_ARENA_CUDA)
 		return kvp_arena_done(-EOPNOTSUPP);
-	if (!a.out_nr_chunks || !a.out_page_bytes || !a.out_bytes ||
+	budget = a.out_set_flags & KVPOOL_ARENA_SET_BUDGET;
+	/* Only host budgets exist; a budget pool may hold no chunk yet. */
+	if (budget && a.out_kind != KVPOOL_ARENA_HOST)
+		return kvp_arena_done(-EOPNOTSUPP);
+	if ((!budget && !a.out_nr_chunks) || !a.out_page_bytes ||
+	    !a.out_bytes ||
 	    a.out_bytes / a.out_page_bytes < kp->info.out_nr_pages)
 		return kvp_arena_done(-EIO);
 	if (a.out_bytes > SIZE_MAX)
 		return kvp_arena_done(-ENOMEM);
 
+	if (budget) {
+		ret = kvp_budget_map(kp, &a, &v->base);
+		if (ret)
+			return kvp_arena_done(ret);
+		goto done;
+	}
 	if (a.out_kind == KVPOOL_ARENA_CUDA) {
 		ret = kvp_cu_map(kp, &a, v);
 		if (ret)

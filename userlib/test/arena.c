@@ -30,6 +30,17 @@
  *   library was built for; the stand-in refuses GPU addresses as the
  *   header says the kernel does, and those errnos come back unchanged;
  *   a reserved field not 0 is refused before any ioctl.
+ * - chunk budgets (ABI 4): kvpool_budget_create(), _destroy(), _limits()
+ *   and _info() send the CTL_BUDGET the header asks for (size, op, the
+ *   op's fields and zeros elsewhere) and hand back its answer, and only
+ *   on success; kvpool_pool_create_budget() sends CTL_CREATE with
+ *   KVPOOL_CREATE_BUDGET, the budget and the page size, and
+ *   kvpool_pool_create() leaves those fields 0. kvpool_arena_map() of a
+ *   budget pool (the stand-in's pool file a memfd, its ARENA saying
+ *   KVPOOL_ARENA_SET_BUDGET) maps the pool file itself, shared, in one
+ *   mmap(2), asks for no chunk files and opens no descriptor; the view
+ *   holds the chunks of the answer, 0 too; a mapping the file refuses
+ *   names mmap and its errno; a CUDA budget, a short one: refused.
  * - CUDA arenas, with no driver to load (a child whose $KVPOOL_LIBCUDA
  *   names no file): map and create_cuda are -ELIBACC with the text
  *   kvpool_arena_error() promises, nothing left open, nothing asked of
@@ -116,6 +127,11 @@ static struct {
 	int agent_err;			/* the agent's answer: errno or 0 */
 	int waited;			/* an agent arena asked without NOWAIT */
 	int agent_fd;			/* the agent file CTL_AGENT gave */
+	/* ABI 4: the pool is on a budget; its file is then a memfd */
+	int budget;
+	uint64_t budget_bytes;		/* ARENA's out_bytes then */
+	unsigned int budget_calls;	/* CTL_BUDGET answered */
+	struct kvpool_ctl_budget ctl_budget;	/* the last one asked */
 } fake = { .pool_fd = -1, .bad_chunk = ~0U, .refuse_chunk = ~0U,
 	   .device_fd = -1, .agent_fd = -1 };
 
@@ -139,6 +155,7 @@ static struct {
 #define FAKE_GPU_DEVID	0x0080		/* 0000:00:10.0, as in the VMs */
 #define FAKE_NIC_DEVID	0x0008		/* 0000:00:01.0 */
 #define FAKE_NEW_POOL	5
+#define FAKE_BUDGET	2		/* the one budget that exists */
 
 static uint64_t fake_bytes(void)
 {
@@ -168,6 +185,10 @@ static int fake_arena(struct kvpool_arena *a)
 	a->out_nr_chunks = fake.kind ? fake.nr_chunks : 0;
 	a->out_page_bytes = fake.kind ? fake.page_bytes : 0;
 	a->out_bytes = fake.kind ? fake_bytes() + fake.extra_bytes : 0;
+	if (fake.budget) {
+		a->out_set_flags = KVPOOL_ARENA_SET_BUDGET;
+		a->out_bytes = fake.budget_bytes;
+	}
 	if (!(a->flags & KVPOOL_ARENA_FDS)) {
 		if (a->first_chunk || a->count || a->fd_entry_len || a->fds)
 			fake.bad_request = 1;
@@ -175,6 +196,11 @@ static int fake_arena(struct kvpool_arena *a)
 	}
 	if (!fake.kind)
 		return -ENODATA;
+	/* A budget pool has no chunk files to give. */
+	if (fake.budget) {
+		fake.fds_calls++;
+		return -EOPNOTSUPP;
+	}
 	if (a->fd_entry_len != sizeof(*out) || !a->count ||
 	    a->first_chunk >= fake.nr_chunks ||
 	    a->count > fake.nr_chunks - a->first_chunk) {
@@ -343,10 +369,20 @@ static int fake_create(struct kvpool_ctl_create *c)
 		fake.bad_request = 1;
 		return -EINVAL;
 	}
-	if (c->flags & ~(KVPOOL_CREATE_RESERVE_ZERO | KVPOOL_CREATE_GPU))
+	if (c->flags & ~(KVPOOL_CREATE_RESERVE_ZERO | KVPOOL_CREATE_GPU |
+			 KVPOOL_CREATE_BUDGET))
 		return -EOPNOTSUPP;
-	if (c->__reserved)
+	if (c->__reserved || c->__reserved2)
 		return -EINVAL;
+	/* ABI 4: the budget's fields only with its flag, never the GPU's. */
+	if (!(c->flags & KVPOOL_CREATE_BUDGET)) {
+		if (c->budget_id || c->page_bytes)
+			return -EINVAL;
+	} else if (c->flags & KVPOOL_CREATE_GPU || !c->page_bytes) {
+		return -EINVAL;
+	} else if (c->budget_id != FAKE_BUDGET) {
+		return -ENODATA;
+	}
 	if (!(c->flags & KVPOOL_CREATE_GPU)) {
 		if (c->gpu_domain || c->gpu_devid)
 			return -EINVAL;
@@ -361,6 +397,65 @@ static int fake_create(struct kvpool_ctl_create *c)
 	}
 	c->out_pool_id = FAKE_NEW_POOL;
 	return 0;
+}
+
+/*
+ * CTL_BUDGET as the header says: its fields per op. Budget FAKE_BUDGET
+ * exists, and each op's answer is one a test can recognise.
+ */
+static int fake_ctl_budget(struct kvpool_ctl_budget *b)
+{
+	fake.budget_calls++;
+	fake.ctl_budget = *b;
+	if (b->size != sizeof(*b) || b->flags || b->__reserved ||
+	    b->out_free_chunks || b->out_nr_pools || b->out_moves ||
+	    b->out_cleared_bytes || b->out_clear_ns) {
+		fake.bad_request = 1;
+		return -EINVAL;
+	}
+	switch (b->op) {
+	case KVPOOL_BUDGET_CREATE:
+		if (b->budget_id || b->pool_id || b->min_bytes ||
+		    b->max_bytes)
+			fake.bad_request = 1;
+		if (b->kind == KVPOOL_ARENA_CUDA)
+			return -EOPNOTSUPP;
+		if (b->kind != KVPOOL_ARENA_HOST || !b->nr_chunks ||
+		    b->nr_chunks > KVPOOL_BUDGET_MAX_CHUNKS ||
+		    !b->chunk_bytes || b->chunk_bytes % 4096 ||
+		    b->chunk_bytes > (1ULL << 30))
+			return -EINVAL;
+		b->budget_id = FAKE_BUDGET;
+		return 0;
+	case KVPOOL_BUDGET_DESTROY:
+	case KVPOOL_BUDGET_LIMITS:
+	case KVPOOL_BUDGET_INFO:
+		if (b->kind || b->nr_chunks || b->chunk_bytes ||
+		    (b->op != KVPOOL_BUDGET_LIMITS &&
+		     (b->pool_id || b->min_bytes || b->max_bytes)))
+			fake.bad_request = 1;
+		if (b->budget_id != FAKE_BUDGET)
+			return -ENODATA;
+		if (b->op == KVPOOL_BUDGET_LIMITS && b->pool_id != FAKE_POOL)
+			return -ENODEV;
+		if (b->op == KVPOOL_BUDGET_LIMITS && b->max_bytes &&
+		    b->max_bytes < b->min_bytes)
+			return -EINVAL;
+		if (b->op == KVPOOL_BUDGET_DESTROY && fake.budget)
+			return -EBUSY;
+		if (b->op == KVPOOL_BUDGET_INFO) {
+			b->kind = KVPOOL_ARENA_HOST;
+			b->nr_chunks = 8;
+			b->chunk_bytes = 2U << 20;
+			b->out_free_chunks = 5;
+			b->out_nr_pools = 2;
+			b->out_moves = 11;
+			b->out_cleared_bytes = 11ULL << 21;
+			b->out_clear_ns = 123456789;
+		}
+		return 0;
+	}
+	return b->op ? -EOPNOTSUPP : -EINVAL;
 }
 
 /* Whether @fd is the fake control device. */
@@ -461,6 +556,8 @@ int ioctl(int fd, unsigned long request, ...)
 			ret = fake_create(arg);
 		else if (request == KVPOOL_CTL_AGENT)
 			ret = fake_ctl_agent(arg);
+		else if (request == KVPOOL_CTL_BUDGET)
+			ret = fake_ctl_budget(arg);
 		else
 			ret = -ENOTTY;
 		goto out;
@@ -1055,6 +1152,242 @@ static void test_create(void)
 	EXPECT_EQ(0, fake.create_calls) TH_LOG("__resv: asked the kernel");
 	EXPECT_EQ(77, id) TH_LOG("__resv: pool id written");
 	EXPECT_EQ(0, fake.bad_request) TH_LOG("a request the header forbids");
+
+	fake.ctl_ino = 0;
+	rm_rf(FAKE_SYSFS);
+}
+
+/* ---- chunk budgets (ABI 4) ---- */
+
+/* The permissions /proc/self/maps shows for the mapping of @what. */
+static int mapped_as(const char *what, const char *perms)
+{
+	char line[512];
+	int found = 0;
+	FILE *f;
+
+	f = fopen("/proc/self/maps", "r");
+	if (!f)
+		kvp_expect_die("/proc/self/maps");
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, what) && strstr(line, perms))
+			found = 1;
+	fclose(f);
+	return found;
+}
+
+static void test_budget_map(void)
+{
+	uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
+	struct kvpool_arena_view v;
+	struct kvpool *kp;
+	char buf[8], path[64];
+	int fds, ro;
+
+	/*
+	 * 14 pages of a page each, 4 to a chunk: 4 slots, 16 pages of
+	 * address space, one chunk held. The pool's file is a memfd, which
+	 * mmap(2) maps as the kernel's pool file would.
+	 */
+	fake.nr_pages = 14;
+	fake.kind = KVPOOL_ARENA_HOST;
+	fake.page_bytes = ps;
+	fake.nr_chunks = 1;
+	fake.budget = 1;
+	fake.budget_bytes = 16 * ps;
+	fake.fds_calls = 0;
+	fake.bad_request = 0;
+	fake.pool_fd = memfd_create("kvpool-budget-test", MFD_CLOEXEC);
+	if (fake.pool_fd < 0 ||
+	    ftruncate(fake.pool_fd, (off_t)fake.budget_bytes))
+		kvp_expect_die("memfd");
+	EXPECT_EQ(0, kvpool_open_fd(fake.pool_fd, &kp)) TH_LOG("open_fd");
+	fds = count_fds();
+	memset(&v, 0xff, sizeof(v));
+	EXPECT_EQ(0, kvpool_arena_map(kp, &v)) TH_LOG("budget map: '%s'",
+						    kvpool_arena_error());
+	EXPECT_EQ(0, fake.fds_calls) TH_LOG("asked for chunk files");
+	EXPECT_EQ(0, fake.bad_request) TH_LOG("a request the header forbids");
+	EXPECT_EQ(fds, count_fds()) TH_LOG("map left descriptors open");
+	EXPECT_TRUE(v.base && v.bytes == 16 * ps && v.page_bytes == ps &&
+		    v.kind == KVPOOL_ARENA_HOST && v.nr_pages == 14 &&
+		    v.nr_chunks == 1) TH_LOG("view");
+	EXPECT_TRUE(all_zero(v.__resv, sizeof(v.__resv)));
+	/* Shared and writable: what one client writes, all see. */
+	EXPECT_TRUE(mapped_as("kvpool-budget-test", " rw-s "))
+		TH_LOG("not one rw shared mapping of the pool file");
+	if (v.base) {
+		memcpy(kvpool_page_addr(&v, 13), "slot3", 6);
+		EXPECT_EQ(6, pread(fake.pool_fd, buf, 6, (off_t)(13 * ps)));
+		EXPECT_EQ(0, strcmp(buf, "slot3"));
+		EXPECT_EQ(3, pwrite(fake.pool_fd, "xyz", 3, (off_t)(4 * ps)));
+		EXPECT_EQ(0, memcmp(kvpool_page_addr(&v, 4), "xyz", 3));
+		EXPECT_FALSE(kvpool_page_addr(&v, 14)) TH_LOG("page 14");
+	}
+	/* As any host arena: the mapping outlives the client. */
+	kvpool_close(kp);
+	if (v.base)
+		EXPECT_EQ(0, strcmp(kvpool_page_addr(&v, 13), "slot3"));
+	EXPECT_EQ(0, kvpool_arena_unmap(&v));
+	EXPECT_TRUE(all_zero(&v, sizeof(v))) TH_LOG("unmap: view not zeroed");
+	EXPECT_FALSE(mapped("kvpool-budget-test")) TH_LOG("unmap left it");
+
+	/* A new pool holds no chunk: it maps all the same, nr_chunks 0. */
+	fake.nr_chunks = 0;
+	fake.pool_fd = memfd_create("kvpool-budget-test", MFD_CLOEXEC);
+	if (fake.pool_fd < 0 ||
+	    ftruncate(fake.pool_fd, (off_t)fake.budget_bytes) ||
+	    kvpool_open_fd(fake.pool_fd, &kp))
+		kvp_expect_die("memfd");
+	EXPECT_EQ(0, kvpool_arena_map(kp, &v)) TH_LOG("no chunks held");
+	EXPECT_TRUE(v.base && v.nr_chunks == 0 && v.bytes == 16 * ps);
+	EXPECT_EQ(0, kvpool_arena_unmap(&v));
+
+	/* Fewer bytes than pages; a CUDA budget: nothing mapped. */
+	fake.budget_bytes = 12 * ps;
+	memset(&v, 0xff, sizeof(v));
+	EXPECT_EQ(-EIO, kvpool_arena_map(kp, &v)) TH_LOG("short budget pool");
+	EXPECT_TRUE(all_zero(&v, sizeof(v)));
+	fake.budget_bytes = 16 * ps;
+	fake.kind = KVPOOL_ARENA_CUDA;
+	EXPECT_EQ(-EOPNOTSUPP, kvpool_arena_map(kp, &v)) TH_LOG("CUDA budget");
+	EXPECT_TRUE(all_zero(&v, sizeof(v)));
+	fake.kind = KVPOOL_ARENA_HOST;
+	EXPECT_FALSE(mapped("kvpool-budget-test")) TH_LOG("refusal mapped");
+	kvpool_close(kp);
+
+	/*
+	 * A pool file that cannot be mapped writable (opened read-only):
+	 * mmap's errno, the text naming the pool and mmap, nothing left.
+	 */
+	fake.pool_fd = memfd_create("kvpool-budget-test", MFD_CLOEXEC);
+	if (fake.pool_fd < 0 ||
+	    ftruncate(fake.pool_fd, (off_t)fake.budget_bytes))
+		kvp_expect_die("memfd");
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fake.pool_fd);
+	ro = open(path, O_RDONLY | O_CLOEXEC);
+	if (ro < 0)
+		kvp_expect_die(path);
+	close(fake.pool_fd);
+	fake.pool_fd = ro;
+	if (kvpool_open_fd(fake.pool_fd, &kp))
+		kvp_expect_die("open_fd");
+	fds = count_fds();
+	memset(&v, 0xff, sizeof(v));
+	EXPECT_EQ(-EACCES, kvpool_arena_map(kp, &v)) TH_LOG("read-only file");
+	EXPECT_TRUE(all_zero(&v, sizeof(v)));
+	EXPECT_TRUE(blames("mapping pool 3's ", "mmap", EACCES))
+		TH_LOG("'%s'", kvpool_arena_error());
+	EXPECT_EQ(fds, count_fds()) TH_LOG("descriptors left");
+	EXPECT_FALSE(mapped("kvpool-budget-test")) TH_LOG("refusal mapped");
+	kvpool_close(kp);
+	fake.pool_fd = -1;
+	fake.budget = 0;
+	fake.kind = KVPOOL_ARENA_NONE;
+	fake.nr_chunks = 0;
+}
+
+static void test_budget_ctl(void)
+{
+	const struct kvpool_ctl_budget *b = &fake.ctl_budget;
+	const struct kvpool_ctl_create *c = &fake.create;
+	struct kvpool_pool_params p = {
+		.nr_pages = 4096, .page_tokens = 16, .nr_rows = 64,
+		.row_tokens = 4096, .flags = KVPOOL_CREATE_RESERVE_ZERO,
+	};
+	struct kvpool_ctl_budget out;
+	unsigned int id = 77;
+	struct stat st;
+
+	/* No module: no control device. */
+	rm_rf(FAKE_SYSFS);
+	EXPECT_EQ(-ENOENT, kvpool_budget_create(KVPOOL_ARENA_HOST, 8, 2U << 20,
+						&id)) TH_LOG("no control");
+	EXPECT_EQ(77, id) TH_LOG("id written on failure");
+
+	mkdir_p(FAKE_SYSFS);
+	put(FAKE_SYSFS, "kvpool-control", "");
+	if (stat(CONTROL, &st))
+		kvp_expect_die(CONTROL);
+	fake.ctl_ino = st.st_ino;
+	fake.bad_request = 0;
+	fake.budget_calls = 0;
+
+	EXPECT_EQ(0, kvpool_budget_create(KVPOOL_ARENA_HOST, 8, 2U << 20, &id))
+		TH_LOG("budget create");
+	EXPECT_EQ(FAKE_BUDGET, id);
+	EXPECT_TRUE(b->size == sizeof(*b) && b->op == KVPOOL_BUDGET_CREATE &&
+		    b->kind == KVPOOL_ARENA_HOST && b->nr_chunks == 8 &&
+		    b->chunk_bytes == 2U << 20) TH_LOG("create: fields");
+	/* The kernel's refusals come back unchanged. */
+	EXPECT_EQ(-EOPNOTSUPP, kvpool_budget_create(KVPOOL_ARENA_CUDA, 8,
+						    2U << 20, NULL));
+	EXPECT_EQ(-EINVAL, kvpool_budget_create(KVPOOL_ARENA_HOST, 0,
+						2U << 20, NULL));
+	EXPECT_EQ(-EINVAL, kvpool_budget_create(KVPOOL_ARENA_HOST, 8, 100,
+						NULL));
+
+	EXPECT_EQ(0, kvpool_budget_limits(FAKE_BUDGET, FAKE_POOL, 3U << 20,
+					  9U << 20)) TH_LOG("limits");
+	EXPECT_TRUE(b->op == KVPOOL_BUDGET_LIMITS &&
+		    b->budget_id == FAKE_BUDGET && b->pool_id == FAKE_POOL &&
+		    b->min_bytes == 3U << 20 && b->max_bytes == 9U << 20)
+		TH_LOG("limits: fields");
+	EXPECT_EQ(-EINVAL, kvpool_budget_limits(FAKE_BUDGET, FAKE_POOL, 2, 1));
+	EXPECT_EQ(-ENODEV, kvpool_budget_limits(FAKE_BUDGET, 9, 0, 0));
+	EXPECT_EQ(-ENODATA, kvpool_budget_limits(9, FAKE_POOL, 0, 0));
+
+	/* INFO's answer whole; a failure leaves the caller's struct. */
+	memset(&out, 0, sizeof(out));
+	EXPECT_EQ(0, kvpool_budget_info(FAKE_BUDGET, &out)) TH_LOG("info");
+	EXPECT_TRUE(b->op == KVPOOL_BUDGET_INFO &&
+		    b->budget_id == FAKE_BUDGET) TH_LOG("info: fields");
+	EXPECT_TRUE(out.kind == KVPOOL_ARENA_HOST && out.nr_chunks == 8 &&
+		    out.chunk_bytes == 2U << 20 && out.out_free_chunks == 5 &&
+		    out.out_nr_pools == 2 && out.out_moves == 11 &&
+		    out.out_cleared_bytes == 11ULL << 21 &&
+		    out.out_clear_ns == 123456789) TH_LOG("info: answer");
+	memset(&out, 0xab, sizeof(out));
+	EXPECT_EQ(-ENODATA, kvpool_budget_info(9, &out));
+	EXPECT_EQ(0xabababab, out.nr_chunks) TH_LOG("info wrote on failure");
+	EXPECT_EQ(0, kvpool_budget_info(FAKE_BUDGET, NULL));
+
+	fake.budget = 1;
+	EXPECT_EQ(-EBUSY, kvpool_budget_destroy(FAKE_BUDGET));
+	fake.budget = 0;
+	EXPECT_EQ(0, kvpool_budget_destroy(FAKE_BUDGET)) TH_LOG("destroy");
+	EXPECT_TRUE(b->op == KVPOOL_BUDGET_DESTROY &&
+		    b->budget_id == FAKE_BUDGET) TH_LOG("destroy: fields");
+	EXPECT_EQ(-ENODATA, kvpool_budget_destroy(9));
+	EXPECT_EQ(0, fake.bad_request) TH_LOG("a request the header forbids");
+
+	/* A pool on the budget: its flag, id and page size reach CREATE. */
+	fake.create_calls = 0;
+	id = 77;
+	EXPECT_EQ(0, kvpool_pool_create_budget(&p, FAKE_BUDGET, 64 << 10,
+					       &id)) TH_LOG("create on budget");
+	EXPECT_EQ(FAKE_NEW_POOL, id);
+	EXPECT_TRUE(c->size == sizeof(*c) &&
+		    c->flags == (KVPOOL_CREATE_RESERVE_ZERO |
+				 KVPOOL_CREATE_BUDGET) &&
+		    c->nr_pages == 4096 && c->page_tokens == 16 &&
+		    c->nr_rows == 64 && c->row_tokens == 4096 &&
+		    c->budget_id == FAKE_BUDGET && c->__reserved2 == 0 &&
+		    c->page_bytes == 64 << 10 && !c->gpu_domain &&
+		    !c->gpu_devid) TH_LOG("create on budget: fields");
+	EXPECT_EQ(-ENODATA, kvpool_pool_create_budget(&p, 9, 64 << 10, NULL));
+	EXPECT_EQ(-EINVAL, kvpool_pool_create_budget(&p, FAKE_BUDGET, 0,
+						     NULL));
+	/* Without the budget call the budget's fields stay 0. */
+	EXPECT_EQ(0, kvpool_pool_create(&p, NULL));
+	EXPECT_TRUE(c->flags == KVPOOL_CREATE_RESERVE_ZERO &&
+		    !c->budget_id && !c->page_bytes) TH_LOG("plain create");
+	/* The library's reserved field: refused before any ioctl. */
+	fake.create_calls = 0;
+	p.__resv[0] = 1;
+	EXPECT_EQ(-EINVAL, kvpool_pool_create_budget(&p, FAKE_BUDGET, 4096,
+						     NULL));
+	EXPECT_EQ(0, fake.create_calls) TH_LOG("__resv: asked the kernel");
 
 	fake.ctl_ino = 0;
 	rm_rf(FAKE_SYSFS);
@@ -1768,6 +2101,8 @@ int main(void)
 	test_map();
 	test_control();
 	test_create();
+	test_budget_map();
+	test_budget_ctl();
 	test_device();
 	test_agent_wait();
 	test_cuda();

@@ -58,6 +58,11 @@ static const struct {
 	{ ENXIO, "PCI device" },
 	{ EINVAL, "display controller" },
 	{ ELIBACC, "CUDA driver" },
+	/* ABI 4: chunk budgets, and mmap() of a pool file. */
+	{ ENODATA, "budget" },
+	{ EBUSY, "budget" },
+	{ ENOSPC, "floors" },
+	{ ENODEV, "mmap" },
 };
 
 int main(void)
