@@ -25,6 +25,8 @@
 #define KVP_OWNER_FREE		0xffffffffU
 #define KVP_OWNER_RESERVED	0xfffffffeU
 #define KVP_OWNER_QUARANTINE	0xfffffffdU	/* held back: see kvp_quarantine */
+/* no memory behind it yet: a pool on a budget backs pages chunk by chunk */
+#define KVP_OWNER_UNBACKED	0xfffffffcU
 #define KVP_OWNER_CACHE		0x80000000U	/* | the client's index */
 
 #define KVP_MAX_PAGES		0x8000000U	/* 2^27: page table <= 1 GiB */
@@ -342,6 +344,12 @@ struct kvp_client {
  * @refused_space: ROW_ALLOC, EXTEND and IMPORT refused with ENOSPC, ever
  * @refused_quota: the same refused with EDQUOT, ever
  * @reclaimed_pages: pages closing clients held (rows, slots, caches), ever
+ * @unbacked_pages: pages of a pool on a budget that no chunk backs: off
+ *                  the free map, owner %KVP_OWNER_UNBACKED (kvp_back_locked())
+ * @grow: for a pool on a budget, asked under @lock for chunks backing at
+ *        least its second argument's pages more when an EXTEND finds too
+ *        few free; it backs them with kvp_back_locked() and returns 0 or
+ *        a negative errno (what it backed stays). NULL otherwise.
  *
  * The page and row counters are those of &struct kvpool_stats; together
  * they add up to @nr_pages and @nr_rows, which kvp_verify_locked()
@@ -394,6 +402,8 @@ struct kvp_pool {
 	u64 array_bytes;
 	u64 refused_space, refused_quota;
 	u64 reclaimed_pages;
+	u32 unbacked_pages;
+	int (*grow)(struct kvp_pool *pool, u32 pages);
 };
 
 /*
@@ -407,6 +417,8 @@ int kvp_geom_check(u32 flags, u32 nr_pages, u32 page_tokens,
 int kvp_pool_init(struct kvp_pool *pool, u32 id, u32 flags, u32 nr_pages,
 		  u32 page_tokens, u32 nr_rows, u32 row_tokens);
 void kvp_pool_fini(struct kvp_pool *pool);
+u32 kvp_back_locked(struct kvp_pool *pool, u32 first, u32 nr);
+bool kvp_unback_locked(struct kvp_pool *pool, u32 first, u32 nr);
 
 /* Clients (kvp_client.c). */
 int kvp_client_attach_tenant_locked(struct kvp_pool *pool,

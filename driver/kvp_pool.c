@@ -28,7 +28,8 @@
  *
  * Context: any; touches no pool.
  * Return: 0 if kvp_pool_init() would accept the geometry; -EOPNOTSUPP for
- * a flag other than %KVPOOL_CREATE_RESERVE_ZERO; -EINVAL if a count is 0
+ * a flag other than %KVPOOL_CREATE_RESERVE_ZERO and %KVPOOL_CREATE_BUDGET;
+ * -EINVAL if a count is 0
  * or above its ``KVP_MAX_*``, or, with %KVPOOL_CREATE_RESERVE_ZERO, if
  * @nr_pages or @nr_rows is 1 (the reserved page and row would be all).
  */
@@ -37,7 +38,7 @@ int kvp_geom_check(u32 flags, u32 nr_pages, u32 page_tokens,
 {
 	u32 reserved = (flags & KVPOOL_CREATE_RESERVE_ZERO) ? 1 : 0;
 
-	if (flags & ~KVPOOL_CREATE_RESERVE_ZERO)
+	if (flags & ~(KVPOOL_CREATE_RESERVE_ZERO | KVPOOL_CREATE_BUDGET))
 		return -EOPNOTSUPP;
 	if (nr_pages <= reserved || nr_pages > KVP_MAX_PAGES)
 		return -EINVAL;
@@ -182,6 +183,8 @@ static void kvp_row_push(struct kvp_pool *pool, u32 idx)
  * first until the free row stack's LIFO order takes over. With %KVPOOL_CREATE_RESERVE_ZERO,
  * page 0 and row 0 are reserved and never handed out: the scheduler pads
  * CUDA graphs with them. The watermarks start at 1/32 and 1/16 of the pages.
+ * With %KVPOOL_CREATE_BUDGET no page is free yet: each is
+ * %KVP_OWNER_UNBACKED until kvp_back_locked() backs it.
  *
  * Context: process context, may sleep; @pool->lock is initialised here.
  * Return: 0; the errors of kvp_geom_check(), @pool untouched; -ENOMEM if
@@ -236,8 +239,15 @@ int kvp_pool_init(struct kvp_pool *pool, u32 id, u32 flags, u32 nr_pages,
 	pool->low_wmark = nr_pages / 32;
 	pool->high_wmark = nr_pages / 16;
 
-	for (i = first; i < nr_pages; i++)
-		kvp_page_push(pool, i);
+	/* A pool on a budget has no memory yet: kvp_back_locked() adds it. */
+	for (i = first; i < nr_pages; i++) {
+		if (flags & KVPOOL_CREATE_BUDGET)
+			pool->pages[i].owner = KVP_OWNER_UNBACKED;
+		else
+			kvp_page_push(pool, i);
+	}
+	if (flags & KVPOOL_CREATE_BUDGET)
+		pool->unbacked_pages = nr_pages - first;
 	/* Rows pushed from the top so that the lowest are handed out first. */
 	for (i = nr_rows; i-- > first; )
 		kvp_row_push(pool, i);
@@ -251,6 +261,78 @@ int kvp_pool_init(struct kvp_pool *pool, u32 id, u32 flags, u32 nr_pages,
 		pool->reserved_rows = 1;
 	}
 	return 0;
+}
+
+/**
+ * kvp_back_locked() - memory now backs some pages of a pool on a budget
+ * @pool: the pool
+ * @first: the first page
+ * @nr: pages from @first on (those past the pool's end are ignored)
+ *
+ * The unbacked pages of the range go on the free map; a reserved one (page
+ * 0) stays reserved. Page ids never move: backing only makes them free.
+ *
+ * Context: @pool->lock held.
+ * Return: the pages that became free.
+ */
+u32 kvp_back_locked(struct kvp_pool *pool, u32 first, u32 nr)
+{
+	u32 end = nr > pool->nr_pages - first ? pool->nr_pages : first + nr;
+	u32 id, n = 0;
+
+	for (id = first; id < end; id++) {
+		if (pool->pages[id].owner != KVP_OWNER_UNBACKED)
+			continue;
+		kvp_page_push(pool, id);
+		n++;
+	}
+	pool->unbacked_pages -= n;
+	if (n)
+		kvp_pressure_changed(pool);
+	return n;
+}
+
+/**
+ * kvp_unback_locked() - take a wholly free range of pages off the free map
+ * @pool: the pool
+ * @first: the first page
+ * @nr: pages from @first on (those past the pool's end are ignored)
+ *
+ * For a pool on a budget giving a chunk back: the range must be free but
+ * for the reserved page, so that nobody owns, caches or may still write a
+ * page of it, and no stepped EXTEND may have free pages reserved (the
+ * caller checks &kvp_pool.pending_pages). Either every page of the range
+ * leaves the free map, or none does.
+ *
+ * Context: @pool->lock held.
+ * Return: true if the range was free and is now unbacked.
+ */
+bool kvp_unback_locked(struct kvp_pool *pool, u32 first, u32 nr)
+{
+	u32 end = nr > pool->nr_pages - first ? pool->nr_pages : first + nr;
+	u32 id, n = 0;
+
+	for (id = first; id < end; id++) {
+		u32 owner = pool->pages[id].owner;
+
+		if (owner != KVP_OWNER_FREE && owner != KVP_OWNER_RESERVED)
+			return false;
+	}
+	for (id = first; id < end; id++) {
+		u64 *word = &pool->free_map[id / 64];
+
+		if (pool->pages[id].owner != KVP_OWNER_FREE)
+			continue;
+		pool->pages[id].owner = KVP_OWNER_UNBACKED;
+		*word &= ~BIT_ULL(id % 64);
+		/* &kvp_pool.map_lo is only a lower bound: it may stay. */
+		if (!*word)
+			kvp_map_unmark(pool, id / 64);
+		n++;
+	}
+	pool->free_pages -= n;
+	pool->unbacked_pages += n;
+	return true;
 }
 
 /**

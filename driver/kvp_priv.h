@@ -16,7 +16,7 @@
 
 static inline bool kvp_is_cache(u32 owner)
 {
-	return (owner & KVP_OWNER_CACHE) && owner < KVP_OWNER_QUARANTINE;
+	return (owner & KVP_OWNER_CACHE) && owner < KVP_OWNER_UNBACKED;
 }
 
 /*

@@ -304,6 +304,13 @@ int kvp_extend_start_locked(struct kvp_client *c,
 		return -EDQUOT;
 	}
 	avail = kvp_available(pool, t);
+	/* A pool on a budget first asks it for the pages it lacks. */
+	if (need > avail && pool->grow) {
+		ret = pool->grow(pool, (u32)(need - avail));
+		if (ret)
+			return ret;
+		avail = kvp_available(pool, t);
+	}
 	if (need > avail) {
 		res->shortfall = (u32)(need - avail);
 		kvp_refused(pool, t, true, -ENOSPC);

@@ -217,7 +217,7 @@ static void kvp_verify_map(struct kvp_pool *pool, u32 *bad)
 /* The page table: owner of every page, the free map, cache back-links. */
 static void kvp_verify_pages(struct kvp_pool *pool, struct kvp_vstate *vs)
 {
-	u32 nfree = 0, nres = 0, ncache = 0, nquar = 0;
+	u32 nfree = 0, nres = 0, ncache = 0, nquar = 0, nunb = 0;
 	u32 *bad = &vs->bad;
 	u32 i;
 
@@ -230,6 +230,8 @@ static void kvp_verify_pages(struct kvp_pool *pool, struct kvp_vstate *vs)
 			nres++;
 		} else if (owner == KVP_OWNER_QUARANTINE) {
 			nquar++;
+		} else if (owner == KVP_OWNER_UNBACKED) {
+			nunb++;
 		} else if (owner < pool->nr_rows) {
 			vs->per_row[owner]++;
 		} else if (kvp_is_cache(owner) && kvp_cache_owner(pool, vs, i)) {
@@ -247,6 +249,9 @@ static void kvp_verify_pages(struct kvp_pool *pool, struct kvp_vstate *vs)
 	if (nres != pool->reserved_pages)
 		kvp_violation(pool, bad, "reserved pages: counted %u, kept %u",
 			      nres, pool->reserved_pages);
+	if (nunb != pool->unbacked_pages)
+		kvp_violation(pool, bad, "unbacked pages: counted %u, kept %u",
+			      nunb, pool->unbacked_pages);
 	if (nquar != pool->quarantine_pages)
 		kvp_violation(pool, bad,
 			      "quarantined pages: counted %u, kept %u",
@@ -588,14 +593,14 @@ int kvp_verify_locked(struct kvp_pool *pool, u32 *violations)
 	if ((u64)pool->free_pages + pool->row_pages + pool->slot_pages +
 	    pool->cache_evictable + pool->cache_pinned +
 	    pool->reserved_pages + pool->export_pages +
-	    pool->quarantine_pages != pool->nr_pages)
+	    pool->quarantine_pages + pool->unbacked_pages != pool->nr_pages)
 		kvp_violation(pool, &vs.bad,
-			      "pages: free %u + rows %u + slots %u + cache %u+%u + reserved %u + exported %u + quarantined %u != %u",
+			      "pages: free %u + rows %u + slots %u + cache %u+%u + reserved %u + exported %u + quarantined %u + unbacked %u != %u",
 			      pool->free_pages, pool->row_pages,
 			      pool->slot_pages, pool->cache_evictable,
 			      pool->cache_pinned, pool->reserved_pages,
 			      pool->export_pages, pool->quarantine_pages,
-			      pool->nr_pages);
+			      pool->unbacked_pages, pool->nr_pages);
 	if ((u64)pool->free_rows + pool->held_rows + pool->slot_rows +
 	    pool->reserved_rows + pool->export_rows != pool->nr_rows)
 		kvp_violation(pool, &vs.bad, "rows: sum != %u", pool->nr_rows);

@@ -341,7 +341,7 @@ static int kvpd_arena_set(struct kvpool_ctl_arena_set *cmd,
 	 * sets may both pass here: the one that sets it first wins, below.
 	 */
 	mutex_lock(&kd->core.lock);
-	ret = kd->dead ? -ENODEV : kd->arena ? -EEXIST : 0;
+	ret = kd->dead ? -ENODEV : kd->arena || kd->backing ? -EEXIST : 0;
 	mutex_unlock(&kd->core.lock);
 	if (ret)
 		goto out;
@@ -509,6 +509,9 @@ int kvpd_arena_ioctl(struct kvpd_ucmd *ucmd)
 			return ret;
 	}
 
+	/* Its budget maps a budget pool's memory: there are no files. */
+	if (kvpd_backing_describe(kd, cmd))
+		return fds ? -EOPNOTSUPP : 0;
 	/* Set once, under this lock; it cannot go while we hold the pool. */
 	mutex_lock(&pool->lock);
 	a = kd->arena;

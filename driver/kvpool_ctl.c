@@ -51,36 +51,52 @@ static int kvpd_ctl_find_gpu(const struct kvpool_ctl_create *cmd,
 static int kvpd_ctl_create_ioctl(struct kvpd_ucmd *ucmd)
 {
 	struct kvpool_ctl_create *cmd = ucmd->cmd;
+	struct kvpd_backing *bk = NULL;
 	struct pci_dev *gpu;
 	u32 id;
 	int ret;
 
-	if (cmd->flags & ~(KVPOOL_CREATE_RESERVE_ZERO | KVPOOL_CREATE_GPU))
+	if (cmd->flags & ~(KVPOOL_CREATE_RESERVE_ZERO | KVPOOL_CREATE_GPU |
+			   KVPOOL_CREATE_BUDGET))
 		return -EOPNOTSUPP;
-	if (cmd->__reserved)
+	if (cmd->__reserved || cmd->__reserved2)
+		return -EINVAL;
+	/* A host budget's memory is on no GPU. */
+	if (cmd->flags & KVPOOL_CREATE_BUDGET
+	    ? cmd->flags & KVPOOL_CREATE_GPU
+	    : cmd->budget_id || cmd->page_bytes)
 		return -EINVAL;
 	ret = kvp_geom_check(cmd->flags & ~KVPOOL_CREATE_GPU, cmd->nr_pages,
 			     cmd->page_tokens, cmd->nr_rows, cmd->row_tokens);
 	if (ret)
 		return ret;
+	if (cmd->flags & KVPOOL_CREATE_BUDGET) {
+		ret = kvpd_backing_new(cmd, &bk);
+		if (ret)
+			return ret;
+	}
 	ret = kvpd_ctl_find_gpu(cmd, &gpu);
-	if (ret)
+	if (ret) {
+		kvpd_backing_free(bk);
 		return ret;
+	}
 
 	ret = xa_alloc(&kvpd_pools, &id, NULL, XA_LIMIT(0, KVPD_MAX_POOLS - 1),
 		       GFP_KERNEL);
 	if (ret) {
 		pci_dev_put(gpu);
+		kvpd_backing_free(bk);
 		return ret == -EBUSY ? -ENOSPC : ret;	/* all 64 exist */
 	}
 	cmd->out_pool_id = id;
 	ret = kvpd_respond(ucmd);
 	if (ret) {
 		pci_dev_put(gpu);
+		kvpd_backing_free(bk);
 	} else {
 		ret = kvpd_pool_create(id, cmd->flags, cmd->nr_pages,
 				       cmd->page_tokens, cmd->nr_rows,
-				       cmd->row_tokens, gpu);
+				       cmd->row_tokens, gpu, bk);
 	}
 	if (ret) {
 		xa_erase(&kvpd_pools, id);
@@ -198,8 +214,13 @@ out:
 static int kvpd_wmark_fn(struct kvp_pool *pool, void *arg)
 {
 	struct kvpool_ctl_wmark *cmd = arg;
+	int ret;
 
-	return kvp_set_wmark_locked(pool, cmd->low_wmark, cmd->high_wmark);
+	ret = kvp_set_wmark_locked(pool, cmd->low_wmark, cmd->high_wmark);
+	/* A budget pool keeps fewer free pages: it may give chunks back. */
+	if (!ret)
+		kvpd_budget_trim_locked(kvpd_dev_of(pool), true);
+	return ret;
 }
 
 static int kvpd_ctl_set_wmark_ioctl(struct kvpd_ucmd *ucmd)
@@ -315,6 +336,8 @@ static const struct kvpd_ioctl_op kvpd_ctl_ops[] = {
 		    struct kvpool_ctl_arena_set, __reserved),
 	KVPD_CTL_OP(CTL_AGENT, kvpd_ctl_agent_ioctl,
 		    struct kvpool_ctl_agent, out_fd),
+	KVPD_CTL_OP(CTL_BUDGET, kvpd_ctl_budget_ioctl,
+		    struct kvpool_ctl_budget, out_clear_ns),
 };
 
 static long kvpd_ctl_ioctl(struct file *file, unsigned int cmd,

@@ -4,7 +4,7 @@
  * plumbing and the globals that its files (kvpool_main.c, kvpool_ioctl.c,
  * kvpool_uarray.c, kvpool_file.c, kvpool_exportfd.c, kvpool_arena.c,
  * kvpool_agent.c, kvpool_quarantine.c, kvpool_sysfs.c, kvpool_ctl.c,
- * kvpool_trace.c)
+ * kvpool_budget.c, kvpool_trace.c)
  * share.
  *
  * Locking, outermost first:
@@ -27,6 +27,14 @@
  *			@nr_exports, the @arena pointer (written once),
  *			its quarantines (@quarantines) and its GPU agent
  *			and the agent's requests
+ *   kvpd_budgets_lock	the table of budgets and their pool counts
+ *			(kvpool_budget.c); under kvpd_pools_lock or a
+ *			pool lock, never the other way round
+ *   kvpd_budget.lock	one budget's chunk lists and counters, inside a
+ *			pool lock; never held while clearing or mapping
+ *   kvpd_backing.map_lock	a budget pool's slot table against its
+ *			fault handler: inside the pool lock and inside
+ *			the mm's mmap_lock, around nothing but PTEs
  *   kvpd_users.lock	one client file's list of processes; taken with
  *			no other lock held
  *   (xarray locks)	kvpd_pools' own, and inside a pool lock the core's
@@ -132,6 +140,8 @@ struct kvpd_dev {
 	u32 nr_exports;		/* export files alive: they point here */
 	bool dead;		/* being destroyed: refuse new clients */
 	struct kvpd_arena *arena;	/* set once, under core.lock */
+	/* On a budget: fixed at create (kvpool_budget.c), else NULL. */
+	struct kvpd_backing *backing;
 	struct pci_dev *gpu;	/* the parent device, or NULL; fixed */
 	/*
 	 * Closed clients whose pages are quarantined (kvpool_quarantine.c),
@@ -244,7 +254,7 @@ extern struct workqueue_struct *kvpd_wq;
 
 struct kvpd_dev *kvpd_pool_get(u32 id);
 int kvpd_pool_create(u32 id, u32 flags, u32 pages, u32 ptok, u32 rows,
-		     u32 rtok, struct pci_dev *gpu);
+		     u32 rtok, struct pci_dev *gpu, struct kvpd_backing *bk);
 int kvpd_pool_destroy(u32 id);
 void kvpd_retire_end(struct kvpd_dev *kd);
 
@@ -281,6 +291,7 @@ union kvpd_ucmd_buffer {
 	struct kvpool_ctl_create create;
 	struct kvpool_ctl_destroy destroy;
 	struct kvpool_ctl_agent agent;
+	struct kvpool_ctl_budget budget;
 	struct kvpool_agent_request agent_request;
 	struct kvpool_agent_reply agent_reply;
 };
@@ -377,6 +388,21 @@ void kvpd_users_fini(struct kvpd_users *u);
 void kvpd_pool_file_release(struct kvpd_pool_file *pf);
 void kvpd_quarantines_init(struct kvpd_dev *kd);
 void kvpd_quarantines_drain(struct kvpd_dev *kd);
+
+/* kvpool_budget.c: chunk budgets and the pools on them */
+struct kvpd_backing;
+int kvpd_ctl_budget_ioctl(struct kvpd_ucmd *ucmd);
+int kvpd_backing_new(const struct kvpool_ctl_create *cmd,
+		     struct kvpd_backing **out);
+int kvpd_backing_attach(struct kvpd_dev *kd, struct kvpd_backing *bk);
+void kvpd_backing_free(struct kvpd_backing *bk);
+void kvpd_backing_open(struct kvpd_dev *kd, struct file *file);
+int kvpd_backing_mmap(struct kvpd_dev *kd, struct vm_area_struct *vma);
+bool kvpd_backing_describe(struct kvpd_dev *kd, struct kvpool_arena *cmd);
+void kvpd_backing_show(struct kvpd_dev *kd, int *budget, u32 *chunks);
+void kvpd_budget_trim_locked(struct kvpd_dev *kd, bool again);
+int kvpd_budgets_init(void);
+void kvpd_budgets_exit(void);
 
 /* kvpool_sysfs.c: /sys/class/kvpool/kvpoolN/ */
 extern const struct attribute_group *kvpd_pool_groups[];

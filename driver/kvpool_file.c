@@ -2,8 +2,9 @@
 /*
  * kvpool driver: the pool device's file operations. open() makes the
  * client (and fixes its tenant), release() gives back what it held or
- * quarantines it (kvpool_quarantine.c), poll() reports the pool's ask;
- * ioctl() is the dispatcher's (kvpool_ioctl.c).
+ * quarantines it (kvpool_quarantine.c), poll() reports the pool's ask,
+ * mmap() maps a budget pool's chunks (kvpool_budget.c); ioctl() is the
+ * dispatcher's (kvpool_ioctl.c).
  */
 #include <linux/cgroup.h>
 #include <linux/cred.h>
@@ -118,6 +119,7 @@ static int kvpd_pool_open(struct inode *inode, struct file *file)
 		goto out_users;
 	kfree(buf);
 	file->private_data = &pf->c;
+	kvpd_backing_open(kd, file);
 	return nonseekable_open(inode, file);
 
 out_users:
@@ -140,6 +142,13 @@ static int kvpd_pool_release(struct inode *inode, struct file *file)
 
 	kvpd_pool_file_release(container_of(c, struct kvpd_pool_file, c));
 	return 0;
+}
+
+static int kvpd_pool_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct kvp_client *c = file->private_data;
+
+	return kvpd_backing_mmap(kvpd_dev_of(c->pool), vma);
 }
 
 static void kvpd_pool_show_fdinfo(struct seq_file *m, struct file *file)
@@ -166,4 +175,5 @@ const struct file_operations kvpd_pool_fops = {
 	.compat_ioctl = compat_ptr_ioctl,
 	.show_fdinfo = kvpd_pool_show_fdinfo,
 	.poll = kvpd_pool_poll,
+	.mmap = kvpd_pool_mmap,
 };

@@ -122,7 +122,8 @@ static int kvpd_info_ioctl(struct kvpd_ucmd *ucmd)
 	cmd->out_pool_id = pool->id;
 	/* The core's ops, and the driver's own: files, cgroup paths, agents. */
 	cmd->out_features = KVP_CORE_FEATURES | KVPOOL_FEAT_ARENA |
-			    KVPOOL_FEAT_TENANT_PATH | KVPOOL_FEAT_GPU_AGENT;
+			    KVPOOL_FEAT_TENANT_PATH | KVPOOL_FEAT_GPU_AGENT |
+			    KVPOOL_FEAT_BUDGET;
 	cmd->out_nr_pages = pool->nr_pages;
 	cmd->out_page_tokens = pool->page_tokens;
 	cmd->out_nr_rows = pool->nr_rows;
@@ -791,6 +792,15 @@ long kvpd_pool_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 
 	ret = kvpd_dispatch(c, NULL, kvpd_pool_ops, ARRAY_SIZE(kvpd_pool_ops),
 			    KVPOOL_CMD_INFO, cmd, arg);
+	/*
+	 * Whatever the op freed, a budget pool gives back the chunks it no
+	 * longer needs: here, once for every op, not in each op that frees.
+	 */
+	if (kvpd_dev_of(c->pool)->backing) {
+		mutex_lock(&c->pool->lock);
+		kvpd_budget_trim_locked(kvpd_dev_of(c->pool), false);
+		mutex_unlock(&c->pool->lock);
+	}
 	/* The op may have raised someone's ask: let pollers look again. */
 	now = READ_ONCE(c->pool->pressure_seq);
 	if (now != seq) {

@@ -82,6 +82,7 @@ static void kvpd_dev_release(struct device *dev)
 	struct kvpd_dev *kd = container_of(dev, struct kvpd_dev, dev);
 
 	kvpd_arena_free(kd->arena);
+	kvpd_backing_free(kd->backing);
 	pci_dev_put(kd->gpu);
 	kvp_pool_fini(&kd->core);
 	kfree(kd);
@@ -123,6 +124,8 @@ struct kvpd_dev *kvpd_pool_get(u32 id)
  * @rtok: most tokens a row
  * @gpu: if not NULL, the device's parent: the pool takes over the
  *       caller's reference to it, failure or not
+ * @bk: if not NULL, the pool's side of its budget (kvpd_backing_new()),
+ *      which the pool takes over too, failure or not
  *
  * The page table is built before kvpd_pools_lock is taken (a pool of
  * 2^27 pages takes a while), and the lock is held only to publish the
@@ -132,7 +135,7 @@ struct kvpd_dev *kvpd_pool_get(u32 id)
  * Return: 0, or a negative errno with nothing made.
  */
 int kvpd_pool_create(u32 id, u32 flags, u32 pages, u32 ptok, u32 rows,
-		     u32 rtok, struct pci_dev *gpu)
+		     u32 rtok, struct pci_dev *gpu, struct kvpd_backing *bk)
 {
 	struct kvpd_dev *kd;
 	int ret;
@@ -140,12 +143,14 @@ int kvpd_pool_create(u32 id, u32 flags, u32 pages, u32 ptok, u32 rows,
 	kd = kzalloc(sizeof(*kd), GFP_KERNEL);
 	if (!kd) {
 		pci_dev_put(gpu);
+		kvpd_backing_free(bk);
 		return -ENOMEM;
 	}
 	ret = kvp_pool_init(&kd->core, id, flags & ~KVPOOL_CREATE_GPU, pages,
 			    ptok, rows, rtok);
 	if (ret) {
 		pci_dev_put(gpu);
+		kvpd_backing_free(bk);
 		kfree(kd);
 		return ret;
 	}
@@ -160,6 +165,11 @@ int kvpd_pool_create(u32 id, u32 flags, u32 pages, u32 ptok, u32 rows,
 
 	/* From here on the device's release frees everything. */
 	device_initialize(&kd->dev);
+	if (bk) {
+		ret = kvpd_backing_attach(kd, bk);
+		if (ret)
+			goto out_put;
+	}
 	kd->dev.parent = gpu ? &gpu->dev : NULL;
 	kd->dev.class = &kvpd_class;
 	kd->dev.devt = MKDEV(MAJOR(kvpd_devt), MINOR(kvpd_devt) + id);
@@ -202,7 +212,7 @@ static int kvpd_pool_create_default(u32 flags, u32 pages, u32 ptok,
 		       GFP_KERNEL);
 	if (!ret) {
 		ret = kvpd_pool_create(id, flags, pages, ptok, rows, rtok,
-				       NULL);
+				       NULL, NULL);
 		if (ret)
 			xa_erase(&kvpd_pools, id);
 	}
@@ -414,9 +424,12 @@ static int __init kvpool_init(void)
 	kvpd_wq = alloc_workqueue("kvpool", WQ_UNBOUND, 0);
 	if (!kvpd_wq)
 		return -ENOMEM;
-	ret = class_register(&kvpd_class);
+	ret = kvpd_budgets_init();
 	if (ret)
 		goto out_wq;
+	ret = class_register(&kvpd_class);
+	if (ret)
+		goto out_budgets;
 	ret = alloc_chrdev_region(&kvpd_devt, 0, KVPD_MAX_POOLS, "kvpool");
 	if (ret)
 		goto out_class;
@@ -444,6 +457,8 @@ out_region:
 	unregister_chrdev_region(kvpd_devt, KVPD_MAX_POOLS);
 out_class:
 	class_unregister(&kvpd_class);
+out_budgets:
+	kvpd_budgets_exit();
 out_wq:
 	destroy_workqueue(kvpd_wq);
 	return ret;
@@ -454,6 +469,8 @@ static void __exit kvpool_exit(void)
 	misc_deregister(&kvpd_ctl_misc);
 	kvpd_pool_destroy_all();
 	kvpd_retired_drain_all();
+	/* Every pool is gone: so is every budget's clearing work after this. */
+	kvpd_budgets_exit();
 	/* A check that ended a retirement may still be returning. */
 	destroy_workqueue(kvpd_wq);
 	xa_destroy(&kvpd_pools);

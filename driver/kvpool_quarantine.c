@@ -225,6 +225,7 @@ void kvpd_pool_file_release(struct kvpd_pool_file *pf)
 		kvp_client_detach_locked(&pf->c);
 		trace_kvpool_reclaim(pool, pf->c.id, &th, 0);
 	}
+	kvpd_budget_trim_locked(kd, false);
 	mutex_unlock(&pool->lock);
 	if (!held)
 		kvpd_pool_file_free(pf);
@@ -278,6 +279,7 @@ static void kvpd_quarantine_scan(struct work_struct *work)
 	 * this check.
 	 */
 	ended = kd->retired && list_empty(&kd->quarantines);
+	kvpd_budget_trim_locked(kd, false);
 	mutex_unlock(&kd->core.lock);
 	/* Pages are free again: pollers' asks may have changed. */
 	if (READ_ONCE(kd->core.pressure_seq) != seq)

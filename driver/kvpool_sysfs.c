@@ -81,6 +81,7 @@ KVPD_ATTR(nr_tenants, nr_tenants);
 KVPD_ATTR(export_rows, export_rows);
 KVPD_ATTR(export_pages, export_pages);
 KVPD_ATTR(quarantine_pages, quarantine_pages);
+KVPD_ATTR(unbacked_pages, unbacked_pages);
 KVPD_ATTR(low_wmark, low_wmark);
 KVPD_ATTR(high_wmark, high_wmark);
 /* Counters since the pool was made, for rates (kvpoolctl metrics). */
@@ -123,8 +124,13 @@ static DEVICE_ATTR_RO(mem_bytes);
 static ssize_t kvpd_arena_show(struct device *dev, char *buf, bool total)
 {
 	struct kvpd_dev *kd = container_of(dev, struct kvpd_dev, dev);
+	struct kvpool_arena a = {};
 	u64 val = 0;
 
+	/* A budget pool's: its whole id space, as ARENA says. */
+	if (kvpd_backing_describe(kd, &a))
+		return sysfs_emit(buf, "%llu\n", (unsigned long long)
+				  (total ? a.out_bytes : a.out_page_bytes));
 	mutex_lock(&kd->core.lock);
 	if (kd->arena)
 		val = total ? kd->arena->bytes : kd->arena->page_bytes;
@@ -146,7 +152,39 @@ static ssize_t arena_page_bytes_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(arena_page_bytes);
 
+/*
+ * The budget a pool is on (-1: none) and the chunks it holds of it now,
+ * so that a scraper sees memory move between pools (kvpool_budget.c).
+ */
+static ssize_t kvpd_budget_show(struct device *dev, char *buf, bool chunks)
+{
+	struct kvpd_dev *kd = container_of(dev, struct kvpd_dev, dev);
+	u32 held;
+	int id;
+
+	kvpd_backing_show(kd, &id, &held);
+	return chunks ? sysfs_emit(buf, "%u\n", held) :
+			sysfs_emit(buf, "%d\n", id);
+}
+
+static ssize_t budget_show(struct device *dev, struct device_attribute *attr,
+			   char *buf)
+{
+	return kvpd_budget_show(dev, buf, false);
+}
+static DEVICE_ATTR_RO(budget);
+
+static ssize_t chunks_show(struct device *dev, struct device_attribute *attr,
+			   char *buf)
+{
+	return kvpd_budget_show(dev, buf, true);
+}
+static DEVICE_ATTR_RO(chunks);
+
 static struct attribute *kvpd_pool_attrs[] = {
+	&dev_attr_budget.attr,
+	&dev_attr_chunks.attr,
+	&dev_attr_unbacked_pages.dev_attr.attr,
 	&dev_attr_gpu.attr,
 	&dev_attr_mem_bytes.attr,
 	&dev_attr_arena_bytes.attr,

@@ -2364,6 +2364,95 @@ static void test_extend_mem(void)
 	tpool_fini(&t);
 }
 
+/*
+ * A pool on a budget: no page free until backed, an EXTEND that asks
+ * kvp_pool.grow for what it lacks, and a chunk's range taken off the free
+ * map only when all of it is free (kvp_back_locked(), kvp_unback_locked()).
+ */
+static u32 budget_slots_left;
+static u32 budget_grow_calls;
+
+static int budget_grow(struct kvp_pool *pool, u32 pages)
+{
+	u32 s;
+
+	budget_grow_calls++;
+	for (s = 0; s < pool->nr_pages / 16 && pages && budget_slots_left;
+	     s++) {
+		u32 n = kvp_back_locked(pool, s * 16, 16);
+
+		if (!n)
+			continue;
+		budget_slots_left--;
+		pages -= n < pages ? n : pages;
+	}
+	return 0;
+}
+
+static void test_budget_backing(void)
+{
+	struct kvpool_handle h, o;
+	struct tpool t;
+	u32 n, idx;
+
+	EXPECT_EQ(0, tpool_init(&t, KVPOOL_CREATE_BUDGET, 64, 1, 4, 64));
+	EXPECT_EQ(0, t.pool.free_pages);
+	EXPECT_EQ(64, t.pool.unbacked_pages);
+	EXPECT_TRUE(clean(&t));
+	EXPECT_EQ(0, alloc1(&t.c[0], &h));
+	EXPECT_EQ(0, alloc1(&t.c[1], &o));
+	/* No grow hook: nothing is free. */
+	EXPECT_EQ(-ENOSPC, extend1(&t.c[0], h, 1, NULL));
+
+	t.pool.grow = budget_grow;
+	budget_slots_left = 2;
+	budget_grow_calls = 0;
+	EXPECT_EQ(0, extend1(&t.c[0], h, 20, NULL));
+	EXPECT_EQ(1, budget_grow_calls);
+	EXPECT_EQ(12, t.pool.free_pages);
+	EXPECT_EQ(32, t.pool.unbacked_pages);
+	EXPECT_TRUE(clean(&t));
+	/* Enough free: the hook is not asked. */
+	EXPECT_EQ(0, extend1(&t.c[1], o, 4, NULL));
+	EXPECT_EQ(1, budget_grow_calls);
+	/* The budget is out: ENOSPC, and the row keeps its 4 pages. */
+	EXPECT_EQ(-ENOSPC, extend1(&t.c[1], o, 30, NULL));
+	EXPECT_EQ(2, budget_grow_calls);
+	EXPECT_EQ(4, t.pool.rows[o.req_pool_idx].nr);
+	EXPECT_EQ(8, t.pool.free_pages);
+
+	/* A range with a held page stays, all of it. */
+	EXPECT_FALSE(kvp_unback_locked(&t.pool, 16, 16));
+	EXPECT_EQ(8, t.pool.free_pages);
+	EXPECT_TRUE(clean(&t));
+	EXPECT_EQ(0, kvp_release_locked(&t.c[0], &h, 1, 0, &n, &idx));
+	EXPECT_EQ(0, kvp_release_locked(&t.c[1], &o, 1, 0, &n, &idx));
+	EXPECT_TRUE(kvp_unback_locked(&t.pool, 16, 16));
+	EXPECT_EQ(16, t.pool.free_pages);
+	EXPECT_EQ(48, t.pool.unbacked_pages);
+	EXPECT_TRUE(clean(&t));
+	/* Backed again, the same ids come back free; past the end is cut. */
+	EXPECT_EQ(16, kvp_back_locked(&t.pool, 16, 16));
+	EXPECT_EQ(0, kvp_back_locked(&t.pool, 16, 16));
+	EXPECT_EQ(32, kvp_back_locked(&t.pool, 32, 100));
+	EXPECT_EQ(0, t.pool.unbacked_pages);
+	EXPECT_TRUE(clean(&t));
+	tpool_fini(&t);
+
+	/* The reserved page stays reserved through backing and unbacking. */
+	EXPECT_EQ(0, tpool_init(&t, KVPOOL_CREATE_BUDGET |
+				KVPOOL_CREATE_RESERVE_ZERO, 32, 1, 4, 32));
+	EXPECT_EQ(31, t.pool.unbacked_pages);
+	EXPECT_EQ(15, kvp_back_locked(&t.pool, 0, 16));
+	EXPECT_EQ(KVP_OWNER_RESERVED, t.pool.pages[0].owner);
+	EXPECT_TRUE(kvp_unback_locked(&t.pool, 0, 16));
+	EXPECT_EQ(KVP_OWNER_RESERVED, t.pool.pages[0].owner);
+	EXPECT_EQ(0, t.pool.free_pages);
+	EXPECT_TRUE(clean(&t));
+	EXPECT_EQ(31, kvp_back_locked(&t.pool, 0, 32));
+	tpool_fini(&t);
+}
+
 static void test_fail_nth(void)
 {
 	unsigned long nth;
@@ -2649,6 +2738,7 @@ int main(int argc, char **argv)
 	run("trim_swa_stepped", test_trim_swa_stepped);
 	run("donate_stepped", test_donate_stepped);
 	run("extend_mem", test_extend_mem);
+	run("budget_backing", test_budget_backing);
 	printf("# unit: %d passed, %d failed\n", nr_pass, nr_fail);
 	return nr_fail ? 1 : 0;
 }
