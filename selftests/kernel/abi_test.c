@@ -423,6 +423,18 @@ static void prep_set_wmark(struct __test_metadata __maybe_unused *_metadata,
 	memcpy(buf, &s, sizeof(s));
 }
 
+static void prep_ctl_budget(struct __test_metadata __maybe_unused *_metadata,
+			    FIXTURE_DATA(abi) __maybe_unused *self, void *buf)
+{
+	struct kvpool_ctl_budget s = {
+		.size = sizeof(s), .op = KVPOOL_BUDGET_CREATE,
+		.kind = KVPOOL_ARENA_HOST, .nr_chunks = 1,
+		.chunk_bytes = (__u64)sysconf(_SC_PAGESIZE),
+	};
+
+	memcpy(buf, &s, sizeof(s));
+}
+
 static void prep_arena(struct __test_metadata __maybe_unused *_metadata,
 		       FIXTURE_DATA(abi) __maybe_unused *self, void *buf)
 {
@@ -633,8 +645,16 @@ OP(swa_free, KVPOOL_SWA_FREE, struct kvpool_batch, false, -1, 1,
 /* ABI 1's struct ended at __reserved (32 bytes); bit 1 is CREATE_GPU. */
 OP_MIN(ctl_create, KVPOOL_CTL_CREATE, struct kvpool_ctl_create,
        offsetof(struct kvpool_ctl_create, __reserved) + 4, true,
-       ROFF(struct kvpool_ctl_create), KVPOOL_CREATE_GPU << 1,
+       ROFF(struct kvpool_ctl_create), KVPOOL_CREATE_BUDGET << 1,
        prep_ctl_create);
+/* ABI 4 adds budget_id, __reserved2 and page_bytes. */
+OP_MIN(ctl_create_reserved2, KVPOOL_CTL_CREATE, struct kvpool_ctl_create,
+       offsetof(struct kvpool_ctl_create, __reserved) + 4, true,
+       (int)offsetof(struct kvpool_ctl_create, __reserved2),
+       KVPOOL_CREATE_BUDGET << 1, prep_ctl_create);
+/* No flag yet; CREATE of one page-sized chunk, destroyed after. */
+OP(ctl_budget, KVPOOL_CTL_BUDGET, struct kvpool_ctl_budget, true,
+   ROFF(struct kvpool_ctl_budget), 1, prep_ctl_budget);
 OP(ctl_destroy, KVPOOL_CTL_DESTROY, struct kvpool_ctl_destroy, true,
    ROFF(struct kvpool_ctl_destroy), 1, prep_ctl_destroy);
 /*
@@ -780,6 +800,13 @@ static void abi_after_ok(struct __test_metadata *_metadata,
 		__u32 id = ((struct kvpool_ctl_create *)buf)->out_pool_id;
 
 		EXPECT_EQ(0, kt_destroy(self->pool.ctl, id));
+	} else if (variant->op->cmd == KVPOOL_CTL_BUDGET) {
+		struct kvpool_ctl_budget d = {
+			.size = sizeof(d), .op = KVPOOL_BUDGET_DESTROY,
+			.budget_id = ((struct kvpool_ctl_budget *)buf)->budget_id,
+		};
+
+		EXPECT_EQ(0, kt_ioctl(self->pool.ctl, KVPOOL_CTL_BUDGET, &d));
 	} else if (variant->op->cmd == KVPOOL_CTL_AGENT) {
 		self->agent = ((struct kvpool_ctl_agent *)buf)->out_fd;
 		EXPECT_LE(0, self->agent);

@@ -96,7 +96,7 @@
 #define KT_AGENT_CMD_BASE	0x30
 #define KT_CMD_LIMIT		0x40
 #define KT_POOL_CMD_END		(KVPOOL_CMD_ARENA + 1)
-#define KT_CTL_CMD_END		(KVPOOL_CMD_CTL_AGENT + 1)
+#define KT_CTL_CMD_END		(KVPOOL_CMD_CTL_BUDGET + 1)
 #define KT_AGENT_CMD_END	(KVPOOL_CMD_AGENT_REPLY + 1)
 _Static_assert(KT_POOL_CMD_END <= KT_CTL_CMD_BASE,
 	       "the pool ops ran into the control block");
