@@ -40,7 +40,9 @@ const char usage_arena[] =
 "    Numbers take a K, M or G suffix (x1024, x1024^2, x1024^3).\n"
 "    show: the arena's kind (and for cuda the GPU, whether the pool\n"
 "    holds the GPU's device, and its agent), page size, length and\n"
-"    chunks. Opens /dev/kvpoolN, as info does.\n"
+"    chunks; of a pool on a chunk budget (create --budget), the budget\n"
+"    and the chunks it holds now, which are no files. Opens /dev/kvpoolN,\n"
+"    as info does.\n"
 "    -j, --json   one JSON object\n";
 
 /* ---- arena ---- */
@@ -50,6 +52,22 @@ static void arena_rules(void)
 {
 	fprintf(stderr, "rules: --page-bytes 1..4G; --chunks 1..%d, each a multiple of the page and of the CPU page (%ld bytes), none past the pool's pages\n",
 		KVPOOL_ARENA_MAX_CHUNKS, sysconf(_SC_PAGESIZE));
+}
+
+/* arena create refused with EEXIST: why, as an exit code. */
+static int arena_exists(unsigned int id)
+{
+	unsigned int budget, chunks;
+	bool on;
+
+	read_pool_budget(id, &on, &budget, &chunks);
+	if (on)
+		err_msg("arena create: pool %u is on chunk budget %u: its arena is the budget's (kvpoolctl budget show %u)",
+			id, budget, budget);
+	else
+		err_msg("arena create: pool %u has an arena already; it is set once, until the pool is destroyed (kvpoolctl arena show %u)",
+			id, id);
+	return EXIT_FAIL;
 }
 
 /*
@@ -107,9 +125,7 @@ static int arena_create_cuda(unsigned int id, unsigned long long page_bytes,
 		err_msg("arena create: %s", kvpool_arena_error());
 		return EXIT_NO_DRIVER;
 	case EEXIST:
-		err_msg("arena create: pool %u has an arena already; it is set once, until the pool is destroyed (kvpoolctl arena show %u)",
-			id, id);
-		return EXIT_FAIL;
+		return arena_exists(id);
 	case ENODEV:
 	case ENOENT:
 		/* The pool is there: the GPU's device node was not found. */
@@ -212,11 +228,8 @@ static int arena_create(int argc, char **argv)
 	ret = kvpool_arena_create_host(id, page_bytes, chunks, &idx);
 	if (!ret)
 		return EXIT_OK;
-	if (ret == -EEXIST) {
-		err_msg("arena create: pool %u has an arena already; it is set once, until the pool is destroyed (kvpoolctl arena show %u)",
-			id, id);
-		return EXIT_FAIL;
-	}
+	if (ret == -EEXIST)
+		return arena_exists(id);
 	if (idx != KVPOOL_NO_INDEX && idx < chunks) {
 		for (i = 0; i < idx; i++)
 			off += bytes[i];
@@ -296,10 +309,14 @@ static const char *chunks_unknown(int err)
 		"the GPU agent could not export them (its log says why)";
 }
 
-/* @chunks_err: fetch_chunks()'s answer (of an agent arena, not fatal). */
+/*
+ * @chunks_err: fetch_chunks()'s answer (of an agent arena, not fatal);
+ * @budget: the chunk budget the pool is on; -1: on none, -2: on one that
+ * sysfs does not name.
+ */
 static void print_arena_json(unsigned int id, const struct kvpool_arena *a,
 			     const struct kvpool_arena_fd *c, __u32 nr_pages,
-			     const char *gpu, int chunks_err)
+			     const char *gpu, int chunks_err, long long budget)
 {
 	bool agent = a->out_set_flags & KVPOOL_ARENA_SET_AGENT;
 	__u32 i;
@@ -313,6 +330,11 @@ static void print_arena_json(unsigned int id, const struct kvpool_arena *a,
 	printf("  \"device_held\": %s,\n",
 	       a->out_set_flags & KVPOOL_ARENA_SET_DEVICE ? "true" : "false");
 	printf("  \"agent_arena\": %s,\n", agent ? "true" : "false");
+	/* null: the pool is on no chunk budget (or sysfs does not say). */
+	if (budget >= 0)
+		printf("  \"budget\": %lld,\n", budget);
+	else
+		printf("  \"budget\": null,\n");
 	/* null: none attached, or not an agent arena. */
 	if (agent && a->out_agent_pid)
 		printf("  \"agent_pid\": %u,\n", a->out_agent_pid);
@@ -323,8 +345,11 @@ static void print_arena_json(unsigned int id, const struct kvpool_arena *a,
 	printf("  \"bytes\": %llu,\n", (unsigned long long)a->out_bytes);
 	printf("  \"nr_pages\": %u,\n", nr_pages);
 	printf("  \"nr_chunks\": %u,\n", a->out_nr_chunks);
-	/* null: an agent arena's chunks, with no agent to ask. */
-	if (chunks_err) {
+	/*
+	 * null: an agent arena's chunks, with no agent to ask, or a budget
+	 * pool's, which are no files (nr_chunks: those it holds now).
+	 */
+	if (chunks_err || budget != -1) {
 		printf("  \"chunks\": null\n}\n");
 		return;
 	}
@@ -353,7 +378,7 @@ static void print_cuda_holds(const struct kvpool_arena *a)
 
 static void print_arena(unsigned int id, const struct kvpool_arena *a,
 			const struct kvpool_arena_fd *c, __u32 nr_pages,
-			const char *gpu, int chunks_err)
+			const char *gpu, int chunks_err, long long budget)
 {
 	__u32 i;
 
@@ -372,6 +397,17 @@ static void print_arena(unsigned int id, const struct kvpool_arena *a,
 	       (unsigned long long)a->out_bytes,
 	       (unsigned long long)(a->out_bytes / a->out_page_bytes),
 	       nr_pages - 1);
+	if (budget != -1) {
+		/* Its chunks come and go: no files, no fixed places. */
+		if (budget >= 0)
+			printf("  budget      %lld (kvpoolctl budget show %lld)\n",
+			       budget, budget);
+		else
+			printf("  budget      (sysfs does not name it)\n");
+		printf("  chunks      %u held now, of the budget's; clients map the pool's file\n",
+		       a->out_nr_chunks);
+		return;
+	}
 	printf("  chunks      %u\n", a->out_nr_chunks);
 	if (chunks_err) {
 		printf("  (where each lies is told only with its file, which the GPU agent makes: %s)\n",
@@ -390,18 +426,23 @@ static int arena_show(int argc, char **argv)
 	struct kvpool_arena_fd *chunks = NULL;
 	char gpu[PCI_NAME_LEN];
 	struct kvpool_arena a;
+	unsigned int id, budget, held;
 	struct kvpool_info in;
 	struct kvpool *kp;
-	bool json = false, done;
+	bool json = false, done, known;
 	int ret, chunks_err = 0;
-	unsigned int id;
+	long long on = -1;
 
 	ret = open_one_pool(argc, argv, usage_arena, &json, &id, &kp, &in,
 			    &done);
 	if (done)
 		return ret;
 	ret = kvpool_arena_info(kp, &a);
-	if (!ret && a.out_kind != KVPOOL_ARENA_NONE) {
+	/* A budget pool has no chunk files (ARENA_FDS is EOPNOTSUPP). */
+	if (!ret && a.out_set_flags & KVPOOL_ARENA_SET_BUDGET) {
+		read_pool_budget(id, &known, &budget, &held);
+		on = known ? (long long)budget : -2;
+	} else if (!ret && a.out_kind != KVPOOL_ARENA_NONE) {
 		chunks = calloc(a.out_nr_chunks ? a.out_nr_chunks : 1,
 				sizeof(*chunks));
 		ret = chunks ? fetch_chunks(kp, &a, chunks) : -ENOMEM;
@@ -423,9 +464,10 @@ static int arena_show(int argc, char **argv)
 	pool_gpu_name(id, gpu, sizeof(gpu));
 	if (json)
 		print_arena_json(id, &a, chunks, in.out_nr_pages, gpu,
-				 chunks_err);
+				 chunks_err, on);
 	else
-		print_arena(id, &a, chunks, in.out_nr_pages, gpu, chunks_err);
+		print_arena(id, &a, chunks, in.out_nr_pages, gpu, chunks_err,
+			    on);
 	free(chunks);
 	return EXIT_OK;
 }

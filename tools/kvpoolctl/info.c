@@ -18,7 +18,7 @@ const char usage_info[] =
 
 static const char *const feature_names[] = {
 	"rows", "extend", "slots", "verify", "prefix-cache", "swa", "export",
-	"quota", "pressure", "arena", "tenant-path", "gpu-agent",
+	"quota", "pressure", "arena", "tenant-path", "gpu-agent", "budget",
 };
 
 static void print_features(__u64 feat, bool json)

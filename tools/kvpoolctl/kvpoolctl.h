@@ -162,6 +162,14 @@ struct pool_row {
 	/* The GPU it was made for, as sysfs names it; "" if none. */
 	char gpu[PCI_NAME_LEN];
 	/*
+	 * ABI 4: the chunk budget it is on and the chunks it holds now
+	 * (sysfs budget and chunks); on_budget is false for a pool on none
+	 * (budget -1) and under a module before budgets (no such file).
+	 */
+	bool on_budget;
+	unsigned int budget;
+	unsigned int chunks;
+	/*
 	 * Its tenants: all of them (KVPOOL_CTL_TENANT_LIST, CAP_SYS_ADMIN),
 	 * or only the caller's own (KVPOOL_STATS through the pool's file,
 	 * for a user who may open it), or none; tenant_note says why not
@@ -307,6 +315,8 @@ int select_pools(const char *arg, unsigned int **ids, size_t *nr);
 struct tenant_row *tenant_rows(struct kvpool_tenant_info *t,
 			       char **cgroups, size_t nr);
 unsigned long long pool_sysfs_u64(unsigned int id, const char *file);
+void read_pool_budget(unsigned int id, bool *on, unsigned int *budget,
+		      unsigned int *chunks);
 void pool_arena_bytes(unsigned int id, unsigned long long *page,
 		      unsigned long long *total);
 void pool_units(struct pool_row *r, int units);
@@ -361,6 +371,11 @@ int cmd_wmark(int argc, char **argv);
 /* arena.c */
 extern const char usage_arena[];
 int cmd_arena(int argc, char **argv);
+
+/* budget.c */
+extern const char usage_budget[];
+bool parse_budget(const char *s, unsigned int *id);
+int cmd_budget(int argc, char **argv);
 
 /* gpus.c */
 extern const char usage_gpus[];

@@ -13,7 +13,8 @@
  * (KVPOOL_STATS). top shows what status and clients show, again and
  * again; clients reads /proc/PID/fdinfo. info and verify open the pool
  * (becoming a client for the moment), as arena show does; create,
- * destroy, tenant, wmark and arena create go through /dev/kvpool-control.
+ * destroy, tenant, wmark, arena create and budget go through
+ * /dev/kvpool-control.
  * gpus reads libdrm's device list, /proc/driver/nvidia and sysfs, as any
  * user, and needs no module. See kvpoolctl(8) for the exit codes.
  *
@@ -44,6 +45,7 @@ static const struct command commands[] = {
 	{ "tenant", cmd_tenant, usage_tenant },
 	{ "wmark", cmd_wmark, usage_wmark },
 	{ "arena", cmd_arena, usage_arena },
+	{ "budget", cmd_budget, usage_budget },
 	{ "gpus", cmd_gpus, usage_gpus },
 };
 
@@ -64,7 +66,8 @@ static int print_usage(FILE *f)
 	fprintf(f, "usage: %s [-h|--help] [--version] COMMAND [ARGS]\n\n"
 		"Show, check, create and destroy kvpool pools (/dev/kvpoolN),\n"
 		"set their tenants' limits and pressure watermarks, give them\n"
-		"arenas (the memory the page ids name), list the GPUs.\n"
+		"arenas (the memory the page ids name) or chunk budgets to\n"
+		"grow and shrink on, list the GPUs.\n"
 		"POOL is N, kvpoolN or /dev/kvpoolN.\n\ncommands:\n", prog);
 	for (i = 0; i < ARRAY_SIZE(commands); i++) {
 		const char *u = commands[i].usage;

@@ -119,6 +119,23 @@ static void free_pool_row(struct pool_row *r)
 }
 
 /*
+ * Pool @id's chunk budget (ABI 4) from sysfs: *@on whether it is on one
+ * (its budget file holds an id, not -1, and it has a chunks file), its
+ * id and the chunks it holds now. Only these two files: status and
+ * arena show must not open the pool to know.
+ */
+void read_pool_budget(unsigned int id, bool *on, unsigned int *budget,
+		      unsigned int *chunks)
+{
+	unsigned long long b = pool_sysfs_u64(id, "budget");
+	unsigned long long c = pool_sysfs_u64(id, "chunks");
+
+	*on = b <= UINT32_MAX && c <= UINT32_MAX;
+	*budget = *on ? (unsigned int)b : 0;
+	*chunks = *on ? (unsigned int)c : 0;
+}
+
+/*
  * The figures kvpool_pool_status() does not read; a module from before
  * tenants and pressure lacks them, and gets has_tenants false (so does a
  * pool whose figures cannot be read: they show as missing).
@@ -135,6 +152,7 @@ static void read_pool_extra(struct pool_row *r)
 	snprintf(path, sizeof(path), "/sys/class/kvpool/kvpool%u/quarantine_pages",
 		 r->id);
 	r->has_quarantine = !access(path, F_OK);
+	read_pool_budget(r->id, &r->on_budget, &r->budget, &r->chunks);
 }
 
 /*

@@ -15,8 +15,9 @@ const char usage_status[] =
 "status [--json | --csv] [-r] [-n] [-o COLS] [--units pages|tokens|bytes] [POOL]\n"
 "    Show every pool (or POOL): pages (prefix-cache pages evictable and\n"
 "    pinned, pages of rows in flight as export files), rows, pressure\n"
-"    watermarks, tenants and clients, from sysfs, and a table of each\n"
-"    pool's tenants: use, limits and the pages they are asked back. Needs\n"
+"    watermarks, tenants and clients, its GPU, the chunk budget it is on\n"
+"    and the chunks it holds, from sysfs, and a table of each pool's\n"
+"    tenants: use, limits and the pages they are asked back. Needs\n"
 "    no privilege: every tenant as root (CAP_SYS_ADMIN), else only the\n"
 "    user's own, where they may open the pool (which status then does,\n"
 "    for a moment; as root it does not open pools). Destroyed pools\n"
@@ -94,52 +95,59 @@ struct column {
 	bool newer;		/* "-" on a module without tenants and export */
 	bool text;		/* a string, left-aligned; "" shows as "-" */
 	bool abi2;		/* "-" on a module before ABI 2 (quarantine) */
+	bool budget;		/* "-" for a pool on no budget (ABI 4) */
 };
 
 static const struct column columns[] = {
-	{ NULL, "POOL", "pool_id", false, ROW_FIELD(id), false, false, false },
+	{ NULL, "POOL", "pool_id", false, ROW_FIELD(id), false, false, false,
+	  false },
 	{ "pages", "TOTAL", "nr_pages", true,
-	  ROW_FIELD(info.out_nr_pages), false, false, false },
+	  ROW_FIELD(info.out_nr_pages), false, false, false, false },
 	{ "pages", "FREE", "free_pages", true,
-	  ROW_FIELD(st.out_free_pages), false, false, false },
+	  ROW_FIELD(st.out_free_pages), false, false, false, false },
 	{ "pages", "ROW", "row_pages", true,
-	  ROW_FIELD(st.out_row_pages), false, false, false },
+	  ROW_FIELD(st.out_row_pages), false, false, false, false },
 	{ "pages", "SLOT", "slot_pages", true,
-	  ROW_FIELD(st.out_slot_pages), false, false, false },
+	  ROW_FIELD(st.out_slot_pages), false, false, false, false },
 	/* Prefix-cache pages: evictable, and pinned by a row borrowing them. */
 	{ "pages", "EVICT", "cache_evictable", true,
-	  ROW_FIELD(st.out_cache_evictable), false, false, false },
+	  ROW_FIELD(st.out_cache_evictable), false, false, false, false },
 	{ "pages", "PINNED", "cache_pinned", true,
-	  ROW_FIELD(st.out_cache_pinned), false, false, false },
+	  ROW_FIELD(st.out_cache_pinned), false, false, false, false },
 	/* Owned by rows in flight as export files. */
 	{ "pages", "EXPORT", "export_pages", true,
-	  ROW_FIELD(st.out_export_pages), true, false, false },
+	  ROW_FIELD(st.out_export_pages), true, false, false, false },
 	{ "pages", "RSVD", "reserved_pages", true,
-	  ROW_FIELD(st.out_reserved_pages), false, false, false },
+	  ROW_FIELD(st.out_reserved_pages), false, false, false, false },
 	/* Taken back from dead clients, until their GPU work is done. */
 	{ "pages", "QUAR", "quarantine_pages", true,
-	  ROW_FIELD(st.out_quarantine_pages), false, false, true },
+	  ROW_FIELD(st.out_quarantine_pages), false, false, true, false },
 	{ "rows", "TOTAL", "nr_rows", false,
-	  ROW_FIELD(info.out_nr_rows), false, false, false },
+	  ROW_FIELD(info.out_nr_rows), false, false, false, false },
 	{ "rows", "FREE", "free_rows", false,
-	  ROW_FIELD(st.out_free_rows), false, false, false },
+	  ROW_FIELD(st.out_free_rows), false, false, false, false },
 	{ "rows", "HELD", "held_rows", false,
-	  ROW_FIELD(st.out_held_rows), false, false, false },
+	  ROW_FIELD(st.out_held_rows), false, false, false, false },
 	{ "rows", "SLOT", "slot_rows", false,
-	  ROW_FIELD(st.out_slot_rows), false, false, false },
+	  ROW_FIELD(st.out_slot_rows), false, false, false, false },
 	{ "rows", "EXPORT", "export_rows", false,
-	  ROW_FIELD(st.out_export_rows), true, false, false },
+	  ROW_FIELD(st.out_export_rows), true, false, false, false },
 	{ "rows", "RSVD", "reserved_rows", false,
-	  ROW_FIELD(st.out_reserved_rows), false, false, false },
+	  ROW_FIELD(st.out_reserved_rows), false, false, false, false },
 	{ "wmark", "LOW", "low_wmark", true,
-	  ROW_FIELD(x.low_wmark), true, false, false },
+	  ROW_FIELD(x.low_wmark), true, false, false, false },
 	{ "wmark", "HIGH", "high_wmark", true,
-	  ROW_FIELD(x.high_wmark), true, false, false },
+	  ROW_FIELD(x.high_wmark), true, false, false, false },
 	{ NULL, "TENANTS", "nr_tenants", false,
-	  ROW_FIELD(x.nr_tenants), true, false, false },
+	  ROW_FIELD(x.nr_tenants), true, false, false, false },
 	{ NULL, "CLIENTS", "nr_clients", false,
-	  ROW_FIELD(st.out_nr_clients), false, false, false },
-	{ NULL, "GPU", "gpu", false, ROW_FIELD(gpu), false, true, false },
+	  ROW_FIELD(st.out_nr_clients), false, false, false, false },
+	{ NULL, "GPU", "gpu", false, ROW_FIELD(gpu), false, true, false, false },
+	/* ABI 4: the chunk budget it is on, and the chunks it holds now. */
+	{ "budget", "ID", "budget", false, ROW_FIELD(budget), false, false,
+	  false, true },
+	{ "budget", "CHUNKS", "chunks", false, ROW_FIELD(chunks), false,
+	  false, false, true },
 };
 
 /* Column @col of @r as text. */
@@ -149,7 +157,8 @@ static void col_text(size_t col, const struct pool_row *r, char *buf,
 	const char *field = (const char *)r + columns[col].offset;
 
 	if ((columns[col].newer && !r->has_tenants) ||
-	    (columns[col].abi2 && !r->has_quarantine))
+	    (columns[col].abi2 && !r->has_quarantine) ||
+	    (columns[col].budget && !r->on_budget))
 		snprintf(buf, len, "-");
 	else if (columns[col].text)
 		snprintf(buf, len, "%s", *field ? field : "-");
@@ -297,6 +306,12 @@ static void print_json(const struct pool_row *rows, size_t nr,
 		printf("      \"gpu\": ");
 		json_string_or_null(r->gpu);
 		printf(",\n");
+		/* null: the pool is on no budget (or the module has none). */
+		if (r->on_budget)
+			printf("      \"budget\": %u,\n      \"chunks\": %u,\n",
+			       r->budget, r->chunks);
+		else
+			printf("      \"budget\": null,\n      \"chunks\": null,\n");
 		/*
 		 * Always an array: all the tenants, the caller's own, or
 		 * none, as tenants_shown says; tenants_note says why not all.
