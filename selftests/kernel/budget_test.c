@@ -1052,6 +1052,42 @@ TEST_F(budget, kill9)
 	kt_expect_verify(_metadata, &self->a, fa);
 }
 
+/*
+ * A mapping holds its client's file: a client closed while mapped still
+ * holds its pages, so nothing it can still write goes to anyone else; the
+ * munmap is its last close, and the chunks come back then.
+ */
+TEST_F(budget, close_while_mapped)
+{
+	int fa = kt_pool_open(_metadata, &self->a);
+	int fd = kt_open_id(self->a.id, O_RDWR | O_CLOEXEC);
+	struct kvpool_handle h;
+	struct kvpool_stats st;
+	__u32 sh;
+	char *m;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, kt_row_alloc(fd, 1, &h, &sh));
+	ASSERT_EQ(0, grow(fd, h, 4 * PPC_A, NULL, 0, NULL));
+	m = mmap(NULL, SPACE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, m);
+	close(fd);
+	ASSERT_EQ(0, kt_stats(fa, &st));
+	EXPECT_EQ(2, st.out_nr_clients);
+	EXPECT_EQ(4 * PPC_A, st.out_row_pages);
+	EXPECT_EQ(4, pool_chunks(fa));
+	EXPECT_EQ(0, touch(m + 3 * CHUNK));
+	munmap(m, SPACE);
+	/* The release ran: no ioctl of A's came after it to shrink. */
+	EXPECT_EQ(0, kt_sysfs_val(self->a.id, "chunks"));
+	EXPECT_EQ(NR_CHUNKS, budget_free(self->ctl, self->bid));
+	ASSERT_EQ(0, kt_stats(fa, &st));
+	EXPECT_EQ(1, st.out_nr_clients);
+	EXPECT_EQ(0, st.out_row_pages);
+	EXPECT_EQ(0, st.out_quarantine_pages);
+	kt_expect_verify(_metadata, &self->a, fa);
+}
+
 /* Destroying a pool gives its chunks back; then the budget can go. */
 TEST_F(budget, destroy_returns_chunks)
 {
