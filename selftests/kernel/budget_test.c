@@ -545,6 +545,53 @@ TEST_F(bare, move_while_clearing)
 	bpool_fini(_metadata, &pb);
 }
 
+/*
+ * An EXTEND of more than one step's pages (16384) runs in steps with the
+ * lock dropped between them; its grow comes first, in the start, and the
+ * shrink waits for the last step. 1280 chunks of 64 KiB (80 MiB).
+ */
+#define STEP_CHUNKS	1280
+#define STEP_PAGES	(STEP_CHUNKS * PPC_A)
+#define STEP_LEN	20000			/* 1250 chunks, 2 steps */
+
+TEST_F(bare, stepped_extend)
+{
+	static __u32 ids[STEP_LEN];
+	struct kvpool_ctl_budget b;
+	struct kvpool_extend_entry e;
+	struct kvpool_extend x;
+	struct kvpool_handle h;
+	struct kt_pool p;
+	__u32 id, sh, n = 0;
+	int fd;
+
+	ASSERT_EQ(0, bare_create(self, STEP_CHUNKS, CHUNK, &id));
+	bpool_init(_metadata, &p, self->ctl, 0, id, STEP_PAGES, PB_A);
+	fd = kt_pool_open(_metadata, &p);
+	/* No ASSERT from here on: the pool must go before the budget. */
+	EXPECT_EQ(0, kt_row_alloc(fd, 1, &h, &sh));
+	memset(&e, 0, sizeof(e));
+	e.handle = h;
+	e.new_len = STEP_LEN;
+	EXPECT_EQ(0, kt_extend(fd, &e, 1, ids, STEP_LEN, &x));
+	EXPECT_EQ(STEP_LEN, x.out_nr_pages);
+	EXPECT_EQ(kt_div_up(STEP_LEN, PPC_A), pool_chunks(fd));
+	EXPECT_EQ(STEP_CHUNKS - kt_div_up(STEP_LEN, PPC_A),
+		  budget_free(self->ctl, id));
+	kt_expect_verify(_metadata, &p, fd);
+	EXPECT_EQ(0, kt_release1(fd, h, &n));
+	EXPECT_EQ(STEP_LEN, n);
+	EXPECT_EQ(0, budget_info(self->ctl, id, &b));
+	EXPECT_EQ(STEP_CHUNKS, b.out_free_chunks);
+	EXPECT_EQ(0, pool_chunks(fd));
+	/* If not all at once: how many more ioctls it takes (for the log). */
+	for (n = 0; n < 100 && budget_free(self->ctl, id) != STEP_CHUNKS; n++)
+		pool_chunks(fd);
+	printf("# %u more ioctls gave every chunk back\n", n);
+	kt_expect_verify(_metadata, &p, fd);
+	bpool_fini(_metadata, &p);
+}
+
 /* ---- 2-8. pools on a budget ---------------------------------------------- */
 
 FIXTURE(budget) {
@@ -1054,38 +1101,128 @@ TEST_F(budget, kill9)
 
 /*
  * A mapping holds its client's file: a client closed while mapped still
- * holds its pages, so nothing it can still write goes to anyone else; the
- * munmap is its last close, and the chunks come back then.
+ * holds its pages. The munmap is its last close: what it held then is
+ * quarantined while the process that used it lives, and its chunks come
+ * back when the quarantine ends. A child plays the client, so that it can
+ * exit while the test watches.
  */
 TEST_F(budget, close_while_mapped)
 {
 	int fa = kt_pool_open(_metadata, &self->a);
-	int fd = kt_open_id(self->a.id, O_RDWR | O_CLOEXEC);
-	struct kvpool_handle h;
 	struct kvpool_stats st;
-	__u32 sh;
-	char *m;
+	int up[2], go[2];
+	long long t0;
+	pid_t pid;
 
-	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, kt_row_alloc(fd, 1, &h, &sh));
-	ASSERT_EQ(0, grow(fd, h, 4 * PPC_A, NULL, 0, NULL));
-	m = mmap(NULL, SPACE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	ASSERT_NE(MAP_FAILED, m);
-	close(fd);
+	ASSERT_EQ(0, pipe2(up, O_CLOEXEC));
+	ASSERT_EQ(0, pipe2(go, O_CLOEXEC));
+	pid = kt_pool_fork(_metadata, &self->a);
+	if (pid == 0) {
+		int fd = kt_open_id(self->a.id, O_RDWR | O_CLOEXEC);
+		struct kvpool_handle h;
+		__u32 sh;
+		char *m;
+
+		close(up[0]);
+		close(go[1]);
+		CHILD_CHECK(fd >= 0);
+		CHILD_CHECK(!kt_row_alloc(fd, 1, &h, &sh));
+		CHILD_CHECK(!grow(fd, h, 4 * PPC_A, NULL, 0, NULL));
+		m = mmap(NULL, SPACE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+			 0);
+		CHILD_CHECK(m != MAP_FAILED);
+		close(fd);
+		CHILD_CHECK(touch(m + 3 * CHUNK) == 0);
+		kt_child_signal(up[1], 'c');
+		CHILD_CHECK(kt_pipe_wait(go[0]) == 'u');
+		munmap(m, SPACE);
+		kt_child_signal(up[1], 'u');
+		kt_pipe_wait(go[0]);
+		_exit(0);
+	}
+	close(up[1]);
+	close(go[0]);
+	ASSERT_EQ('c', kt_pipe_wait(up[0]));
 	ASSERT_EQ(0, kt_stats(fa, &st));
 	EXPECT_EQ(2, st.out_nr_clients);
 	EXPECT_EQ(4 * PPC_A, st.out_row_pages);
 	EXPECT_EQ(4, pool_chunks(fa));
-	EXPECT_EQ(0, touch(m + 3 * CHUNK));
-	munmap(m, SPACE);
-	/* The release ran: no ioctl of A's came after it to shrink. */
-	EXPECT_EQ(0, kt_sysfs_val(self->a.id, "chunks"));
-	EXPECT_EQ(NR_CHUNKS, budget_free(self->ctl, self->bid));
+
+	kt_child_signal(go[1], 'u');
+	ASSERT_EQ('u', kt_pipe_wait(up[0]));
 	ASSERT_EQ(0, kt_stats(fa, &st));
 	EXPECT_EQ(1, st.out_nr_clients);
 	EXPECT_EQ(0, st.out_row_pages);
+	/* Its process lives: the pages wait, and so do their chunks. */
+	EXPECT_EQ(4 * PPC_A, st.out_quarantine_pages);
+	EXPECT_EQ(4, pool_chunks(fa));
+
+	close(go[1]);
+	EXPECT_TRUE(KT_CHILD_OK(kt_pool_wait(&self->a, pid)));
+	close(up[0]);
+	t0 = kt_now_ms();
+	while (budget_free(self->ctl, self->bid) != NR_CHUNKS &&
+	       kt_now_ms() - t0 < 2 * KT_SETTLE_MS)
+		kt_sleep_ms(2);
+	printf("# the unmapped client's chunks came back %lld ms after its reap\n",
+	       kt_now_ms() - t0);
+	EXPECT_EQ(NR_CHUNKS, budget_free(self->ctl, self->bid));
+	EXPECT_EQ(0, kt_sysfs_val(self->a.id, "chunks"));
+	ASSERT_EQ(0, kt_stats(fa, &st));
 	EXPECT_EQ(0, st.out_quarantine_pages);
 	kt_expect_verify(_metadata, &self->a, fa);
+}
+
+/*
+ * Two processes, one a pool, grow and release against each other while
+ * writing every page they hold through their mappings: a page a row
+ * holds is always backed (no SIGBUS), a refusal is only ENOSPC, and in
+ * the end every chunk is back and both pools verify.
+ */
+#define ROUNDS 300
+
+static void contend_child(__u32 pool_id, __u32 pages, __u64 page_bytes,
+			  unsigned int seed)
+{
+	static __u32 ids[PAGES_A];
+	int fd = kt_open_id(pool_id, O_RDWR | O_CLOEXEC);
+	struct kvpool_handle h;
+	__u32 sh, r, i, len;
+	int ret;
+	char *m;
+
+	CHILD_CHECK(fd >= 0);
+	m = mmap(NULL, SPACE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CHILD_CHECK(m != MAP_FAILED);
+	for (r = 0; r < ROUNDS; r++) {
+		CHILD_CHECK(!kt_row_alloc(fd, 1, &h, &sh));
+		len = 1 + rand_r(&seed) % pages;
+		ret = grow(fd, h, len, ids, PAGES_A, NULL);
+		CHILD_CHECK(ret == 0 || ret == ENOSPC);
+		for (i = 0; !ret && i < len; i++)
+			m[(size_t)ids[i] * page_bytes + r % page_bytes] = (char)r;
+		CHILD_CHECK(!kt_release1(fd, h, NULL));
+	}
+	_exit(0);
+}
+
+TEST_F(budget, contend)
+{
+	int fa = kt_pool_open(_metadata, &self->a);
+	int fb = kt_pool_open(_metadata, &self->b);
+	pid_t pa, pb;
+
+	pa = kt_pool_fork(_metadata, &self->a);
+	if (pa == 0)
+		contend_child(self->a.id, PAGES_A, PB_A, 1);
+	pb = kt_pool_fork(_metadata, &self->b);
+	if (pb == 0)
+		contend_child(self->b.id, PAGES_B, PB_B, 2);
+	EXPECT_TRUE(KT_CHILD_OK(kt_pool_wait(&self->a, pa)));
+	EXPECT_TRUE(KT_CHILD_OK(kt_pool_wait(&self->b, pb)));
+	EXPECT_EQ(NR_CHUNKS, budget_free(self->ctl, self->bid));
+	kt_expect_verify(_metadata, &self->a, fa);
+	kt_expect_verify(_metadata, &self->b, fb);
 }
 
 /* Destroying a pool gives its chunks back; then the budget can go. */
