@@ -79,6 +79,7 @@ def run(pool, reqs, steps, step_s, t0, out, block_tokens, max_running,
                  race_misses=0, alloc_calls=0, steps_behind=0,
                  prefix_hit_blocks=0)
     prefix = getattr(pool, 'prefix_cache', False)
+    rows = getattr(pool, 'rows', False)
     idle_left = idle
     for k in range(steps + drain + idle):
         if k >= steps and not (queue or waiting or running):
@@ -94,18 +95,20 @@ def run(pool, reqs, steps, step_s, t0, out, block_tokens, max_running,
         elif now - target > step_s:
             stats['steps_behind'] += 1
         if die_at is not None and k == die_at:
+            out.flush()  # the samples so far are the victim's record
             os.kill(os.getpid(), 9)
         while queue and queue[-1].arrival <= k:
             waiting.append(queue.pop())
         refused_now = 0
 
-        def take(n):
+        def take(n, have=()):
             if n <= 0:
                 return []
             stats['alloc_calls'] += 1
             if pool.available() < n:
                 return None
-            ids = pool.alloc(n)
+            # A pool of rows (kvpool) grows the request's row by n.
+            ids = pool.alloc(n, have) if rows else pool.alloc(n)
             if ids is None:
                 stats['race_misses'] += 1
             return ids
@@ -123,7 +126,7 @@ def run(pool, reqs, steps, step_s, t0, out, block_tokens, max_running,
                 continue
             need = math.ceil((r.prompt + r.made) / block_tokens)
             while len(r.blocks) < need:
-                ids = take(1)
+                ids = take(1, r.blocks)
                 if ids is not None:
                     r.blocks += ids
                     if prefix:
@@ -195,7 +198,7 @@ def write_ready(a, status):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--backend', choices=('kvcached', 'kvcached-prefix',
-                                          'static'),
+                                          'static', 'kvpool'),
                     required=True)
     ap.add_argument('--model', required=True)
     ap.add_argument('--trace', required=True)
@@ -205,6 +208,10 @@ def main():
     ap.add_argument('--gpu-bytes', type=int, required=True)
     ap.add_argument('--share-bytes', type=int, default=0,
                     help='static: this engine\'s fixed part')
+    ap.add_argument('--pool-id', type=int, default=-1,
+                    help='kvpool: this engine\'s pool (run.py made it)')
+    ap.add_argument('--budget-id', type=int, default=-1,
+                    help='kvpool: the budget its pool is on')
     ap.add_argument('--step-ms', type=float, default=20.0)
     ap.add_argument('--max-running', type=int, default=64)
     ap.add_argument('--drain', type=int, default=0,
@@ -227,6 +234,9 @@ def main():
             from backends import kvcached as backend
             pool = backend.Pool(geo, bt, a.gpu_bytes, a.ready_timeout,
                                 prefix_cache=a.backend == 'kvcached-prefix')
+        elif a.backend == 'kvpool':
+            from backends import kvpool as backend
+            pool = backend.Pool(geo, bt, a.pool_id, a.budget_id)
         else:
             from backends import static as backend
             pool = backend.Pool(geo, bt, a.share_bytes)

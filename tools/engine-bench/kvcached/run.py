@@ -75,6 +75,16 @@ def run_side(side, scen, cfg, tr_path, tr, engines, rundir, gpu_bytes,
     gpu_path = f'/dev/shm/kvb-{os.getpid()}-{scen}-{side}'
     gpumod.create(gpu_path, gpu_bytes)
     py = cfg.python if side.startswith('kvcached') else sys.executable
+    kvp = None
+    if side == 'kvpool':
+        # The administrator's part: a budget of the GPU's bytes (90% of
+        # it at util 0.90, kvcached's share), a pool per engine on it.
+        from backends import kvpool as kvpmod
+        bid = kvpmod.make_budget(int(gpu_bytes * (util or 1.0)))
+        kvp = {'budget': bid, 'pools': {
+            name: kvpmod.make_pool(bid, tr['models'][model],
+                                   tr['block_tokens'], gpu_bytes)
+            for name, model in engines.items()}}
     procs = {}
     t_launch = time.monotonic()
     for name, model in engines.items():
@@ -91,6 +101,9 @@ def run_side(side, scen, cfg, tr_path, tr, engines, rundir, gpu_bytes,
                 '--drain', str(drain), '--idle', str(idle)]
         if die and name == die[0]:
             args += ['--die-at', str(die[1])]
+        if kvp:
+            args += ['--pool-id', str(kvp['pools'][name]),
+                     '--budget-id', str(kvp['budget'])]
         procs[name] = spawn(args, env)
     ready = {}
     deadline = time.monotonic() + cfg.ready_timeout + 60
@@ -112,7 +125,10 @@ def run_side(side, scen, cfg, tr_path, tr, engines, rundir, gpu_bytes,
     with open(go + '.new', 'w') as f:
         f.write(repr(time.time() + 0.2))
     os.replace(go + '.new', go)
-    watch = watch_kill(procs, die, engines, gpu_path, cfg) if die else None
+    watch = None
+    if die:
+        watch = (watch_kill_kvpool(procs, die, engines, kvp) if kvp
+                 else watch_kill(procs, die, engines, gpu_path, cfg))
     logs = {}
     for name, p in procs.items():
         logs[name] = p.communicate(timeout=cfg.timeout)[0]
@@ -155,6 +171,19 @@ def run_side(side, scen, cfg, tr_path, tr, engines, rundir, gpu_bytes,
         res['checks'][name] = check(side, e, summary, die, name)
     if watch:
         res['kill'] = watch
+    if kvp:
+        # After every engine closed: each pool must hold no chunk (the
+        # killed one's too), and the budget must have all of them back.
+        res['kvpool'] = kvpmod.teardown(kvp['budget'],
+                                        list(kvp['pools'].values()))
+        res['kvpool']['pools'] = kvp['pools']
+        k = res['kvpool']
+        bad = [f'pool {p} holds {c} chunks after its engine closed'
+               for p, c in k['held_at_end'].items() if c]
+        if k['out_free_chunks'] != k['nr_chunks']:
+            bad.append(f'budget has {k["out_free_chunks"]} of '
+                       f'{k["nr_chunks"]} chunks free at the end')
+        res['checks']['budget'] = bad
     res['gpu_left_bytes'] = gpumod.used(gpu_path)
     os.unlink(gpu_path)
     return res
@@ -182,6 +211,11 @@ def check(side, e, summary, die, name):
                        f'{s.get("unmaps")}')
         if s.get('bytes'):
             bad.append(f'{s["bytes"]} bytes left on the GPU')
+    elif side == 'kvpool':
+        if summary.get('leaked_rows'):
+            bad.append(f'{summary["leaked_rows"]} rows not released')
+        if summary.get('chunks_after_close') is None:
+            bad.append('no summary')
     elif summary.get('leaked_blocks'):
         bad.append(f'{summary["leaked_blocks"]} blocks not returned')
     return bad
@@ -227,6 +261,54 @@ def watch_kill(procs, die, engines, gpu_path, cfg):
     if still:
         os.unlink(seg)  # what `kvctl delete` would do by hand
     return out
+
+
+def watch_kill_kvpool(procs, die, engines, kvp):
+    """kvpool's #134: the victim's file is closed by its death, which
+    releases its rows (and quarantines what a mapped writer held until
+    the process is gone); time until its pool holds no chunk, from the
+    kernel's own count (sysfs), and until another pool grows."""
+    from backends import kvpool as kvpmod
+    name = die[0]
+    p = procs[name]
+    victim = kvp['pools'][name]
+    others = [q for n, q in kvp['pools'].items() if n != name]
+    # The last sample before death is the victim's own held count; the
+    # chunks it held at death are read right after the reap.
+    while p.poll() is None:
+        time.sleep(0.002)
+    t_dead = time.monotonic()
+    at_death = kvpmod.chunks(victim)
+    others0 = {q: kvpmod.chunks(q) for q in others}
+    freed_ms = 0.0 if at_death == 0 else None
+    grew_ms = first_ms = None
+    while any(q.poll() is None for q in procs.values()):
+        now = time.monotonic()
+        left = kvpmod.chunks(victim)
+        if first_ms is None and left < at_death:
+            first_ms = round((now - t_dead) * 1000, 1)
+        if freed_ms is None and left == 0:
+            freed_ms = round((now - t_dead) * 1000, 1)
+        if grew_ms is None and any(kvpmod.chunks(q) > others0[q]
+                                   for q in others):
+            grew_ms = round((now - t_dead) * 1000, 1)
+        time.sleep(0.002)
+    unit = kvpmod.GPU_CHUNK
+    left = kvpmod.chunks(victim)
+    return {'victim': name, 'model': engines[name],
+            'first_chunks_back_ms': first_ms,
+            'chunks_at_end': left,
+            'stranded_bytes_at_end': left * unit,
+            'stranded_s_at_least': round(time.monotonic() - t_dead, 2)
+            if left else None,
+            'gpu_bytes_of_dead_at_death': at_death * unit,
+            'gpu_used_by_others_at_death': sum(others0.values()) * unit,
+            'chunks_at_death': at_death,
+            'stranded_ms': freed_ms,
+            'segment_bytes_stranded': 0,
+            'segment_still_there_at_end': False,
+            'segment_stranded_s_at_least': None,
+            'first_growth_of_others_ms': grew_ms}
 
 
 def handoff_trace(tr):
@@ -317,7 +399,9 @@ def main():
         formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--quick', action='store_true')
     ap.add_argument('--out')
-    ap.add_argument('--sides', default='kvcached,kvcached-prefix,static')
+    ap.add_argument('--sides', default='kvcached,kvcached-prefix,static',
+                    help='and kvpool, in a guest with kvpool.ko '
+                    '(kvpool.sh)')
     ap.add_argument('--scenarios', default='trace,handoff,race,pair,kill')
     ap.add_argument('--gpu-gib', type=float, default=12.0)
     ap.add_argument('--step-ms', type=float, default=20.0)
@@ -375,11 +459,13 @@ def main():
         if 'pair' in scen and side == 'kvcached':
             r['pair'] = run_pair(a, out, gpu_bytes,
                                  seconds=5.0 if a.quick else 20.0)
-        if 'kill' in scen and side == 'kvcached':
+        if 'kill' in scen and side in ('kvcached', 'kvpool'):
             # C at its first peak: C's ramp starts 2/3 of a period in.
             at = int(period * (2 / 3 + 0.2))
             r['kill'] = run_side(side, 'kill', a, tr_path, tr, three,
-                                 os.path.join(out, 'kill'), gpu_bytes,
+                                 os.path.join(out, 'kill' if side ==
+                                              'kvcached' else
+                                              f'kill-{side}'), gpu_bytes,
                                  die=('C', at))
     with open(os.path.join(out, 'results.json'), 'w') as f:
         json.dump(results, f, indent=1)
@@ -409,6 +495,13 @@ def report(results):
                   f'start-up failures {r["start_failures"]} of '
                   f'{len(r["engines"])} (all ready in {r["startup_s"]} s)')
             print(metrics.table(side, rows))
+            if 'kvpool' in r:
+                k = r['kvpool']
+                print(f'budget: {k["nr_chunks"]} chunks, {k["out_moves"]} '
+                      'moves between pools, '
+                      f'{k["out_cleared_bytes"]} bytes cleared in '
+                      f'{k["out_clear_ns"] / 1e6:.1f} ms; '
+                      f'{k["out_free_chunks"]} free at the end')
             if scen.startswith('race'):
                 print('race misses (#262: fatal before kvcached\'s '
                       'allocate_slots patch): '
@@ -423,7 +516,18 @@ def report(results):
                           f' B grew {h["moved_ms"]} ms later (samples are '
                           f'one step apart; B refused '
                           f'{h["dst_refused_steps"]} steps)')
-            if 'kill' in r:
+            if 'kill' in r and side == 'kvpool':
+                k = r['kill']
+                print(f'kill: {k["victim"]} held '
+                      f'{metrics.gib(k["gpu_bytes_of_dead_at_death"])} GiB '
+                      f'({k["chunks_at_death"]} chunks) at death; the first '
+                      f'came back {k["first_chunks_back_ms"]} ms after the '
+                      f'reap, all {k["stranded_ms"]} ms after; '
+                      f'{k["chunks_at_end"]} still held '
+                      f'{k["stranded_s_at_least"]} s later (end of run; '
+                      'polled every 2 ms); others grew '
+                      f'{k["first_growth_of_others_ms"]} ms after')
+            elif 'kill' in r:
                 k = r['kill']
                 print(f'kill: {k["victim"]} held '
                       f'{metrics.gib(k["gpu_bytes_of_dead_at_death"])} GiB '
