@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# engine-tests.sh: kvpool.sglang against SGLang 0.5.23 itself.
+# engine-tests.sh: kvpool.sglang against SGLang 0.5.23 itself, and
+# kvpool.vllm against vLLM 0.33.0 (docs/vllm.md).
 #
 # Usage: tools/engine-tests.sh [--install-only]
 #
@@ -20,6 +21,14 @@
 #    compared: one PASS/FAIL line a step and "N passed, N failed". The
 #    guest also runs kvpool's side at page size 4, held to its own
 #    checks (SGLang's paged allocator needs a GPU).
+# 4. vLLM's half the same way, in the same guest process
+#    (tests/engine/guest_engines.py, on the bench venv of
+#    tools/engine-bench.sh --install-only, which has this venv's
+#    packages too): vllm_compare.py's scenario through vLLM's own
+#    KVCacheManager and BlockPool here, through kvpool.vllm there,
+#    compared step by step; then the checker against mismatches put
+#    in (vllm_compare.py selftest), and the step times of both block
+#    pools in the guest ($KVPOOL_ENGINE_VLLM_REPS runs each, default 3).
 #
 # Exit status: 0 when every step matched; 1 on a mismatch or a failure
 # of any stage. The network is needed only while the venv is made.
@@ -95,6 +104,12 @@ make_venv() {
 }
 
 make_venv
+# vLLM's half runs on engine-bench.sh's venv; that script calls this
+# one's --install-only before it makes its own, hence the guard.
+if [ -z "${KVPOOL_ENGINE_INNER:-}" ]; then
+	KVPOOL_ENGINE_INNER=1 tools/engine-bench.sh --install-only
+fi
+BVENV=$CACHE/engine-bench-venv
 [ "${1:-}" = "--install-only" ] && exit 0
 
 work=$(mktemp -d /tmp/kvpool-engine.XXXXXX)
@@ -113,6 +128,9 @@ t0=$(now)
 cmp=userlib/python/tests/engine/compare.py
 "$VENV/bin/python" "$cmp" sglang "$work/sglang.json" 2>"$work/sglang.err" ||
 	{ cat "$work/sglang.err" >&2; echo "0 passed, 1 failed"; exit 1; }
+vcmp=userlib/python/tests/engine/vllm_compare.py
+"$BVENV/bin/python" "$vcmp" vllm "$work/vllm.json" 2>"$work/vllm.err" ||
+	{ cat "$work/vllm.err" >&2; echo "0 passed, 1 failed"; exit 1; }
 
 res=$work/vm
 mkdir -p "$res"
@@ -122,10 +140,11 @@ tools/vm/vm-run.sh --kernel 6.1 --module "$ko" --results "$res" \
 	--timeout "${KVPOOL_ENGINE_VM_TIMEOUT:-900}" \
 	--env PYTHONPATH="$work/site" --env LD_LIBRARY_PATH="$TOP/userlib" \
 	--env PYTHONWARNINGS=ignore -- \
-	"$VENV/bin/python" "$cmp" kvpool "$res" || rc=$?
+	"$BVENV/bin/python" userlib/python/tests/engine/guest_engines.py \
+	"$res" "${KVPOOL_ENGINE_VLLM_REPS:-3}" || rc=$?
 echo "engine-tests: guest $(secs "$t1" "$(now)") s"
 if [ "$rc" != 0 ] || [ ! -s "$res/kvpool.json" ] ||
-   [ ! -s "$res/kvpool-ps4.json" ]; then
+   [ ! -s "$res/kvpool-ps4.json" ] || [ ! -s "$res/vllm/kvpool.json" ]; then
 	echo "engine-tests: the guest run failed ($rc)" >&2
 	echo "0 passed, 1 failed"
 	exit 1
@@ -133,5 +152,8 @@ fi
 rc=0
 "$VENV/bin/python" "$cmp" check "$work/sglang.json" "$res/kvpool.json" \
 	"$res/kvpool-ps4.json" || rc=$?
+"$VENV/bin/python" "$vcmp" check "$work/vllm.json" "$res/vllm/kvpool.json" \
+	"$res/vllm/vllm-guest.json" || rc=1
+"$VENV/bin/python" "$vcmp" selftest "$work/vllm.json" || rc=1
 echo "engine-tests: compared in $(secs "$t0" "$(now)") s"
 exit "$rc"
