@@ -320,7 +320,15 @@ def _build() -> dict[str, Any]:
                 self._sync([self.blocks[i] for i in block_ids])
 
             def reset_prefix_cache(self) -> bool:
-                ok: bool = super().reset_prefix_cache()
+                # vLLM refuses when a block is in use, by the free
+                # count; the kernel's also counts other clients' pages,
+                # so vLLM's own queue is what it must read here.
+                q = self.free_block_queue
+                self.get_num_free_blocks = lambda: q.num_free_blocks
+                try:
+                    ok: bool = super().reset_prefix_cache()
+                finally:
+                    del self.get_num_free_blocks
                 if ok:
                     self._sync([self.blocks[i] for i in list(self._kcache)])
                 return ok

@@ -175,6 +175,16 @@ def shortfall_check(v):
                 errs.append("y was refused once the pages were back")
             errs += kernel_checks(m)
             m.free(y)
+            # Reset with nothing in use here but pages held by the
+            # other client: vLLM's check is of this pool's blocks.
+            hs = other.alloc_rows(2)
+            other.extend(hs, np.full(2, sc.BLOCK, dtype=np.int32))
+            if not m.reset_prefix_cache():
+                errs.append("reset_prefix_cache refused")
+            if bp.kernel_pages():
+                errs.append("the kernel still holds %s after the reset"
+                            % sorted(bp.kernel_pages()))
+            errs += kernel_checks(m, free_is_queue=False)
     finally:
         kvpool.pool_destroy(pid)
     return errs
