@@ -18,9 +18,10 @@
 #   5. debug: the same tests and fail-nth injection on a KASAN, lockdep,
 #      kmemleak, UBSAN kernel built from Debian's linux-source-6.1
 #      (when CI is set or KVPOOL_DEBUG_LANE=1; KVPOOL_DEBUG_LANE=0 skips)
-#   6. engine: kvpool.sglang against SGLang 0.5.23 itself
-#      (tools/engine-tests.sh; a 3 GB download into the cache the first
-#      time: when CI is set or KVPOOL_ENGINE_TESTS=1;
+#   6. engine: kvpool.sglang against SGLang 0.5.23 itself, kvpool.vllm
+#      against vLLM 0.33.0 (tools/engine-tests.sh; 3.3 GB of downloads
+#      into the cache the first time: when CI is set or
+#      KVPOOL_ENGINE_TESTS=1;
 #      KVPOOL_ENGINE_TESTS=0 skips)
 # Prints "N passed, N failed, N skipped" last; exits non-zero on any
 # failure; a stage that could not run at all counts as a failure.
@@ -168,7 +169,7 @@ else
 fi
 
 if [[ $engine_lane == 1 ]]; then
-	stage "engine: kvpool.sglang against SGLang 0.5.23"
+	stage "engine: kvpool.sglang, kvpool.vllm against SGLang, vLLM"
 	run_checks engine tools/engine-tests.sh
 else
 	stage "engine: skipped (KVPOOL_ENGINE_TESTS=0 or not CI)"
