@@ -17,7 +17,9 @@
 # ones; backends/kvpool.py says what that changes). The guest runs the
 # engines' 20 ms steps on two emulated CPUs: its results.json says how
 # many steps fell behind (steps_behind). Env: KVPOOL_CACHE,
-# KVPOOL_VM_MEM, KVB_SCALE, KVB_VM_TIMEOUT (seconds, default 2400).
+# KVPOOL_VM_MEM, KVB_SCALE, KVB_VM_TIMEOUT (seconds, default 2400),
+# KVPOOL_SRC (build-module.sh's: the module from another tree, e.g. a
+# `git archive` of a commit, when the checkout's driver/ is mid-edit).
 
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
