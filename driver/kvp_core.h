@@ -348,8 +348,9 @@ struct kvp_client {
  *                  the free map, owner %KVP_OWNER_UNBACKED (kvp_back_locked())
  * @grow: for a pool on a budget, asked under @lock for chunks backing at
  *        least its second argument's pages more when an EXTEND finds too
- *        few free; it backs them with kvp_back_locked() and returns 0 or
- *        a negative errno (what it backed stays). NULL otherwise.
+ *        few free; it backs them with kvp_back_locked() and returns 0, a
+ *        negative errno, or %KVP_GROW_WAIT if more would be ready once
+ *        memory being cleared is (what it backed stays). NULL otherwise.
  *
  * The page and row counters are those of &struct kvpool_stats; together
  * they add up to @nr_pages and @nr_rows, which kvp_verify_locked()
@@ -556,6 +557,13 @@ struct kvp_extend_mem {
 };
 
 #define KVP_EXTEND_NEED_MEM	1	/* see struct kvp_extend_mem */
+/*
+ * kvp_pool.grow found too little memory ready but some being cleared:
+ * with @mem given, the start answers this, and the caller drops the lock,
+ * waits for the clearing and starts again (as for %KVP_EXTEND_NEED_MEM).
+ */
+#define KVP_EXTEND_NEED_CLEAR	2
+#define KVP_GROW_WAIT		1	/* kvp_pool.grow: see above */
 
 int kvp_extend_mem_get(struct kvp_extend_mem *mem);
 void kvp_extend_mem_put(struct kvp_extend_mem *mem);

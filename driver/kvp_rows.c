@@ -232,7 +232,9 @@ static bool kvp_extend_wants(struct kvp_client *c,
  * be dropped between its steps.
  *
  * Context: @c->pool->lock held; may sleep (allocates).
- * Return: as kvp_extend_locked(), or %KVP_EXTEND_NEED_MEM when @mem
+ * Return: as kvp_extend_locked(), %KVP_EXTEND_NEED_CLEAR (with @mem given)
+ * when its pool's budget is clearing the memory it lacks, or
+ * %KVP_EXTEND_NEED_MEM when @mem
  * should hold more first (what, it says); on error and on that answer
  * nothing changed and @op must not be stepped.
  */
@@ -307,9 +309,12 @@ int kvp_extend_start_locked(struct kvp_client *c,
 	/* A pool on a budget first asks it for the pages it lacks. */
 	if (need > avail && pool->grow) {
 		ret = pool->grow(pool, (u32)(need - avail));
-		if (ret)
+		if (ret < 0)
 			return ret;
 		avail = kvp_available(pool, t);
+		/* Memory on its way: a caller that can drop the lock waits. */
+		if (ret == KVP_GROW_WAIT && need > avail && mem)
+			return KVP_EXTEND_NEED_CLEAR;
 	}
 	if (need > avail) {
 		res->shortfall = (u32)(need - avail);

@@ -37,14 +37,6 @@
 
 #define KVPD_MAX_BUDGETS	64
 #define KVPD_NO_CHUNK		U32_MAX
-/*
- * The most slots one give-back pass looks at, and the most bytes of other
- * pools' chunks one grow clears itself: both bound how long the pool lock
- * is held for the budget (docs/gpu-budget.md, "The rule"). A grow that
- * needs more takes what is clean; the clearing work makes the rest so.
- */
-#define KVPD_TRIM_SCAN		64
-#define KVPD_GROW_CLEAR_BYTES	SZ_16M
 #define KVPD_FS_MAGIC		0x6b767062	/* "kvpb" */
 
 #ifndef KVPD_HAVE_VM_FLAGS_SET
@@ -65,9 +57,10 @@ struct kvpd_chunk {
 
 /*
  * A budget. The shape is fixed at CREATE; @lock protects the free lists
- * (@clean_head: zeroed or never used; @dirty_head: given back with a
- * pool's bytes in it), @nr_free (both lists and the chunk the clearing
- * work holds), @unmet, @floors, the counters, and each of its pools'
+ * (@clean_head, @nr_clean: zeroed or never used; @dirty_head: given back
+ * with a pool's bytes in it), @nr_free (both lists and the chunk the
+ * clearing work holds), @unmet, @floors, the counters, and each of its
+ * pools'
  * kvpd_backing.nr_held, min_chunks and max_chunks. @nr_pools is
  * kvpd_budgets_lock's.
  */
@@ -81,6 +74,7 @@ struct kvpd_budget {
 	struct work_struct clear_work;
 	struct mutex lock;	/* the lists and counters below, and floors */
 	u32 clean_head;
+	u32 nr_clean;
 	u32 dirty_head;
 	u32 nr_free;
 	u32 unmet;		/* chunks floors ask for that pools do not hold */
@@ -151,7 +145,7 @@ static u32 kvpd_chunk_pop(struct kvpd_budget *b, u32 *head)
 	return c;
 }
 
-/* Zeroes chunk @c, with no lock held: a pool's or the clearing work's. */
+/* Zeroes chunk @c for the clearing work, with no lock held. */
 static void kvpd_chunk_clear(struct kvpd_budget *b, u32 c)
 {
 	ktime_t t0 = ktime_get();
@@ -186,6 +180,7 @@ static void kvpd_clear_work(struct work_struct *work)
 		kvpd_chunk_clear(b, c);
 		mutex_lock(&b->lock);
 		kvpd_chunk_push(b, &b->clean_head, c);
+		b->nr_clean++;
 		mutex_unlock(&b->lock);
 		cond_resched();
 	}
@@ -208,10 +203,11 @@ static void kvpd_slot_install_locked(struct kvpd_dev *kd, u32 slot, u32 c)
 /*
  * kvp_pool.grow for a pool on a budget: chunks for at least @pages more
  * pages, lowest unbacked slot first, as far as the pool's ceiling and the
- * other pools' unmet floors let it. Clean chunks first; then chunks other
- * pools gave back that the clearing work has not reached, zeroed here up
- * to KVPD_GROW_CLEAR_BYTES. Taking fewer than asked is no error: the
- * EXTEND then fails with ENOSPC, and what was taken stays backed.
+ * other pools' unmet floors let it, and only clean ones. If it takes
+ * fewer than asked while some free chunks are still being cleared, it
+ * says %KVP_GROW_WAIT: the EXTEND waits for them with the lock dropped
+ * (kvpd_budget_wait()) rather than fail with ENOSPC on memory that is
+ * free. What it took stays backed either way.
  */
 static int kvpd_budget_grow(struct kvp_pool *pool, u32 pages)
 {
@@ -219,12 +215,11 @@ static int kvpd_budget_grow(struct kvp_pool *pool, u32 pages)
 	struct kvpd_backing *bk = kd->backing;
 	struct kvpd_budget *b = bk->budget;
 	u32 want = DIV_ROUND_UP(pages, bk->ppc);
-	u64 cleared = 0;
 	u32 s = bk->low_hole;
+	int ret = 0;
 
 	lockdep_assert_held(&pool->lock);
 	for (; want && s < bk->nr_slots; s++) {
-		bool dirty = false;
 		u64 last;
 		u32 c;
 
@@ -238,32 +233,30 @@ static int kvpd_budget_grow(struct kvp_pool *pool, u32 pages)
 			break;
 		}
 		c = kvpd_chunk_pop(b, &b->clean_head);
-		if (c == KVPD_NO_CHUNK && cleared < KVPD_GROW_CLEAR_BYTES) {
-			c = kvpd_chunk_pop(b, &b->dirty_head);
-			dirty = c != KVPD_NO_CHUNK;
-		}
 		if (c == KVPD_NO_CHUNK) {
+			ret = KVP_GROW_WAIT;	/* nr_free > 0: being cleared */
 			mutex_unlock(&b->lock);
 			break;
 		}
-		/* Its own bytes a pool may see again: no clearing for them. */
 		last = b->chunks[c].last_serial;
-		dirty = dirty && last != bk->serial;
+		b->nr_clean--;
 		b->nr_free--;
 		kvpd_held_add(b, bk, 1);
 		if (last && last != bk->serial)
 			b->moves++;
-		mutex_unlock(&b->lock);
-		if (dirty) {
-			kvpd_chunk_clear(b, c);
-			cleared += b->chunk_bytes;
-		}
 		b->chunks[c].last_serial = bk->serial;
+		mutex_unlock(&b->lock);
 		kvpd_slot_install_locked(kd, s, c);
 		want--;
 	}
 	bk->low_hole = s;
-	return 0;
+	return ret;
+}
+
+/* An EXTEND's wait, pool lock dropped, for its budget's clearing work. */
+void kvpd_budget_wait(void *kd)
+{
+	flush_work(&((struct kvpd_dev *)kd)->backing->budget->clear_work);
 }
 
 /**
@@ -274,10 +267,13 @@ static int kvpd_budget_grow(struct kvp_pool *pool, u32 pages)
  *
  * The highest backed slots whose pages are all free go back to the
  * budget, unmapped from every client first, as long as the pool keeps
- * its high watermark's worth of free pages and its floor's chunks. At
- * most KVPD_TRIM_SCAN slots are looked at; a pass that finds nothing is
- * not repeated until more pages are free than it saw. Nothing happens
- * while a stepped EXTEND has free pages reserved.
+ * its high watermark's worth of free pages and its floor's chunks: all
+ * of them in one pass, so that a pool nobody touches again (an idle
+ * model's, a killed engine's) keeps none. A pass reads each backed slot's
+ * page records once (docs/gpu-budget.md, "Not stepped yet"); one that
+ * finds nothing is not repeated until more pages are free than it saw.
+ * Clearing is the clearing work's, never under a pool's lock. Nothing
+ * happens while a stepped EXTEND has free pages reserved.
  *
  * Context: @kd->core.lock held.
  */
@@ -286,7 +282,7 @@ void kvpd_budget_trim_locked(struct kvpd_dev *kd, bool again)
 	struct kvpd_backing *bk = kd->backing;
 	struct kvp_pool *pool = &kd->core;
 	struct kvpd_budget *b;
-	u32 s, scanned = 0, given = 0;
+	u32 s, given = 0;
 
 	lockdep_assert_held(&pool->lock);
 	if (!bk || pool->pending_pages)
@@ -296,12 +292,11 @@ void kvpd_budget_trim_locked(struct kvpd_dev *kd, bool again)
 	if (!again && bk->trim_seen && pool->free_pages <= bk->trim_seen)
 		return;
 	b = bk->budget;
-	for (s = bk->nr_slots; s-- > 0 && scanned < KVPD_TRIM_SCAN; ) {
+	for (s = bk->nr_slots; s-- > 0; ) {
 		u32 c = bk->slot[s];
 
 		if (c == KVPD_NO_CHUNK)
 			continue;
-		scanned++;
 		if (pool->free_pages < (u64)pool->high_wmark + bk->ppc ||
 		    bk->nr_held <= bk->min_chunks)
 			break;
@@ -391,6 +386,7 @@ static int kvpd_budget_alloc_chunks(struct kvpd_budget *b)
 			return -EINTR;
 	}
 	b->nr_free = b->nr_chunks;
+	b->nr_clean = b->nr_chunks;
 	return 0;
 }
 
@@ -405,7 +401,7 @@ static int kvpd_budget_create(struct kvpd_ucmd *ucmd)
 	    cmd->max_bytes)
 		return -EINVAL;
 	if (cmd->kind != KVPOOL_ARENA_HOST)
-		return cmd->kind == KVPOOL_ARENA_CUDA ? -EOPNOTSUPP : -EINVAL;
+		return cmd->kind ? -EOPNOTSUPP : -EINVAL;
 	if (!cmd->nr_chunks || cmd->nr_chunks > KVPOOL_BUDGET_MAX_CHUNKS ||
 	    !cmd->chunk_bytes || cmd->chunk_bytes > SZ_1G ||
 	    !IS_ALIGNED(cmd->chunk_bytes, PAGE_SIZE))
@@ -663,7 +659,8 @@ out_unlock:
  *
  * With a reserved page 0, slot 0 is backed now and kept for good: the
  * scheduler writes that page. Its chunk counts against the budget like
- * any, and may be had only if one is free (else -ENOSPC).
+ * any, and may be had only if one is free (else -ENOSPC); one being
+ * cleared is waited for.
  *
  * Context: process context, no lock held.
  * Return: 0 or -ENOSPC.
@@ -677,7 +674,12 @@ int kvpd_backing_attach(struct kvpd_dev *kd, struct kvpd_backing *bk)
 	if (!bk->keep_zero)
 		return 0;
 	mutex_lock(&kd->core.lock);
-	kvpd_budget_grow(&kd->core, 1);
+	if (kvpd_budget_grow(&kd->core, 1) == KVP_GROW_WAIT) {
+		mutex_unlock(&kd->core.lock);
+		kvpd_budget_wait(kd);
+		mutex_lock(&kd->core.lock);
+		kvpd_budget_grow(&kd->core, 1);
+	}
 	if (bk->slot[0] == KVPD_NO_CHUNK)
 		ret = -ENOSPC;
 	mutex_unlock(&kd->core.lock);

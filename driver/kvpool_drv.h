@@ -401,6 +401,7 @@ int kvpd_backing_mmap(struct kvpd_dev *kd, struct vm_area_struct *vma);
 bool kvpd_backing_describe(struct kvpd_dev *kd, struct kvpool_arena *cmd);
 void kvpd_backing_show(struct kvpd_dev *kd, int *budget, u32 *chunks);
 void kvpd_budget_trim_locked(struct kvpd_dev *kd, bool again);
+void kvpd_budget_wait(void *kd);
 int kvpd_budgets_init(void);
 void kvpd_budgets_exit(void);
 

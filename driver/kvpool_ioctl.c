@@ -277,6 +277,12 @@ kvpd_extend_locked(struct kvp_client *c, struct kvpool_extend_entry *e,
 		ret = kvp_extend_start_locked(c, e, cmd->count, cmd->pages_cap,
 					      pages, pcap, res, &op,
 					      tries < 3 ? &mem : NULL);
+		/* Chunks a budget is zeroing: wait for them, lock dropped. */
+		if (ret == KVP_EXTEND_NEED_CLEAR) {
+			kvpd_lock_break_do(c->pool, lt, kvpd_budget_wait,
+					   kvpd_dev_of(c->pool));
+			continue;
+		}
 		if (ret != KVP_EXTEND_NEED_MEM)
 			break;
 		kvpd_lock_break_do(c->pool, lt, kvpd_extend_mem_get, &mem);

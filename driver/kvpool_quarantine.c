@@ -12,7 +12,9 @@
  * made an ioctl on the file. A process that has fully exited has closed
  * every file it held alone, its GPU driver's among them, and the driver
  * stops a context's work when its file goes, so nothing it launched can
- * still write. The pool checks its quarantines from a work item, first
+ * still write. A pool on a budget is treated alike: the closed file's
+ * mappings are gone, but a process that used it may map the same pool
+ * through another file. The pool checks its quarantines from a work item, first
  * soon after a close and then less and less often while a user lives;
  * polling, rather than a hook on process exit, because no interface
  * exported to modules says when a process is gone.
@@ -169,11 +171,11 @@ static void kvpd_pool_file_free(struct kvpd_pool_file *pf)
  * kvpd_pool_file_release() - the last close of a client: free or quarantine
  * @pf: the client file
  *
- * Without an arena every page goes back at once. With one, the pages of
- * the rows and slots the client still held are quarantined while a
- * process that used it lives, and @pf itself, its client dead, becomes
- * the record of that quarantine on the pool until kvpd_quarantine_scan() ends
- * it.
+ * Without an arena or a budget every page goes back at once. With one,
+ * the pages of the rows and slots the client still held are quarantined
+ * while a process that used it lives, and @pf itself, its client dead,
+ * becomes the record of that quarantine on the pool until
+ * kvpd_quarantine_scan() ends it.
  *
  * Context: process context; takes the pool lock.
  */
@@ -183,6 +185,8 @@ void kvpd_pool_file_release(struct kvpd_pool_file *pf)
 	struct kvpd_dev *kd = kvpd_dev_of(pool);
 	struct kvpd_trace_held th = {};
 	struct kvpd_lock_ns lt = {};
+	/* A budget pool's memory is as much the processes' as an arena's. */
+	bool mem = kd->arena || kd->backing;
 	bool held = false;
 	u32 n;
 
@@ -203,10 +207,10 @@ void kvpd_pool_file_release(struct kvpd_pool_file *pf)
 	 * the lock free between them for the pool's other clients
 	 * (docs/gpu-budget.md): nobody else can reach what it holds.
 	 */
-	while (kvp_client_reclaim_step_locked(&pf->c, kd->arena ?
+	while (kvp_client_reclaim_step_locked(&pf->c, mem ?
 					      &pf->quarantine : NULL))
 		kvpd_lock_break(pool, &lt);
-	if (kd->arena) {
+	if (mem) {
 		kvp_client_detach_quarantine_locked(&pf->c, &pf->quarantine);
 		trace_kvpool_reclaim(pool, pf->c.id, &th, pf->quarantine.nr);
 		/* No ioctl can run: the file is gone. */

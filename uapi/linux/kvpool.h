@@ -865,8 +865,9 @@ struct kvpool_arena {
  * page p living in chunk slot p / (chunk_bytes / page_bytes). It takes the
  * budget's free chunks as its allocations need them, lowest slot first,
  * and gives back its highest wholly free slots once more than its high
- * watermark's worth of pages is free; a chunk that last held another
- * pool's pages is cleared before it is used (docs/gpu-budget.md). With
+ * watermark's worth of pages is free; a chunk given back is zeroed, with
+ * no pool's lock held, before any pool uses it again, and an EXTEND that
+ * needs it waits for that (docs/gpu-budget.md). With
  * KVPOOL_CREATE_RESERVE_ZERO, slot 0 is backed at once and kept. Its
  * arena is the budget's: ARENA_SET is EEXIST, and clients map the pool
  * file itself (ARENA's KVPOOL_ARENA_SET_BUDGET).
@@ -1218,7 +1219,8 @@ struct kvpool_ctl_agent {
  * @budget_id: CREATE: written back; the others: the budget (ENODATA if
  *             none; LIMITS: the pool's own, EINVAL for another)
  * @kind: CREATE: KVPOOL_ARENA_HOST (host memory the kernel allocates;
- *        KVPOOL_ARENA_CUDA is EOPNOTSUPP in this release); INFO: written
+ *        KVPOOL_ARENA_CUDA, and a kind this kernel does not know, are
+ *        EOPNOTSUPP in this release; 0 is EINVAL); INFO: written
  *        back; else 0
  * @nr_chunks: CREATE: chunks, 1..KVPOOL_BUDGET_MAX_CHUNKS; INFO: written
  *             back; else 0
@@ -1235,7 +1237,7 @@ struct kvpool_ctl_agent {
  * @out_free_chunks: INFO: chunks no pool holds
  * @out_nr_pools: INFO: pools on the budget
  * @out_moves: INFO: chunks a pool took that another pool held last
- * @out_cleared_bytes: INFO: bytes cleared before a chunk changed pools
+ * @out_cleared_bytes: INFO: bytes of chunks pools gave back, cleared since
  * @out_clear_ns: INFO: time spent clearing them, in nanoseconds
  *
  * CREATE allocates every chunk at once (ENOMEM if the memory is not
