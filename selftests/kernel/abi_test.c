@@ -1289,8 +1289,11 @@ TEST_F(info, geometry)
 	EXPECT_EQ(sizeof(i), i.size);
 	EXPECT_EQ(0, i.flags);
 	EXPECT_EQ(KVPOOL_ABI_VERSION, i.out_abi_version);
-	/* 1 was the first release; 2 added the arena; 3 the GPU agent. */
-	EXPECT_EQ(3, i.out_abi_version);
+	/*
+	 * 1 was the first release; 2 added the arena; 3 the GPU agent; 4
+	 * chunk budgets.
+	 */
+	EXPECT_EQ(4, i.out_abi_version);
 	EXPECT_EQ(self->pool.id, i.out_pool_id);
 	EXPECT_EQ(variant->nr_pages, i.out_nr_pages);
 	EXPECT_EQ(variant->page_tokens, i.out_page_tokens);
@@ -1304,8 +1307,8 @@ TEST_F(info, geometry)
 
 /*
  * Exactly the documented set: rows, extend, slots, verify, the prefix
- * cache, sliding-window free, export/import, quotas, pressure, the arena
- * and tenants by path; no undefined bit.
+ * cache, sliding-window free, export/import, quotas, pressure, the arena,
+ * tenants by path, the GPU agent and chunk budgets; no undefined bit.
  */
 TEST_F(info, features)
 {
@@ -1314,7 +1317,8 @@ TEST_F(info, features)
 			   KVPOOL_FEAT_PREFIX_CACHE | KVPOOL_FEAT_SWA |
 			   KVPOOL_FEAT_EXPORT | KVPOOL_FEAT_QUOTA |
 			   KVPOOL_FEAT_PRESSURE | KVPOOL_FEAT_ARENA |
-			   KVPOOL_FEAT_TENANT_PATH | KVPOOL_FEAT_GPU_AGENT;
+			   KVPOOL_FEAT_TENANT_PATH | KVPOOL_FEAT_GPU_AGENT |
+			   KVPOOL_FEAT_BUDGET;
 	struct kvpool_info i;
 
 	ASSERT_EQ(0, kt_info(self->fd, &i));
