@@ -391,10 +391,15 @@ TEST_F(ctl, create_unknown_flags)
 	int before = kt_count_pools();
 	__u32 id;
 
-	/* Bit 1 is KVPOOL_CREATE_GPU (ABI 2). */
-	EXPECT_EQ(EOPNOTSUPP, ctl_create(self, 1u << 2, 16, 1, 4, 16, &id));
+	/*
+	 * Bit 1 is KVPOOL_CREATE_GPU (ABI 2), bit 2 KVPOOL_CREATE_BUDGET
+	 * (ABI 4): the first unknown bit is the one above the newest.
+	 */
+	EXPECT_EQ(EOPNOTSUPP, ctl_create(self, KVPOOL_CREATE_BUDGET << 1,
+					 16, 1, 4, 16, &id));
 	EXPECT_EQ(EOPNOTSUPP, ctl_create(self, 1u << 31, 16, 1, 4, 16, &id));
-	EXPECT_EQ(EOPNOTSUPP, ctl_create(self, KVPOOL_CREATE_RESERVE_ZERO | 4,
+	EXPECT_EQ(EOPNOTSUPP, ctl_create(self, KVPOOL_CREATE_RESERVE_ZERO |
+					 (KVPOOL_CREATE_BUDGET << 1),
 					 16, 1, 4, 16, &id));
 	EXPECT_EQ(before, kt_count_pools());
 }
