@@ -351,6 +351,10 @@ struct kvp_client {
  *        few free; it backs them with kvp_back_locked() and returns 0, a
  *        negative errno, or %KVP_GROW_WAIT if more would be ready once
  *        memory being cleared is (what it backed stays). NULL otherwise.
+ * @headroom: for a pool on a budget, asked under @lock for the pages its
+ *            budget could still give it (free chunks the other pools'
+ *            floors and its own ceiling leave it, those being cleared
+ *            included), which pressure counts as free. NULL otherwise.
  *
  * The page and row counters are those of &struct kvpool_stats; together
  * they add up to @nr_pages and @nr_rows, which kvp_verify_locked()
@@ -405,6 +409,7 @@ struct kvp_pool {
 	u64 reclaimed_pages;
 	u32 unbacked_pages;
 	int (*grow)(struct kvp_pool *pool, u32 pages);
+	u32 (*headroom)(struct kvp_pool *pool);
 };
 
 /*

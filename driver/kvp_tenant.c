@@ -550,7 +550,10 @@ static u32 kvp_share(u32 a, u32 b, u32 c)
  * The policy (docs/design.md): a client is asked to evict cache pages,
  * never more than its unpinned ones, in proportion to them, when
  *
- *  - free pages are below low_wmark: its share of (high_wmark - free);
+ *  - free pages are below low_wmark: its share of (high_wmark - free),
+ *    where a pool on a budget counts as free the pages the budget could
+ *    still give it (&kvp_pool.headroom): the pages it has not backed yet
+ *    are no reason to evict while the budget has them;
  *  - its tenant is over max_pages: its share of the excess within the
  *    tenant;
  *  - a tenant was refused below its guarantee and this client's tenant is
@@ -570,14 +573,18 @@ u32 kvp_pressure_locked(struct kvp_client *c, u32 *reasons)
 	struct kvp_pool *pool = c->pool;
 	struct kvp_tenant *t = c->tenant;
 	u32 mine = c->nr_cache_pages - c->nr_cache_pinned;
-	u32 ask = 0, want;
+	u32 ask = 0, want, free;
 
 	lockdep_assert_held(&pool->lock);
 	*reasons = 0;
 	if (!mine)
 		return 0;
-	if (pool->free_pages < pool->low_wmark) {
-		want = kvp_share(pool->high_wmark - pool->free_pages, mine,
+	free = pool->free_pages;
+	/* Asked only below low_wmark, where free + room < 2^32. */
+	if (free < pool->low_wmark && pool->headroom)
+		free += min(pool->headroom(pool), pool->low_wmark - free);
+	if (free < pool->low_wmark) {
+		want = kvp_share(pool->high_wmark - free, mine,
 				 pool->cache_evictable);
 		ask = want > ask ? want : ask;
 		*reasons |= KVPOOL_PRESSURE_LOW;

@@ -26,10 +26,12 @@
 #include <linux/math64.h>
 #include <linux/mm.h>
 #include <linux/mount.h>
+#include <linux/poll.h>
 #include <linux/pseudo_fs.h>
 #include <linux/sched.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
+#include <linux/wait.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
 
@@ -83,6 +85,11 @@ struct kvpd_budget {
 	u64 cleared_bytes;
 	u64 clear_ns;
 	u32 nr_pools;
+	/*
+	 * Its pools' pollers: a pool taking chunks shrinks what every other
+	 * one could still grow by, which their pressure counts as free.
+	 */
+	wait_queue_head_t wq;
 };
 
 /*
@@ -215,11 +222,11 @@ static int kvpd_budget_grow(struct kvp_pool *pool, u32 pages)
 	struct kvpd_backing *bk = kd->backing;
 	struct kvpd_budget *b = bk->budget;
 	u32 want = DIV_ROUND_UP(pages, bk->ppc);
-	u32 s = bk->low_hole;
+	u32 s = bk->low_hole, taken = 0;
 	int ret = 0;
 
 	lockdep_assert_held(&pool->lock);
-	for (; want && s < bk->nr_slots; s++) {
+	for (; taken < want && s < bk->nr_slots; s++) {
 		u64 last;
 		u32 c;
 
@@ -247,10 +254,41 @@ static int kvpd_budget_grow(struct kvp_pool *pool, u32 pages)
 		b->chunks[c].last_serial = bk->serial;
 		mutex_unlock(&b->lock);
 		kvpd_slot_install_locked(kd, s, c);
-		want--;
+		taken++;
 	}
 	bk->low_hole = s;
+	if (taken)
+		wake_up_interruptible_all(&b->wq);
 	return ret;
+}
+
+/*
+ * kvp_pool.headroom for a pool on a budget: what kvpd_budget_grow() could
+ * take for it now or once the clearing work is done, in pages.
+ */
+static u32 kvpd_budget_headroom(struct kvp_pool *pool)
+{
+	struct kvpd_backing *bk = kvpd_dev_of(pool)->backing;
+	struct kvpd_budget *b = bk->budget;
+	u32 others, chunks;
+
+	lockdep_assert_held(&pool->lock);
+	mutex_lock(&b->lock);
+	others = b->unmet - kvpd_unmet(bk);
+	chunks = b->nr_free > others ? b->nr_free - others : 0;
+	if (bk->max_chunks)
+		chunks = min(chunks, bk->max_chunks > bk->nr_held ?
+				     bk->max_chunks - bk->nr_held : 0);
+	mutex_unlock(&b->lock);
+	return min_t(u64, (u64)chunks * bk->ppc, pool->unbacked_pages);
+}
+
+/* poll() of a budget pool's file also waits for its budget's pools. */
+void kvpd_backing_poll_wait(struct kvpd_dev *kd, struct file *file,
+			    poll_table *wait)
+{
+	if (kd->backing)
+		poll_wait(file, &kd->backing->budget->wq, wait);
 }
 
 /* An EXTEND's wait, pool lock dropped, for its budget's clearing work. */
@@ -421,6 +459,7 @@ static int kvpd_budget_create(struct kvpd_ucmd *ucmd)
 	b->clean_head = KVPD_NO_CHUNK;
 	b->dirty_head = KVPD_NO_CHUNK;
 	mutex_init(&b->lock);
+	init_waitqueue_head(&b->wq);
 	INIT_WORK(&b->clear_work, kvpd_clear_work);
 	ret = kvpd_budget_alloc_chunks(b);
 	if (ret)
@@ -671,6 +710,7 @@ int kvpd_backing_attach(struct kvpd_dev *kd, struct kvpd_backing *bk)
 
 	kd->backing = bk;
 	kd->core.grow = kvpd_budget_grow;
+	kd->core.headroom = kvpd_budget_headroom;
 	if (!bk->keep_zero)
 		return 0;
 	mutex_lock(&kd->core.lock);

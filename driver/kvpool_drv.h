@@ -88,6 +88,7 @@
 #include <linux/miscdevice.h>
 #include <linux/mutex.h>
 #include <linux/pci.h>
+#include <linux/poll.h>
 #include <linux/types.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
@@ -397,6 +398,8 @@ int kvpd_backing_new(const struct kvpool_ctl_create *cmd,
 int kvpd_backing_attach(struct kvpd_dev *kd, struct kvpd_backing *bk);
 void kvpd_backing_free(struct kvpd_backing *bk);
 void kvpd_backing_open(struct kvpd_dev *kd, struct file *file);
+void kvpd_backing_poll_wait(struct kvpd_dev *kd, struct file *file,
+			    poll_table *wait);
 int kvpd_backing_mmap(struct kvpd_dev *kd, struct vm_area_struct *vma);
 bool kvpd_backing_describe(struct kvpd_dev *kd, struct kvpool_arena *cmd);
 void kvpd_backing_show(struct kvpd_dev *kd, int *budget, u32 *chunks);

@@ -25,6 +25,7 @@ static __poll_t kvpd_pool_poll(struct file *file, poll_table *wait)
 	u32 ask, why;
 
 	poll_wait(file, &kvpd_dev_of(c->pool)->wq, wait);
+	kvpd_backing_poll_wait(kvpd_dev_of(c->pool), file, wait);
 	mutex_lock(&c->pool->lock);
 	ask = kvp_pressure_locked(c, &why);
 	trace_kvpool_pressure(c, ask, why, true);

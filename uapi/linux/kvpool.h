@@ -705,7 +705,7 @@ struct kvpool_import {
 #define KVPOOL_IMPORT _IO(KVPOOL_TYPE, KVPOOL_CMD_IMPORT)
 
 /* Why a client is asked to give pages back (kvpool_pressure.out_reasons) */
-#define KVPOOL_PRESSURE_LOW	  _BITUL(0)	/* free pages below low watermark */
+#define KVPOOL_PRESSURE_LOW	  _BITUL(0)	/* free (+ budget's) < low wmark */
 #define KVPOOL_PRESSURE_OVER_MAX  _BITUL(1)	/* its tenant is over max_pages */
 #define KVPOOL_PRESSURE_GUARANTEE _BITUL(2)	/* a tenant is blocked below min */
 
