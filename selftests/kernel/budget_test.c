@@ -11,8 +11,9 @@
  * every refusal of the control op and of CTL_CREATE (its errno, and that
  * nothing changed), ARENA and sysfs on a budget pool, a chunk moving from
  * one pool to another (its bytes cleared, the old owner's mapping SIGBUS),
- * floors and ceilings, a SIGKILLed client's chunks coming back, and a
- * destroyed pool's chunks returning to its budget.
+ * floors and ceilings, pressure that counts the budget's free chunks, a
+ * SIGKILLed client's chunks coming back, and a destroyed pool's chunks
+ * returning to its budget.
  *
  * Every pool here has its watermarks at 0 unless a test says otherwise:
  * the shrink after each ioctl then gives back every wholly free slot at
@@ -875,6 +876,76 @@ TEST_F(budget, grow_and_move)
 	EXPECT_EQ(0, pool_chunks(fa));
 	EXPECT_EQ(0, pool_chunks(fb));
 	EXPECT_EQ(NR_CHUNKS, budget_free(self->ctl, self->bid));
+	kt_expect_verify(_metadata, &self->a, fa);
+	kt_expect_verify(_metadata, &self->b, fb);
+}
+
+/*
+ * Pressure counts what the budget could still give a pool as free: A,
+ * with none of its own free and a low watermark of two chunks, is asked
+ * nothing while the budget has chunks, and its poller is woken when B
+ * takes them, though nothing happened in A.
+ */
+TEST_F(budget, pressure_counts_budget)
+{
+	int fa = kt_pool_open(_metadata, &self->a);
+	int fb = kt_pool_open(_metadata, &self->b);
+	struct kvpool_handle ha, hb;
+	struct kvpool_pressure pr;
+	int pfd[2], status;
+	__u32 sh, n;
+	pid_t pid;
+
+	ASSERT_EQ(0, kt_row_alloc(fa, 1, &ha, &sh));
+	ASSERT_EQ(0, kt_row_alloc(fb, 1, &hb, &sh));
+	ASSERT_EQ(0, grow(fa, ha, PPC_A, NULL, 0, NULL));
+	ASSERT_EQ(0, kt_commit1(fa, ha, PPC_A));
+	ASSERT_EQ(0, kt_donate1(fa, ha, PPC_A, &n));
+	ASSERT_EQ(PPC_A, n);
+	/* The row gone, its pages are A's unpinned cache: all askable. */
+	ASSERT_EQ(0, kt_release1(fa, ha, NULL));
+	ASSERT_EQ(0, kt_set_wmark(self->ctl, self->a.id, 2 * PPC_A,
+				  3 * PPC_A));
+	EXPECT_EQ(1, pool_chunks(fa));
+	/* No page of A is free, but the budget has 15 chunks for it. */
+	ASSERT_EQ(0, kt_pressure(fa, &pr));
+	EXPECT_EQ(0, pr.out_ask_pages);
+	EXPECT_EQ(0, pr.out_reasons);
+
+	ASSERT_EQ(0, pipe2(pfd, O_CLOEXEC));
+	pid = kt_pool_fork(_metadata, &self->a);
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct pollfd p = { .fd = fa, .events = POLLPRI };
+
+		close(pfd[0]);
+		kt_child_signal(pfd[1], 'r');
+		/* 0 only if woken with POLLPRI before the 10 s are up. */
+		_exit(poll(&p, 1, 10000) == 1 && (p.revents & POLLPRI) ? 0 : 1);
+	}
+	close(pfd[1]);
+	ASSERT_EQ('r', kt_pipe_wait(pfd[0]));
+	close(pfd[0]);
+	/* Nothing asked: the poller stays asleep. */
+	usleep(300 * 1000);
+	EXPECT_EQ(0, kt_pool_trywait(&self->a, pid, &status));
+
+	/* B takes every chunk the budget has left. */
+	ASSERT_EQ(0, grow(fb, hb, (NR_CHUNKS - 1) * PPC_B, NULL, 0, NULL));
+	EXPECT_EQ(0, budget_free(self->ctl, self->bid));
+	status = kt_pool_wait(&self->a, pid);
+	EXPECT_TRUE(KT_CHILD_OK(status))
+		TH_LOG("A's poller was not woken by B's grow (status %#x)",
+		       status);
+	ASSERT_EQ(0, kt_pressure(fa, &pr));
+	EXPECT_EQ(KVPOOL_PRESSURE_LOW, pr.out_reasons);
+	EXPECT_EQ(PPC_A, pr.out_ask_pages);	/* all of its cache */
+
+	/* B gives them back: nothing asked again. */
+	ASSERT_EQ(0, kt_release1(fb, hb, NULL));
+	ASSERT_EQ(0, kt_pressure(fa, &pr));
+	EXPECT_EQ(0, pr.out_ask_pages);
+	EXPECT_EQ(0, pr.out_reasons);
 	kt_expect_verify(_metadata, &self->a, fa);
 	kt_expect_verify(_metadata, &self->b, fb);
 }

@@ -2453,6 +2453,62 @@ static void test_budget_backing(void)
 	tpool_fini(&t);
 }
 
+static u32 budget_room;
+
+/* kvp_pool.headroom's stand-in: what the budget could still give. */
+static u32 budget_headroom(struct kvp_pool *pool)
+{
+	(void)pool;
+	return budget_room;
+}
+
+/*
+ * A budget pool counts what its budget could still give as free: pages
+ * it has not backed are no reason to evict while the budget has them.
+ */
+static void test_budget_pressure(void)
+{
+	struct kvpool_handle h, g;
+	struct tpool t;
+	u32 n, idx, why;
+
+	EXPECT_EQ(0, tpool_init(&t, KVPOOL_CREATE_BUDGET, 64, 1, 4, 64));
+	EXPECT_EQ(0, kvp_set_wmark_locked(&t.pool, 8, 16));
+	t.pool.grow = budget_grow;
+	budget_slots_left = 2;
+	EXPECT_EQ(0, alloc1(&t.c[0], &h));
+	EXPECT_EQ(0, extend1(&t.c[0], h, 12, NULL));
+	EXPECT_EQ(0, commit1(&t.c[0], h, 12));
+	EXPECT_EQ(0, kvp_release_locked(&t.c[0], &h, 1, KVPOOL_RELEASE_DONATE,
+					&n, &idx));
+	EXPECT_EQ(0, alloc1(&t.c[1], &g));
+	EXPECT_EQ(0, extend1(&t.c[1], g, 16, NULL));
+	EXPECT_EQ(4, t.pool.free_pages);
+
+	/* No hook: 4 free of a low watermark of 8, c0 is asked 16 - 4. */
+	EXPECT_EQ(12, kvp_pressure_locked(&t.c[0], &why));
+	EXPECT_EQ(KVPOOL_PRESSURE_LOW, why);
+	t.pool.headroom = budget_headroom;
+	/* The budget has 3 pages for it: 7 < 8 still, the ask is 16 - 7. */
+	budget_room = 3;
+	EXPECT_EQ(9, kvp_pressure_locked(&t.c[0], &why));
+	EXPECT_EQ(KVPOOL_PRESSURE_LOW, why);
+	/* 4 more make the watermark: nothing is asked. */
+	budget_room = 4;
+	EXPECT_EQ(0, kvp_pressure_locked(&t.c[0], &why));
+	EXPECT_EQ(0, why);
+	/* However much room, the sum cannot wrap past the watermark. */
+	budget_room = U32_MAX;
+	EXPECT_EQ(0, kvp_pressure_locked(&t.c[0], &why));
+	/* The budget ran out (another pool took it): asked again. */
+	budget_room = 0;
+	EXPECT_EQ(12, kvp_pressure_locked(&t.c[0], &why));
+	EXPECT_TRUE(clean(&t));
+	t.pool.headroom = NULL;
+	EXPECT_EQ(32, kvp_back_locked(&t.pool, 0, 64));
+	tpool_fini(&t);
+}
+
 static void test_fail_nth(void)
 {
 	unsigned long nth;
@@ -2739,6 +2795,7 @@ int main(int argc, char **argv)
 	run("donate_stepped", test_donate_stepped);
 	run("extend_mem", test_extend_mem);
 	run("budget_backing", test_budget_backing);
+	run("budget_pressure", test_budget_pressure);
 	printf("# unit: %d passed, %d failed\n", nr_pass, nr_fail);
 	return nr_fail ? 1 : 0;
 }
