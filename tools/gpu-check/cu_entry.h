@@ -32,7 +32,7 @@
 	X(cuMemGetAllocationPropertiesFromHandle)			\
 	X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemMap)		\
 	X(cuMemUnmap) X(cuMemSetAccess) X(cuMemcpyHtoD)		\
-	X(cuMemcpyDtoH) X(cuMemsetD8)
+	X(cuMemcpyDtoH) X(cuMemsetD8) X(cuMemGetInfo)
 
 #define CU_ENTRY_DECL(f) static __typeof__(&f) p_##f;
 CU_ENTRY_POINTS(CU_ENTRY_DECL)

@@ -75,12 +75,17 @@
  *    that a reused pid does not count, and a zombie does not either) when
  *    its first handle or mapping of the allocation comes and removes the
  *    record when the last goes. Garbage is collected in cuInit(),
- *    cuMemCreate(), cuMemImportFromShareableHandle() and fakecuda_gc():
- *    a dead allocation's backing file and records are unlinked, and an
- *    import of an export of it fails with CUDA_ERROR_INVALID_VALUE, the
- *    error cuda.h documents for an import that names nothing (RM refuses
- *    the fd's object as an invalid argument; 12.x has no
- *    CUDA_ERROR_INVALID_HANDLE for this).
+ *    cuMemCreate(), cuMemImportFromShareableHandle(), cuMemGetInfo() and
+ *    fakecuda_gc(): a dead allocation's backing file and records are
+ *    unlinked, and an import of an export of it fails with
+ *    CUDA_ERROR_INVALID_VALUE, the error cuda.h documents for an import
+ *    that names nothing (RM refuses the fd's object as an invalid
+ *    argument; 12.x has no CUDA_ERROR_INVALID_HANDLE for this).
+ *    cuMemGetInfo() counts what lives: each GPU has KVPOOL_FAKECUDA_MEMORY
+ *    bytes (80 GiB by default, none of it real), and free is that less
+ *    the sizes of its allocations that live, so a chunk's bytes come
+ *    back only when its last handle, mapping and export are gone. No
+ *    limit is enforced: cuMemCreate() never runs out.
  * 3. Device memory is not reachable from the CPU. cuMemAddressReserve()
  *    hands out address space that stays PROT_NONE for the CPU forever: a
  *    load or store at a device pointer dies of SIGSEGV, as on a GPU. The
@@ -111,9 +116,10 @@
  *    finish the work of a process that exits without synchronising.
  *
  * What it does not model: kernels, streams, events, peer access rules,
- * memory limits, RM clients made on an export file. The probes need
- * devpts mounted for /dev/ptmx and /dev/pts/N; a pty whose /dev/pts/N
- * this process may not open is taken as open (kept, not freed).
+ * running out of memory, the driver's own use of memory (contexts, page
+ * tables), RM clients made on an export file. The probes need devpts
+ * mounted for /dev/ptmx and /dev/pts/N; a pty whose /dev/pts/N this
+ * process may not open is taken as open (kept, not freed).
  */
 #define _GNU_SOURCE
 #include <cuda.h>
@@ -141,6 +147,7 @@
 #define FAKE_MAX_GPUS	16
 #define FAKE_DEF_DIR	"/dev/shm/kvpool-fakecuda"
 #define FAKE_DEF_GRAN	(2UL << 20)
+#define FAKE_DEF_MEMORY	(80ULL << 30)	/* an 80 GB card's */
 #define FAKE_NAME_LEN	64
 #define FAKE_PATH_LEN	(4096 + 2 * FAKE_NAME_LEN)
 
@@ -209,6 +216,7 @@ static struct CUctx_st fk_ctx[FAKE_MAX_GPUS];
 static int fk_devfd[FAKE_MAX_GPUS];	/* our file of nvidia<d>, or -1 */
 static int fk_devrefs[FAKE_MAX_GPUS];	/* contexts + fake_mems on d */
 static size_t fk_gran;
+static size_t fk_mem_total;	/* each GPU's memory, in bytes */
 static char fk_dir[4096];
 static int fk_lockfd = -1;
 static unsigned long long fk_start;	/* our start time, field 22 */
@@ -633,10 +641,11 @@ static void fk_forget_export(const char *mark, unsigned int ptn,
  * process holds it, and only until one is found open: the kernel's
  * masters keep most allocations of a test, and probing each at every
  * import would cost the figures measured through the fake. Returns how
- * many allocations live, or -1 if the registry cannot be read. Registry
- * lock held.
+ * many allocations live, or -1 if the registry cannot be read; with
+ * @used (FAKE_MAX_GPUS counters, zeroed by the caller), adds each live
+ * allocation's size to its GPU's. Registry lock held.
  */
-static int fk_gc_locked(void)
+static int fk_gc_locked(size_t *used)
 {
 	unsigned long long gens[FAKE_MAX_GPUS];
 	int have_gen[FAKE_MAX_GPUS] = { 0 };
@@ -706,6 +715,8 @@ static int fk_gc_locked(void)
 			}
 		if (alive) {
 			count++;
+			if (used)
+				used[dev] += size;
 			continue;
 		}
 		/*
@@ -749,7 +760,7 @@ static CUresult fk_dev_get_locked(int dev)
 		/* Down: a new device instance, the old one's memory gone. */
 		if (fk_gen_set(dev, fk_gen(dev) + 1))
 			goto fail;
-		fk_gc_locked();
+		fk_gc_locked(NULL);
 	} else {
 		goto fail;
 	}
@@ -874,34 +885,52 @@ static CUresult fk_make_gpu_locked(int d)
 	return CUDA_SUCCESS;
 }
 
+/*
+ * A size in bytes from the environment's @name into *@v, @def if it is
+ * unset or empty; -1 (said on stderr) if it is not a number > 0 that
+ * @ok (NULL: any) takes.
+ */
+static int fk_env_size(const char *name, size_t def, int (*ok)(size_t),
+		       const char *want, size_t *v)
+{
+	const char *s = getenv(name);
+	unsigned long long n;
+	char *end;
+
+	*v = def;
+	if (!s || !*s)
+		return 0;
+	errno = 0;
+	n = strtoull(s, &end, 0);
+	if (errno || *end || !n || n > SIZE_MAX || (ok && !ok(n))) {
+		fprintf(stderr, "fakecuda: %s=%s: not %s\n", name, s, want);
+		return -1;
+	}
+	*v = n;
+	return 0;
+}
+
+/* mmap() works in pages: a smaller granularity cannot be. */
+static int fk_gran_ok(size_t v)
+{
+	return !(v % (size_t)sysconf(_SC_PAGESIZE)) && !(v & (v - 1));
+}
+
 static CUresult fk_configure(void)
 {
 	const char *gpus = getenv("KVPOOL_FAKECUDA_GPUS");
 	const char *dir = getenv("KVPOOL_FAKECUDA_DIR");
-	const char *gran = getenv("KVPOOL_FAKECUDA_GRANULARITY");
 	char path[FAKE_PATH_LEN];
 	const char *p;
-	long page = sysconf(_SC_PAGESIZE);
 	int running, d;
 	CUresult r = CUDA_SUCCESS;
 
-	fk_gran = FAKE_DEF_GRAN;
-	if (gran && *gran) {
-		char *end;
-		unsigned long long v;
-
-		errno = 0;
-		v = strtoull(gran, &end, 0);
-		/* mmap() works in pages: a smaller granularity cannot be. */
-		if (errno || *end || !v || v % (unsigned long long)page ||
-		    (v & (v - 1))) {
-			fprintf(stderr,
-				"fakecuda: KVPOOL_FAKECUDA_GRANULARITY=%s: not a power of two multiple of %ld\n",
-				gran, page);
-			return CUDA_ERROR_INVALID_VALUE;
-		}
-		fk_gran = v;
-	}
+	if (fk_env_size("KVPOOL_FAKECUDA_GRANULARITY", FAKE_DEF_GRAN,
+			fk_gran_ok, "a power of two multiple of the page size",
+			&fk_gran) ||
+	    fk_env_size("KVPOOL_FAKECUDA_MEMORY", FAKE_DEF_MEMORY, NULL,
+			"a size in bytes", &fk_mem_total))
+		return CUDA_ERROR_INVALID_VALUE;
 
 	if (!dir || !*dir)
 		dir = FAKE_DEF_DIR;
@@ -949,7 +978,7 @@ static CUresult fk_configure(void)
 	for (d = 0; d < fk_ngpus && r == CUDA_SUCCESS; d++)
 		r = fk_make_gpu_locked(d);
 	if (r == CUDA_SUCCESS)
-		fk_gc_locked();
+		fk_gc_locked(NULL);
 	fk_reg_unlock();
 	return r;
 }
@@ -1275,6 +1304,35 @@ CUresult cuCtxSynchronize(void)
 	return fk_out(CUDA_SUCCESS);
 }
 
+/*
+ * Free memory (rule 2): the current context's GPU has KVPOOL_FAKECUDA_MEMORY
+ * bytes, less every allocation on it that lives, counted after a garbage
+ * collection, so memory comes back as soon as its last reference goes.
+ */
+CUresult cuMemGetInfo(size_t *pfree, size_t *ptotal)
+{
+	size_t used[FAKE_MAX_GPUS] = { 0 };
+	CUresult err = fk_enter();
+	int dev;
+
+	if (err != CUDA_SUCCESS)
+		return err;
+	if (!pfree || !ptotal)
+		return fk_out(CUDA_ERROR_INVALID_VALUE);
+	if (!fk_cur || !fk_ctxok(fk_cur))
+		return fk_out(CUDA_ERROR_INVALID_CONTEXT);
+	dev = fk_cur->dev;
+	fk_reg_lock();
+	if (fk_gc_locked(used) < 0) {
+		fk_reg_unlock();
+		return fk_out(CUDA_ERROR_OPERATING_SYSTEM);
+	}
+	fk_reg_unlock();
+	*ptotal = fk_mem_total;
+	*pfree = used[dev] < fk_mem_total ? fk_mem_total - used[dev] : 0;
+	return fk_out(CUDA_SUCCESS);
+}
+
 /* A pinned device allocation on a GPU we have; the error if not. */
 static CUresult fk_check_prop(const CUmemAllocationProp *prop)
 {
@@ -1359,7 +1417,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 	r = fk_dev_get_locked(dev);
 	if (r != CUDA_SUCCESS)
 		goto out;
-	fk_gc_locked();
+	fk_gc_locked(NULL);
 	/* The device is in the name, for whoever lists the registry. */
 	snprintf(name, sizeof(name), "alloc-%d-%llu-%u-dev%d", (int)getpid(),
 		 fk_start, fk_seq++, dev);
@@ -1524,7 +1582,7 @@ CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle,
 	r = fk_dev_get_locked(dev);
 	if (r != CUDA_SUCCESS)
 		goto out;
-	fk_gc_locked();
+	fk_gc_locked(NULL);
 	r = CUDA_ERROR_INVALID_VALUE;
 	if (fk_info_read(e.name, &dev, &size, &gen) || gen != fk_gen(dev))
 		goto out_dev;
@@ -1916,7 +1974,7 @@ int fakecuda_gc(void)
 	if (fk_enter() != CUDA_SUCCESS)
 		return -1;
 	fk_reg_lock();
-	n = fk_gc_locked();
+	n = fk_gc_locked(NULL);
 	fk_reg_unlock();
 	fk_out(CUDA_SUCCESS);
 	return n;

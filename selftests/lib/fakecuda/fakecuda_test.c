@@ -8,8 +8,9 @@
  * at device pointers, the errors a caller's mistakes get, and
  * CUDA_ERROR_NO_DEVICE without KVPOOL_FAKECUDA_GPUS. Then one test per
  * rule of fakecuda.c's header: teardown of a GPU nobody holds (rule 1),
- * memory freed with its last reference (2), unexport and replace through
- * a shared export file (4), memsets that wait for a synchronize (5).
+ * memory freed with its last reference and counted free again (2),
+ * unexport and replace through a shared export file (4), memsets that
+ * wait for a synchronize (5).
  *
  * Every CUDA process is forked from one that never initialised CUDA (the
  * test's own, which stands in for the kernel: it holds export files and,
@@ -271,7 +272,7 @@ static void test_share(void)
 	CUcontext ctx, cur;
 	unsigned char *buf;
 	char bus[32];
-	size_t gran = 0, size, i, bad;
+	size_t gran = 0, size, i, bad, fr, tot;
 	struct stat st;
 	int sv[2], n = 0, fd, xfd, status;
 	CUdevice dev = -1;
@@ -445,6 +446,8 @@ static void test_share(void)
 		 p_cuDevicePrimaryCtxRelease(1), CUDA_SUCCESS);
 	check_rc("synchronize in a released context",
 		 p_cuCtxSynchronize(), CUDA_ERROR_INVALID_CONTEXT);
+	check_rc("cuMemGetInfo in a released context",
+		 p_cuMemGetInfo(&fr, &tot), CUDA_ERROR_INVALID_CONTEXT);
 	free(buf);
 }
 
@@ -456,7 +459,7 @@ static void test_share(void)
  */
 enum {
 	OP_MAKE, OP_READ, OP_WATCH, OP_MEMSET, OP_REPLACE, OP_UNEXPORT,
-	OP_GC, OP_HOLD,
+	OP_GC, OP_HOLD, OP_INFO,
 };
 
 struct job {
@@ -645,6 +648,14 @@ static void worker(int sock)
 		reply(sock, r, 0);
 		wait_byte(sock);
 		break;
+	case OP_INFO: {
+		size_t fr = 0, tot = 0;
+
+		/* What is in use on GPU 0, in MiB. */
+		r = p_cuMemGetInfo(&fr, &tot);
+		reply(sock, r, r ? -1 : (int)((tot - fr) >> 20));
+		break;
+	}
 	}
 	_exit(0);
 }
@@ -742,6 +753,12 @@ static int make(unsigned int seed, int *fd, int *fd2, int probe)
 static int gc_count(void)
 {
 	return run(OP_GC, 0, 0, -1).what;
+}
+
+/* What cuMemGetInfo() says is in use on GPU 0, in MiB; -1 on an error. */
+static int used_mib(void)
+{
+	return run(OP_INFO, 0, 0, -1).what;
 }
 
 /* Whether the FIFO of GPU 0 has an open file anywhere (rule 1's probe). */
@@ -864,12 +881,17 @@ static void test_free(const char *top)
 	use_registry(top, "free");
 	kfd = keep_alive();
 	check("a keep-alive file of the FIFO", kfd >= 0);
+	check("cuMemGetInfo: nothing in use before a chunk", used_mib() == 0);
 	if (make(11, &fd, NULL, 0))
 		return;
 	check_reply("creator gone, its export file held: the import reads its bytes",
 		    run(OP_READ, 11, 0, fd), CUDA_SUCCESS, SAW_PATTERN);
 	check("fakecuda_gc: one allocation lives", gc_count() == 1);
+	check("cuMemGetInfo: its export file alone keeps its 2 MiB in use",
+	      used_mib() == 2);
 	close(fd);
+	check("cuMemGetInfo: the export closed, the 2 MiB are free again",
+	      used_mib() == 0);
 	check("nobody holds it: after gc none lives, its backing file gone",
 	      gc_count() == 0 && backing_files() == 0);
 
@@ -881,6 +903,7 @@ static void test_free(const char *top)
 		    answer(sock), CUDA_SUCCESS, -1);
 	close(fd);
 	check("its mapping alone keeps the chunk", gc_count() == 1);
+	check("cuMemGetInfo: and its 2 MiB in use", used_mib() == 2);
 	sync_byte(sock, 'r');
 	check_reply("and reads through it", answer(sock), CUDA_SUCCESS,
 		    SAW_PATTERN);
