@@ -9,8 +9,13 @@
 # the export and /dev/nvidiaN held, the creator SIGKILLed, one process
 # writes, another reads); the GPU agent's re-export; the GPU torn down
 # without the /dev/nvidiaN keep-alive (persistence off only) and kept up
-# with it; and, where the module is loaded and kvpool-gpud runs (as
-# root), a pool's agent arena mapped by two clients through libkvpool.
+# with it; the CUDA half of a chunk move between tenants (a broker makes
+# a chunk, one tenant writes it, the broker clears it and times the
+# clear, the next tenant must read zeros and the broker its bytes, the
+# chunk's memory free again only when every handle and export is gone;
+# and, without the clear, the next tenant reads the last one's bytes);
+# and, where the module is loaded and kvpool-gpud runs (as root), a
+# pool's agent arena mapped by two clients through libkvpool.
 # Builds tools/gpu-check (cc, cuda.h from tools/cuda-headers.sh; no CUDA
 # toolkit or libcuda needed to build), then runs it. Takes seconds; it
 # gives up after two minutes.

@@ -21,7 +21,20 @@
  *  4. Teardown: with persistence off and nobody holding /dev/nvidiaN, an
  *     export held alone dies with the last CUDA process (U's import
  *     fails); with H holding /dev/nvidiaN it lives (U reads it).
- *  5. Through the module, if it is loaded and kvpool-gpud runs (as root):
+ *  5. The CUDA half of a chunk move between tenants, as a CUDA budget
+ *     will do it (docs/gpu-budget.md; the kernel has none yet). W, the
+ *     broker, stands in for the kernel where that needs CUDA: it makes one
+ *     chunk of the allocation granularity (minimum) and exports it; X, a
+ *     tenant, maps it, writes it whole and goes; W maps it, clears it
+ *     (cuMemsetD8 0, timed: a figure, not asserted) and unmaps; Y, the
+ *     next tenant, maps a fresh export and must read 0 in every byte, then
+ *     writes, and W, mapping again, must see Y's bytes (the memory moved,
+ *     not a copy). cuMemGetInfo()'s free must fall by the chunk when W
+ *     makes it and come back only when W's handle and H's exports are all
+ *     gone, within a slack of half the chunk for the driver's own use.
+ *     Then a second chunk without the clear: Y must read X's bytes, which
+ *     shows that the clear is what keeps one tenant's KV from the next.
+ *  6. Through the module, if it is loaded and kvpool-gpud runs (as root):
  *     a pool for the GPU, an agent arena made by libkvpool, one client
  *     writing and another reading through exports the agent made for each.
  *
@@ -165,6 +178,15 @@ static unsigned char expected(size_t i, unsigned int seed)
 	return i < GC_MEMSET_LEN ? GC_MEMSET_BYTE : pattern(i, seed);
 }
 
+/* A chunk cleared between tenants (the chunk move) holds this. */
+#define GC_CLEARED	((unsigned int)-1)
+
+/* What byte @i must be: @seed's pattern, or 0 in a cleared chunk. */
+static unsigned char want_byte(size_t i, unsigned int seed)
+{
+	return seed == GC_CLEARED ? 0 : expected(i, seed);
+}
+
 /* What H tells a child, and what the creator tells H back. */
 struct gc_job {
 	size_t bytes;		/* 0 for A: 2 granules */
@@ -174,11 +196,22 @@ struct gc_job {
 	int expect;		/* U: 1 the import must work, 0 must fail */
 	int has_fd;		/* a descriptor follows */
 	char bdf[32];		/* A: --gpu; the others: A's device */
+	/* The chunk move (phase 5). */
+	int op;			/* W: what H asks (MV_*) */
+	unsigned int last;	/* Y: the bytes it must find: the last
+				 * tenant's seed, or GC_CLEARED */
+	int write;		/* Y: then it writes its own, @seed's */
+	int ok;			/* W's answer: the step went right */
+	int have_free;		/* W's answer: @free is known */
+	size_t free;		/* W's answer: cuMemGetInfo's free, after */
+	double clear_s[2];	/* W's answer to MV_CLEAR: the clear's
+				 * seconds, and a second memset's */
 };
 
+/* A peer that died gets us EPIPE, not SIGPIPE. */
 static int send_all(int sock, const void *p, size_t n)
 {
-	return write(sock, p, n) == (ssize_t)n ? 0 : -1;
+	return send(sock, p, n, MSG_NOSIGNAL) == (ssize_t)n ? 0 : -1;
 }
 
 static int recv_all(int sock, void *p, size_t n)
@@ -308,6 +341,17 @@ static CUmemAllocationProp chunk_prop(int dev)
 	return p;
 }
 
+/* The chunks' granularity on @dev: the minimum, as libkvpool takes. */
+static int granularity(const char *who, CUdevice dev, size_t *gran)
+{
+	CUmemAllocationProp prop = chunk_prop(dev);
+
+	*gran = 0;
+	return cu_step(p_cuMemGetAllocationGranularity(gran, &prop,
+			CU_MEM_ALLOC_GRANULARITY_MINIMUM), who,
+		       "allocation granularity");
+}
+
 /* A yes/no attribute as words: the reason a step may fail to come. */
 static const char *attr_str(CUdevice dev, CUdevice_attribute a)
 {
@@ -364,25 +408,30 @@ static int import_map(const char *who, struct gc_job *job, CUdevice dev,
 	return map_handle(who, job, dev, *h, va);
 }
 
+static int unmap(const char *who, struct gc_job *job, CUdeviceptr va)
+{
+	return cu_step(p_cuMemUnmap(va, job->bytes), who, "cuMemUnmap") &&
+	       cu_step(p_cuMemAddressFree(va, job->bytes), who,
+		       "cuMemAddressFree");
+}
+
 /* Unmap and release; libkvpool releases right after the map, this later. */
 static int unmap_release(const char *who, struct gc_job *job,
 			 CUmemGenericAllocationHandle h, CUdeviceptr va)
 {
-	return cu_step(p_cuMemUnmap(va, job->bytes), who, "cuMemUnmap") &&
-	       cu_step(p_cuMemAddressFree(va, job->bytes), who,
-		       "cuMemAddressFree") &&
+	return unmap(who, job, va) &&
 	       cu_step(p_cuMemRelease(h), who, "cuMemRelease");
 }
 
-/* Count the bytes of the chunk that are not the phase's pattern. */
+/* Count the bytes of the chunk that are not what @seed says. */
 static size_t mismatches(const unsigned char *buf, struct gc_job *job,
-			 size_t *first)
+			 unsigned int seed, size_t *first)
 {
 	size_t i, bad = 0;
 
 	*first = 0;
 	for (i = 0; i < job->bytes; i++) {
-		if (buf[i] != expected(i, job->seed)) {
+		if (buf[i] != want_byte(i, seed)) {
 			if (!bad)
 				*first = i;
 			bad++;
@@ -391,9 +440,12 @@ static size_t mismatches(const unsigned char *buf, struct gc_job *job,
 	return bad;
 }
 
-/* Copy the chunk out (cuMemcpyDtoH) and check every byte. */
-static int read_check(const char *who, struct gc_job *job, CUdeviceptr va,
-		      const char *what)
+/*
+ * Copy the chunk out (cuMemcpyDtoH) and check that every byte is what
+ * @seed says (GC_CLEARED: 0).
+ */
+static int read_want(const char *who, struct gc_job *job, CUdeviceptr va,
+		     unsigned int seed, const char *what)
 {
 	unsigned char *buf = malloc(job->bytes);
 	size_t bad, first;
@@ -404,17 +456,24 @@ static int read_check(const char *who, struct gc_job *job, CUdeviceptr va,
 	ok = cu_step(p_cuMemcpyDtoH(buf, va, job->bytes), who,
 		     "cuMemcpyDtoH");
 	if (ok) {
-		bad = mismatches(buf, job, &first);
+		bad = mismatches(buf, job, seed, &first);
 		if (!bad)
 			ok = step(1, "%s: %s (%zu bytes right)", who, what,
 				  job->bytes);
 		else
 			ok = step(0, "%s: %s: %zu of %zu bytes differ, first at %zu (0x%02x, want 0x%02x)",
 				  who, what, bad, job->bytes, first,
-				  buf[first], expected(first, job->seed));
+				  buf[first], want_byte(first, seed));
 	}
 	free(buf);
 	return ok;
+}
+
+/* read_want() of the phase's own pattern. */
+static int read_check(const char *who, struct gc_job *job, CUdeviceptr va,
+		      const char *what)
+{
+	return read_want(who, job, va, job->seed, what);
 }
 
 /* Write the pattern through the driver: a copy, a memset, synchronise. */
@@ -485,9 +544,7 @@ static int proc_a(int sock)
 	if (!use_device("A", dev))
 		return 1;
 	prop = chunk_prop(dev);
-	if (!cu_step(p_cuMemGetAllocationGranularity(&gran, &prop,
-			CU_MEM_ALLOC_GRANULARITY_MINIMUM), "A",
-		     "allocation granularity"))
+	if (!granularity("A", dev, &gran))
 		return 1;
 	info("granularity: %zu bytes", gran);
 	job.bytes = job.bytes ? (job.bytes + gran - 1) / gran * gran :
@@ -518,8 +575,28 @@ static int proc_a(int sock)
 		pause();
 }
 
-/* B: import H's dup of the export, map it, write the pattern. */
-static int proc_b(int sock)
+/*
+ * What Y, the chunk move's next tenant, must find in the chunk before it
+ * writes: 0 in every byte after a clear, else X's bytes (@last).
+ */
+static int find_last(const char *who, struct gc_job *job, CUdeviceptr va)
+{
+	if (job->last == GC_CLEARED)
+		return read_want(who, job, va, GC_CLEARED,
+				 "reads 0 in every byte, none of X's");
+	if (!read_want(who, job, va, job->last,
+		       "reads X's bytes in a chunk not cleared"))
+		return 0;
+	return step(1, "without a clear the next tenant reads the last one's bytes: the clear is needed");
+}
+
+/*
+ * B, and the chunk move's tenants: import what H hands and map it. B and
+ * X write the pattern over the whole chunk and read it back; Y, the next
+ * tenant (@next), first reads what the chunk must hold (find_last()),
+ * then writes its own only if @write.
+ */
+static int tenant_proc(const char *who, int sock, int next)
 {
 	CUmemGenericAllocationHandle h;
 	struct gc_job job;
@@ -529,14 +606,22 @@ static int proc_b(int sock)
 
 	if (recv_job(sock, &job, &fd))
 		return 1;
-	if (!open_device("B", &job, &dev) ||
-	    !import_map("B", &job, dev, fd, &h, &va))
+	if (!open_device(who, &job, &dev) ||
+	    !import_map(who, &job, dev, fd, &h, &va))
 		return 1;
 	close(fd);
-	ok = write_pattern("B", &job, va) &&
-	     read_check("B", &job, va, "reads back what it wrote");
-	ok &= unmap_release("B", &job, h, va);
+	ok = !next || find_last(who, &job, va);
+	if (!next || job.write)
+		ok = write_pattern(who, &job, va) &&
+		     read_check(who, &job, va, "reads back what it wrote") &&
+		     ok;
+	ok &= unmap_release(who, &job, h, va);
 	return !ok;
+}
+
+static int proc_b(int sock)
+{
+	return tenant_proc("B", sock, 0);
 }
 
 /* C, D and E: import what H hands, map it and read the pattern. */
@@ -708,8 +793,11 @@ static int proc_u(int sock)
 
 /* ---- H: the kernel's stand-in ---- */
 
-/* The children alive: A (it waits to be killed) and the one running. */
-static volatile pid_t gc_a, gc_kid;
+/*
+ * The children alive: A (it waits to be killed), W (the chunk move's
+ * broker) and the one running.
+ */
+static volatile pid_t gc_a, gc_w, gc_kid;
 static const char *gc_smi = "nvidia-smi";
 static char gc_smi_bdf[32];
 static volatile sig_atomic_t gc_pm_toggled;
@@ -747,6 +835,8 @@ static void on_fatal(int sig)
 		kill(gc_a, SIGKILL);
 	if (gc_kid > 0)
 		kill(gc_kid, SIGKILL);
+	if (gc_w > 0)
+		kill(gc_w, SIGKILL);
 	if (gc_pm_toggled)
 		smi_pm("1");
 	if (write(STDOUT_FILENO, msg, sizeof(msg) - 1) < 0)
@@ -1115,6 +1205,8 @@ static unsigned int next_seed(void)
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	s = (s + (unsigned int)getpid()) * 2654435761u ^
 	    (unsigned int)t.tv_nsec;
+	if (s == GC_CLEARED)	/* that one names no pattern */
+		s = 1;
 	return s;
 }
 
@@ -1219,7 +1311,367 @@ static void phase_teardown(struct gc_job *job, int keep)
 	close(fd);
 }
 
-/* ---- 5. through the module and the GPU agent ---- */
+/* ---- 5. the CUDA half of a chunk move ---- */
+
+/*
+ * What cuMemGetInfo()'s free may move by for reasons of the driver's own
+ * (page tables for W's mappings, say) while the check counts a chunk's
+ * bytes: half the chunk, so that "back" and "not back" are told apart
+ * with the same margin either way.
+ */
+#define GC_FREE_SLACK(bytes)	((bytes) / 2)
+
+/* What H asks W, the broker. */
+enum {
+	MV_INFO,	/* only cuMemGetInfo */
+	MV_CREATE,	/* cuMemCreate one chunk, POSIX fd handle */
+	MV_EXPORT,	/* a fresh export of it, sent with the answer */
+	MV_CLEAR,	/* map it, cuMemsetD8 0, synchronise, unmap: timed */
+	MV_CHECK,	/* map it and read @seed's pattern */
+	MV_RELEASE,	/* cuMemRelease its handle */
+	MV_QUIT,	/* release what is left and exit */
+};
+
+/*
+ * W's one step of @job's op on its chunk *@h (*@have: it has one); an
+ * export in *@efd. Whether it went right.
+ */
+static int broker_op(struct gc_job *job, CUdevice dev,
+		     CUmemGenericAllocationHandle *h, int *have, int *efd)
+{
+	CUmemAllocationProp prop = chunk_prop(dev);
+	struct timespec t0, t1;
+	CUdeviceptr va;
+	int ok, i;
+
+	if (job->op == MV_CREATE && *have)
+		return step(0, "W: a chunk is already made");
+	if (job->op != MV_CREATE && job->op != MV_INFO &&
+	    job->op != MV_QUIT && !*have)
+		return step(0, "W: no chunk to work on (its cuMemCreate failed)");
+	switch (job->op) {
+	case MV_CREATE:
+		*have = cu_step(p_cuMemCreate(h, job->bytes, &prop, 0), "W",
+				"cuMemCreate of one granule (POSIX fd handle type)");
+		return *have;
+	case MV_EXPORT:
+		return cu_step(p_cuMemExportToShareableHandle(efd, *h,
+				CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+			       "W", "cuMemExportToShareableHandle, a fresh export");
+	case MV_CLEAR:
+		if (!map_handle("W", job, dev, *h, &va))
+			return 0;
+		/*
+		 * The clear, timed; then once more, which the context's
+		 * first memset (its setup included) is not.
+		 */
+		ok = 1;
+		for (i = 0; i < 2 && ok; i++) {
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			ok = cu_step(p_cuMemsetD8(va, 0, job->bytes), "W",
+				     i ? "cuMemsetD8 0 once more, to time it warm" :
+				     "cuMemsetD8 0 over the whole chunk, the clear") &&
+			     cu_step(p_cuCtxSynchronize(), "W",
+				     "cuCtxSynchronize");
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			job->clear_s[i] = (double)(t1.tv_sec - t0.tv_sec) +
+					  (t1.tv_nsec - t0.tv_nsec) / 1e9;
+		}
+		return unmap("W", job, va) && ok;
+	case MV_CHECK:
+		if (!map_handle("W", job, dev, *h, &va))
+			return 0;
+		ok = read_check("W", job, va,
+				"maps the chunk again and reads Y's bytes: the same memory moved, not a copy");
+		return unmap("W", job, va) && ok;
+	case MV_RELEASE:
+	case MV_QUIT:
+		if (!*have)
+			return job->op == MV_QUIT;
+		*have = 0;
+		return cu_step(p_cuMemRelease(*h), "W",
+			       "cuMemRelease of its handle");
+	}
+	return 1;
+}
+
+/*
+ * W: the broker, the kernel's stand-in on the CUDA side (the kernel will
+ * hold the chunks of a CUDA budget as H holds files, but making and
+ * clearing one takes a CUDA context, which H must not have). It answers
+ * H's MV_* one at a time, each answer with cuMemGetInfo()'s free after
+ * it, until MV_QUIT or H's socket closes. A failed CUDA call is a not ok
+ * line and an answer, never an exit: H goes on.
+ */
+static int proc_w(int sock)
+{
+	CUmemGenericAllocationHandle h = 0;
+	struct gc_job job;
+	size_t gran, total;
+	CUdevice dev;
+	int fd, efd, have = 0, op;
+	CUresult r;
+
+	if (recv_job(sock, &job, &fd) || !open_device("W", &job, &dev))
+		return 1;
+	if (!granularity("W", dev, &gran))
+		return 1;
+	info("W: granularity: %zu bytes%s: the chunk is one granule", gran,
+	     gran == (2u << 20) ? " (2 MiB, as expected)" :
+	     " (not the 2 MiB expected)");
+	job.bytes = gran;
+	job.op = MV_INFO;
+	for (;;) {
+		efd = -1;
+		op = job.op;
+		job.ok = broker_op(&job, dev, &h, &have, &efd);
+		/* Quiet when it works: it follows every step. */
+		r = p_cuMemGetInfo(&job.free, &total);
+		job.have_free = r == CUDA_SUCCESS;
+		if (!job.have_free)
+			cu_step(r, "W", "cuMemGetInfo");
+		if (send_job(sock, &job, efd))
+			return 1;
+		if (efd >= 0)
+			close(efd);
+		if (op == MV_QUIT)
+			return !job.ok;
+		if (recv_job(sock, &job, &fd))
+			return 1;
+		if (fd >= 0)
+			close(fd);
+	}
+}
+
+static int proc_x(int sock)
+{
+	return tenant_proc("X", sock, 0);
+}
+
+static int proc_y(int sock)
+{
+	return tenant_proc("Y", sock, 1);
+}
+
+/* W's socket, -1 once it is gone; what it answered last. */
+struct gc_broker {
+	int sock;
+	pid_t pid;
+	struct gc_job job;
+};
+
+/* b->job to W and its answer back (@fd: its export); @fail if not. */
+static int talk(struct gc_broker *b, const char *fail, int *fd)
+{
+	if (!send_job(b->sock, &b->job, -1) &&
+	    !recv_job(b->sock, &b->job, fd))
+		return 0;
+	step(0, "%s", fail);
+	close(b->sock);
+	b->sock = -1;
+	return -1;
+}
+
+/* Ask W for @op; its export in *@fd if @fd. 0 if W answered ok. */
+static int ask(struct gc_broker *b, int op, unsigned int seed, int *fd)
+{
+	int efd = -1;
+
+	if (fd)
+		*fd = -1;
+	if (b->sock < 0)
+		return -1;
+	b->job.op = op;
+	b->job.seed = seed;
+	if (talk(b, "H: W did not answer (it died?)", &efd))
+		return -1;
+	if (fd)
+		*fd = efd;
+	else if (efd >= 0)
+		close(efd);
+	return b->job.ok ? 0 : -1;
+}
+
+/* W, ready: the chunk's size in its job. 0 if it started. */
+static int broker_start(struct gc_broker *b, const struct gc_job *job)
+{
+	int fd = -1;
+
+	b->job = *job;
+	b->pid = spawn(proc_w, &b->sock);
+	if (b->pid < 0) {
+		b->sock = -1;
+		return step(0, "H: start W: %s", strerror(errno)) - 1;
+	}
+	gc_w = b->pid;
+	return talk(b, "H: W found no device (above)", &fd);
+}
+
+/* MV_QUIT, and W reaped (killed if it does not take it). */
+static void broker_stop(struct gc_broker *b)
+{
+	int ok = b->sock >= 0 && !ask(b, MV_QUIT, 0, NULL);
+
+	if (b->sock >= 0)
+		close(b->sock);
+	b->sock = -1;
+	if (b->pid <= 0)
+		return;	/* it never started: said above */
+	if (!ok)
+		kill(b->pid, SIGKILL);
+	ok = !reap("W", b->pid) && ok;
+	gc_w = 0;
+	step(ok, "W: exited 0");
+}
+
+/*
+ * Whether W's last free says the chunk's bytes came @back with the
+ * release @when: free up since @ref by the chunk less the slack, or not.
+ * @ref is W's free right before the release, so that memory the driver
+ * gives back late for a tenant gone earlier (its context) falls outside;
+ * for a tenant's exit, the free with the chunk just made, @made, which
+ * the line shows too.
+ */
+static void free_step(const struct gc_broker *b, size_t ref, size_t made,
+		      int back, const char *when)
+{
+	long long up = ((long long)b->job.free - (long long)ref) / 1024;
+	long long all = ((long long)b->job.free - (long long)made) / 1024;
+	long long need = (long long)(b->job.bytes -
+				     GC_FREE_SLACK(b->job.bytes)) / 1024;
+
+	if (!b->job.have_free)
+		return;	/* W's cuMemGetInfo failed, said above */
+	step(back ? up >= need : up < need,
+	     "H: %s: free rose %lld KiB with it (%lld KiB since the chunk was made): its bytes are %s (want %s %lld KiB: the chunk less %zu KiB of slack for the driver's own use)",
+	     when, up, all, back ? "back" : "not back", back ? ">=" : "<",
+	     need, GC_FREE_SLACK(b->job.bytes) >> 10);
+}
+
+static double gbps(size_t bytes, double s)
+{
+	return s > 0 ? bytes / s / 1e9 : 0.0;
+}
+
+/* A tenant @who on a dup of the export @fd (H keeps it), if W made one. */
+static void tenant(const char *who, int (*fn)(int), struct gc_job *job,
+		   int fd)
+{
+	if (fd < 0) {
+		info("%s: not run: W made no export (above)", who);
+		return;
+	}
+	hand_dup(who, fn, job, fd);
+}
+
+/*
+ * 5a. The move: W makes a chunk, X maps it, writes and goes; W clears it;
+ * Y maps a fresh export, finds 0, writes; W sees Y's bytes. Free memory
+ * is counted at each step: the chunk's bytes must come back only when
+ * W's handle and both of H's exports are gone, not with X's exit or any
+ * release before the last.
+ */
+static void move_cleared(struct gc_broker *b, struct gc_job *job)
+{
+	size_t before, made, ref;
+	int fx = -1, fy = -1;
+
+	before = b->job.free;
+	job->bytes = b->job.bytes;
+	info("W: free before the chunk: %zu KiB", before >> 10);
+	if (ask(b, MV_CREATE, 0, NULL))
+		return;
+	made = b->job.free;
+	info("W: free with the chunk made: %zu KiB", made >> 10);
+	if (b->job.have_free)
+		step((long long)before - (long long)made >=
+		     (long long)(b->job.bytes - GC_FREE_SLACK(b->job.bytes)),
+		     "H: free fell by %lld KiB when W made the chunk (want >= %zu KiB: the chunk less %zu KiB of slack for the driver's own use)",
+		     ((long long)before - (long long)made) / 1024,
+		     (b->job.bytes - GC_FREE_SLACK(b->job.bytes)) >> 10,
+		     GC_FREE_SLACK(b->job.bytes) >> 10);
+	ask(b, MV_EXPORT, 0, &fx);
+	job->seed = next_seed();
+	tenant("X", proc_x, job, fx);
+	if (!ask(b, MV_INFO, 0, NULL))
+		free_step(b, made, made, 0,
+			  "X gone, W's handle and H's export hold the chunk");
+	if (!ask(b, MV_CLEAR, 0, NULL))
+		info("W: cleared %zu bytes in %.1f us, %.2f GB/s; a second memset took %.1f us, %.2f GB/s (cuMemsetD8 and cuCtxSynchronize each, the first in W's context first: figures, not asserted)",
+		     b->job.bytes, b->job.clear_s[0] * 1e6,
+		     gbps(b->job.bytes, b->job.clear_s[0]),
+		     b->job.clear_s[1] * 1e6,
+		     gbps(b->job.bytes, b->job.clear_s[1]));
+	ask(b, MV_EXPORT, 0, &fy);
+	job->last = GC_CLEARED;
+	job->write = 1;
+	job->seed = next_seed();
+	tenant("Y", proc_y, job, fy);
+	ask(b, MV_CHECK, job->seed, NULL);
+	/* Each release between two answers of W's: its own rise. */
+	ref = b->job.free;
+	if (!ask(b, MV_RELEASE, 0, NULL))
+		free_step(b, ref, made, 0,
+			  "W's handle released, H's two exports hold the chunk");
+	ref = b->job.free;
+	if (fx >= 0)
+		close(fx);
+	if (!ask(b, MV_INFO, 0, NULL))
+		free_step(b, ref, made, 0,
+			  "X's export closed, Y's holds the chunk");
+	ref = b->job.free;
+	if (fy >= 0)
+		close(fy);
+	if (!ask(b, MV_INFO, 0, NULL))
+		free_step(b, ref, made, 1,
+			  "Y's export closed too, nothing holds the chunk");
+}
+
+/* 5b. The same without the clear: Y must find X's bytes. */
+static void move_uncleared(struct gc_broker *b, struct gc_job *job)
+{
+	int fx = -1, fy = -1;
+
+	job->bytes = b->job.bytes;
+	if (ask(b, MV_CREATE, 0, NULL))
+		return;
+	ask(b, MV_EXPORT, 0, &fx);
+	job->seed = next_seed();
+	tenant("X", proc_x, job, fx);
+	ask(b, MV_EXPORT, 0, &fy);
+	job->last = job->seed;
+	job->write = 0;
+	tenant("Y", proc_y, job, fy);
+	if (fx >= 0)
+		close(fx);
+	if (fy >= 0)
+		close(fy);
+}
+
+/*
+ * 5. The CUDA half of a chunk move between tenants, as a CUDA budget will
+ * do it, with W for the kernel: each part its own W, so that one that
+ * fails does not stop the other.
+ */
+static void phase_move(const struct gc_job *a)
+{
+	struct gc_broker b;
+	struct gc_job job = *a;
+
+	info("chunk move: W (the broker, for the kernel) makes a chunk; X maps it, writes, goes; W clears it; Y maps it and must find 0");
+	job.bytes = 0;
+	if (!broker_start(&b, &job))
+		move_cleared(&b, &job);
+	broker_stop(&b);
+	info("chunk move: again on a new chunk without the clear");
+	job = *a;
+	job.bytes = 0;
+	if (!broker_start(&b, &job))
+		move_uncleared(&b, &job);
+	broker_stop(&b);
+}
+
+/* ---- 6. through the module and the GPU agent ---- */
 
 /* A pool of 8 pages of 256 KiB: one 2 MiB chunk at the usual granule. */
 #define GC_POOL_PAGES		8
@@ -1312,7 +1764,7 @@ static int comm_runs(const char *comm)
 }
 
 /*
- * 5. Where the module is loaded and kvpool-gpud runs: a pool for the GPU,
+ * 6. Where the module is loaded and kvpool-gpud runs: a pool for the GPU,
  * its agent arena made by libkvpool, a client writing and another reading
  * through exports the agent made for each; the pool destroyed after.
  * Optional on a GPU host: without kvpool installed it is skipped.
@@ -1538,7 +1990,10 @@ int main(int argc, char **argv)
 			phase_teardown(&job, keep);
 	}
 
-	/* 5. The module's path, where it is there. */
+	/* 5. The CUDA half of a chunk move. */
+	phase_move(&job);
+
+	/* 6. The module's path, where it is there. */
 	phase_agent(&job, lib);
 	goto out;
 out_a:

@@ -6,8 +6,9 @@
 # meets a GPU: every step passes on the default device and on one chosen by
 # bus id, the teardown case included (the fake has no persistence mode: a
 # GPU nobody holds is torn down and its memory freed, as NVIDIA's driver
-# does with persistence off), a GPU that is not there fails it, and with no
-# driver at all it says so and exits 2. Not a GPU test: the fake only
+# does with persistence off) and the chunk move (the fake's cuMemGetInfo
+# counts its live allocations), a GPU that is not there fails it, and
+# with no driver at all it says so and exits 2. Not a GPU test: the fake only
 # models the driver. gpu-check finds the fake's stand-ins of
 # /proc/driver/nvidia and /dev/nvidiaN in its registry, through
 # KVPOOL_NVIDIA_PROC and KVPOOL_NVIDIA_DEV, as libkvpool does.
@@ -68,7 +69,20 @@ steps=("A: cuMemCreate" "A: cuMemExportToShareableHandle"
        "E: reads the bytes through the master after D's unexport"
        "U: without a keep-alive the import fails after teardown"
        "U: with the keep-alive the import works"
-       "U: reads T's bytes after T exited")
+       "U: reads T's bytes after T exited"
+       "W: cuMemCreate of one granule"
+       "H: free fell by 2048 KiB when W made the chunk"
+       "X: reads back what it wrote"
+       "H: X gone, .*: free rose 0 KiB with it .*: its bytes are not back"
+       "W: cuMemsetD8 0 over the whole chunk, the clear"
+       "Y: reads 0 in every byte, none of X's"
+       "W: maps the chunk again and reads Y's bytes"
+       "H: W's handle released, .*: free rose 0 KiB with it .*: its bytes are not back"
+       "H: X's export closed, .*: free rose 0 KiB with it .*: its bytes are not back"
+       "H: Y's export closed too, .*: free rose 2048 KiB with it .*: its bytes are back"
+       "Y: reads X's bytes in a chunk not cleared"
+       "without a clear the next tenant reads the last one's bytes: the clear is needed"
+       "W: exited 0")
 for v in "default device0" "bus-id device1"; do
 	set -- $v
 	if [[ $1 == default ]]; then
@@ -97,6 +111,9 @@ for v in "default device0" "bus-id device1"; do
 	has "$1" '^driver: CUDA [0-9]+\.[0-9]+' && has "$1" '^granularity: 2097152 bytes' &&
 		pass "$1: driver version and granularity shown" ||
 		fail "$1: no driver version or granularity line"
+	has "$1" '^W: cleared 2097152 bytes in [0-9.]+ us, [0-9.]+ GB/s' &&
+		pass "$1: the chunk move's clear is timed" ||
+		fail "$1: no time for the chunk move's clear"
 	has "$1" "^device ${2#device}: .*\(fake driver\), PCI bus id 0000:00:1${2#device}\.0" &&
 		pass "$1: the chosen device is $2" ||
 		fail "$1: not on $2"
