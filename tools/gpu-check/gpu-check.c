@@ -15,7 +15,8 @@
  *     /dev/nvidiaN (the arena's KVPOOL_ARENA_SET_DEVICE keep-alive); A is
  *     SIGKILLed; B imports, maps and writes; C reads the bytes back.
  *  3. The GPU agent's re-export: R imports H's master, exports it afresh
- *     (a new file, not the master), releases and exits; D imports that
+ *     (a new file, not the master; libcuda 580.159.04 refuses to export
+ *     an import: docs/gpu-agent.md), releases and exits; D imports that
  *     export alone and reads the bytes. Against the fake driver D then
  *     unexports its file, and E still reads the bytes through the master.
  *  4. Teardown: with persistence off and nobody holding /dev/nvidiaN, an
