@@ -5,17 +5,18 @@
  *
  * The other arena tests check bytes; this one checks that the pages are
  * memory an inference engine can run on. A decoder-only transformer in
- * plain C (float32; vocabulary 64, width 32, 2 layers of 2 heads,
- * RMSNorm, learned positions, a SiLU MLP of 64; weights from a seed;
- * greedy decoding) keeps the K and V of every token in its row's pages,
- * page-major: a page holds every layer's K and V of its PAGE_TOKENS
- * tokens, and position t of a row is slot t % PAGE_TOKENS of page
- * pages[t / PAGE_TOKENS], the ids EXTEND and ROW_QUERY give. The same
- * model with one contiguous KV array in one process is the reference.
- * Both run the same compiled functions in the same order (and no
- * -ffast-math), so their logits must be equal bit for bit: a page that
+ * plain C (float32; RMSNorm, learned positions, a SiLU MLP; weights from
+ * a seed; greedy decoding) keeps the K and V of every token in its row's
+ * pages, page-major: a page holds every layer's K and V of its
+ * page_tokens tokens, and position t of a row is slot t % page_tokens of
+ * page pages[t / page_tokens], the ids EXTEND and ROW_QUERY give. The
+ * same model with one contiguous KV array in one process is the
+ * reference. Both run the same compiled functions in the same order (and
+ * no -ffast-math), so their logits must be equal bit for bit: a page that
  * is not the memory the other process, or the earlier request, wrote
- * changes them.
+ * changes them. A struct cfg gives a model's shape: every test runs
+ * model A (vocabulary 64, width 32, 2 layers of 2 heads, MLP 64,
+ * 16-token pages of 8 KiB).
  *
  * - prefill_export_decode: one process prefills a prompt into a row and
  *   exports it; another imports it and decodes, reading the prompt's K/V
@@ -38,40 +39,77 @@
 
 #include <kvpool.h>
 
+/*
+ * What every model shares: the vocabulary (so the logits of a step are
+ * VOCAB floats for any) and the context, a row's MAX_POS tokens. The
+ * rest is struct cfg's; the stack arrays of a step are sized for the
+ * largest model (MAX_DIM, MAX_MLP).
+ */
 #define VOCAB		64
-#define DIM		32
-#define LAYERS		2
-#define HEADS		2
-#define HEAD_DIM	(DIM / HEADS)
-#define MLP		64
-#define MAX_POS		1024	/* the pool's row_tokens */
-#define PAGE_TOKENS	16	/* the pool's page_tokens */
-/* One page: K and V of every layer for PAGE_TOKENS tokens. */
-#define PAGE_FLOATS	(PAGE_TOKENS * LAYERS * 2 * DIM)
-#define PAGE_BYTES	(PAGE_FLOATS * sizeof(float))
-#define ROW_PAGES	(MAX_POS / PAGE_TOKENS)
-_Static_assert(PAGE_BYTES == 8192, "16 tokens of 2 layers' K and V of 32");
+#define MAX_POS		1024	/* a row at most; the kvm pool's row_tokens */
+#define MAX_DIM		64
+#define MAX_MLP		128
+#define MIN_PAGE_TOKENS	8
+#define MAX_ROW_PAGES	(MAX_POS / MIN_PAGE_TOKENS)
+#define PAGE_TOKENS	16	/* model A's, the kvm fixture pool's */
+
+/*
+ * A model's shape and the pool geometry it runs on. A page holds K and
+ * V of every layer for page_tokens tokens: page_tokens * layers * 2 *
+ * dim floats.
+ */
+struct cfg {
+	const char *name;
+	int dim, layers, heads, mlp;
+	unsigned int page_tokens;
+	uint64_t seed;
+};
+
+/* The first model: every test's. 16 tokens of 2 layers of 32: 8 KiB. */
+static const struct cfg cfg_a = {
+	.name = "A", .dim = 32, .layers = 2, .heads = 2, .mlp = 64,
+	.page_tokens = PAGE_TOKENS, .seed = 0x6b76706f6f6c31ull,
+};
+
+static unsigned int head_dim(const struct cfg *g)
+{
+	return g->dim / g->heads;
+}
+
+static size_t page_bytes(const struct cfg *g)
+{
+	return (size_t)g->page_tokens * g->layers * 2 * g->dim *
+	       sizeof(float);
+}
+
+static unsigned int row_pages(const struct cfg *g)
+{
+	return MAX_POS / g->page_tokens;
+}
+
+#define PAGE_BYTES	page_bytes(&cfg_a)
 #define NR_PAGES	257
-#define MODEL_SEED	0x6b76706f6f6c31ull
 
 /* Test 1: the prompt P prefills and the tokens D decodes. */
 #define PD_PROMPT	40
 #define PD_DECODE	40
 
 struct layer {
-	float norm1[DIM], norm2[DIM];
-	float wq[DIM * DIM], wk[DIM * DIM], wv[DIM * DIM], wo[DIM * DIM];
-	float w1[MLP * DIM], w2[DIM * MLP];
+	float *norm1, *norm2;
+	float *wq, *wk, *wv, *wo;	/* dim x dim */
+	float *w1, *w2;			/* mlp x dim, dim x mlp */
 };
 
+/* The weights of a model of shape @cfg, in one allocation (@mem). */
 struct model {
-	float tok[VOCAB * DIM];
-	float pos[MAX_POS * DIM];
-	struct layer l[LAYERS];
-	float norm[DIM];
-	float head[VOCAB * DIM];
+	const struct cfg *cfg;
+	float *tok, *pos;		/* VOCAB x dim, MAX_POS x dim */
+	struct layer *l;
+	float *norm, *head;		/* dim, VOCAB x dim */
+	void *mem;
 };
 
+/* Model A, the one every test but two_models_one_budget runs. */
 static struct model model;
 
 static uint64_t splitmix64(uint64_t *s)
@@ -94,36 +132,77 @@ static void fill(float *w, size_t n, uint64_t *s, float scale)
 }
 
 /* Norm gains near 1. */
-static void fill_gain(float *g, uint64_t *s)
+static void fill_gain(float *g, int n, uint64_t *s)
 {
 	int i;
 
-	fill(g, DIM, s, 0.1f);
-	for (i = 0; i < DIM; i++)
+	fill(g, n, s, 0.1f);
+	for (i = 0; i < n; i++)
 		g[i] += 1.0f;
 }
 
-static void model_init(struct model *m)
+/* The next @n floats of the weights' block at *@at. */
+static float *carve(float **at, size_t n)
 {
-	uint64_t s = MODEL_SEED;
+	float *p = *at;
+
+	*at += n;
+	return p;
+}
+
+/*
+ * The weights of @g from its seed into @m: 0, or -ENOMEM. Model A's are
+ * drawn in the order (and so equal) those of the first version of this
+ * test, when its shape was fixed at compile time.
+ */
+static int model_init(struct model *m, const struct cfg *g)
+{
+	size_t d = g->dim, per_layer = 2 * d + 4 * d * d + 2 * g->mlp * d;
+	size_t total = VOCAB * d + MAX_POS * d + g->layers * per_layer + d +
+		       VOCAB * d;
+	uint64_t s = g->seed;
+	float *at;
 	int l;
 
-	fill(m->tok, VOCAB * DIM, &s, 1.0f);
-	fill(m->pos, MAX_POS * DIM, &s, 0.5f);
-	for (l = 0; l < LAYERS; l++) {
+	if (g->dim > MAX_DIM || g->mlp > MAX_MLP ||
+	    g->page_tokens < MIN_PAGE_TOKENS || g->dim % g->heads)
+		return -EINVAL;
+	m->cfg = g;
+	m->mem = malloc(total * sizeof(float) +
+			g->layers * sizeof(struct layer));
+	if (!m->mem)
+		return -ENOMEM;
+	m->l = m->mem;
+	at = (float *)(m->l + g->layers);
+	m->tok = carve(&at, VOCAB * d);
+	m->pos = carve(&at, MAX_POS * d);
+	fill(m->tok, VOCAB * d, &s, 1.0f);
+	fill(m->pos, MAX_POS * d, &s, 0.5f);
+	for (l = 0; l < g->layers; l++) {
 		struct layer *L = &m->l[l];
 
-		fill_gain(L->norm1, &s);
-		fill_gain(L->norm2, &s);
-		fill(L->wq, DIM * DIM, &s, 0.35f);
-		fill(L->wk, DIM * DIM, &s, 0.35f);
-		fill(L->wv, DIM * DIM, &s, 0.3f);
-		fill(L->wo, DIM * DIM, &s, 0.3f);
-		fill(L->w1, MLP * DIM, &s, 0.3f);
-		fill(L->w2, DIM * MLP, &s, 0.2f);
+		L->norm1 = carve(&at, d);
+		L->norm2 = carve(&at, d);
+		L->wq = carve(&at, d * d);
+		L->wk = carve(&at, d * d);
+		L->wv = carve(&at, d * d);
+		L->wo = carve(&at, d * d);
+		L->w1 = carve(&at, g->mlp * d);
+		L->w2 = carve(&at, d * g->mlp);
+		fill_gain(L->norm1, d, &s);
+		fill_gain(L->norm2, d, &s);
+		fill(L->wq, d * d, &s, 0.35f);
+		fill(L->wk, d * d, &s, 0.35f);
+		fill(L->wv, d * d, &s, 0.3f);
+		fill(L->wo, d * d, &s, 0.3f);
+		fill(L->w1, g->mlp * d, &s, 0.3f);
+		fill(L->w2, d * g->mlp, &s, 0.2f);
 	}
-	fill_gain(m->norm, &s);
-	fill(m->head, VOCAB * DIM, &s, 0.5f);
+	m->norm = carve(&at, d);
+	m->head = carve(&at, VOCAB * d);
+	fill_gain(m->norm, d, &s);
+	fill(m->head, VOCAB * d, &s, 0.5f);
+	return 0;
 }
 
 /* @n tokens from @seed: the prompts and the user's turns. */
@@ -137,7 +216,7 @@ static void tokens(int *t, unsigned int n, uint64_t seed)
 
 /*
  * Where the K/V of a request live: the reference's contiguous array
- * (@flat, [pos][layer][K, V][DIM]) or a row of the pool, whose page ids
+ * (@flat, [pos][layer][K, V][dim]) or a row of the pool, whose page ids
  * are @pages, in the arena mapped at @v. @kp is NULL for the reference,
  * which has no row to grow or commit.
  */
@@ -146,20 +225,22 @@ struct kvc {
 	const struct kvpool_arena_view *v;
 	struct kvpool *kp;
 	struct kvpool_handle h;
-	uint32_t pages[ROW_PAGES];
+	uint32_t pages[MAX_ROW_PAGES];
 	unsigned int nr_pages;
 	unsigned int computed;	/* tokens run through the model */
 };
 
-static float *kv_at(const struct kvc *c, int layer, int kv, unsigned int pos)
+static float *kv_at(const struct cfg *g, const struct kvc *c, int layer,
+		    int kv, unsigned int pos)
 {
 	float *page;
 
 	if (c->flat)
-		return c->flat + ((size_t)(pos * LAYERS + layer) * 2 + kv) * DIM;
-	page = kvpool_page_addr(c->v, c->pages[pos / PAGE_TOKENS]);
-	return page + ((layer * 2 + kv) * PAGE_TOKENS + pos % PAGE_TOKENS) *
-		      DIM;
+		return c->flat +
+		       ((size_t)(pos * g->layers + layer) * 2 + kv) * g->dim;
+	page = kvpool_page_addr(c->v, c->pages[pos / g->page_tokens]);
+	return page + ((layer * 2 + kv) * g->page_tokens +
+		       pos % g->page_tokens) * g->dim;
 }
 
 static void matvec(float *out, const float *w, const float *x, int rows,
@@ -176,33 +257,34 @@ static void matvec(float *out, const float *w, const float *x, int rows,
 	}
 }
 
-static void rmsnorm(float *out, const float *x, const float *g)
+static void rmsnorm(float *out, const float *x, const float *g, int n)
 {
 	float ss = 0.0f, r;
 	int i;
 
-	for (i = 0; i < DIM; i++)
+	for (i = 0; i < n; i++)
 		ss += x[i] * x[i];
-	r = 1.0f / sqrtf(ss / DIM + 1e-5f);
-	for (i = 0; i < DIM; i++)
+	r = 1.0f / sqrtf(ss / n + 1e-5f);
+	for (i = 0; i < n; i++)
 		out[i] = x[i] * r * g[i];
 }
 
 /* Head @hd of causal attention of the token at @pos: into @out. */
-static void attend(const struct kvc *c, int layer, int hd, unsigned int pos,
-		   const float *q, float *out)
+static void attend(const struct cfg *g, const struct kvc *c, int layer,
+		   int hd, unsigned int pos, const float *q, float *out)
 {
 	float sc[MAX_POS], mx = -INFINITY, sum = 0.0f;
+	float scale = 1.0f / sqrtf((float)head_dim(g));
+	int d, hdim = head_dim(g);
 	unsigned int j;
-	int d;
 
 	for (j = 0; j <= pos; j++) {
-		const float *k = kv_at(c, layer, 0, j) + hd * HEAD_DIM;
+		const float *k = kv_at(g, c, layer, 0, j) + hd * hdim;
 		float s = 0.0f;
 
-		for (d = 0; d < HEAD_DIM; d++)
+		for (d = 0; d < hdim; d++)
 			s += q[d] * k[d];
-		sc[j] = s * 0.25f;	/* 1 / sqrt(HEAD_DIM) */
+		sc[j] = s * scale;
 		if (sc[j] > mx)
 			mx = sc[j];
 	}
@@ -210,13 +292,13 @@ static void attend(const struct kvc *c, int layer, int hd, unsigned int pos,
 		sc[j] = expf(sc[j] - mx);
 		sum += sc[j];
 	}
-	for (d = 0; d < HEAD_DIM; d++)
+	for (d = 0; d < hdim; d++)
 		out[d] = 0.0f;
 	for (j = 0; j <= pos; j++) {
-		const float *v = kv_at(c, layer, 1, j) + hd * HEAD_DIM;
+		const float *v = kv_at(g, c, layer, 1, j) + hd * hdim;
 		float p = sc[j] / sum;
 
-		for (d = 0; d < HEAD_DIM; d++)
+		for (d = 0; d < hdim; d++)
 			out[d] += p * v[d];
 	}
 }
@@ -229,35 +311,36 @@ static void attend(const struct kvc *c, int layer, int hd, unsigned int pos,
 static void model_step(const struct model *m, struct kvc *c, int tok,
 		       unsigned int pos, float *logits)
 {
-	float x[DIM], h[DIM], q[DIM], att[DIM], o[DIM], f[MLP];
-	int l, i;
+	float x[MAX_DIM], h[MAX_DIM], q[MAX_DIM], att[MAX_DIM], o[MAX_DIM];
+	float f[MAX_MLP];
+	const struct cfg *g = m->cfg;
+	int l, i, dim = g->dim, hdim = head_dim(g);
 
-	for (i = 0; i < DIM; i++)
-		x[i] = m->tok[tok * DIM + i] + m->pos[pos * DIM + i];
-	for (l = 0; l < LAYERS; l++) {
+	for (i = 0; i < dim; i++)
+		x[i] = m->tok[tok * dim + i] + m->pos[pos * dim + i];
+	for (l = 0; l < g->layers; l++) {
 		const struct layer *L = &m->l[l];
 
-		rmsnorm(h, x, L->norm1);
-		matvec(q, L->wq, h, DIM, DIM);
-		matvec(kv_at(c, l, 0, pos), L->wk, h, DIM, DIM);
-		matvec(kv_at(c, l, 1, pos), L->wv, h, DIM, DIM);
-		for (i = 0; i < HEADS; i++)
-			attend(c, l, i, pos, q + i * HEAD_DIM,
-			       att + i * HEAD_DIM);
-		matvec(o, L->wo, att, DIM, DIM);
-		for (i = 0; i < DIM; i++)
+		rmsnorm(h, x, L->norm1, dim);
+		matvec(q, L->wq, h, dim, dim);
+		matvec(kv_at(g, c, l, 0, pos), L->wk, h, dim, dim);
+		matvec(kv_at(g, c, l, 1, pos), L->wv, h, dim, dim);
+		for (i = 0; i < g->heads; i++)
+			attend(g, c, l, i, pos, q + i * hdim, att + i * hdim);
+		matvec(o, L->wo, att, dim, dim);
+		for (i = 0; i < dim; i++)
 			x[i] += o[i];
 
-		rmsnorm(h, x, L->norm2);
-		matvec(f, L->w1, h, MLP, DIM);
-		for (i = 0; i < MLP; i++)
+		rmsnorm(h, x, L->norm2, dim);
+		matvec(f, L->w1, h, g->mlp, dim);
+		for (i = 0; i < g->mlp; i++)
 			f[i] = f[i] / (1.0f + expf(-f[i]));	/* SiLU */
-		matvec(o, L->w2, f, DIM, MLP);
-		for (i = 0; i < DIM; i++)
+		matvec(o, L->w2, f, dim, g->mlp);
+		for (i = 0; i < dim; i++)
 			x[i] += o[i];
 	}
-	rmsnorm(h, x, m->norm);
-	matvec(logits, m->head, h, VOCAB, DIM);
+	rmsnorm(h, x, m->norm, dim);
+	matvec(logits, m->head, h, VOCAB, dim);
 	c->computed++;
 }
 
@@ -281,7 +364,7 @@ static int kv_grow(struct kvc *c, unsigned int len)
 	if (!c->kp)
 		return 0;
 	n = kvpool_extend(c->kp, &e, 1, c->pages + c->nr_pages,
-			  ROW_PAGES - c->nr_pages, NULL);
+			  MAX_ROW_PAGES - c->nr_pages, NULL);
 	if (n < 0)
 		return n;
 	c->nr_pages += n;
@@ -306,10 +389,10 @@ static int kv_query(struct kvc *c, struct kvpool_row_query *q)
 	int n;
 
 	memset(q, 0, sizeof(*q));
-	n = kvpool_row_query(c->kp, c->h, c->pages, ROW_PAGES, q);
+	n = kvpool_row_query(c->kp, c->h, c->pages, MAX_ROW_PAGES, q);
 	if (n < 0)
 		return n;
-	if (n > ROW_PAGES)
+	if (n > MAX_ROW_PAGES)
 		return -E2BIG;
 	c->nr_pages = n;
 	return 0;
@@ -392,23 +475,27 @@ static int generate(const struct model *m, struct kvc *c, const int *t,
 	return err;
 }
 
-/* The reference's contiguous KV array for a whole row. */
-static float *ref_kv(void)
+/* The reference's contiguous KV array for a whole row of model @g. */
+static float *ref_kv(const struct cfg *g)
 {
-	return calloc((size_t)MAX_POS * LAYERS * 2 * DIM, sizeof(float));
+	return calloc((size_t)MAX_POS * g->layers * 2 * g->dim,
+		      sizeof(float));
 }
 
-/* The reference run of a whole request: generate() on a contiguous cache. */
-static int ref_generate(const int *t, unsigned int n, unsigned int n_new,
-			int *out, float *logits, double *secs,
-			unsigned int *computed)
+/*
+ * The reference run of a whole request of model @m: generate() on a
+ * contiguous cache.
+ */
+static int ref_generate(const struct model *m, const int *t, unsigned int n,
+			unsigned int n_new, int *out, float *logits,
+			double *secs, unsigned int *computed)
 {
-	struct kvc c = { .flat = ref_kv() };
+	struct kvc c = { .flat = ref_kv(m->cfg) };
 	int err;
 
 	if (!c.flat)
 		return -ENOMEM;
-	err = generate(&model, &c, t, n, 0, n_new, out, logits, secs);
+	err = generate(m, &c, t, n, 0, n_new, out, logits, secs);
 	free(c.flat);
 	if (computed)
 		*computed = c.computed;
@@ -490,12 +577,13 @@ FIXTURE_SETUP(kvm)
 
 	kt_pool_init(_metadata, &self->pool, KVPOOL_CREATE_RESERVE_ZERO,
 		     NR_PAGES, PAGE_TOKENS, 9, MAX_POS);
+	if (!model.cfg)
+		ASSERT_EQ(0, model_init(&model, &cfg_a));
 	kt_dev_path(self->path, sizeof(self->path), self->pool.id);
 	/* Two chunks: a row's pages may lie in either. */
 	ASSERT_EQ(0, kvpool_arena_create_host(self->pool.id, PAGE_BYTES, 2,
 					      &err))
 		TH_LOG("error index %u", err);
-	model_init(&model);
 }
 
 FIXTURE_TEARDOWN(kvm)
@@ -642,8 +730,8 @@ TEST_F(kvm, prefill_export_decode)
 	bool got_p, got_d;
 
 	tokens(prompt, PD_PROMPT, 1);
-	ASSERT_EQ(0, ref_generate(prompt, PD_PROMPT, PD_DECODE + 1, ref_toks,
-				  ref_logits, &ref_secs, NULL));
+	ASSERT_EQ(0, ref_generate(&model, prompt, PD_PROMPT, PD_DECODE + 1,
+				  ref_toks, ref_logits, &ref_secs, NULL));
 	d = calloc(1, sizeof(*d));
 	ASSERT_NE(NULL, d);
 	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0,
@@ -738,8 +826,8 @@ TEST_F(kvm, prefix_hit)
 	tokens(pa, PH_PROMPT, 2);
 	memcpy(pb, pa, PH_SHARED * sizeof(int));
 	tokens(pb + PH_SHARED, PH_B - PH_SHARED, 3);
-	ASSERT_EQ(0, ref_generate(pb, PH_B, PH_NEW, ref_toks, ref_logits,
-				  NULL, &ref_computed));
+	ASSERT_EQ(0, ref_generate(&model, pb, PH_B, PH_NEW, ref_toks,
+				  ref_logits, NULL, &ref_computed));
 
 	ASSERT_EQ(0, kvpool_open(self->path, &a.kp));
 	ASSERT_EQ(0, kvpool_arena_map(a.kp, &v));
@@ -787,8 +875,8 @@ static void other_request(struct __test_metadata *_metadata,
 	float logits[8 * VOCAB], ref_logits[8 * VOCAB];
 
 	tokens(t, ARRAY_SIZE(t), 5);
-	ASSERT_EQ(0, ref_generate(t, ARRAY_SIZE(t), 8, ref_toks, ref_logits,
-				  NULL, NULL));
+	ASSERT_EQ(0, ref_generate(&model, t, ARRAY_SIZE(t), 8, ref_toks,
+				  ref_logits, NULL, NULL));
 	ASSERT_EQ(1, kvpool_alloc_rows(kp, &c.h, 1, NULL));
 	ASSERT_EQ(0, generate(&model, &c, t, ARRAY_SIZE(t), 0, 8, toks,
 			      logits, NULL));
@@ -812,12 +900,12 @@ TEST_F(kvm, streaming_second_turn)
 	struct kvpool_row_query q;
 	int conv[SS_ALL], g2[SS_G2], ref_g2[SS_G2];
 	float logits[SS_G2 * VOCAB], ref_logits[SS_G2 * VOCAB];
-	uint32_t parked[ROW_PAGES];
+	uint32_t parked[MAX_ROW_PAGES];
 	unsigned int nr_parked, len1, i;
 
 	/* Turn 1, in the reference (its answer joins the conversation). */
 	tokens(conv, SS_U1, 4);
-	ASSERT_EQ(0, ref_generate(conv, SS_U1, SS_G1, conv + SS_U1,
+	ASSERT_EQ(0, ref_generate(&model, conv, SS_U1, SS_G1, conv + SS_U1,
 				  ref_logits, NULL, NULL));
 	ASSERT_EQ(0, kvpool_open(self->path, &c.kp));
 	ASSERT_EQ(0, kvpool_arena_map(c.kp, &v));
@@ -828,8 +916,8 @@ TEST_F(kvm, streaming_second_turn)
 	EXPECT_EQ(0, memcmp(g2, conv + SS_U1, SS_G1 * sizeof(int)));
 	/* The reference of the whole conversation in one go. */
 	tokens(conv + SS_U1 + SS_G1, SS_U2, 6);
-	ASSERT_EQ(0, ref_generate(conv, SS_ALL, SS_G2, ref_g2, ref_logits,
-				  NULL, NULL));
+	ASSERT_EQ(0, ref_generate(&model, conv, SS_ALL, SS_G2, ref_g2,
+				  ref_logits, NULL, NULL));
 	/* The answer's last token has no K/V yet: turn 2 runs it first. */
 	len1 = SS_U1 + SS_G1 - 1;
 	nr_parked = c.nr_pages;
@@ -863,13 +951,14 @@ TEST_F(kvm, streaming_second_turn)
 static void check_slice(struct __test_metadata *_metadata,
 			const struct kvc *c, int l, int kv, unsigned int pos)
 {
-	void *slice = kvpool_layer_addr(c->v, LAYERS * 2,
+	void *slice = kvpool_layer_addr(c->v, cfg_a.layers * 2,
 					KVPOOL_LAYOUT_PAGE_MAJOR, l * 2 + kv,
 					c->pages[pos / PAGE_TOKENS]);
 
 	ASSERT_NE(NULL, slice);
-	EXPECT_EQ((uintptr_t)slice + pos % PAGE_TOKENS * DIM * sizeof(float),
-		  (uintptr_t)kv_at(c, l, kv, pos));
+	EXPECT_EQ((uintptr_t)slice +
+		  pos % PAGE_TOKENS * cfg_a.dim * sizeof(float),
+		  (uintptr_t)kv_at(&cfg_a, c, l, kv, pos));
 }
 
 /*
@@ -885,7 +974,7 @@ static void check_layout(struct __test_metadata *_metadata,
 	int l, kv;
 
 	for (i = 0; i < ARRAY_SIZE(pos); i++)
-		for (l = 0; l < LAYERS; l++)
+		for (l = 0; l < cfg_a.layers; l++)
 			for (kv = 0; kv < 2; kv++)
 				check_slice(_metadata, c, l, kv, pos[i]);
 }
@@ -913,7 +1002,7 @@ TEST_F(kvm, decode_rate)
 	ref_logits = calloc((size_t)DR_NEW * VOCAB, sizeof(float));
 	ASSERT_TRUE(toks && ref_toks && logits && ref_logits);
 	tokens(prompt, DR_PROMPT, 7);
-	ASSERT_EQ(0, ref_generate(prompt, DR_PROMPT, DR_NEW, ref_toks,
+	ASSERT_EQ(0, ref_generate(&model, prompt, DR_PROMPT, DR_NEW, ref_toks,
 				  ref_logits, &ref_secs, NULL));
 
 	ASSERT_EQ(0, kvpool_open(self->path, &c.kp));
@@ -921,7 +1010,7 @@ TEST_F(kvm, decode_rate)
 	ASSERT_EQ(1, kvpool_alloc_rows(c.kp, &c.h, 1, NULL));
 	ASSERT_EQ(0, generate(&model, &c, prompt, DR_PROMPT, 0, DR_NEW, toks,
 			      logits, &secs));
-	EXPECT_EQ(ROW_PAGES, c.nr_pages);
+	EXPECT_EQ(row_pages(&cfg_a), c.nr_pages);
 	check_layout(_metadata, &c);
 	EXPECT_EQ(-1, first_diff(logits, ref_logits, DR_NEW));
 	EXPECT_EQ(0, memcmp(toks, ref_toks, DR_NEW * sizeof(int)));
