@@ -14,9 +14,10 @@
  * reference. Both run the same compiled functions in the same order (and
  * no -ffast-math), so their logits must be equal bit for bit: a page that
  * is not the memory the other process, or the earlier request, wrote
- * changes them. A struct cfg gives a model's shape: every test runs
- * model A (vocabulary 64, width 32, 2 layers of 2 heads, MLP 64,
- * 16-token pages of 8 KiB).
+ * changes them. A struct cfg gives a model's shape: model A (vocabulary
+ * 64, width 32, 2 layers of 2 heads, MLP 64, 16-token pages of 8 KiB)
+ * runs in every test, model B (width 64, 4 layers of 4 heads, MLP 128,
+ * 8-token pages of 16 KiB) beside it in the last.
  *
  * - prefill_export_decode: one process prefills a prompt into a row and
  *   exports it; another imports it and decodes, reading the prompt's K/V
@@ -26,11 +27,16 @@
  * - streaming_second_turn: a conversation parked in a session slot
  *   between turns, the arena unmapped and mapped again meanwhile;
  * - decode_rate: tokens per second over the arena and in the reference,
- *   a figure printed, not asserted.
+ *   a figure printed, not asserted;
+ * - two_models_one_budget: models A and B, each in its own process,
+ *   client, pool and tenant, on one chunk budget (ABI 4) smaller than
+ *   their peaks together, decode in alternate turns; the chunks one pool
+ *   gives back move to the other (out_moves), whose new pages read 0
+ *   before it writes them; each model's logits equal its own reference's.
  *
  * Copyright (C) 2026 The kvpool authors
  */
-#include "kvptest.h"
+#include "kvptest_tenant.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -40,9 +46,9 @@
 #include <kvpool.h>
 
 /*
- * What every model shares: the vocabulary (so the logits of a step are
- * VOCAB floats for any) and the context, a row's MAX_POS tokens. The
- * rest is struct cfg's; the stack arrays of a step are sized for the
+ * What the two models share: the vocabulary (so the logits of a step
+ * are VOCAB floats for either) and the context, a row's MAX_POS tokens.
+ * The rest is struct cfg's; the stack arrays of a step are sized for the
  * largest model (MAX_DIM, MAX_MLP).
  */
 #define VOCAB		64
@@ -69,6 +75,12 @@ struct cfg {
 static const struct cfg cfg_a = {
 	.name = "A", .dim = 32, .layers = 2, .heads = 2, .mlp = 64,
 	.page_tokens = PAGE_TOKENS, .seed = 0x6b76706f6f6c31ull,
+};
+
+/* The second, wider and deeper: 8 tokens of 4 layers of 64, 16 KiB. */
+static const struct cfg cfg_b = {
+	.name = "B", .dim = 64, .layers = 4, .heads = 4, .mlp = 128,
+	.page_tokens = 8, .seed = 0x6b76706f6f6c32ull,
 };
 
 static unsigned int head_dim(const struct cfg *g)
@@ -218,7 +230,9 @@ static void tokens(int *t, unsigned int n, uint64_t seed)
  * Where the K/V of a request live: the reference's contiguous array
  * (@flat, [pos][layer][K, V][dim]) or a row of the pool, whose page ids
  * are @pages, in the arena mapped at @v. @kp is NULL for the reference,
- * which has no row to grow or commit.
+ * which has no row to grow or commit. With @zero_check, kv_grow() reads
+ * every page EXTEND gives before the model writes it, and counts those
+ * not all zero in @dirty_pages (of @new_pages).
  */
 struct kvc {
 	float *flat;
@@ -228,6 +242,8 @@ struct kvc {
 	uint32_t pages[MAX_ROW_PAGES];
 	unsigned int nr_pages;
 	unsigned int computed;	/* tokens run through the model */
+	bool zero_check;
+	unsigned int new_pages, dirty_pages;
 };
 
 static float *kv_at(const struct cfg *g, const struct kvc *c, int layer,
@@ -355,10 +371,23 @@ static int argmax(const float *logits)
 	return best;
 }
 
+/* Is every byte of page @id zero? */
+static bool page_zero(const struct kvpool_arena_view *v, uint32_t id)
+{
+	const uint64_t *p = kvpool_page_addr(v, id);
+	size_t i;
+
+	for (i = 0; i < v->page_bytes / sizeof(*p); i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
 /* Grow the row to @len tokens; the new page ids join the list. */
 static int kv_grow(struct kvc *c, unsigned int len)
 {
 	struct kvpool_extend_entry e = { .handle = c->h, .new_len = len };
+	unsigned int i;
 	int n;
 
 	if (!c->kp)
@@ -367,6 +396,12 @@ static int kv_grow(struct kvc *c, unsigned int len)
 			  MAX_ROW_PAGES - c->nr_pages, NULL);
 	if (n < 0)
 		return n;
+	if (c->zero_check) {
+		for (i = 0; i < (unsigned int)n; i++)
+			c->dirty_pages += !page_zero(c->v,
+						     c->pages[c->nr_pages + i]);
+		c->new_pages += n;
+	}
 	c->nr_pages += n;
 	return 0;
 }
@@ -1025,6 +1060,449 @@ TEST_F(kvm, decode_rate)
 	free(ref_toks);
 	free(logits);
 	free(ref_logits);
+}
+
+/*
+ * Test 5: two models on one budget of NB_CHUNKS chunks of NB_CHUNK bytes:
+ * A's 8 KiB pages are 8 a chunk (128 tokens), B's 16 KiB pages 4 (32
+ * tokens). Each request's length is whole chunks, so the chunks each
+ * phase leaves are exact.
+ */
+#define NB_CHUNKS	6
+#define NB_CHUNK	(64u * 1024)
+#define NB_TURN		8	/* tokens a decode turn */
+#define NB_REQS		3
+#define NB_PHASES	6	/* run, release, run, release, run, release */
+
+/* A request: its prompt (from @seed) and the positions it ends with. */
+struct nb_req {
+	unsigned int prompt, len;
+	uint64_t seed;
+};
+
+/*
+ * One model's part: its requests, the one each run phase (0, 2, 4)
+ * starts, and the ones each release phase (1, 3, 5) gives back (a mask).
+ */
+struct nb_plan {
+	const struct cfg *cfg;
+	struct nb_req req[NB_REQS];
+	int run[NB_PHASES / 2];
+	unsigned int release[NB_PHASES / 2];
+	unsigned int max_chunks;	/* the most it holds at once */
+};
+
+/*
+ * A: a1 (4 chunks), then a2 (1) kept while a3 (4) grows into the chunks
+ * B gave back. B: b1 (2) beside a1; b2 (3) in the chunks a1 gave back,
+ * b1 kept; b3 (1) beside a3. Peaks: A 5, B 5, of 6: neither holds its
+ * peak unless the other has given back.
+ */
+static const struct nb_plan nb_plan[2] = {
+	{ .cfg = &cfg_a,
+	  .req = { { 32, 512, 11 }, { 16, 128, 12 }, { 24, 512, 13 } },
+	  .run = { 0, 1, 2 }, .release = { 1u << 0, 0, 1u << 1 | 1u << 2 },
+	  .max_chunks = 5 },
+	{ .cfg = &cfg_b,
+	  .req = { { 16, 64, 21 }, { 24, 96, 22 }, { 8, 32, 23 } },
+	  .run = { 0, 1, 2 }, .release = { 0, 1u << 0 | 1u << 1, 1u << 2 },
+	  .max_chunks = 5 },
+};
+
+/* What the budget and the pools hold after each phase. */
+static const struct {
+	unsigned int chunks[2], free, moves;
+} nb_after[NB_PHASES] = {
+	{ { 4, 2 }, 0, 0 },	/* a1, b1: full */
+	{ { 0, 2 }, 4, 0 },	/* a1 gave its 4 back */
+	{ { 1, 5 }, 0, 3 },	/* b2 took 3 that A held, a2 1 of A's own */
+	{ { 1, 0 }, 5, 3 },	/* b1, b2 gave theirs back */
+	{ { 5, 1 }, 0, 7 },	/* a3 took 4 that B held, b3 1 of B's own */
+	{ { 0, 0 }, 6, 7 },	/* all back */
+};
+
+static unsigned int nb_pages(const struct nb_plan *pl, int r)
+{
+	return pl->req[r].len / pl->cfg->page_tokens;
+}
+
+/* What a model's process reports at the end. */
+struct nb_result {
+	int diff[NB_REQS];	/* first_diff() against the reference */
+	int tok_diff[NB_REQS];	/* tokens differ from the reference's */
+	uint32_t fnv[NB_REQS];
+	unsigned int new_pages, dirty_pages;	/* kv_grow()'s zero check */
+	unsigned int blank_at_release;	/* its pages all 0 when released */
+	__u64 tenant;		/* its client's, from fdinfo */
+	unsigned int tokens;	/* computed, every request */
+	double secs;		/* in its turns */
+};
+
+/* A request in a model's process: its row, outputs and reference. */
+struct nb_run {
+	const struct nb_req *rq;
+	struct kvc c;
+	int prompt[MAX_POS], *toks, *ref_toks;
+	float *logits, *ref_logits;
+	unsigned int n_new, done;
+};
+
+/*
+ * One turn of @r: the row, its prefill and first token; or up to
+ * NB_TURN more tokens decoded. 1 if more are left, 0 if not, or -errno.
+ */
+static int nb_turn(const struct model *m, struct nb_run *r)
+{
+	unsigned int k = r->done, n;
+	int err;
+
+	if (!k) {
+		if (kvpool_alloc_rows(r->c.kp, &r->c.h, 1, NULL) != 1)
+			return -ENOSPC;
+		err = prefill(m, &r->c, r->prompt, r->rq->prompt, 0,
+			      r->logits);
+		r->toks[0] = argmax(r->logits);
+		r->done = 1;
+		return err ? err : 1;
+	}
+	n = r->n_new - k < NB_TURN ? r->n_new - k : NB_TURN;
+	err = decode(m, &r->c, r->toks[k - 1], r->rq->prompt + k - 1, n,
+		     r->toks + k, r->logits + (size_t)k * VOCAB);
+	r->done += n;
+	return err ? err : r->done < r->n_new;
+}
+
+/*
+ * A model's process: opens pool @path from cgroup @cg (its tenant),
+ * runs its references, then does one turn on each byte from @go and
+ * answers on @back 'm' (more turns in this phase) or 'e' (the phase is
+ * done for it), phase after phase; at the end its struct nb_result.
+ */
+static void nb_child(const struct nb_plan *pl, const char *path,
+		     const char *cg, int go, int back)
+{
+	struct kvpool_arena_view v = { 0 };
+	struct nb_run run[NB_REQS];
+	struct nb_result res = { 0 };
+	struct model m = { 0 };
+	struct kvpool *kp;
+	int p, r, ret;
+	unsigned int i;
+	char cmd, ans;
+	double t0;
+
+	CHILD_CHECK(model_init(&m, pl->cfg) == 0);
+	CHILD_CHECK(kt_cgroup_move(cg, 0) == 0);
+	CHILD_CHECK(kvpool_open(path, &kp) == 0);
+	CHILD_CHECK(kt_fdinfo_u64(kvpool_fd(kp), "kvpool-tenant",
+				  &res.tenant) == 0);
+	CHILD_CHECK(kvpool_arena_map(kp, &v) == 0);
+	CHILD_CHECK(v.page_bytes == page_bytes(pl->cfg));
+	for (r = 0; r < NB_REQS; r++) {
+		struct nb_run *x = &run[r];
+
+		memset(x, 0, sizeof(*x));
+		x->rq = &pl->req[r];
+		x->n_new = x->rq->len - x->rq->prompt + 1;
+		x->c.v = &v;
+		x->c.kp = kp;
+		x->c.zero_check = true;
+		x->toks = calloc(x->n_new, sizeof(int));
+		x->ref_toks = calloc(x->n_new, sizeof(int));
+		x->logits = calloc((size_t)x->n_new * VOCAB, sizeof(float));
+		x->ref_logits = calloc((size_t)x->n_new * VOCAB,
+				       sizeof(float));
+		CHILD_CHECK(x->toks && x->ref_toks && x->logits &&
+			    x->ref_logits);
+		tokens(x->prompt, x->rq->prompt, x->rq->seed);
+		CHILD_CHECK(ref_generate(&m, x->prompt, x->rq->prompt,
+					 x->n_new, x->ref_toks, x->ref_logits,
+					 NULL, NULL) == 0);
+	}
+
+	for (p = 0; p < NB_PHASES; p++) {
+		do {
+			CHILD_CHECK(read_all(go, &cmd, 1) && cmd == 'T');
+			t0 = now();
+			if (p % 2 == 0) {
+				ret = nb_turn(&m, &run[pl->run[p / 2]]);
+				CHILD_CHECK(ret >= 0);
+			} else {
+				for (r = 0; r < NB_REQS; r++) {
+					struct nb_run *x = &run[r];
+
+					if (!(pl->release[p / 2] & 1u << r))
+						continue;
+					/* What it wrote is there to clear. */
+					for (i = 0; i < x->c.nr_pages; i++)
+						res.blank_at_release +=
+						    page_zero(&v,
+							      x->c.pages[i]);
+					CHILD_CHECK(kvpool_release(kp, &x->c.h,
+								   1, NULL) ==
+						    (int)x->c.nr_pages);
+				}
+				ret = 0;
+			}
+			res.secs += now() - t0;
+			ans = ret ? 'm' : 'e';
+			CHILD_CHECK(write_all(back, &ans, 1));
+		} while (ret);
+	}
+
+	for (r = 0; r < NB_REQS; r++) {
+		struct nb_run *x = &run[r];
+
+		res.diff[r] = first_diff(x->logits, x->ref_logits, x->n_new);
+		res.tok_diff[r] = !!memcmp(x->toks, x->ref_toks,
+					   x->n_new * sizeof(int));
+		res.fnv[r] = fnv(x->logits, x->n_new);
+		res.new_pages += x->c.new_pages;
+		res.dirty_pages += x->c.dirty_pages;
+		res.tokens += x->c.computed;
+	}
+	CHILD_CHECK(write_all(back, &res, sizeof(res)));
+	kvpool_close(kp);
+	CHILD_CHECK(kvpool_arena_unmap(&v) == 0);
+	_exit(0);
+}
+
+FIXTURE(nb) {
+	unsigned int budget, pool[2];
+	bool have_budget, have_pool[2];
+	char path[2][64], cg[2][96];
+	bool have_cg[2];
+	__u64 cgid[2];
+	pid_t pid[2];
+	int go[2], back[2];
+};
+
+FIXTURE_SETUP(nb)
+{
+	int i, ret;
+
+	for (i = 0; i < 2; i++) {
+		self->have_pool[i] = self->have_cg[i] = false;
+		self->pid[i] = -1;
+		self->go[i] = self->back[i] = -1;
+	}
+	self->have_budget = false;
+	ret = kt_cgroup2_ready();
+	ASSERT_EQ(0, ret) TH_LOG("cgroup v2 at " KT_CGROOT ": %s",
+				 strerror(ret));
+	ASSERT_EQ(0, kvpool_budget_create(KVPOOL_ARENA_HOST, NB_CHUNKS,
+					  NB_CHUNK, &self->budget));
+	self->have_budget = true;
+	for (i = 0; i < 2; i++) {
+		const struct cfg *g = nb_plan[i].cfg;
+		unsigned int nr = NB_CHUNKS * (NB_CHUNK / page_bytes(g));
+		struct kvpool_pool_params p = {
+			.nr_pages = nr, .page_tokens = g->page_tokens,
+			.nr_rows = 4, .row_tokens = nr * g->page_tokens,
+		};
+
+		ASSERT_EQ(0, kvpool_pool_create_budget(&p, self->budget,
+						       page_bytes(g),
+						       &self->pool[i]));
+		self->have_pool[i] = true;
+		/* Watermarks 0: a wholly free slot goes back at once. */
+		ASSERT_EQ(0, kvpool_set_wmark(self->pool[i], 0, 0));
+		kt_dev_path(self->path[i], sizeof(self->path[i]),
+			    self->pool[i]);
+		snprintf(self->cg[i], sizeof(self->cg[i]),
+			 KT_CGROOT "/kvmodel-%d-%s", (int)getpid(), g->name);
+		rmdir(self->cg[i]);
+		ASSERT_EQ(0, mkdir(self->cg[i], 0755))
+			TH_LOG("mkdir %s: %s", self->cg[i], strerror(errno));
+		self->have_cg[i] = true;
+		ASSERT_EQ(0, kt_cgroup_id(self->cg[i], &self->cgid[i]));
+	}
+}
+
+FIXTURE_TEARDOWN(nb)
+{
+	struct kvpool_ctl_budget b;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (self->go[i] >= 0)
+			close(self->go[i]);
+		if (self->back[i] >= 0)
+			close(self->back[i]);
+		if (self->pid[i] > 0) {
+			kill(self->pid[i], SIGKILL);
+			waitpid(self->pid[i], NULL, 0);
+		}
+	}
+	for (i = 0; i < 2; i++) {
+		if (self->have_pool[i])
+			EXPECT_EQ(0, kvpool_pool_destroy(self->pool[i]));
+		if (self->have_cg[i])
+			EXPECT_EQ(0, rmdir(self->cg[i]))
+				TH_LOG("rmdir %s: %s", self->cg[i],
+				       strerror(errno));
+	}
+	if (self->have_budget) {
+		EXPECT_EQ(0, kvpool_budget_info(self->budget, &b));
+		EXPECT_EQ(NB_CHUNKS, b.out_free_chunks);
+		EXPECT_EQ(0, kvpool_budget_destroy(self->budget));
+	}
+}
+
+/* Give model @i a turn: *@more gets whether it has more this phase. */
+static bool nb_go(FIXTURE_DATA(nb) *self, int i, bool *more)
+{
+	char c = 'T';
+
+	if (!write_all(self->go[i], &c, 1) || !read_all(self->back[i], &c, 1))
+		return false;
+	*more = c == 'm';
+	return c == 'm' || c == 'e';
+}
+
+/*
+ * Two models of two geometries, each in its own process, client, pool
+ * and tenant, on one chunk budget too small for both their peaks: they
+ * decode in alternate turns, and between requests the chunks one pool
+ * gives back move to the other (out_moves), cleared: every page a
+ * model's EXTEND gets reads 0 before it writes it, though the chunks
+ * held the other model's K/V. Each model's logits equal those of its
+ * own contiguous reference, bit for bit.
+ */
+TEST_F(nb, two_models_one_budget)
+{
+	struct kvpool_tenant_info ti[8];
+	struct nb_result res[2];
+	struct kvpool_ctl_budget b;
+	unsigned int both[NB_PHASES] = { 0 }, tenant[2], pages[2] = { 0 };
+	bool got[2];
+	int i, p, r, n, st;
+
+	for (i = 0; i < 2; i++) {
+		struct kvpool_ctl_tenant t = {
+			.cgroup_id = self->cgid[i],
+			.max_pages = nb_plan[i].max_chunks *
+				     (NB_CHUNK / page_bytes(nb_plan[i].cfg)),
+		};
+		int go[2], back[2];
+
+		snprintf(t.label, sizeof(t.label), "model-%s",
+			 nb_plan[i].cfg->name);
+		n = kvpool_tenant_set(self->pool[i], &t);
+		ASSERT_LE(0, n);
+		tenant[i] = n;
+		ASSERT_EQ(0, pipe2(go, O_CLOEXEC));
+		ASSERT_EQ(0, pipe2(back, O_CLOEXEC));
+		self->pid[i] = fork();
+		ASSERT_LE(0, self->pid[i]);
+		if (self->pid[i] == 0) {
+			close(go[1]);
+			close(back[0]);
+			/* A's pipes are the parent's alone (its death: EOF). */
+			if (i) {
+				close(self->go[0]);
+				close(self->back[0]);
+			}
+			nb_child(&nb_plan[i], self->path[i], self->cg[i],
+				 go[0], back[1]);
+		}
+		close(go[0]);
+		close(back[1]);
+		self->go[i] = go[1];
+		self->back[i] = back[0];
+		for (r = 0; r < NB_REQS; r++)
+			pages[i] += nb_pages(&nb_plan[i], r);
+	}
+
+	for (p = 0; p < NB_PHASES; p++) {
+		bool more[2] = { true, true };
+
+		while (more[0] || more[1]) {
+			both[p] += more[0] && more[1];
+			for (i = 0; i < 2; i++) {
+				const char *name = nb_plan[i].cfg->name;
+
+				if (more[i])
+					ASSERT_TRUE(nb_go(self, i, &more[i]))
+						TH_LOG("model %s, phase %d",
+						       name, p);
+			}
+		}
+		ASSERT_EQ(0, kvpool_budget_info(self->budget, &b));
+		EXPECT_EQ(nb_after[p].free, b.out_free_chunks)
+			TH_LOG("phase %d", p);
+		EXPECT_EQ(nb_after[p].moves, b.out_moves) TH_LOG("phase %d", p);
+		for (i = 0; i < 2; i++) {
+			const char *name = nb_plan[i].cfg->name;
+
+			EXPECT_EQ(nb_after[p].chunks[i],
+				  kt_sysfs_val(self->pool[i], "chunks"))
+				TH_LOG("model %s, phase %d", name, p);
+		}
+		if (p != 2)
+			continue;
+		/* Each pool's pages are its own tenant's, at B's peak. */
+		for (i = 0; i < 2; i++) {
+			n = kvpool_tenant_list(self->pool[i], ti,
+					       ARRAY_SIZE(ti));
+			ASSERT_EQ(1, n) TH_LOG("model %s",
+					       nb_plan[i].cfg->name);
+			EXPECT_EQ(tenant[i], ti[0].tenant_id);
+			EXPECT_EQ(self->cgid[i], ti[0].cgroup_id);
+			EXPECT_EQ(1, ti[0].nr_clients);
+			EXPECT_EQ(nb_after[p].chunks[i] *
+				  (NB_CHUNK / page_bytes(nb_plan[i].cfg)),
+				  ti[0].pages);
+		}
+	}
+	/* Both decoded at once in every run phase, turn about. */
+	EXPECT_LE(2, both[0]);
+	EXPECT_LE(2, both[2]);
+	EXPECT_LE(2, both[4]);
+
+	for (i = 0; i < 2; i++) {
+		got[i] = read_all(self->back[i], &res[i], sizeof(res[i]));
+		st = -1;
+		waitpid(self->pid[i], &st, 0);
+		self->pid[i] = -1;
+		EXPECT_TRUE(KT_CHILD_OK(st)) TH_LOG("model %s: status %#x",
+						    nb_plan[i].cfg->name, st);
+		ASSERT_TRUE(got[i]);
+	}
+	for (i = 0; i < 2; i++) {
+		const struct nb_result *x = &res[i];
+
+		for (r = 0; r < NB_REQS; r++) {
+			EXPECT_EQ(-1, x->diff[r])
+				TH_LOG("model %s, request %d: logits differ at step %d",
+				       nb_plan[i].cfg->name, r, x->diff[r]);
+			EXPECT_EQ(0, x->tok_diff[r]);
+		}
+		EXPECT_EQ(tenant[i], x->tenant);
+		EXPECT_EQ(pages[i], x->new_pages);
+		EXPECT_EQ(0, x->dirty_pages)
+			TH_LOG("model %s: pages not cleared", nb_plan[i].cfg->name);
+		EXPECT_EQ(0, x->blank_at_release);
+		say("two_models_one_budget: model %s (%u KiB pages of %u tokens): %u tokens in %.2f s, %u of %u new pages read 0 before use, logits fnv %08x %08x %08x\n",
+		    nb_plan[i].cfg->name,
+		    (unsigned int)(page_bytes(nb_plan[i].cfg) / 1024),
+		    nb_plan[i].cfg->page_tokens, x->tokens, x->secs,
+		    x->new_pages - x->dirty_pages, x->new_pages, x->fnv[0],
+		    x->fnv[1], x->fnv[2]);
+	}
+	ASSERT_EQ(0, kvpool_budget_info(self->budget, &b));
+	say("two_models_one_budget: %llu chunk moves between the pools, %llu KiB cleared in %llu us, %u turns side by side\n",
+	    (unsigned long long)b.out_moves,
+	    (unsigned long long)b.out_cleared_bytes / 1024,
+	    (unsigned long long)b.out_clear_ns / 1000,
+	    both[0] + both[2] + both[4]);
+	for (i = 0; i < 2; i++) {
+		struct kvpool *kp;
+
+		ASSERT_EQ(0, kvpool_open(self->path[i], &kp));
+		EXPECT_EQ(0, kvpool_verify(kp, NULL));
+		kvpool_close(kp);
+	}
 }
 
 TEST_HARNESS_MAIN
