@@ -348,9 +348,11 @@ struct kvp_client {
  *                  the free map, owner %KVP_OWNER_UNBACKED (kvp_back_locked())
  * @grow: for a pool on a budget, asked under @lock for chunks backing at
  *        least its second argument's pages more when an EXTEND finds too
- *        few free; it backs them with kvp_back_locked() and returns 0, a
- *        negative errno, or %KVP_GROW_WAIT if more would be ready once
- *        memory being cleared is (what it backed stays). NULL otherwise.
+ *        few free, once nothing else of the EXTEND can fail; it backs all
+ *        of them with kvp_back_locked() or none, and returns 0 (having
+ *        backed them, or none if the budget cannot), a negative errno, or
+ *        %KVP_GROW_WAIT (none backed) if they would be ready once memory
+ *        being cleared is. NULL otherwise.
  * @headroom: for a pool on a budget, asked under @lock for the pages its
  *            budget could still give it (free chunks the other pools'
  *            floors and its own ceiling leave it, those being cleared

@@ -211,6 +211,20 @@ static bool kvp_extend_wants(struct kvp_client *c,
 	return mem->want_pages || mem->want_row_cap;
 }
 
+/*
+ * An EXTEND that fails after its answer's array was had gives it back:
+ * to @mem, for the caller's next try, if it came from there.
+ */
+static void kvp_extend_unwind(struct kvp_extend_result *res, u32 *buf,
+			      struct kvp_extend_mem *mem, bool from_mem)
+{
+	if (from_mem)
+		mem->pages = res->pages;
+	else if (res->pages != buf)
+		kvfree(res->pages);
+	res->pages = NULL;
+}
+
 /**
  * kvp_extend_start_locked() - check and prepare an EXTEND
  * @c: the client
@@ -250,9 +264,9 @@ int kvp_extend_start_locked(struct kvp_client *c,
 	u32 bad = ~0U;
 	struct kvp_batch b;
 	struct kvp_tenant *t;
-	bool grow = false;
+	bool grow = false, from_mem = false;
 	u64 need = 0;
-	u32 avail;
+	u32 avail, room = 0;
 	u32 i;
 	int ret;
 
@@ -306,18 +320,11 @@ int kvp_extend_start_locked(struct kvp_client *c,
 		return -EDQUOT;
 	}
 	avail = kvp_available(pool, t);
-	/* A pool on a budget first asks it for the pages it lacks. */
-	if (need > avail && pool->grow) {
-		ret = pool->grow(pool, (u32)(need - avail));
-		if (ret < 0)
-			return ret;
-		avail = kvp_available(pool, t);
-		/* Memory on its way: a caller that can drop the lock waits. */
-		if (ret == KVP_GROW_WAIT && need > avail && mem)
-			return KVP_EXTEND_NEED_CLEAR;
-	}
-	if (need > avail) {
-		res->shortfall = (u32)(need - avail);
+	/* What a budget could add is counted, not taken yet (see below). */
+	if (need > avail && pool->headroom)
+		room = pool->headroom(pool);
+	if (need > (u64)avail + room) {
+		res->shortfall = (u32)(need - avail - room);
 		kvp_refused(pool, t, true, -ENOSPC);
 		return -ENOSPC;
 	}
@@ -333,6 +340,7 @@ int kvp_extend_start_locked(struct kvp_client *c,
 	if (need > buf_cap && mem && mem->pages && mem->pages_cap >= need) {
 		res->pages = mem->pages;
 		mem->pages = NULL;
+		from_mem = true;
 	} else if (need > buf_cap) {
 		res->pages = kvmalloc_array((u32)need, sizeof(u32),
 					    GFP_KERNEL_ACCOUNT);
@@ -352,10 +360,30 @@ int kvp_extend_start_locked(struct kvp_client *c,
 		}
 		ret = kvp_row_reserve(pool, r, want);
 		if (ret) {
-			if (res->pages != buf)
-				kvfree(res->pages);
-			res->pages = NULL;
+			kvp_extend_unwind(res, buf, mem, from_mem);
 			return ret;
+		}
+	}
+
+	/*
+	 * A pool on a budget takes the chunks it lacks last, when nothing
+	 * else can fail, and its grow takes all it is asked for or none: an
+	 * EXTEND that fails leaves the budget as it found it.
+	 */
+	if (need > avail && pool->grow) {
+		ret = pool->grow(pool, (u32)(need - avail));
+		if (ret >= 0)
+			avail = kvp_available(pool, t);
+		if (ret < 0 || need > avail) {
+			kvp_extend_unwind(res, buf, mem, from_mem);
+			if (ret < 0)
+				return ret;
+			/* Memory on its way: a caller that can drop the lock waits. */
+			if (ret == KVP_GROW_WAIT && mem)
+				return KVP_EXTEND_NEED_CLEAR;
+			res->shortfall = (u32)(need - avail);
+			kvp_refused(pool, t, true, -ENOSPC);
+			return -ENOSPC;
 		}
 	}
 

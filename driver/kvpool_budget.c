@@ -209,12 +209,14 @@ static void kvpd_slot_install_locked(struct kvpd_dev *kd, u32 slot, u32 c)
 
 /*
  * kvp_pool.grow for a pool on a budget: chunks for at least @pages more
- * pages, lowest unbacked slot first, as far as the pool's ceiling and the
- * other pools' unmet floors let it, and only clean ones. If it takes
- * fewer than asked while some free chunks are still being cleared, it
- * says %KVP_GROW_WAIT: the EXTEND waits for them with the lock dropped
- * (kvpd_budget_wait()) rather than fail with ENOSPC on memory that is
- * free. What it took stays backed either way.
+ * pages, lowest unbacked slots first, all of them or none, so that an
+ * EXTEND the budget cannot serve takes nothing from it. None when the
+ * pool's ceiling, its unbacked slots or what the other pools' unmet
+ * floors leave of the free chunks are too few (the EXTEND fails with
+ * ENOSPC); none either, with %KVP_GROW_WAIT, when enough are free but
+ * not enough of them clean yet: the EXTEND waits for the clearing work
+ * with the lock dropped (kvpd_budget_wait()) rather than fail on memory
+ * that is free.
  */
 static int kvpd_budget_grow(struct kvp_pool *pool, u32 pages)
 {
@@ -222,44 +224,55 @@ static int kvpd_budget_grow(struct kvp_pool *pool, u32 pages)
 	struct kvpd_backing *bk = kd->backing;
 	struct kvpd_budget *b = bk->budget;
 	u32 want = DIV_ROUND_UP(pages, bk->ppc);
-	u32 s = bk->low_hole, taken = 0;
-	int ret = 0;
+	u32 s, n, head, c, others;
 
 	lockdep_assert_held(&pool->lock);
-	for (; taken < want && s < bk->nr_slots; s++) {
-		u64 last;
-		u32 c;
+	/* Enough unbacked slots? (The slot table is the pool lock's.) */
+	for (s = bk->low_hole, n = 0; n < want && s < bk->nr_slots; s++)
+		n += bk->slot[s] == KVPD_NO_CHUNK;
+	if (n < want)
+		return 0;
 
-		if (bk->slot[s] != KVPD_NO_CHUNK)
-			continue;
-		mutex_lock(&b->lock);
-		/* Others' floors come out of what is free. */
-		if ((bk->max_chunks && bk->nr_held >= bk->max_chunks) ||
-		    b->nr_free <= b->unmet - kvpd_unmet(bk)) {
-			mutex_unlock(&b->lock);
-			break;
-		}
-		c = kvpd_chunk_pop(b, &b->clean_head);
-		if (c == KVPD_NO_CHUNK) {
-			ret = KVP_GROW_WAIT;	/* nr_free > 0: being cleared */
-			mutex_unlock(&b->lock);
-			break;
-		}
-		last = b->chunks[c].last_serial;
-		b->nr_clean--;
-		b->nr_free--;
-		kvpd_held_add(b, bk, 1);
+	mutex_lock(&b->lock);
+	others = b->unmet - kvpd_unmet(bk);
+	if ((bk->max_chunks && bk->nr_held + want > bk->max_chunks) ||
+	    b->nr_free < want || b->nr_free - want < others) {
+		mutex_unlock(&b->lock);
+		return 0;
+	}
+	if (b->nr_clean < want) {
+		mutex_unlock(&b->lock);
+		return KVP_GROW_WAIT;	/* the rest are being cleared */
+	}
+	/* The first @want clean chunks leave the list as one chain. */
+	head = b->clean_head;
+	for (c = head, n = 1; n < want; n++)
+		c = b->chunks[c].next;
+	b->clean_head = b->chunks[c].next;
+	b->nr_clean -= want;
+	b->nr_free -= want;
+	kvpd_held_add(b, bk, (int)want);
+	for (c = head, n = 0; n < want; n++, c = b->chunks[c].next) {
+		u64 last = b->chunks[c].last_serial;
+
 		if (last && last != bk->serial)
 			b->moves++;
 		b->chunks[c].last_serial = bk->serial;
-		mutex_unlock(&b->lock);
+	}
+	mutex_unlock(&b->lock);
+
+	/* The chain is ours now: no one else walks its links. */
+	for (s = bk->low_hole, c = head; want; s++) {
+		if (bk->slot[s] != KVPD_NO_CHUNK)
+			continue;
+		n = b->chunks[c].next;
 		kvpd_slot_install_locked(kd, s, c);
-		taken++;
+		c = n;
+		want--;
 	}
 	bk->low_hole = s;
-	if (taken)
-		wake_up_interruptible_all(&b->wq);
-	return ret;
+	wake_up_interruptible_all(&b->wq);
+	return 0;
 }
 
 /*
