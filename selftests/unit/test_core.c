@@ -2372,11 +2372,22 @@ static void test_extend_mem(void)
 static u32 budget_slots_left;
 static u32 budget_grow_calls;
 
+/* kvp_pool.headroom's stand-in beside budget_grow(): its slots left. */
+static u32 budget_slot_room(struct kvp_pool *pool)
+{
+	u32 room = budget_slots_left * 16;
+
+	return room < pool->unbacked_pages ? room : pool->unbacked_pages;
+}
+
+/* All the slots @pages needs or none, as the driver's grow does. */
 static int budget_grow(struct kvp_pool *pool, u32 pages)
 {
 	u32 s;
 
 	budget_grow_calls++;
+	if (budget_slot_room(pool) < pages)
+		return 0;
 	for (s = 0; s < pool->nr_pages / 16 && pages && budget_slots_left;
 	     s++) {
 		u32 n = kvp_back_locked(pool, s * 16, 16);
@@ -2405,6 +2416,7 @@ static void test_budget_backing(void)
 	EXPECT_EQ(-ENOSPC, extend1(&t.c[0], h, 1, NULL));
 
 	t.pool.grow = budget_grow;
+	t.pool.headroom = budget_slot_room;
 	budget_slots_left = 2;
 	budget_grow_calls = 0;
 	EXPECT_EQ(0, extend1(&t.c[0], h, 20, NULL));
@@ -2415,9 +2427,22 @@ static void test_budget_backing(void)
 	/* Enough free: the hook is not asked. */
 	EXPECT_EQ(0, extend1(&t.c[1], o, 4, NULL));
 	EXPECT_EQ(1, budget_grow_calls);
-	/* The budget is out: ENOSPC, and the row keeps its 4 pages. */
+	/* An EXTEND that fails to allocate takes nothing from the budget. */
+	budget_slots_left = 2;
+	kvp_user_nr_allocs = 0;
+	kvp_user_fail_nth = 1;
+	EXPECT_EQ(-ENOMEM, extend1(&t.c[0], h, 40, NULL));
+	kvp_user_fail_nth = 0;
+	EXPECT_EQ(1, budget_grow_calls);
+	EXPECT_EQ(32, t.pool.unbacked_pages);
+	EXPECT_EQ(20, t.pool.rows[h.req_pool_idx].nr);
+	budget_slots_left = 0;
+	/*
+	 * The budget is out: ENOSPC before the hook is asked (its headroom
+	 * says so), and the row keeps its 4 pages.
+	 */
 	EXPECT_EQ(-ENOSPC, extend1(&t.c[1], o, 30, NULL));
-	EXPECT_EQ(2, budget_grow_calls);
+	EXPECT_EQ(1, budget_grow_calls);
 	EXPECT_EQ(4, t.pool.rows[o.req_pool_idx].nr);
 	EXPECT_EQ(8, t.pool.free_pages);
 
@@ -2475,6 +2500,7 @@ static void test_budget_pressure(void)
 	EXPECT_EQ(0, tpool_init(&t, KVPOOL_CREATE_BUDGET, 64, 1, 4, 64));
 	EXPECT_EQ(0, kvp_set_wmark_locked(&t.pool, 8, 16));
 	t.pool.grow = budget_grow;
+	t.pool.headroom = budget_slot_room;
 	budget_slots_left = 2;
 	EXPECT_EQ(0, alloc1(&t.c[0], &h));
 	EXPECT_EQ(0, extend1(&t.c[0], h, 12, NULL));
@@ -2486,6 +2512,7 @@ static void test_budget_pressure(void)
 	EXPECT_EQ(4, t.pool.free_pages);
 
 	/* No hook: 4 free of a low watermark of 8, c0 is asked 16 - 4. */
+	t.pool.headroom = NULL;
 	EXPECT_EQ(12, kvp_pressure_locked(&t.c[0], &why));
 	EXPECT_EQ(KVPOOL_PRESSURE_LOW, why);
 	t.pool.headroom = budget_headroom;
