@@ -27,16 +27,23 @@
  *    EFAULT either: every buffer is locked in memory, so no copy can fail);
  *  - after an ENOMEM the pool, the client and the process look exactly as
  *    before the step: STATS, ROW_QUERY of every row and slot the client
- *    holds, the fd's fdinfo, the pool's sysfs counts
- *    (/sys/class/kvpool/kvpoolN/), the process's open fds, and the kvpool
+ *    holds, ARENA, the fd's fdinfo, the pool's sysfs counts
+ *    (/sys/class/kvpool/kvpoolN/, a budget pool's chunks included), the
+ *    process's open fds and its mappings of the pool, and the kvpool
  *    devices in /sys/class/kvpool, /sys/class/misc (the control device)
- *    and /dev;
+ *    and /dev; in a sequence on a chunk budget also which of the budget
+ *    ids 0..63 exist (INFO, ENODATA for none) and the budget's INFO
+ *    counters (free chunks, pools, moves);
  *  - a step that was not injected succeeds, and so do the steps after an
  *    absorbed failure;
  *  - afterwards VERIFY finds 0 violations, and once the client is closed a
  *    fresh client sees the whole pool free (nothing leaked into a row,
  *    slot, cache or export), and the pool can be destroyed (no client or
  *    export file leaked); a new pool gets the lowest free id (no id leaked).
+ *    A budget then has every chunk back and no pool on it, and can be
+ *    destroyed; a new budget gets the lowest free id too. (A budget
+ *    pool's rows are released before its client closes: pages left in
+ *    quarantine would keep pool and budget until this process exits.)
  * Leaked memory is kmemleak's to find: debug-lane.sh scans after the run.
  *
  * Between steps the test pauses the countdown (reads fail-nth, writes 0)
@@ -58,6 +65,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -90,6 +99,17 @@
 #define MISC_CLASS	"/sys/class/misc"
 /* An element length past every struct here, for the wide steps. */
 #define WIDE		8
+/*
+ * The budget sequences' budget: chunks of 16 pages of 4 KiB, twice as
+ * many as one pool of G_PAGES can hold, so a grow never runs short.
+ */
+#define BG_PAGE		4096u
+#define BG_CHUNK	(64u * 1024)
+#define BG_PPC		(BG_CHUNK / BG_PAGE)
+#define BG_SLOTS	(G_PAGES / BG_PPC)
+#define BG_CHUNKS	(2 * BG_SLOTS)
+#define BG_MAP		((size_t)BG_SLOTS * BG_CHUNK)	/* ARENA's out_bytes */
+#define MAX_BUDGETS	64	/* ids 0..63, as the module has them */
 
 /* A step's verdict that is no errno: VERIFY found violations. */
 #define E_VIOLATIONS	10000
@@ -97,6 +117,8 @@
 #define E_POSITIVE	10001
 /* An element the kernel writes came back with a non-zero tail. */
 #define E_TAIL		10002
+/* A budget pool holds another number of chunks than the step expects. */
+#define E_CHUNKS	10003
 
 enum { A, B, C, D, NR_LETTERS };
 
@@ -129,6 +151,14 @@ struct ctx {
 	__u64 req_id;		/* the request the agent took, or 0 */
 	bool answered;		/* the waiter got its file and exits */
 	int xrow;		/* the letter the export file holds */
+	__u32 reserved;		/* page and row 0 kept out (RESERVE_ZERO) */
+	bool budgets;		/* a budget sequence: snapshots read budgets */
+	bool budget;		/* @bid is a budget this run made */
+	bool bid_checked;
+	bool bpool;		/* the pool is on budget @bid */
+	__u32 bid;
+	__u32 expect_bid;	/* lowest free budget id when the run began */
+	char *map;		/* the pool file mapped, BG_MAP bytes, or NULL */
 	struct row r[NR_LETTERS];
 	__u32 cache[G_PAGES];	/* the client's prefix-cache pages */
 	__u32 nr_cache;
@@ -702,15 +732,6 @@ static int st_arena_set(struct ctx *c)
 	return xioctl(c->ctl, KVPOOL_CTL_ARENA_SET, &a);
 }
 
-static int arena_kind(struct ctx *c, __u32 *kind)
-{
-	struct kvpool_arena a = { .size = sizeof(a) };
-	int e = xioctl(c->fd, KVPOOL_ARENA, &a);
-
-	*kind = a.out_kind;
-	return e;
-}
-
 static int st_arena_fds(struct ctx *c)
 {
 	struct kvpool_arena_fd f = { .out_fd = -1 };
@@ -845,6 +866,192 @@ static int st_fresh(struct ctx *c)
 #define HAVE_AGENT 0
 #endif
 
+#if defined(KVPOOL_CTL_BUDGET) && defined(KVPOOL_CREATE_BUDGET)
+/*
+ * Chunk budgets (ABI 4, docs/gpu-budget.md): a budget of BG_CHUNKS
+ * chunks and a pool of G_PAGES on it, which backs its pages chunk by
+ * chunk as EXTEND needs them and gives back its wholly free top slots
+ * after every ioctl while it keeps its high watermark's worth free (the
+ * default, G_PAGES / 16: a slot goes back once BG_PPC + 4 pages are
+ * free).
+ */
+static int budget_op(struct ctx *c, __u32 op, struct kvpool_ctl_budget *b)
+{
+	b->size = sizeof(*b);
+	b->op = op;
+	return xioctl(c->ctl, KVPOOL_CTL_BUDGET, b);
+}
+
+static int budget_info(struct ctx *c, __u32 id, struct kvpool_ctl_budget *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->budget_id = id;
+	return budget_op(c, KVPOOL_BUDGET_INFO, b);
+}
+
+static int st_budget_create(struct ctx *c)
+{
+	struct kvpool_ctl_budget b = {
+		.kind = KVPOOL_ARENA_HOST, .nr_chunks = BG_CHUNKS,
+		.chunk_bytes = BG_CHUNK,
+	};
+	int e = budget_op(c, KVPOOL_BUDGET_CREATE, &b);
+
+	if (!e) {
+		c->budget = true;
+		c->bid = b.budget_id;
+	}
+	return e;
+}
+
+static int st_budget_destroy(struct ctx *c)
+{
+	struct kvpool_ctl_budget b = { .budget_id = c->bid };
+	int e = budget_op(c, KVPOOL_BUDGET_DESTROY, &b);
+
+	if (!e)
+		c->budget = false;
+	return e;
+}
+
+/* A floor of one chunk and a ceiling of two for the pool. */
+static int st_budget_limits(struct ctx *c)
+{
+	struct kvpool_ctl_budget b = {
+		.budget_id = c->bid, .pool_id = c->id,
+		.min_bytes = BG_CHUNK, .max_bytes = 2 * BG_CHUNK,
+	};
+
+	return budget_op(c, KVPOOL_BUDGET_LIMITS, &b);
+}
+
+static int st_budget_info(struct ctx *c)
+{
+	struct kvpool_ctl_budget b;
+
+	return budget_info(c, c->bid, &b);
+}
+
+/* st_create()'s pool geometry on budget @bid, 4 KiB pages. */
+static int create_bpool(struct ctx *c, __u32 flags)
+{
+	struct kvpool_ctl_create a = {
+		.size = sizeof(a), .flags = flags | KVPOOL_CREATE_BUDGET,
+		.nr_pages = G_PAGES, .page_tokens = G_PTOK,
+		.nr_rows = G_ROWS, .row_tokens = G_RTOK,
+		.budget_id = c->bid, .page_bytes = BG_PAGE,
+	};
+	int e = xioctl(c->ctl, KVPOOL_CTL_CREATE, &a);
+
+	if (!e) {
+		c->pool = true;
+		c->bpool = true;
+		c->id = a.out_pool_id;
+		c->reserved = flags & KVPOOL_CREATE_RESERVE_ZERO ? 1 : 0;
+	}
+	return e;
+}
+
+/* Slot 0 backed at once and kept: it holds the reserved page. */
+static int st_create_bpool(struct ctx *c)
+{
+	return create_bpool(c, KVPOOL_CREATE_RESERVE_ZERO);
+}
+
+/* No page reserved: the pool starts with no chunk at all. */
+static int st_create_bpool_bare(struct ctx *c)
+{
+	return create_bpool(c, 0);
+}
+
+/* Row D to a full row: G_MAXP pages. */
+static int st_extend_d(struct ctx *c)
+{
+	__u32 pages[G_MAXP];
+	struct kvpool_extend_entry e = {
+		.handle = c->r[D].h, .new_len = G_RTOK,
+	};
+	struct kvpool_extend x = {
+		.size = sizeof(x), .count = 1, .entry_len = sizeof(e),
+		.entries = kt_ptr(&e), .pages_cap = G_MAXP,
+		.page_entry_len = sizeof(pages[0]), .pages = kt_ptr(pages),
+	};
+
+	return xioctl(c->fd, KVPOOL_EXTEND, &x);
+}
+
+/*
+ * Setup: the pool holds @n chunks (ARENA, sysfs) and the budget has the
+ * rest free: a step meant to grow or shrink the pool did.
+ */
+static int expect_chunks(struct ctx *c, __u32 n)
+{
+	struct kvpool_ctl_budget b;
+	struct kvpool_arena a;
+	char p[128], v[32];
+	int e;
+
+	snprintf(p, sizeof(p), KT_SYSFS_CLASS "/kvpool%u/chunks", c->id);
+	e = kt_arena_info(c->fd, &a);
+	if (!e)
+		e = budget_info(c, c->bid, &b);
+	if (!e)
+		e = kt_read_text(p, v, sizeof(v));
+	if (e)
+		return e;
+	if (a.out_nr_chunks != n || strtoul(v, NULL, 10) != n ||
+	    b.out_free_chunks != BG_CHUNKS - n)
+		return E_CHUNKS;
+	return 0;
+}
+
+static int st_chunks0(struct ctx *c) { return expect_chunks(c, 0); }
+static int st_chunks1(struct ctx *c) { return expect_chunks(c, 1); }
+static int st_chunks2(struct ctx *c) { return expect_chunks(c, 2); }
+
+/* The pool file, all of its id space, shared (a private map is EINVAL). */
+static int st_mmap(struct ctx *c)
+{
+	void *m = mmap(NULL, BG_MAP, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       c->fd, 0);
+
+	if (m == MAP_FAILED)
+		return errno;
+	c->map = m;
+	return 0;
+}
+
+static sigjmp_buf touch_env;
+
+static void touch_bus(int sig __attribute__((unused)))
+{
+	siglongjmp(touch_env, 1);
+}
+
+/* Setup: the mapping works: slot 0 (the kept one) reads and writes. */
+static int st_touch(struct ctx *c)
+{
+	struct sigaction sa = { .sa_handler = touch_bus }, old;
+	volatile char *p = c->map;
+	int e = 0;
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, &old);
+	if (!sigsetjmp(touch_env, 1)) {
+		p[0] = 'k';
+		if (p[0] != 'k')
+			e = EIO;
+	} else {
+		e = EFAULT;
+	}
+	sigaction(SIGBUS, &old, NULL);
+	return e;
+}
+#define HAVE_BUDGET 1
+#else
+#define HAVE_BUDGET 0
+#endif
+
 /* ---- sequences ------------------------------------------------------- */
 
 struct step {
@@ -865,6 +1072,10 @@ struct step {
 #define ARMED_M(f)	{ #f + 3, f, true, KVPOOL_FEAT_ARENA }
 #define SETUP_G(f)	{ #f + 3, f, false, KVPOOL_FEAT_GPU_AGENT }
 #define ARMED_G(f)	{ #f + 3, f, true, KVPOOL_FEAT_GPU_AGENT }
+#if HAVE_BUDGET
+#define SETUP_B(f)	{ #f + 3, f, false, KVPOOL_FEAT_BUDGET }
+#define ARMED_B(f)	{ #f + 3, f, true, KVPOOL_FEAT_BUDGET }
+#endif
 
 /* The common start: a pool, a client, three rows with pages. */
 #define ROWS_SETUP \
@@ -883,7 +1094,13 @@ struct snap {
 	int tl_err;
 	__u32 nr_tenants;
 	int arena_err;
-	__u32 arena_kind;
+	struct kvpool_arena arena;
+	/* budget sequences: which ids name a budget, and this run's one */
+	__u64 bset;
+	int bset_err;		/* an INFO errno that is not ENODATA, or 0 */
+	int binfo_err;
+	struct kvpool_ctl_budget binfo;
+	unsigned int nmaps;	/* mappings of the pool's node */
 #if HAVE_TENANTS
 	struct kvpool_tenant_info tenants[8];
 #endif
@@ -896,7 +1113,7 @@ struct snap {
 
 static const char *const sysfs_attrs[] = {
 	"nr_clients", "nr_tenants", "free_pages", "free_rows", "held_rows",
-	"slot_rows", "export_rows",
+	"slot_rows", "export_rows", "chunks", "unbacked_pages",
 };
 
 static int query(struct ctx *c, int w, struct kvpool_row_query *q,
@@ -915,6 +1132,54 @@ static int query(struct ctx *c, int w, struct kvpool_row_query *q,
 	}
 	return xioctl(c->fd, KVPOOL_ROW_QUERY, q);
 }
+
+/* Lines of /proc/self/maps whose file is @path. */
+static unsigned int count_maps(const char *path)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	size_t plen = strlen(path);
+	unsigned int n = 0;
+	char line[512];
+
+	if (!f)
+		return ~0u;
+	while (fgets(line, sizeof(line), f)) {
+		size_t len = strcspn(line, "\n");
+
+		if (len > plen && line[len - plen - 1] == ' ' &&
+		    !strncmp(line + len - plen, path, plen))
+			n++;
+	}
+	fclose(f);
+	return n;
+}
+
+#if HAVE_BUDGET
+/*
+ * Every budget id's INFO (ENODATA: none), and this run's budget's
+ * counters. Its cleared bytes and clearing time are left out: the
+ * clearing work moves them behind every op's back.
+ */
+static void budget_snap(struct ctx *c, struct snap *s)
+{
+	struct kvpool_ctl_budget b;
+	__u32 id;
+	int e;
+
+	for (id = 0; id < MAX_BUDGETS; id++) {
+		e = budget_info(c, id, &b);
+		if (!e)
+			s->bset |= 1ull << id;
+		else if (e != ENODATA && !s->bset_err)
+			s->bset_err = e;
+	}
+	if (!c->budget)
+		return;
+	s->binfo_err = budget_info(c, c->bid, &s->binfo);
+	s->binfo.out_cleared_bytes = 0;
+	s->binfo.out_clear_ns = 0;
+}
+#endif
 
 static void snap_take(struct ctx *c, struct snap *s)
 {
@@ -944,7 +1209,11 @@ static void snap_take(struct ctx *c, struct snap *s)
 #endif
 #if HAVE_ARENA
 	if (c->fd >= 0 && (features & KVPOOL_FEAT_ARENA))
-		s->arena_err = arena_kind(c, &s->arena_kind);
+		s->arena_err = kt_arena_info(c->fd, &s->arena);
+#endif
+#if HAVE_BUDGET
+	if (c->budgets)
+		budget_snap(c, s);
 #endif
 	if (c->pool) {
 		for (i = 0; i < ARRAY_SIZE(sysfs_attrs); i++) {
@@ -959,6 +1228,8 @@ static void snap_take(struct ctx *c, struct snap *s)
 		}
 	}
 	s->nfds = kt_count_fds();
+	if (c->path[0])
+		s->nmaps = count_maps(c->path);
 	list_dir(KT_SYSFS_CLASS, "kvpool", s->pools, sizeof(s->pools));
 	list_dir(MISC_CLASS, "kvpool", s->misc, sizeof(s->misc));
 	list_dir("/dev", "kvpool", s->dev, sizeof(s->dev));
@@ -970,6 +1241,31 @@ static bool snap_same(struct ctx *c, const struct snap *a,
 {
 	int w;
 
+	/* First: a budget's chunks also show in STATS, ARENA and sysfs. */
+	if (a->bset != b->bset || a->bset_err != b->bset_err) {
+		snprintf(c->note, sizeof(c->note),
+			 "budget ids changed: %#llx -> %#llx (INFO errno %d -> %d)",
+			 (unsigned long long)a->bset,
+			 (unsigned long long)b->bset, a->bset_err, b->bset_err);
+		return false;
+	}
+	if (a->binfo_err != b->binfo_err ||
+	    memcmp(&a->binfo, &b->binfo, sizeof(a->binfo))) {
+		snprintf(c->note, sizeof(c->note),
+			 "budget INFO changed (err %d->%d, free_chunks %u->%u, nr_pools %u->%u, moves %llu->%llu)",
+			 a->binfo_err, b->binfo_err, a->binfo.out_free_chunks,
+			 b->binfo.out_free_chunks, a->binfo.out_nr_pools,
+			 b->binfo.out_nr_pools,
+			 (unsigned long long)a->binfo.out_moves,
+			 (unsigned long long)b->binfo.out_moves);
+		return false;
+	}
+	if (a->nmaps != b->nmaps) {
+		snprintf(c->note, sizeof(c->note),
+			 "mappings of the pool changed: %u -> %u", a->nmaps,
+			 b->nmaps);
+		return false;
+	}
 	if (a->stats_err != b->stats_err ||
 	    memcmp(&a->st, &b->st, sizeof(a->st))) {
 		snprintf(c->note, sizeof(c->note),
@@ -1007,11 +1303,14 @@ static bool snap_same(struct ctx *c, const struct snap *a,
 			 a->tl_err, b->tl_err, a->nr_tenants, b->nr_tenants);
 		return false;
 	}
-	if (a->arena_err != b->arena_err || a->arena_kind != b->arena_kind) {
+	if (a->arena_err != b->arena_err ||
+	    memcmp(&a->arena, &b->arena, sizeof(a->arena))) {
 		snprintf(c->note, sizeof(c->note),
-			 "ARENA changed (err %d->%d, kind %u->%u)",
-			 a->arena_err, b->arena_err, a->arena_kind,
-			 b->arena_kind);
+			 "ARENA changed (err %d->%d, kind %u->%u, chunks %u->%u, set_flags %#x->%#x)",
+			 a->arena_err, b->arena_err, a->arena.out_kind,
+			 b->arena.out_kind, a->arena.out_nr_chunks,
+			 b->arena.out_nr_chunks, a->arena.out_set_flags,
+			 b->arena.out_set_flags);
 		return false;
 	}
 	if (strcmp(a->fdinfo, b->fdinfo)) {
@@ -1064,6 +1363,15 @@ static bool settle(struct __test_metadata *_metadata, struct ctx *c)
 			return false;
 		}
 	}
+	if (c->budget && !c->bid_checked) {
+		c->bid_checked = true;
+		if (c->bid != c->expect_bid) {
+			snprintf(c->note, sizeof(c->note),
+				 "new budget got id %u, the lowest free was %u: an id leaked",
+				 c->bid, c->expect_bid);
+			return false;
+		}
+	}
 	if (c->pool && !c->path[0]) {
 		snprintf(p, sizeof(p), KT_SYSFS_CLASS "/kvpool%u/dev", c->id);
 		if (kt_read_text(p, v, sizeof(v)) ||
@@ -1111,6 +1419,41 @@ static bool settle(struct __test_metadata *_metadata, struct ctx *c)
 	return true;
 }
 
+#if HAVE_BUDGET
+/*
+ * The budget once its pool is gone: every chunk back, no pool on it
+ * (the pool's device may be released a little after the destroy), and
+ * then it can go.
+ */
+static void budget_finish(struct __test_metadata *_metadata, struct ctx *c)
+{
+	struct kvpool_ctl_budget b;
+	int tries;
+
+	for (tries = 0; tries < 200; tries++) {
+		if (budget_info(c, c->bid, &b) || !b.out_nr_pools)
+			break;
+		usleep(10 * 1000);
+	}
+	EXPECT_EQ(0, budget_info(c, c->bid, &b));
+	EXPECT_EQ(0, b.out_nr_pools);
+	EXPECT_EQ(BG_CHUNKS, b.out_free_chunks);
+	EXPECT_EQ(0, st_budget_destroy(c));
+}
+
+/* The lowest id no budget has: what the next CREATE must get. */
+static __u32 lowest_free_bid(struct ctx *c)
+{
+	struct kvpool_ctl_budget b;
+	__u32 id;
+
+	for (id = 0; id < MAX_BUDGETS; id++)
+		if (budget_info(c, id, &b) == ENODATA)
+			break;
+	return id;
+}
+#endif
+
 /*
  * The end of every run: VERIFY, close everything, check from a fresh
  * client that the whole pool is free, destroy it. EXPECT only: it also
@@ -1120,10 +1463,14 @@ static void finish(struct __test_metadata *_metadata, struct ctx *c)
 {
 	struct kvpool_verify v = { .size = sizeof(v) };
 	struct kvpool_stats st = { .size = sizeof(st) };
-	unsigned int live = 0, slots = 0, held = 0;
+	unsigned int live = 0, slots = 0, held = 0, unbacked = 0;
 	char p[128], txt[32];
 	int fd, w;
 
+	if (c->map) {
+		EXPECT_EQ(0, munmap(c->map, BG_MAP));
+		c->map = NULL;
+	}
 	if (c->fd >= 0) {
 		struct kvpool_arena a;
 
@@ -1137,6 +1484,22 @@ static void finish(struct __test_metadata *_metadata, struct ctx *c)
 		EXPECT_EQ(live, st.out_client_rows);
 		EXPECT_EQ(slots, st.out_client_slots);
 		EXPECT_EQ(c->nr_cache, st.out_client_cache_pages);
+		/*
+		 * A budget pool's rows go back before the close: pages left
+		 * in quarantine would retire the pool at destroy, and with it
+		 * keep the budget, until this process is gone.
+		 */
+		if (c->pool && c->bpool) {
+			static const int all[] = { A, B, C, D };
+
+			EXPECT_EQ(0, slots + c->nr_cache);
+			for (w = 0; w < NR_LETTERS; w++)
+				if (c->r[w].live)
+					EXPECT_EQ(0, handle_batch(c, KVPOOL_RELEASE,
+								  0, all + w, 1));
+			memset(c->r, 0, sizeof(c->r));
+			EXPECT_EQ(0, xioctl(c->fd, KVPOOL_STATS, &st));
+		}
 		/*
 		 * On a pool with an arena, what its rows and slots own is held
 		 * back after the close while this process lives (design.md, "A
@@ -1183,12 +1546,20 @@ static void finish(struct __test_metadata *_metadata, struct ctx *c)
 			memset(&st, 0, sizeof(st));
 			st.size = sizeof(st);
 			EXPECT_EQ(0, xioctl(fd, KVPOOL_STATS, &st));
-			EXPECT_EQ(G_PAGES - G_RESERVED - held, st.out_free_pages);
+			/* A budget pool's unbacked pages are not free. */
+			if (c->bpool) {
+				snprintf(p, sizeof(p), KT_SYSFS_CLASS
+					 "/kvpool%u/unbacked_pages", c->id);
+				EXPECT_EQ(0, kt_read_text(p, txt, sizeof(txt)));
+				unbacked = strtoul(txt, NULL, 10);
+			}
+			EXPECT_EQ(G_PAGES - c->reserved - held - unbacked,
+				  st.out_free_pages);
 			EXPECT_EQ(held, st.out_quarantine_pages);
-			EXPECT_EQ(G_RESERVED, st.out_reserved_pages);
+			EXPECT_EQ(c->reserved, st.out_reserved_pages);
 			EXPECT_EQ(0, st.out_row_pages + st.out_slot_pages +
 				     st.out_cache_evictable + st.out_cache_pinned);
-			EXPECT_EQ(G_ROWS - G_RESERVED, st.out_free_rows);
+			EXPECT_EQ(G_ROWS - c->reserved, st.out_free_rows);
 			EXPECT_EQ(0, st.out_held_rows + st.out_slot_rows);
 			EXPECT_EQ(1, st.out_nr_clients);
 			memset(&v, 0, sizeof(v));
@@ -1206,6 +1577,10 @@ static void finish(struct __test_metadata *_metadata, struct ctx *c)
 	if (c->private_node)
 		unlink(c->path);
 	c->pool = false;
+#if HAVE_BUDGET
+	if (c->budget)
+		budget_finish(_metadata, c);
+#endif
 }
 
 static void ctx_init(struct ctx *c, int ctl)
@@ -1218,6 +1593,7 @@ static void ctx_init(struct ctx *c, int ctl)
 	c->afd = -1;
 	c->pty = -1;
 	c->agfd = -1;
+	c->reserved = G_RESERVED;
 	c->expect_id = lowest_free_id();
 }
 
@@ -1227,6 +1603,7 @@ static const char *ename(int e)
 	case E_VIOLATIONS:	return "VERIFY found violations";
 	case E_POSITIVE:	return "ioctl returned a positive value";
 	case E_TAIL:		return "an element's tail was not zeroed";
+	case E_CHUNKS:		return "the pool holds other chunks than expected";
 	default:		return strerror(e);
 	}
 }
@@ -1240,18 +1617,28 @@ static bool run_seq(struct __test_metadata *_metadata, const char *name,
 {
 	unsigned int n, enomem = 0, absorbed = 0;
 	static struct snap before, after;
+	bool budgets = false;
 	struct ctx c;
 	int ctl, i;
 
 	ctl = kt_ctl_open();
 	EXPECT_LE(0, ctl)
 		return false;
+#if HAVE_BUDGET
+	for (i = 0; i < nsteps; i++)
+		budgets |= (steps[i].needs & features & KVPOOL_FEAT_BUDGET) != 0;
+#endif
 
 	for (n = 1; n < MAX_N; n++) {
 		unsigned int left = n;
 		bool hit = false, ok = true;
 
 		ctx_init(&c, ctl);
+#if HAVE_BUDGET
+		c.budgets = budgets;
+		if (budgets)
+			c.expect_bid = lowest_free_bid(&c);
+#endif
 		for (i = 0; i < nsteps && ok; i++) {
 			const struct step *s = &steps[i];
 			bool armed = s->armed && !hit;
@@ -1476,6 +1863,39 @@ SEQ(agent_recv, SETUP_G(st_create_gpu), SETUP_G(st_pty),
 SEQ(agent_reply, SETUP_G(st_create_gpu), SETUP_G(st_pty),
     SETUP_G(st_arena_set_agent), SETUP_G(st_agent), SETUP_G(st_waiter),
     SETUP_G(st_agent_recv), SETUP_G(st_fresh), ARMED_G(st_agent_reply))
+#endif
+#if HAVE_BUDGET
+/*
+ * Chunk budgets: the control op, a pool made on one (no new pool, no
+ * device, the budget's pool count the same after an ENOMEM), an EXTEND
+ * that has to take a chunk (from none, and a second one) and a RELEASE
+ * that gives one back, the pool file mapped. Every step needs the
+ * budget feature: without it the whole sequence is skipped.
+ */
+SEQ(budget_create, ARMED_B(st_budget_create))
+SEQ(budget_destroy, SETUP_B(st_budget_create), ARMED_B(st_budget_destroy))
+SEQ(budget_info, SETUP_B(st_budget_create), ARMED_B(st_budget_info))
+SEQ(budget_limits, SETUP_B(st_budget_create), SETUP_B(st_create_bpool),
+    ARMED_B(st_budget_limits))
+SEQ(budget_pool_create, SETUP_B(st_budget_create), ARMED_B(st_create_bpool))
+SEQ(budget_pool_create_bare, SETUP_B(st_budget_create),
+    ARMED_B(st_create_bpool_bare))
+/* No chunk yet: the EXTEND takes slot 0 before its rows' arrays grow. */
+SEQ(budget_extend, SETUP_B(st_budget_create), SETUP_B(st_create_bpool_bare),
+    SETUP_B(st_open), SETUP_B(st_alloc_abc), SETUP_B(st_chunks0),
+    ARMED_B(st_extend_abc), SETUP_B(st_chunks1))
+/* Slot 0 has 5 pages free: D's 16 take slot 1 too. */
+SEQ(budget_extend_more, SETUP_B(st_budget_create), SETUP_B(st_create_bpool),
+    SETUP_B(st_open), SETUP_B(st_alloc_abc), SETUP_B(st_extend_abc),
+    SETUP_B(st_alloc_d), SETUP_B(st_chunks1), ARMED_B(st_extend_d),
+    SETUP_B(st_chunks2))
+/* D's pages back: 21 free, so slot 1 goes back to the budget. */
+SEQ(budget_release, SETUP_B(st_budget_create), SETUP_B(st_create_bpool),
+    SETUP_B(st_open), SETUP_B(st_alloc_abc), SETUP_B(st_extend_abc),
+    SETUP_B(st_alloc_d), SETUP_B(st_extend_d), SETUP_B(st_chunks2),
+    ARMED_B(st_release_d), SETUP_B(st_chunks1))
+SEQ(budget_mmap, SETUP_B(st_budget_create), SETUP_B(st_create_bpool),
+    SETUP_B(st_open), ARMED_B(st_mmap), SETUP_B(st_touch))
 #endif
 /*
  * Everything in one run, armed from the first step to the last: each
